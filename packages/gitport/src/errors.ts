@@ -1,0 +1,40 @@
+/**
+ * The one error base class of the `gitport` package. Recognise errors by their stable string
+ * `code` (or by `isGitportError`), never by `instanceof`: errors cross workers and realms.
+ */
+export type GitportErrorCode =
+  | 'FS_READ_FAILED'
+  | 'FS_RENAME_FAILED'
+  | 'REF_INVALID_NAME'
+  | 'REF_LOCKED'
+  | 'REF_STALE'
+  | 'REF_CORRUPT'
+  | 'REF_SYMREF_LOOP'
+  | 'REPO_NOT_FOUND'
+  | 'REPO_EXISTS'
+  | 'REPO_INVALID_NAME'
+  | 'REMOTE_FAILED'
+  | 'PUSH_REJECTED'
+  | 'ABORTED'
+  | 'HTTP_BAD_URL'
+  | 'HTTP_BAD_REQUEST'
+  | 'OPFS_UNSUPPORTED';
+
+const brand = Symbol.for('gitport.error');
+
+export class GitportError extends Error {
+  readonly code: GitportErrorCode;
+  readonly data?: unknown;
+  readonly [brand] = true;
+
+  constructor(code: GitportErrorCode, message: string, options: { cause?: unknown; data?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'GitportError';
+    this.code = code;
+    if (options.data !== undefined) this.data = options.data;
+  }
+}
+
+export function isGitportError(error: unknown): error is GitportError {
+  return typeof error === 'object' && error !== null && (error as { [brand]?: boolean })[brand] === true;
+}

@@ -1,0 +1,190 @@
+import { writeFile } from 'node:fs/promises';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createGitSandbox, type GitSandbox } from '../../../tests/src/git.js';
+import { nodeFs } from './fs.node.js';
+import { FsRefStore } from './fs-ref-store.js';
+import { MemoryFs } from './memory-fs.js';
+
+const A = 'a'.repeat(40);
+const B = 'b'.repeat(40);
+const C = 'c'.repeat(40);
+
+describe('FsRefStore on a repository real git writes and reads', () => {
+  let sandbox: GitSandbox;
+  let gitDir: string;
+  let commits: string[];
+
+  beforeEach(async () => {
+    sandbox = await createGitSandbox('gitport-refs-');
+    await sandbox.git(['init', '-q', 'work']);
+    const cwd = sandbox.path('work');
+    commits = [];
+    for (const n of [1, 2, 3]) {
+      await writeFile(sandbox.path('work', 'f.txt'), `line ${n}\n`);
+      await sandbox.git(['add', '.'], { cwd });
+      await sandbox.git(['commit', '-qm', `c${n}`], { cwd });
+      commits.push(await sandbox.git(['rev-parse', 'HEAD'], { cwd }));
+    }
+    await sandbox.git(['tag', '-a', '-m', 'annotated', 'v1', commits[0]!], { cwd });
+    await sandbox.git(['tag', 'light', commits[1]!], { cwd });
+    await sandbox.git(['branch', 'feature/x', commits[1]!], { cwd });
+    await sandbox.git(['pack-refs', '--all'], { cwd });
+    await sandbox.git(['branch', 'loose', commits[2]!], { cwd });
+    gitDir = sandbox.path('work', '.git');
+  });
+  afterEach(() => sandbox.cleanup());
+
+  const forEachRef = async () => {
+    const out = await sandbox.git(['for-each-ref', '--format=%(objectname) %(refname)'], { cwd: sandbox.path('work') });
+    return out.split('\n').map((line) => {
+      const [oid, name] = line.split(' ');
+      return { name: name!, oid: oid! };
+    });
+  };
+
+  it('lists loose and packed refs exactly as git for-each-ref does, and reads peeled tags', async () => {
+    const refs = new FsRefStore(nodeFs(), gitDir);
+    expect(await refs.list()).toEqual(await forEachRef());
+    expect(await refs.list('refs/heads/')).toEqual(
+      (await forEachRef()).filter((r) => r.name.startsWith('refs/heads/')),
+    );
+    expect(await refs.read('HEAD')).toEqual({ kind: 'symbolic', target: 'refs/heads/main' });
+    expect(await refs.resolve('HEAD')).toBe(commits[2]);
+    expect(await refs.peeled('refs/tags/v1')).toBe(commits[0]);
+    expect(await refs.read('refs/heads/nope')).toEqual({ kind: 'missing' });
+  });
+
+  it('compare-and-swap updates that git agrees with, including deleting a packed ref', async () => {
+    const refs = new FsRefStore(nodeFs(), gitDir);
+    const results = await refs.update([
+      { name: 'refs/heads/main', old: commits[2]!, new: commits[1]! },
+      { name: 'refs/heads/new', old: null, new: commits[0]! },
+      { name: 'refs/heads/feature/x', old: commits[1]!, new: null },
+      { name: 'refs/tags/light', old: commits[0]!, new: null },
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['ok', 'ok', 'ok', 'rejected']);
+    expect(results[3]).toMatchObject({ reason: 'stale' });
+    const cwd = sandbox.path('work');
+    expect(await sandbox.git(['rev-parse', 'main'], { cwd })).toBe(commits[1]);
+    expect(await sandbox.git(['rev-parse', 'new'], { cwd })).toBe(commits[0]);
+    const missing = await sandbox.run(['rev-parse', '--verify', '-q', 'refs/heads/feature/x'], {
+      cwd,
+      allowFailure: true,
+    });
+    expect(missing.code).not.toBe(0);
+    expect(await refs.list()).toEqual(await forEachRef());
+    await sandbox.git(['fsck', '--full', '--strict'], { cwd });
+    expect((await sandbox.exec('sh', ['-c', `find ${gitDir} -name '*.lock'`])).stdout.byteLength).toBe(0);
+  });
+
+  it('atomic transactions apply all or nothing', async () => {
+    const refs = new FsRefStore(nodeFs(), gitDir);
+    const results = await refs.update(
+      [
+        { name: 'refs/heads/main', old: commits[2]!, new: commits[0]! },
+        { name: 'refs/heads/loose', old: commits[0]!, new: commits[1]! },
+      ],
+      { atomic: true },
+    );
+    expect(results.map((r) => r.status === 'rejected' && r.reason)).toEqual(['atomic', 'stale']);
+    expect(await refs.resolve('refs/heads/main')).toBe(commits[2]);
+    expect(await refs.list()).toEqual(await forEachRef());
+  });
+
+  it('respects a lock file held by another writer (such as git) and leaves it alone', async () => {
+    const refs = new FsRefStore(nodeFs(), gitDir);
+    await writeFile(`${gitDir}/refs/heads/main.lock`, '');
+    const [result] = await refs.update([{ name: 'refs/heads/main', new: commits[0]! }]);
+    expect(result).toMatchObject({ status: 'rejected', reason: 'stale' });
+    expect(await refs.resolve('refs/heads/main')).toBe(commits[2]);
+    const git = await sandbox.run(['update-ref', 'refs/heads/main', commits[0]!], {
+      cwd: sandbox.path('work'),
+      allowFailure: true,
+    });
+    expect(git.code).not.toBe(0);
+  });
+
+  it('revalidates its packed-refs cache when git changes the repository', async () => {
+    const refs = new FsRefStore(nodeFs(), gitDir);
+    const cwd = sandbox.path('work');
+    expect(await refs.resolve('refs/heads/loose')).toBe(commits[2]);
+    await sandbox.git(['pack-refs', '--all'], { cwd });
+    await sandbox.git(['update-ref', '-d', 'refs/tags/light'], { cwd });
+    await sandbox.git(['update-ref', 'refs/heads/feature/x', commits[2]!], { cwd });
+    expect(await refs.list()).toEqual(await forEachRef());
+    expect(await refs.resolve('refs/heads/feature/x')).toBe(commits[2]);
+  });
+
+  it('refuses invalid names and directory/file conflicts', async () => {
+    const refs = new FsRefStore(nodeFs(), gitDir);
+    const results = await refs.update([
+      { name: 'refs/heads/bad..name', new: A },
+      { name: 'HEAD', new: A },
+      { name: 'refs/heads/feature', old: null, new: commits[0]! },
+      { name: 'refs/heads/loose/sub', old: null, new: commits[0]! },
+      { name: 'refs/heads/ok', new: 'not-an-oid' },
+    ]);
+    expect(results.map((r) => r.status === 'rejected' && r.reason)).toEqual([
+      'invalid-name',
+      'invalid-name',
+      'invalid-name',
+      'invalid-name',
+      'invalid-name',
+    ]);
+    expect(await refs.list()).toEqual(await forEachRef());
+  });
+});
+
+describe('FsRefStore over the memory fs', () => {
+  const setup = async () => {
+    const fs = new MemoryFs();
+    await fs.promises.mkdir('/r');
+    const refs = new FsRefStore(fs, '/r');
+    await refs.setSymbolic('HEAD', 'refs/heads/main');
+    return { fs, refs };
+  };
+
+  it('concurrent compare-and-swap on one ref: exactly one wins', async () => {
+    const { refs } = await setup();
+    await refs.update([{ name: 'refs/heads/main', old: null, new: A }]);
+    for (let round = 0; round < 20; round++) {
+      const current = (await refs.resolve('refs/heads/main'))!;
+      const next = [B, C, A].filter((x) => x !== current);
+      const results = await Promise.all(
+        next.map((oid) => refs.update([{ name: 'refs/heads/main', old: current, new: oid }])),
+      );
+      const winners = results.flat().filter((r) => r.status === 'ok');
+      expect(winners).toHaveLength(1);
+      expect(await refs.resolve('refs/heads/main')).toBe(winners[0]!.status === 'ok' && winners[0]!.new);
+    }
+  });
+
+  it('reads what it wrote: symbolic HEAD, create, delete, sorted listing', async () => {
+    const { fs, refs } = await setup();
+    expect(await refs.resolve('HEAD')).toBeUndefined();
+    await refs.update([
+      { name: 'refs/heads/b', old: null, new: B },
+      { name: 'refs/heads/a', old: null, new: A },
+      { name: 'refs/tags/t', old: null, new: C },
+    ]);
+    expect(await refs.list()).toEqual([
+      { name: 'refs/heads/a', oid: A },
+      { name: 'refs/heads/b', oid: B },
+      { name: 'refs/tags/t', oid: C },
+    ]);
+    expect(await refs.list('refs/tags/')).toEqual([{ name: 'refs/tags/t', oid: C }]);
+    await refs.update([{ name: 'refs/heads/a', old: A, new: null }]);
+    expect(await refs.read('refs/heads/a')).toEqual({ kind: 'missing' });
+    expect(new TextDecoder().decode((await fs.promises.readFile('/r/HEAD')) as Uint8Array)).toBe(
+      'ref: refs/heads/main\n',
+    );
+  });
+
+  it('reports a corrupt ref with a typed error', async () => {
+    const { fs, refs } = await setup();
+    await fs.promises.mkdir('/r/refs');
+    await fs.promises.mkdir('/r/refs/heads');
+    await fs.promises.writeFile('/r/refs/heads/main', 'garbage\n');
+    await expect(refs.resolve('HEAD')).rejects.toMatchObject({ code: 'REF_CORRUPT' });
+  });
+});

@@ -1,0 +1,294 @@
+/**
+ * The injected file system, in the shape isomorphic-git uses (`fs.promises.readFile`, `writeFile`,
+ * `unlink`, `readdir`, `mkdir`, `rmdir`, `stat`, `lstat`), so Node's `fs`, `@isomorphic-git/lightning-fs`
+ * and the OPFS and memory adapters of this package all fit, plus two optional extras that
+ * repositories use when present:
+ *   - `rename(from, to)`: git's lock-file convention (`<ref>.lock` written, then renamed over the ref);
+ *     without it the lock's content is copied over the target and the lock removed;
+ *   - `open(path, 'wx')` (exclusive create, Node's semantics): the lock itself. Without it, exclusive
+ *     creation is emulated under a lock held by this process (and, in browsers, by the Web Locks API,
+ *     which spans every worker and tab of the origin), which is the mechanism on file systems that
+ *     real git never shares.
+ *   - `readRange(path, offset, length)`: a positional read for large packs and blobs.
+ *
+ * `GitFs` normalises all of them: missing files read as `undefined`, parents are created on write,
+ * `ENOENT`/`EEXIST` are recognised by their `code`, and bytes are always `Uint8Array`.
+ */
+import { GitportError } from './errors.js';
+
+export interface FsStat {
+  isFile(): boolean;
+  isDirectory(): boolean;
+  isSymbolicLink?(): boolean;
+  size: number;
+  mtimeMs: number;
+  ino?: number | bigint;
+}
+
+export interface FileHandleLike {
+  write(data: Uint8Array | string): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+/** `fs.promises` in the shape isomorphic-git uses. */
+export interface FsPromisesLike {
+  // biome-ignore lint/suspicious/noExplicitAny: the options differ between Node, lightning-fs and OPFS adapters
+  readFile(path: string, options?: any): Promise<Uint8Array | string>;
+  // biome-ignore lint/suspicious/noExplicitAny: as above
+  writeFile(path: string, data: Uint8Array | string, options?: any): Promise<unknown>;
+  unlink(path: string): Promise<unknown>;
+  readdir(path: string): Promise<string[]>;
+  // biome-ignore lint/suspicious/noExplicitAny: as above
+  mkdir(path: string, options?: any): Promise<unknown>;
+  // biome-ignore lint/suspicious/noExplicitAny: as above
+  rmdir(path: string, options?: any): Promise<unknown>;
+  stat(path: string): Promise<FsStat>;
+  lstat(path: string): Promise<FsStat>;
+  rename?(from: string, to: string): Promise<unknown>;
+  open?(path: string, flags: string): Promise<FileHandleLike>;
+  readRange?(path: string, offset: number, length: number): Promise<Uint8Array>;
+}
+
+/** isomorphic-git's fs shape: an object with `promises`. */
+export interface FsLike {
+  promises: FsPromisesLike;
+}
+
+export function errorCode(error: unknown): string | undefined {
+  if (typeof error === 'object' && error !== null && 'code' in error) {
+    const code = (error as { code: unknown }).code;
+    return typeof code === 'string' ? code : undefined;
+  }
+  return undefined;
+}
+
+const isMissing = (error: unknown) => {
+  const code = errorCode(error);
+  return code === 'ENOENT' || code === 'ENOTDIR' || code === 'NotFoundError';
+};
+
+export function dirname(path: string): string {
+  const i = path.lastIndexOf('/');
+  return i <= 0 ? (path.startsWith('/') ? '/' : '.') : path.slice(0, i);
+}
+
+export function joinPath(...parts: string[]): string {
+  const joined = parts.filter((p) => p.length > 0).join('/');
+  return joined.replace(/\/+/g, '/');
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+function toBytes(data: Uint8Array | string): Uint8Array {
+  if (typeof data === 'string') return encoder.encode(data);
+  // Node returns a Buffer (a Uint8Array subclass); present a plain view of the same bytes.
+  return data.constructor === Uint8Array ? data : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+}
+
+interface WebLocks {
+  request<T>(name: string, callback: () => Promise<T>): Promise<T>;
+}
+
+function webLocks(): WebLocks | undefined {
+  const nav = (globalThis as { navigator?: { locks?: WebLocks } }).navigator;
+  return nav?.locks && typeof nav.locks.request === 'function' ? nav.locks : undefined;
+}
+
+/** A small in-process mutex per key: a chain of promises. */
+class KeyedMutex {
+  readonly #tails = new Map<string, Promise<void>>();
+
+  async run<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const previous = this.#tails.get(key) ?? Promise.resolve();
+    let release!: () => void;
+    const next = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const tail = previous.then(() => next);
+    this.#tails.set(key, tail);
+    await previous;
+    try {
+      return await fn();
+    } finally {
+      release();
+      if (this.#tails.get(key) === tail) this.#tails.delete(key);
+    }
+  }
+}
+
+const mutexes = new WeakMap<object, KeyedMutex>();
+
+export interface GitFsOptions {
+  /** Name for Web Locks (when exclusive create is emulated); defaults to 'gitport'. */
+  lockNamespace?: string;
+}
+
+/** The normalised file system repositories use. */
+export class GitFs {
+  readonly raw: FsPromisesLike;
+  readonly #mutex: KeyedMutex;
+  readonly #lockNamespace: string;
+
+  constructor(fs: FsLike | FsPromisesLike, options: GitFsOptions = {}) {
+    this.raw = 'promises' in fs && typeof fs.promises === 'object' ? fs.promises : (fs as FsPromisesLike);
+    let mutex = mutexes.get(this.raw);
+    if (!mutex) mutexes.set(this.raw, (mutex = new KeyedMutex()));
+    this.#mutex = mutex;
+    this.#lockNamespace = options.lockNamespace ?? 'gitport';
+  }
+
+  /** Whether exclusive creation is the file system's own (shared with real git) or emulated. */
+  get nativeExclusive(): boolean {
+    return typeof this.raw.open === 'function';
+  }
+
+  async read(path: string): Promise<Uint8Array | undefined> {
+    try {
+      return toBytes(await this.raw.readFile(path));
+    } catch (error) {
+      if (isMissing(error)) return undefined;
+      throw new GitportError('FS_READ_FAILED', `cannot read ${path}`, { cause: error });
+    }
+  }
+
+  async readText(path: string): Promise<string | undefined> {
+    const bytes = await this.read(path);
+    return bytes === undefined ? undefined : decoder.decode(bytes);
+  }
+
+  async readRange(path: string, offset: number, length: number): Promise<Uint8Array | undefined> {
+    if (this.raw.readRange) {
+      try {
+        return toBytes(await this.raw.readRange(path, offset, length));
+      } catch (error) {
+        if (isMissing(error)) return undefined;
+        throw error;
+      }
+    }
+    const all = await this.read(path);
+    return all?.subarray(offset, offset + length);
+  }
+
+  async stat(path: string): Promise<FsStat | undefined> {
+    try {
+      return await this.raw.stat(path);
+    } catch (error) {
+      if (isMissing(error)) return undefined;
+      throw error;
+    }
+  }
+
+  async exists(path: string): Promise<boolean> {
+    return (await this.stat(path)) !== undefined;
+  }
+
+  async list(dir: string): Promise<string[]> {
+    try {
+      return await this.raw.readdir(dir);
+    } catch (error) {
+      if (isMissing(error)) return [];
+      throw error;
+    }
+  }
+
+  async mkdirp(dir: string): Promise<void> {
+    if (dir === '/' || dir === '.' || dir === '') return;
+    const st = await this.stat(dir);
+    if (st?.isDirectory()) return;
+    await this.mkdirp(dirname(dir));
+    try {
+      await this.raw.mkdir(dir);
+    } catch (error) {
+      if (errorCode(error) !== 'EEXIST') throw error;
+    }
+  }
+
+  async write(path: string, data: Uint8Array | string): Promise<void> {
+    try {
+      await this.raw.writeFile(path, data);
+    } catch (error) {
+      if (!isMissing(error)) throw error;
+      await this.mkdirp(dirname(path));
+      await this.raw.writeFile(path, data);
+    }
+  }
+
+  async remove(path: string): Promise<void> {
+    try {
+      await this.raw.unlink(path);
+    } catch (error) {
+      if (!isMissing(error)) throw error;
+    }
+  }
+
+  async removeDir(path: string): Promise<void> {
+    try {
+      await this.raw.rmdir(path);
+    } catch (error) {
+      if (!isMissing(error)) throw error;
+    }
+  }
+
+  /** Removes a directory tree (for deleting repositories). */
+  async removeTree(path: string): Promise<void> {
+    const st = await this.stat(path);
+    if (!st) return;
+    if (!st.isDirectory()) return this.remove(path);
+    for (const name of await this.list(path)) await this.removeTree(joinPath(path, name));
+    await this.removeDir(path);
+  }
+
+  /** Renames (atomically where the fs can); without `rename`, copies then removes. */
+  async rename(from: string, to: string): Promise<void> {
+    if (this.raw.rename) {
+      await this.raw.rename(from, to);
+      return;
+    }
+    const data = await this.read(from);
+    if (data === undefined) throw new GitportError('FS_RENAME_FAILED', `cannot rename missing ${from}`);
+    await this.write(to, data);
+    await this.remove(from);
+  }
+
+  /**
+   * Creates `path` with `data` only if it does not exist; false when it does. Native on file
+   * systems with `open(path, 'wx')`; emulated under a process mutex and Web Locks otherwise.
+   */
+  async createExclusive(path: string, data: Uint8Array | string): Promise<boolean> {
+    if (this.raw.open) {
+      let handle: FileHandleLike;
+      try {
+        handle = await this.raw.open(path, 'wx');
+      } catch (error) {
+        const code = errorCode(error);
+        if (code === 'EEXIST') return false;
+        if (!isMissing(error)) throw error;
+        await this.mkdirp(dirname(path));
+        try {
+          handle = await this.raw.open(path, 'wx');
+        } catch (again) {
+          if (errorCode(again) === 'EEXIST') return false;
+          throw again;
+        }
+      }
+      try {
+        await handle.write(data);
+      } finally {
+        await handle.close();
+      }
+      return true;
+    }
+    return this.withLock(`create:${path}`, async () => {
+      if (await this.exists(path)) return false;
+      await this.write(path, data);
+      return true;
+    });
+  }
+
+  /** Runs `fn` holding a lock named `key`, within this context and (in browsers) across contexts. */
+  async withLock<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const locks = webLocks();
+    return this.#mutex.run(key, () => (locks ? locks.request(`${this.#lockNamespace}:${key}`, fn) : fn()));
+  }
+}

@@ -1,0 +1,182 @@
+/**
+ * An in-memory file system in isomorphic-git's shape (`fs.promises`), with the extras `GitFs`
+ * uses: `rename` (atomic), `open(path, 'wx')` (exclusive create) and `readRange`. Errors carry
+ * Node's codes (`ENOENT`, `EEXIST`, `ENOTDIR`, `ENOTEMPTY`, `EISDIR`). Bytes are copied in and
+ * out, so callers never share buffers with the store.
+ */
+import type { FileHandleLike, FsLike, FsPromisesLike, FsStat } from './fs.js';
+
+type Node =
+  | { kind: 'file'; data: Uint8Array; mtimeMs: number; ino: number }
+  | { kind: 'dir'; mtimeMs: number; ino: number };
+
+class FsError extends Error {
+  constructor(
+    readonly code: string,
+    syscall: string,
+    path: string,
+  ) {
+    super(`${code}: ${syscall} '${path}'`);
+  }
+}
+
+function normalise(path: string): string {
+  const parts: string[] = [];
+  for (const part of path.split('/')) {
+    if (part === '' || part === '.') continue;
+    if (part === '..') parts.pop();
+    else parts.push(part);
+  }
+  return `/${parts.join('/')}`;
+}
+
+function parentOf(path: string): string {
+  const i = path.lastIndexOf('/');
+  return i <= 0 ? '/' : path.slice(0, i);
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+function statOf(node: Node): FsStat {
+  return {
+    isFile: () => node.kind === 'file',
+    isDirectory: () => node.kind === 'dir',
+    isSymbolicLink: () => false,
+    size: node.kind === 'file' ? node.data.byteLength : 0,
+    mtimeMs: node.mtimeMs,
+    ino: node.ino,
+  };
+}
+
+export class MemoryFs implements FsLike {
+  readonly #nodes = new Map<string, Node>([['/', { kind: 'dir', mtimeMs: Date.now(), ino: 1 }]]);
+  #ino = 1;
+  #clock = 0;
+  readonly promises: FsPromisesLike & { open(path: string, flags: string): Promise<FileHandleLike> };
+
+  constructor() {
+    this.promises = {
+      readFile: async (path: string, options?: { encoding?: string } | string) => {
+        const node = this.#file(path, 'open');
+        const copy = node.data.slice();
+        const encoding = typeof options === 'string' ? options : options?.encoding;
+        return encoding === 'utf8' || encoding === 'utf-8' ? decoder.decode(copy) : copy;
+      },
+      writeFile: async (path: string, data: Uint8Array | string) => {
+        this.#put(path, typeof data === 'string' ? encoder.encode(data) : data.slice(), false);
+      },
+      unlink: async (path: string) => {
+        const p = normalise(path);
+        this.#file(p, 'unlink');
+        this.#nodes.delete(p);
+      },
+      readdir: async (path: string) => {
+        const p = normalise(path);
+        const node = this.#nodes.get(p);
+        if (!node) throw new FsError('ENOENT', 'scandir', path);
+        if (node.kind !== 'dir') throw new FsError('ENOTDIR', 'scandir', path);
+        const prefix = p === '/' ? '/' : `${p}/`;
+        const names: string[] = [];
+        for (const key of this.#nodes.keys()) {
+          if (key !== p && key.startsWith(prefix) && !key.slice(prefix.length).includes('/')) {
+            names.push(key.slice(prefix.length));
+          }
+        }
+        return names.sort();
+      },
+      mkdir: async (path: string) => {
+        const p = normalise(path);
+        if (this.#nodes.has(p)) throw new FsError('EEXIST', 'mkdir', path);
+        this.#dir(parentOf(p), 'mkdir', path);
+        this.#nodes.set(p, { kind: 'dir', mtimeMs: this.#now(), ino: ++this.#ino });
+      },
+      rmdir: async (path: string) => {
+        const p = normalise(path);
+        this.#dir(p, 'rmdir', path);
+        const prefix = `${p}/`;
+        for (const key of this.#nodes.keys()) {
+          if (key.startsWith(prefix)) throw new FsError('ENOTEMPTY', 'rmdir', path);
+        }
+        this.#nodes.delete(p);
+      },
+      stat: async (path: string) => {
+        const node = this.#nodes.get(normalise(path));
+        if (!node) throw new FsError('ENOENT', 'stat', path);
+        return statOf(node);
+      },
+      lstat: async (path: string) => this.promises.stat(path),
+      rename: async (from: string, to: string) => {
+        const f = normalise(from);
+        const t = normalise(to);
+        const node = this.#nodes.get(f);
+        if (!node) throw new FsError('ENOENT', 'rename', from);
+        this.#dir(parentOf(t), 'rename', to);
+        if (node.kind === 'dir') {
+          if (this.#nodes.has(t)) throw new FsError('EEXIST', 'rename', to);
+          for (const [key, value] of [...this.#nodes]) {
+            if (key === f || key.startsWith(`${f}/`)) {
+              this.#nodes.delete(key);
+              this.#nodes.set(t + key.slice(f.length), value);
+            }
+          }
+          return;
+        }
+        if (this.#nodes.get(t)?.kind === 'dir') throw new FsError('EISDIR', 'rename', to);
+        this.#nodes.delete(f);
+        this.#nodes.set(t, { ...node, mtimeMs: this.#now() });
+      },
+      open: async (path: string, flags: string) => {
+        if (flags !== 'wx' && flags !== 'w') throw new FsError('EINVAL', 'open', path);
+        this.#put(path, new Uint8Array(0), flags === 'wx');
+        const chunks: Uint8Array[] = [];
+        return {
+          write: async (data: Uint8Array | string) => {
+            chunks.push(typeof data === 'string' ? encoder.encode(data) : data.slice());
+          },
+          close: async () => {
+            const size = chunks.reduce((n, c) => n + c.byteLength, 0);
+            const all = new Uint8Array(size);
+            let at = 0;
+            for (const c of chunks) {
+              all.set(c, at);
+              at += c.byteLength;
+            }
+            const node = this.#nodes.get(normalise(path));
+            if (node?.kind === 'file') node.data = all;
+          },
+        };
+      },
+      readRange: async (path: string, offset: number, length: number) =>
+        this.#file(path, 'read').data.slice(offset, offset + length),
+    };
+  }
+
+  #now(): number {
+    // Strictly increasing, so caches that revalidate on mtime always see a change.
+    this.#clock = Math.max(this.#clock + 1, Date.now());
+    return this.#clock;
+  }
+
+  #file(path: string, syscall: string): Extract<Node, { kind: 'file' }> {
+    const node = this.#nodes.get(normalise(path));
+    if (!node) throw new FsError('ENOENT', syscall, path);
+    if (node.kind !== 'file') throw new FsError('EISDIR', syscall, path);
+    return node;
+  }
+
+  #dir(path: string, syscall: string, original: string): void {
+    const node = this.#nodes.get(path);
+    if (!node) throw new FsError('ENOENT', syscall, original);
+    if (node.kind !== 'dir') throw new FsError('ENOTDIR', syscall, original);
+  }
+
+  #put(path: string, data: Uint8Array, exclusive: boolean): void {
+    const p = normalise(path);
+    this.#dir(parentOf(p), 'open', path);
+    const existing = this.#nodes.get(p);
+    if (existing && exclusive) throw new FsError('EEXIST', 'open', path);
+    if (existing?.kind === 'dir') throw new FsError('EISDIR', 'open', path);
+    this.#nodes.set(p, { kind: 'file', data, mtimeMs: this.#now(), ino: existing?.ino ?? ++this.#ino });
+  }
+}

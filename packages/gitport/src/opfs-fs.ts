@@ -1,0 +1,187 @@
+/**
+ * The Origin Private File System (File System Access API, `navigator.storage.getDirectory()`)
+ * in isomorphic-git's fs shape. Paths are `/`-separated under the given root directory handle.
+ * `writeFile` goes through `createWritable()`, which writes a swap file and replaces the target
+ * on close (so readers never see half a file); `rename` uses `FileSystemHandle.move` where the
+ * browser has it and copies otherwise; `readRange` slices the `File` (a positional read).
+ * Exclusive creation is left to `GitFs`, which emulates it with Web Locks.
+ */
+import { GitportError } from './errors.js';
+import type { FsLike, FsPromisesLike, FsStat } from './fs.js';
+
+class OpfsError extends Error {
+  constructor(
+    readonly code: string,
+    syscall: string,
+    path: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`${code}: ${syscall} '${path}'`, options);
+  }
+}
+
+type DirHandle = FileSystemDirectoryHandle & {
+  keys(): AsyncIterable<string>;
+};
+type FileHandle = FileSystemFileHandle & {
+  move?(parent: FileSystemDirectoryHandle, name: string): Promise<void>;
+};
+
+function split(path: string): string[] {
+  return path.split('/').filter((p) => p !== '' && p !== '.');
+}
+
+const translate = (error: unknown, syscall: string, path: string): Error => {
+  const name = (error as { name?: string } | undefined)?.name;
+  if (name === 'NotFoundError') return new OpfsError('ENOENT', syscall, path, { cause: error });
+  if (name === 'TypeMismatchError') return new OpfsError('ENOTDIR', syscall, path, { cause: error });
+  if (name === 'InvalidModificationError') return new OpfsError('ENOTEMPTY', syscall, path, { cause: error });
+  return error instanceof Error ? error : new Error(String(error));
+};
+
+export class OpfsFs implements FsLike {
+  readonly #root: Promise<FileSystemDirectoryHandle>;
+  readonly promises: FsPromisesLike;
+
+  /** `root` defaults to the origin's OPFS root directory. */
+  constructor(root?: FileSystemDirectoryHandle | Promise<FileSystemDirectoryHandle>) {
+    const storage = (
+      globalThis as { navigator?: { storage?: { getDirectory?: () => Promise<FileSystemDirectoryHandle> } } }
+    ).navigator?.storage;
+    if (root === undefined && typeof storage?.getDirectory !== 'function') {
+      throw new GitportError('OPFS_UNSUPPORTED', 'navigator.storage.getDirectory is not available here');
+    }
+    this.#root = Promise.resolve(root ?? storage!.getDirectory!());
+    const self = this;
+    this.promises = {
+      async readFile(path: string, options?: { encoding?: string } | string) {
+        const file = await (await self.#file(path, 'open')).getFile();
+        const bytes = new Uint8Array(await file.arrayBuffer());
+        const encoding = typeof options === 'string' ? options : options?.encoding;
+        return encoding === 'utf8' || encoding === 'utf-8' ? new TextDecoder().decode(bytes) : bytes;
+      },
+      async writeFile(path: string, data: Uint8Array | string) {
+        const parts = split(path);
+        const name = parts.pop();
+        if (!name) throw new OpfsError('EISDIR', 'open', path);
+        const dir = await self.#dir(parts, 'open', path);
+        let handle: FileSystemFileHandle;
+        try {
+          handle = await dir.getFileHandle(name, { create: true });
+        } catch (error) {
+          throw translate(error, 'open', path);
+        }
+        const writable = await handle.createWritable();
+        await writable.write(typeof data === 'string' ? data : (data as Uint8Array<ArrayBuffer>));
+        await writable.close();
+      },
+      async unlink(path: string) {
+        const parts = split(path);
+        const name = parts.pop()!;
+        await self.#file(path, 'unlink');
+        const dir = await self.#dir(parts, 'unlink', path);
+        await dir.removeEntry(name);
+      },
+      async readdir(path: string) {
+        const dir = await self.#dir(split(path), 'scandir', path);
+        const names: string[] = [];
+        for await (const name of (dir as DirHandle).keys()) names.push(name);
+        return names.sort();
+      },
+      async mkdir(path: string) {
+        const parts = split(path);
+        const name = parts.pop();
+        if (!name) throw new OpfsError('EEXIST', 'mkdir', path);
+        const dir = await self.#dir(parts, 'mkdir', path);
+        try {
+          await dir.getDirectoryHandle(name);
+          throw new OpfsError('EEXIST', 'mkdir', path);
+        } catch (error) {
+          if (error instanceof OpfsError) throw error;
+          if ((error as { name?: string }).name === 'TypeMismatchError') throw new OpfsError('EEXIST', 'mkdir', path);
+        }
+        await dir.getDirectoryHandle(name, { create: true });
+      },
+      async rmdir(path: string) {
+        const parts = split(path);
+        const name = parts.pop();
+        if (!name) throw new OpfsError('EBUSY', 'rmdir', path);
+        const parent = await self.#dir(parts, 'rmdir', path);
+        await self.#dir([...parts, name], 'rmdir', path);
+        try {
+          await parent.removeEntry(name);
+        } catch (error) {
+          throw translate(error, 'rmdir', path);
+        }
+      },
+      async stat(path: string): Promise<FsStat> {
+        const parts = split(path);
+        if (parts.length === 0) return dirStat();
+        const name = parts.pop()!;
+        const dir = await self.#dir(parts, 'stat', path);
+        try {
+          const file = await (await dir.getFileHandle(name)).getFile();
+          return {
+            isFile: () => true,
+            isDirectory: () => false,
+            isSymbolicLink: () => false,
+            size: file.size,
+            mtimeMs: file.lastModified,
+          };
+        } catch (error) {
+          if ((error as { name?: string }).name !== 'TypeMismatchError') throw translate(error, 'stat', path);
+        }
+        return dirStat();
+      },
+      async lstat(path: string) {
+        return self.promises.stat(path);
+      },
+      async rename(from: string, to: string) {
+        const handle = (await self.#file(from, 'rename')) as FileHandle;
+        const parts = split(to);
+        const name = parts.pop()!;
+        const target = await self.#dir(parts, 'rename', to);
+        if (typeof handle.move === 'function') {
+          await handle.move(target, name);
+          return;
+        }
+        const bytes = (await self.promises.readFile(from)) as Uint8Array;
+        await self.promises.writeFile(to, bytes);
+        await self.promises.unlink(from);
+      },
+      async readRange(path: string, offset: number, length: number) {
+        const file = await (await self.#file(path, 'read')).getFile();
+        return new Uint8Array(await file.slice(offset, offset + length).arrayBuffer());
+      },
+    };
+  }
+
+  async #dir(parts: string[], syscall: string, path: string): Promise<FileSystemDirectoryHandle> {
+    let dir = await this.#root;
+    for (const part of parts) {
+      try {
+        dir = await dir.getDirectoryHandle(part);
+      } catch (error) {
+        throw translate(error, syscall, path);
+      }
+    }
+    return dir;
+  }
+
+  async #file(path: string, syscall: string): Promise<FileSystemFileHandle> {
+    const parts = split(path);
+    const name = parts.pop();
+    if (!name) throw new OpfsError('EISDIR', syscall, path);
+    const dir = await this.#dir(parts, syscall, path);
+    try {
+      return await dir.getFileHandle(name);
+    } catch (error) {
+      if ((error as { name?: string }).name === 'TypeMismatchError') throw new OpfsError('EISDIR', syscall, path);
+      throw translate(error, syscall, path);
+    }
+  }
+}
+
+function dirStat(): FsStat {
+  return { isFile: () => false, isDirectory: () => true, isSymbolicLink: () => false, size: 0, mtimeMs: 0 };
+}
