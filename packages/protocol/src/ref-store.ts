@@ -1,0 +1,215 @@
+/**
+ * References: the `RefStore` interface that the servers and clients work on, a memory
+ * implementation, and git's ref-name rules.
+ *
+ * Ref names follow git-check-ref-format(1):
+ *   1. no path component begins with `.` or ends with `.lock`;
+ *   2. at least one `/` (so `refs/...`), unless the name is `HEAD`;
+ *   3. no `..`;
+ *   4. no ASCII control characters, space, `~`, `^`, `:`;
+ *   5. no `?`, `*`, `[`;
+ *   6. no leading or trailing `/`, no `//`;
+ *   7. does not end with `.`;
+ *   8. no `@{`;
+ *   9. is not `@`;
+ *  10. no `\`.
+ *
+ * Updates are compare-and-swap: each `RefUpdate` carries the value the caller believes the ref
+ * has (`old`), and the store applies it only when that holds. `atomic` applies all or none.
+ */
+import { ProtocolError } from './errors.js';
+
+/** 40 lowercase hex digits (sha1); the same type as @gitport/pack's `ObjectId`. */
+export type ObjectId = string;
+
+export const ZERO_OID: ObjectId = '0000000000000000000000000000000000000000';
+
+const OID_PATTERN = /^[0-9a-f]{40}$/;
+export function isObjectId(value: string): boolean {
+  return OID_PATTERN.test(value);
+}
+
+/** A direct ref (`refs/...` pointing at an object). `HEAD` is reported by `readSymbolic`/`resolve`. */
+export interface Ref {
+  name: string;
+  oid: ObjectId;
+}
+
+/** What a ref name currently is. */
+export type RefValue = { kind: 'direct'; oid: ObjectId } | { kind: 'symbolic'; target: string } | { kind: 'missing' };
+
+/**
+ * One compare-and-swap step. `old`: `undefined` skips the check, `null` requires the ref to be
+ * absent (create), an id requires that value. `new`: an id to set, `null` to delete.
+ */
+export interface RefUpdate {
+  name: string;
+  old?: ObjectId | null;
+  new: ObjectId | null;
+}
+
+export type RefUpdateResult =
+  | { name: string; status: 'ok'; old: ObjectId | null; new: ObjectId | null }
+  | { name: string; status: 'rejected'; reason: RefRejection; message: string };
+
+/** Why a store refused one update. */
+export type RefRejection = 'stale' | 'invalid-name' | 'atomic' | 'symbolic';
+
+export interface RefStore {
+  /** Direct refs whose names start with `prefix` (all when omitted), sorted by name (bytewise). */
+  list(prefix?: string): Promise<Ref[]>;
+  /** The raw value of one name (symbolic refs are not followed). */
+  read(name: string): Promise<RefValue>;
+  /** Follows symbolic refs (`HEAD` -> `refs/heads/main` -> id); `undefined` when unborn or missing. */
+  resolve(name: string): Promise<ObjectId | undefined>;
+  /** Compare-and-swap updates of direct refs; `atomic` applies all or none. */
+  update(updates: readonly RefUpdate[], options?: { atomic?: boolean }): Promise<RefUpdateResult[]>;
+  /** Points a symbolic ref (normally `HEAD`) at `target`. */
+  setSymbolic(name: string, target: string): Promise<void>;
+}
+
+const MAX_SYMREF_DEPTH = 5;
+
+/** git-check-ref-format's rules; `allowOneLevel` permits names without `/` such as `HEAD`. */
+export function isValidRefName(name: string, options: { allowOneLevel?: boolean } = {}): boolean {
+  if (name.length === 0 || name === '@') return false;
+  if (name.startsWith('/') || name.endsWith('/') || name.endsWith('.')) return false;
+  if (name.includes('..') || name.includes('//') || name.includes('@{')) return false;
+  for (let i = 0; i < name.length; i++) {
+    const c = name.charCodeAt(i);
+    if (c < 0x20 || c === 0x7f) return false;
+    switch (name[i]) {
+      case ' ':
+      case '~':
+      case '^':
+      case ':':
+      case '?':
+      case '*':
+      case '[':
+      case '\\':
+        return false;
+    }
+  }
+  const parts = name.split('/');
+  if (parts.length < 2 && !options.allowOneLevel) return false;
+  for (const part of parts) {
+    if (part.startsWith('.') || part.endsWith('.lock')) return false;
+  }
+  return true;
+}
+
+/** Asserts `isValidRefName`; throws ProtocolError `REF_INVALID_NAME`. */
+export function assertValidRefName(name: string, options: { allowOneLevel?: boolean } = {}): void {
+  if (!isValidRefName(name, options)) {
+    throw new ProtocolError('REF_INVALID_NAME', `invalid ref name ${JSON.stringify(name)}`, { data: { name } });
+  }
+}
+
+/** Compares strings bytewise by UTF-16 code unit order, which equals git's C-locale order for ASCII names. */
+export function compareRefNames(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/**
+ * An in-memory RefStore. Updates are synchronous inside one microtask, so concurrent callers see
+ * each compare-and-swap as one indivisible step.
+ */
+export class MemoryRefStore implements RefStore {
+  readonly #direct = new Map<string, ObjectId>();
+  readonly #symbolic = new Map<string, string>();
+  #sorted: Ref[] | undefined;
+
+  constructor(initial: { refs?: Iterable<Ref> | Record<string, ObjectId>; head?: string } = {}) {
+    const refs = initial.refs ?? [];
+    const entries: Ref[] =
+      Symbol.iterator in refs
+        ? [...(refs as Iterable<Ref>)]
+        : Object.entries(refs as Record<string, ObjectId>).map(([name, oid]) => ({ name, oid }));
+    for (const { name, oid } of entries) {
+      assertValidRefName(name);
+      if (!isObjectId(oid)) throw new ProtocolError('PROTOCOL_BAD_LINE', `invalid object id ${oid}`);
+      this.#direct.set(name, oid);
+    }
+    this.#symbolic.set('HEAD', initial.head ?? 'refs/heads/main');
+  }
+
+  async list(prefix = ''): Promise<Ref[]> {
+    if (!this.#sorted) {
+      this.#sorted = [...this.#direct]
+        .map(([name, oid]) => ({ name, oid }))
+        .sort((a, b) => compareRefNames(a.name, b.name));
+    }
+    if (prefix === '') return this.#sorted.map((r) => ({ ...r }));
+    return this.#sorted.filter((r) => r.name.startsWith(prefix)).map((r) => ({ ...r }));
+  }
+
+  async read(name: string): Promise<RefValue> {
+    const target = this.#symbolic.get(name);
+    if (target !== undefined) return { kind: 'symbolic', target };
+    const oid = this.#direct.get(name);
+    return oid === undefined ? { kind: 'missing' } : { kind: 'direct', oid };
+  }
+
+  async resolve(name: string): Promise<ObjectId | undefined> {
+    let current = name;
+    for (let depth = 0; depth <= MAX_SYMREF_DEPTH; depth++) {
+      const target = this.#symbolic.get(current);
+      if (target === undefined) return this.#direct.get(current);
+      current = target;
+    }
+    return undefined;
+  }
+
+  async update(updates: readonly RefUpdate[], options: { atomic?: boolean } = {}): Promise<RefUpdateResult[]> {
+    const results: RefUpdateResult[] = updates.map((u) => this.#check(u));
+    const seen = new Set<string>();
+    for (let i = 0; i < updates.length; i++) {
+      const name = (updates[i] as RefUpdate).name;
+      if (seen.has(name) && results[i]?.status === 'ok') {
+        results[i] = { name, status: 'rejected', reason: 'stale', message: 'ref updated twice in one transaction' };
+      }
+      seen.add(name);
+    }
+    const failed = results.some((r) => r.status === 'rejected');
+    if (options.atomic && failed) {
+      return results.map((r) =>
+        r.status === 'ok'
+          ? { name: r.name, status: 'rejected', reason: 'atomic', message: 'atomic transaction failed' }
+          : r,
+      );
+    }
+    for (let i = 0; i < updates.length; i++) {
+      const result = results[i] as RefUpdateResult;
+      if (result.status !== 'ok') continue;
+      if (result.new === null) this.#direct.delete(result.name);
+      else this.#direct.set(result.name, result.new);
+      this.#sorted = undefined;
+    }
+    return results;
+  }
+
+  async setSymbolic(name: string, target: string): Promise<void> {
+    assertValidRefName(name, { allowOneLevel: true });
+    assertValidRefName(target, { allowOneLevel: true });
+    this.#direct.delete(name);
+    this.#symbolic.set(name, target);
+  }
+
+  #check(update: RefUpdate): RefUpdateResult {
+    const { name } = update;
+    if (!isValidRefName(name) || !name.startsWith('refs/')) {
+      return { name, status: 'rejected', reason: 'invalid-name', message: `invalid ref name ${JSON.stringify(name)}` };
+    }
+    if (this.#symbolic.has(name)) {
+      return { name, status: 'rejected', reason: 'symbolic', message: 'cannot update a symbolic ref directly' };
+    }
+    if (update.new !== null && !isObjectId(update.new)) {
+      return { name, status: 'rejected', reason: 'invalid-name', message: `invalid object id ${update.new}` };
+    }
+    const current = this.#direct.get(name) ?? null;
+    if (update.old !== undefined && update.old !== current) {
+      return { name, status: 'rejected', reason: 'stale', message: 'incorrect old value provided' };
+    }
+    return { name, status: 'ok', old: current, new: update.new };
+  }
+}

@@ -1,0 +1,217 @@
+/**
+ * The RefStore conformance suite: every RefStore implementation (the memory store here, the
+ * on-disk store of the `gitport` package) runs these same tests.
+ *
+ *   import { refStoreConformance } from '@gitport/protocol/test-ref-store-conformance';
+ *   refStoreConformance('FsRefStore', async () => ({ store: new FsRefStore(fs, dir), cleanup }));
+ *
+ * The factory returns an empty store (no refs; HEAD may point anywhere or be missing).
+ */
+import { describe, expect, it } from 'vitest';
+import type { RefStore } from './ref-store.js';
+
+export interface RefStoreFixture {
+  store: RefStore;
+  cleanup?: () => Promise<void>;
+}
+
+const encoder = new TextEncoder();
+function compareBytes(x: string, y: string): number {
+  const a = encoder.encode(x);
+  const b = encoder.encode(y);
+  for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) return (a[i] as number) - (b[i] as number);
+  return a.length - b.length;
+}
+
+const A = 'a'.repeat(40);
+const B = 'b'.repeat(40);
+const C = 'c'.repeat(40);
+
+export function refStoreConformance(name: string, create: () => Promise<RefStoreFixture>): void {
+  const withStore = (fn: (store: RefStore) => Promise<void>) => async () => {
+    const fixture = await create();
+    try {
+      await fn(fixture.store);
+    } finally {
+      await fixture.cleanup?.();
+    }
+  };
+
+  describe(`RefStore conformance: ${name}`, () => {
+    it(
+      'creates, reads, lists sorted and filters by prefix',
+      withStore(async (store) => {
+        const results = await store.update([
+          { name: 'refs/tags/v1', old: null, new: C },
+          { name: 'refs/heads/main', old: null, new: A },
+          { name: 'refs/heads/feature/x', old: null, new: B },
+        ]);
+        expect(results.map((r) => r.status)).toEqual(['ok', 'ok', 'ok']);
+        expect(await store.read('refs/heads/main')).toEqual({ kind: 'direct', oid: A });
+        expect(await store.read('refs/heads/nope')).toEqual({ kind: 'missing' });
+        expect((await store.list()).map((r) => r.name)).toEqual([
+          'refs/heads/feature/x',
+          'refs/heads/main',
+          'refs/tags/v1',
+        ]);
+        expect(await store.list('refs/heads/')).toEqual([
+          { name: 'refs/heads/feature/x', oid: B },
+          { name: 'refs/heads/main', oid: A },
+        ]);
+        expect(await store.list('refs/remotes/')).toEqual([]);
+      }),
+    );
+
+    it(
+      'sorts names bytewise like git (C locale)',
+      withStore(async (store) => {
+        const names = [
+          'refs/heads/b',
+          'refs/heads/B',
+          'refs/heads/a-b',
+          'refs/heads/a/b',
+          'refs/heads/a.b',
+          'refs/heads/a_b',
+        ];
+        await store.update(names.map((n) => ({ name: n, old: null, new: A })));
+        const expected = [...names].sort(compareBytes);
+        expect((await store.list()).map((r) => r.name)).toEqual(expected);
+      }),
+    );
+
+    it(
+      'follows symbolic HEAD, and reports an unborn HEAD as undefined',
+      withStore(async (store) => {
+        await store.setSymbolic('HEAD', 'refs/heads/main');
+        expect(await store.read('HEAD')).toEqual({ kind: 'symbolic', target: 'refs/heads/main' });
+        expect(await store.resolve('HEAD')).toBeUndefined();
+        await store.update([{ name: 'refs/heads/main', old: null, new: A }]);
+        expect(await store.resolve('HEAD')).toBe(A);
+        await store.setSymbolic('HEAD', 'refs/heads/dev');
+        expect(await store.resolve('HEAD')).toBeUndefined();
+        expect((await store.list()).some((r) => r.name === 'HEAD')).toBe(false);
+      }),
+    );
+
+    it(
+      'compare-and-swap: a stale old value is refused and changes nothing',
+      withStore(async (store) => {
+        await store.update([{ name: 'refs/heads/main', old: null, new: A }]);
+        const [stale] = await store.update([{ name: 'refs/heads/main', old: B, new: C }]);
+        expect(stale).toMatchObject({ status: 'rejected', reason: 'stale' });
+        const [exists] = await store.update([{ name: 'refs/heads/main', old: null, new: C }]);
+        expect(exists).toMatchObject({ status: 'rejected', reason: 'stale' });
+        expect(await store.resolve('refs/heads/main')).toBe(A);
+        const [ok] = await store.update([{ name: 'refs/heads/main', old: A, new: B }]);
+        expect(ok).toEqual({ name: 'refs/heads/main', status: 'ok', old: A, new: B });
+        const [unchecked] = await store.update([{ name: 'refs/heads/main', new: C }]);
+        expect(unchecked?.status).toBe('ok');
+        expect(await store.resolve('refs/heads/main')).toBe(C);
+      }),
+    );
+
+    it(
+      'deletes with compare-and-swap',
+      withStore(async (store) => {
+        await store.update([{ name: 'refs/heads/gone', old: null, new: A }]);
+        const [bad] = await store.update([{ name: 'refs/heads/gone', old: B, new: null }]);
+        expect(bad?.status).toBe('rejected');
+        const [ok] = await store.update([{ name: 'refs/heads/gone', old: A, new: null }]);
+        expect(ok?.status).toBe('ok');
+        expect(await store.read('refs/heads/gone')).toEqual({ kind: 'missing' });
+        expect(await store.list()).toEqual([]);
+      }),
+    );
+
+    it(
+      'non-atomic batches apply each update on its own',
+      withStore(async (store) => {
+        await store.update([{ name: 'refs/heads/a', old: null, new: A }]);
+        const results = await store.update([
+          { name: 'refs/heads/a', old: B, new: C },
+          { name: 'refs/heads/b', old: null, new: B },
+        ]);
+        expect(results.map((r) => r.status)).toEqual(['rejected', 'ok']);
+        expect(await store.resolve('refs/heads/a')).toBe(A);
+        expect(await store.resolve('refs/heads/b')).toBe(B);
+      }),
+    );
+
+    it(
+      'atomic batches apply all or nothing',
+      withStore(async (store) => {
+        await store.update([{ name: 'refs/heads/a', old: null, new: A }]);
+        const results = await store.update(
+          [
+            { name: 'refs/heads/b', old: null, new: B },
+            { name: 'refs/heads/a', old: B, new: C },
+            { name: 'refs/heads/c', old: null, new: C },
+          ],
+          { atomic: true },
+        );
+        expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
+        expect(results[1]).toMatchObject({ reason: 'stale' });
+        expect(results[0]).toMatchObject({ reason: 'atomic' });
+        expect((await store.list()).map((r) => r.name)).toEqual(['refs/heads/a']);
+        const ok = await store.update(
+          [
+            { name: 'refs/heads/a', old: A, new: B },
+            { name: 'refs/heads/b', old: null, new: C },
+          ],
+          { atomic: true },
+        );
+        expect(ok.map((r) => r.status)).toEqual(['ok', 'ok']);
+        expect(await store.resolve('refs/heads/a')).toBe(B);
+      }),
+    );
+
+    it(
+      'refuses invalid ref names without touching other refs',
+      withStore(async (store) => {
+        for (const bad of [
+          'refs/heads/a..b',
+          'refs/heads/x.lock',
+          'refs/heads/sp ace',
+          'refs/heads/',
+          'main',
+          'refs/heads/a~1',
+          'refs/heads/@{x}',
+        ]) {
+          const [r] = await store.update([{ name: bad, old: null, new: A }]);
+          expect(r, bad).toMatchObject({ status: 'rejected', reason: 'invalid-name' });
+        }
+        expect(await store.list()).toEqual([]);
+      }),
+    );
+
+    it(
+      'concurrent compare-and-swap on one ref: exactly one winner',
+      withStore(async (store) => {
+        await store.update([{ name: 'refs/heads/race', old: null, new: A }]);
+        const attempts = await Promise.all(
+          [B, C, B, C].map((value) => store.update([{ name: 'refs/heads/race', old: A, new: value }])),
+        );
+        const winners = attempts.filter(([r]) => r?.status === 'ok');
+        expect(winners).toHaveLength(1);
+        const winner = winners[0]?.[0];
+        expect(await store.resolve('refs/heads/race')).toBe(winner?.status === 'ok' ? winner.new : undefined);
+      }),
+    );
+
+    it(
+      'handles 2,000 refs',
+      withStore(async (store) => {
+        const updates = Array.from({ length: 2000 }, (_, i) => ({
+          name: `refs/tags/t${String(i).padStart(4, '0')}`,
+          old: null,
+          new: i % 2 ? A : B,
+        }));
+        const results = await store.update(updates);
+        expect(results.every((r) => r.status === 'ok')).toBe(true);
+        const listed = await store.list('refs/tags/');
+        expect(listed).toHaveLength(2000);
+        expect(listed[1999]).toEqual({ name: 'refs/tags/t1999', oid: A });
+      }),
+    );
+  });
+}
