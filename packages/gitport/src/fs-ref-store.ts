@@ -16,32 +16,13 @@
  * The parsed packed-refs file is cached and revalidated on every use by (mtime, size, inode),
  * because real git may repack refs at any time; loose refs are read from disk each time.
  */
+
+import type { ObjectId, Ref, RefRejection, RefStore, RefUpdate, RefUpdateResult, RefValue } from '@gitport/protocol';
 import { GitportError } from './errors.js';
 import { errorCode, type FsLike, type FsPromisesLike, GitFs, joinPath } from './fs.js';
 
-// ---- The RefStore contract of @gitport/protocol (structural copy, kept identical) ----
-export type ObjectId = string;
-export interface Ref {
-  name: string;
-  oid: ObjectId;
-}
-export type RefValue = { kind: 'direct'; oid: ObjectId } | { kind: 'symbolic'; target: string } | { kind: 'missing' };
-export interface RefUpdate {
-  name: string;
-  old?: ObjectId | null;
-  new: ObjectId | null;
-}
-export type RefRejection = 'stale' | 'invalid-name' | 'atomic' | 'symbolic';
-export type RefUpdateResult =
-  | { name: string; status: 'ok'; old: ObjectId | null; new: ObjectId | null }
-  | { name: string; status: 'rejected'; reason: RefRejection; message: string };
-export interface RefStoreLike {
-  list(prefix?: string): Promise<Ref[]>;
-  read(name: string): Promise<RefValue>;
-  resolve(name: string): Promise<ObjectId | undefined>;
-  update(updates: readonly RefUpdate[], options?: { atomic?: boolean }): Promise<RefUpdateResult[]>;
-  setSymbolic(name: string, target: string): Promise<void>;
-}
+/** The protocol package's RefStore (the interface the servers and clients work on). */
+export type RefStoreLike = RefStore;
 
 const OID = /^[0-9a-f]{40}$/;
 const MAX_SYMREF_DEPTH = 5;
@@ -70,7 +51,7 @@ export interface PackedRef {
   peeled?: ObjectId;
 }
 
-export class FsRefStore implements RefStoreLike {
+export class FsRefStore implements RefStore {
   readonly fs: GitFs;
   readonly gitDir: string;
   #packed: PackedRefs | undefined;

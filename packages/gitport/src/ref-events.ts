@@ -1,0 +1,55 @@
+/**
+ * Ref-update events: after every successful ref update a host publishes one `ref-update`
+ * signal on the bus per ref, `{ repo, ref, old, new }` (40 zeros for a created or deleted ref),
+ * the same shape the gateway sends over SSE.
+ */
+import type { RefUpdateResult } from '@gitport/protocol';
+import type { RefStoreLike } from './fs-ref-store.js';
+
+export const REF_UPDATE_EVENT = 'ref-update';
+export const ZERO_OID = '0000000000000000000000000000000000000000';
+
+export interface RefUpdateEvent {
+  repo: string;
+  ref: string;
+  old: string;
+  new: string;
+}
+
+export function isRefUpdateEvent(value: unknown): value is RefUpdateEvent {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as Record<string, unknown>;
+  return (
+    typeof v.repo === 'string' && typeof v.ref === 'string' && typeof v.old === 'string' && typeof v.new === 'string'
+  );
+}
+
+/** Events for the updates a store applied. */
+export function refUpdateEvents(repo: string, results: readonly RefUpdateResult[]): RefUpdateEvent[] {
+  const events: RefUpdateEvent[] = [];
+  for (const r of results) {
+    if (r.status !== 'ok' || r.old === r.new) continue;
+    events.push({ repo, ref: r.name, old: r.old ?? ZERO_OID, new: r.new ?? ZERO_OID });
+  }
+  return events;
+}
+
+/**
+ * The same store, reporting every applied update to `onUpdate` after it is on disk. Every other
+ * member (including store-specific extras such as `peeled`) is the store's own.
+ */
+export function observeRefs<T extends RefStoreLike>(refs: T, onUpdate: (results: RefUpdateResult[]) => void): T {
+  return new Proxy(refs, {
+    get(target, property) {
+      if (property === 'update') {
+        return async (...args: Parameters<RefStoreLike['update']>) => {
+          const results = await target.update(...args);
+          onUpdate(results);
+          return results;
+        };
+      }
+      const value = Reflect.get(target, property, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
