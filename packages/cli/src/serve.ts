@@ -1,4 +1,151 @@
-export async function serve(_args: readonly string[]): Promise<number> {
-  process.stderr.write('gitport serve: not available yet\n');
-  return 2;
+/**
+ * `gitport serve [--root DIR] [--host H] [--port P] [--workers N] [--token T] [--private]
+ *                [--allow-anonymous-push] [--cors ORIGIN]...`
+ *
+ * Serves every bare repository `DIR/<name>.git` at `/<name>.git` over smart HTTP with SSE ref
+ * events (DESIGN.md, "Command line"). Prints exactly one line, `gitport listening on
+ * http://HOST:PORT`, once connections are accepted; SIGINT/SIGTERM stop accepting, let requests in
+ * flight (pushes) finish, and exit 0. An empty or missing root gets `demo.git`.
+ */
+import { mkdir } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
+import { resolve } from 'node:path';
+import { createDemoRepository, createGateway, createGitProcessBackend, listen, RepositoryRoot } from '@gitport/gateway';
+
+export interface ServeOptions {
+  root: string;
+  host: string;
+  port: number;
+  workers: number;
+  token: string | undefined;
+  private: boolean;
+  allowAnonymousPush: boolean;
+  cors: string[];
+}
+
+export class UsageError extends Error {
+  readonly code = 'CLI_USAGE';
+}
+
+const usage = `usage: gitport serve [--root DIR] [--host H] [--port P] [--workers N] [--token T] [--private]
+                    [--allow-anonymous-push] [--cors ORIGIN]...
+`;
+
+export function parseServeArgs(args: readonly string[]): ServeOptions {
+  const options: ServeOptions = {
+    root: './repos',
+    host: '127.0.0.1',
+    port: 8080,
+    workers: availableParallelism(),
+    token: undefined,
+    private: false,
+    allowAnonymousPush: false,
+    cors: [],
+  };
+  for (let i = 0; i < args.length; i++) {
+    let arg = args[i]!;
+    let inline: string | undefined;
+    const eq = arg.indexOf('=');
+    if (arg.startsWith('--') && eq > 0) {
+      inline = arg.slice(eq + 1);
+      arg = arg.slice(0, eq);
+    }
+    const value = (): string => {
+      const v = inline ?? args[++i];
+      if (v === undefined) throw new UsageError(`${arg} needs a value`);
+      return v;
+    };
+    const integer = (min: number, max: number): number => {
+      const v = value();
+      if (!/^\d+$/.test(v) || Number(v) < min || Number(v) > max)
+        throw new UsageError(`${arg}: expected ${min}..${max}`);
+      return Number(v);
+    };
+    switch (arg) {
+      case '--root':
+        options.root = value();
+        break;
+      case '--host':
+        options.host = value();
+        break;
+      case '--port':
+        options.port = integer(0, 65535);
+        break;
+      case '--workers':
+        options.workers = integer(1, 256);
+        break;
+      case '--token':
+        options.token = value();
+        if (options.token === '') throw new UsageError('--token must not be empty');
+        break;
+      case '--private':
+        options.private = true;
+        break;
+      case '--allow-anonymous-push':
+        options.allowAnonymousPush = true;
+        break;
+      case '--cors':
+        options.cors.push(value());
+        break;
+      default:
+        throw new UsageError(`unknown option ${arg}`);
+    }
+  }
+  if (options.private && options.token === undefined) throw new UsageError('--private needs --token');
+  return options;
+}
+
+export async function serve(args: readonly string[]): Promise<number> {
+  if (args.includes('--help') || args.includes('-h')) {
+    process.stdout.write(usage);
+    return 0;
+  }
+  let options: ServeOptions;
+  try {
+    options = parseServeArgs(args);
+  } catch (error) {
+    if (error instanceof UsageError) {
+      process.stderr.write(`gitport serve: ${error.message}\n\n${usage}`);
+      return 2;
+    }
+    throw error;
+  }
+  const root = resolve(options.root);
+  await mkdir(root, { recursive: true });
+  if ((await new RepositoryRoot(root).list()).length === 0) {
+    await createDemoRepository(root, 'demo');
+    process.stderr.write(`gitport: created ${resolve(root, 'demo.git')}\n`);
+  }
+
+  const backend = createGitProcessBackend({ root });
+  const gateway = createGateway({
+    backend,
+    token: options.token,
+    private: options.private,
+    allowAnonymousPush: options.allowAnonymousPush,
+    cors: options.cors,
+  });
+  const server = await listen(gateway, { host: options.host, port: options.port });
+  const shownHost = options.host.includes(':') ? `[${options.host}]` : options.host;
+  process.stdout.write(`gitport listening on http://${shownHost}:${server.port}\n`);
+
+  return new Promise<number>((done) => {
+    let stopping = false;
+    const stop = (signal: NodeJS.Signals) => {
+      if (stopping) {
+        process.stderr.write(`gitport: ${signal} again, exiting now\n`);
+        process.exit(1);
+      }
+      stopping = true;
+      server.close().then(
+        () => done(0),
+        (error) => {
+          process.stderr.write(`gitport: shutdown failed: ${error?.message ?? error}\n`);
+          done(1);
+        },
+      );
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
 }

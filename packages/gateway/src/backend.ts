@@ -1,0 +1,41 @@
+/**
+ * What the HTTP layer needs from whoever hosts the repositories: a ref advertisement and one
+ * stateless round of upload-pack or receive-pack (gitprotocol-http: "Smart Service"), plus the
+ * ref updates they make. The worker pool implements it; so can anything else (a test double is
+ * never used in the gateway's own tests: they run the real backends).
+ */
+import type { RefUpdateEvent } from './sse-hub.js';
+
+export type GitService = 'git-upload-pack' | 'git-receive-pack';
+
+export interface RpcOptions {
+  /** The validated `Git-Protocol` header (`version=2`…), null for v0; always null for receive-pack. */
+  protocol: string | null;
+  signal: AbortSignal;
+}
+
+export interface GitBackend {
+  /** Whether `<root>/<repo>.git` is a repository this backend serves (the name is already validated). */
+  exists(repo: string, signal?: AbortSignal): Promise<boolean>;
+  /**
+   * The service's advertisement as the service prints it with `--advertise-refs` (no smart-HTTP
+   * `# service=` header: the gateway adds it for v0).
+   */
+  advertise(repo: string, service: GitService, options: RpcOptions): Promise<Uint8Array>;
+  /**
+   * One stateless round: the request body in, the response bytes out. The returned iterable may
+   * start before the body is consumed; cancelling it (or the signal) stops the work, and a push
+   * that did not complete moves no ref.
+   */
+  rpc(
+    repo: string,
+    service: GitService,
+    body: AsyncIterable<Uint8Array>,
+    options: RpcOptions,
+  ): Promise<AsyncIterable<Uint8Array>>;
+  /** Ref updates made through this backend. */
+  onRefUpdate(listener: (event: RefUpdateEvent) => void): () => void;
+  /** Whether the backend can take requests (for /healthz). */
+  healthy(): boolean;
+  close(): Promise<void>;
+}
