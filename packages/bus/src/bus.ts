@@ -1,0 +1,1063 @@
+/**
+ * The bus: named peers over Endpoints, unicast and broadcast events, hub routing, request/response
+ * RPC, origin checks, limits, peer liveness, and comlink-compatible channels.
+ *
+ * Wire format (structured clone, one postMessage per batch):
+ *   handshake frame = { $gitportBus: "hello" | "ack", id, v, hub }
+ *                   | { $gitportBus: "refuse", id, code, message }
+ *   data frame      = Envelope[]                      (all envelopes queued in one microtask)
+ *   Envelope        = { k: kind, s: source, t: target, q: sequence (per link, strictly increasing),
+ *                       h: hops left, e?: event or handler name, i?: request id, p?: payload,
+ *                       x?: wire error, c?: channel, l?: peer ids }
+ *   kind            = "ev" event | "rq" request | "rs" response | "re" error response | "cn" cancel
+ *                   | "ch" channel message | "pj" peers joined | "pl" peers left (from a hub)
+ *                   | "hp" heartbeat ping | "ho" heartbeat pong | "by" bye
+ *
+ * Handshake: each side posts `hello` (retried with backoff until answered: a window may not listen
+ * yet) and answers every `hello` with `ack`; a side is connected at the first `hello` or `ack` of the
+ * other. Protocol versions must be equal, ids distinct, and `maxPeers` not reached; otherwise the
+ * side that decides posts `refuse` and both `connect` calls reject with BusError `BUS_HANDSHAKE` or
+ * `BUS_TOO_MANY_PEERS`.
+ *
+ * Trust: an envelope is accepted from a link only if its source is the link's peer, or a peer the
+ * link's hub announced. A response settles a request only if it comes from the peer the request went
+ * to, with the request's unguessable id (96 random bits).
+ */
+
+import { EmitterCore, type OnOptions } from './emitter.js';
+import type { BusMessageEvent, Endpoint, MessageListener } from './endpoint.js';
+import { BusError, errorFromWire, errorToWire, type WireError } from './errors.js';
+import { originMatcher } from './origin.js';
+import { messageSize } from './size.js';
+
+export const PROTOCOL_VERSION = 1;
+const TAG = '$gitportBus';
+const MAX_ID_LENGTH = 256;
+const CHANNEL_BUFFER = 256;
+const CHANNEL_BUFFER_KEYS = 256;
+
+export interface Peer {
+  readonly id: string;
+  /** The hub through which this peer is reached; absent for a direct connection. */
+  readonly via?: string;
+}
+
+export interface BusOptions {
+  /** This bus's peer id (non-empty, at most 256 characters). */
+  id: string;
+  /** Origin patterns (see originMatcher) accepted on messages that carry a browser origin. */
+  allowedOrigins?: string[];
+  /** Directly connected peers at most (default 100). */
+  maxPeers?: number;
+  /** Outgoing requests pending at once at most (default 1000). */
+  maxPendingRequests?: number;
+  /** Largest message, as counted by messageSize (default 16 MiB). */
+  maxMessageSize?: number;
+  /** Default request timeout in ms (default 30000; 0 or Infinity: none). */
+  requestTimeout?: number;
+  /** Forward envelopes between peers that are not directly connected. */
+  isHub?: boolean;
+  /** Hops an envelope may take through hubs (default 4). */
+  maxHops?: number;
+  /** Heartbeat period in ms for endpoints without a close event (default 2000). */
+  heartbeatInterval?: number;
+  /** Missed heartbeat periods before such a peer is lost (default 3). */
+  heartbeatMisses?: number;
+  /** Default handshake timeout in ms (default 10000). */
+  connectTimeout?: number;
+  /** Where errors with no caller go (a listener that threw, a message dropped); default reportError/console.error. */
+  onError?: (error: unknown) => void;
+}
+
+export interface MessageMeta {
+  readonly from: string;
+  readonly event: string;
+}
+
+export interface HandlerMeta {
+  readonly from: string;
+  /** Aborted when the requester cancels or times out, the requester is lost, or the bus closes. */
+  readonly signal: AbortSignal;
+}
+
+export type Handler = (payload: unknown, meta: HandlerMeta) => unknown;
+
+export interface Bus {
+  readonly id: string;
+  readonly maxMessageSize: number;
+  readonly isHub: boolean;
+  readonly closed: boolean;
+  connect(endpoint: Endpoint, options?: { signal?: AbortSignal; timeout?: number }): Promise<Peer>;
+  readonly peers: ReadonlyMap<string, Peer>;
+  send(peer: string, event: string, payload: unknown, options?: { transfer?: Transferable[] }): void;
+  signal(event: string, payload: unknown): void;
+  on(event: string, listener: (payload: unknown, meta: MessageMeta) => void, options?: OnOptions): () => void;
+  onPeer(kind: 'connected' | 'lost', listener: (peer: string, reason?: BusError) => void): () => void;
+  handle(name: string, fn: Handler): () => void;
+  request<T = unknown>(
+    peer: string,
+    name: string,
+    payload: unknown,
+    options?: { timeout?: number; signal?: AbortSignal; transfer?: Transferable[] },
+  ): Promise<T>;
+  endpoint(peer: string, channel: string): Endpoint;
+  /** Disconnects one directly connected peer (it sees the bus as lost). */
+  disconnect(peer: string): void;
+  /** Number of outgoing requests still pending. */
+  readonly pendingRequests: number;
+  close(): void;
+}
+
+/** A handler result that transfers (rather than copies) some of its parts. */
+export class Transferring<T = unknown> {
+  constructor(
+    readonly value: T,
+    readonly transfer: Transferable[],
+  ) {}
+}
+
+/** Wraps a handler's result so that `transfer` is moved to the requester instead of copied. */
+export function withTransfer<T>(value: T, transfer: Transferable[]): Transferring<T> {
+  return new Transferring(value, transfer);
+}
+
+type Kind = 'ev' | 'rq' | 'rs' | 're' | 'cn' | 'ch' | 'pj' | 'pl' | 'hp' | 'ho' | 'by';
+
+interface Envelope {
+  k: Kind;
+  s: string;
+  t: string;
+  q: number;
+  h: number;
+  e?: string;
+  i?: string;
+  p?: unknown;
+  x?: WireError;
+  c?: string;
+  l?: string[];
+  /** Not cloned (symbol key): what this envelope transfers. */
+  [TRANSFER]?: Transferable[];
+}
+declare const TRANSFER_BRAND: unique symbol;
+const TRANSFER: typeof TRANSFER_BRAND = Symbol('transfer') as typeof TRANSFER_BRAND;
+
+interface HandshakeFrame {
+  [TAG]: 'hello' | 'ack' | 'refuse';
+  id: unknown;
+  v?: unknown;
+  hub?: unknown;
+  code?: unknown;
+  message?: unknown;
+}
+
+function isHandshake(data: unknown): data is HandshakeFrame {
+  return typeof data === 'object' && data !== null && !Array.isArray(data) && Object.hasOwn(data, TAG);
+}
+
+function unref(timer: unknown): void {
+  const t = timer as { unref?: () => void } | undefined;
+  if (t !== undefined && t !== null && typeof t.unref === 'function') t.unref();
+}
+
+function defaultOnError(error: unknown): void {
+  const g = globalThis as { reportError?: (e: unknown) => void; console?: { error(...a: unknown[]): void } };
+  if (typeof g.reportError === 'function') g.reportError(error);
+  else g.console?.error('[gitport/bus]', error);
+}
+
+// 96-bit random request ids from a pooled buffer (crypto.getRandomValues is a global in browsers and Node >= 19).
+const pool = new Uint32Array(192);
+let poolAt = pool.length;
+function randomId(): string {
+  if (poolAt + 3 > pool.length) {
+    globalThis.crypto.getRandomValues(pool);
+    poolAt = 0;
+  }
+  const id = `${pool[poolAt]!.toString(36)}.${pool[poolAt + 1]!.toString(36)}.${pool[poolAt + 2]!.toString(36)}`;
+  poolAt += 3;
+  return id;
+}
+
+class Link {
+  queue: Envelope[] = [];
+  transfers: Transferable[] | null = null;
+  scheduled = false;
+  seqOut = 0;
+  seqIn = 0;
+  alive = true;
+  missed = 0;
+  dead = false;
+  heartbeat: ReturnType<typeof setInterval> | undefined;
+  offClose: (() => void) | undefined;
+  readonly flush: () => void;
+  constructor(
+    readonly peer: string,
+    readonly endpoint: Endpoint,
+    readonly remoteHub: boolean,
+    readonly listener: MessageListener,
+    bus: BusImpl,
+  ) {
+    this.flush = () => bus.flush(this);
+  }
+}
+
+class Pending {
+  timer: ReturnType<typeof setTimeout> | undefined;
+  onAbort: (() => void) | undefined;
+  constructor(
+    readonly peer: string,
+    readonly resolve: (value: never) => void,
+    readonly reject: (error: unknown) => void,
+    readonly signal: AbortSignal | undefined,
+  ) {}
+}
+
+class IncomingRequest implements HandlerMeta {
+  private controller: AbortController | undefined;
+  private abortReason: BusError | undefined;
+  constructor(readonly from: string) {}
+  get signal(): AbortSignal {
+    if (this.controller === undefined) {
+      this.controller = new AbortController();
+      if (this.abortReason !== undefined) this.controller.abort(this.abortReason);
+    }
+    return this.controller.signal;
+  }
+  abort(reason: BusError): void {
+    if (this.abortReason !== undefined) return;
+    this.abortReason = reason;
+    this.controller?.abort(reason);
+  }
+}
+
+interface Handshake {
+  fail(error: BusError): void;
+}
+
+class BusImpl implements Bus {
+  readonly id: string;
+  readonly maxMessageSize: number;
+  readonly isHub: boolean;
+  closed = false;
+  private readonly maxPeers: number;
+  private readonly maxPending: number;
+  private readonly requestTimeout: number;
+  private readonly maxHops: number;
+  private readonly heartbeatInterval: number;
+  private readonly heartbeatMisses: number;
+  private readonly connectTimeout: number;
+  private readonly originAllowed: ((origin: string) => boolean) | undefined;
+  private readonly reportError: (error: unknown) => void;
+
+  private readonly links = new Map<string, Link>();
+  private readonly routes = new Map<string, Link>();
+  private readonly peerMap = new Map<string, Peer>();
+  private readonly events = new EmitterCore<MessageMeta>();
+  private readonly connectedListeners = new Set<(peer: string, reason?: BusError) => void>();
+  private readonly lostListeners = new Set<(peer: string, reason?: BusError) => void>();
+  private readonly handlers: Record<string, Handler> = Object.create(null);
+  private readonly pending = new Map<string, Pending>();
+  private readonly incoming = new Map<string, IncomingRequest>();
+  private readonly channels = new Map<string, Set<MessageListener>>();
+  private readonly channelBuffers = new Map<string, unknown[]>();
+  private readonly handshakes = new Set<Handshake>();
+
+  constructor(options: BusOptions) {
+    if (typeof options?.id !== 'string' || options.id.length === 0 || options.id.length > MAX_ID_LENGTH) {
+      throw new BusError('BUS_INVALID_ARGUMENT', 'a bus needs an id of 1 to 256 characters');
+    }
+    this.id = options.id;
+    this.maxPeers = options.maxPeers ?? 100;
+    this.maxPending = options.maxPendingRequests ?? 1000;
+    this.maxMessageSize = options.maxMessageSize ?? 16 * 1024 * 1024;
+    this.requestTimeout = options.requestTimeout ?? 30_000;
+    this.isHub = options.isHub ?? false;
+    this.maxHops = options.maxHops ?? 4;
+    this.heartbeatInterval = options.heartbeatInterval ?? 2000;
+    this.heartbeatMisses = options.heartbeatMisses ?? 3;
+    this.connectTimeout = options.connectTimeout ?? 10_000;
+    this.originAllowed = options.allowedOrigins === undefined ? undefined : originMatcher(options.allowedOrigins);
+    this.reportError = options.onError ?? defaultOnError;
+  }
+
+  get peers(): ReadonlyMap<string, Peer> {
+    return this.peerMap;
+  }
+
+  get pendingRequests(): number {
+    return this.pending.size;
+  }
+
+  // ---------------------------------------------------------------- connection
+
+  connect(endpoint: Endpoint, options: { signal?: AbortSignal; timeout?: number } = {}): Promise<Peer> {
+    if (this.closed) return Promise.reject(new BusError('BUS_CLOSED', 'the bus is closed'));
+    const signal = options.signal;
+    if (signal?.aborted) {
+      return Promise.reject(new BusError('BUS_ABORTED', 'connect aborted', { cause: signal.reason }));
+    }
+    return new Promise<Peer>((resolve, reject) => {
+      let link: Link | undefined;
+      let settled = false;
+      let retry: ReturnType<typeof setTimeout> | undefined;
+      let delay = 20;
+      const hello = { [TAG]: 'hello', id: this.id, v: PROTOCOL_VERSION, hub: this.isHub };
+      const cleanup = (): void => {
+        settled = true;
+        this.handshakes.delete(handshake);
+        clearTimeout(retry);
+        clearTimeout(deadline);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      const handshake: Handshake = {
+        fail: (error) => {
+          if (settled) return;
+          cleanup();
+          endpoint.removeEventListener('message', listener);
+          reject(error);
+        },
+      };
+      const onAbort = (): void =>
+        handshake.fail(new BusError('BUS_ABORTED', 'connect aborted', { cause: signal?.reason }));
+      const refuse = (code: string, message: string): void => {
+        try {
+          endpoint.postMessage({ [TAG]: 'refuse', id: this.id, code, message });
+        } catch {
+          // the refusal is a courtesy; our own connect fails below either way
+        }
+        handshake.fail(new BusError(code, message));
+      };
+      const listener: MessageListener = (event) => {
+        if (link !== undefined) {
+          this.receive(link, event);
+          return;
+        }
+        if (settled || (this.originAllowed !== undefined && !this.checkOrigin(event))) return;
+        const frame = event.data;
+        if (!isHandshake(frame)) return;
+        const kind = frame[TAG];
+        if (kind === 'refuse') {
+          const code = frame.code === 'BUS_TOO_MANY_PEERS' ? 'BUS_TOO_MANY_PEERS' : 'BUS_HANDSHAKE';
+          handshake.fail(new BusError(code, `the peer refused the connection: ${String(frame.message)}`));
+          return;
+        }
+        if (kind !== 'hello' && kind !== 'ack') return;
+        const id = frame.id;
+        if (frame.v !== PROTOCOL_VERSION) {
+          refuse('BUS_HANDSHAKE', `protocol version mismatch: ours ${PROTOCOL_VERSION}, theirs ${String(frame.v)}`);
+          return;
+        }
+        if (typeof id !== 'string' || id.length === 0 || id.length > MAX_ID_LENGTH) {
+          refuse('BUS_HANDSHAKE', 'invalid peer id');
+          return;
+        }
+        if (id === this.id) {
+          refuse('BUS_HANDSHAKE', `peer id ${JSON.stringify(id)} is our own id`);
+          return;
+        }
+        if (this.links.has(id)) {
+          refuse('BUS_HANDSHAKE', `a peer named ${JSON.stringify(id)} is already connected`);
+          return;
+        }
+        if (this.links.size >= this.maxPeers) {
+          refuse('BUS_TOO_MANY_PEERS', `maxPeers (${this.maxPeers}) reached`);
+          return;
+        }
+        if (kind === 'hello') {
+          endpoint.postMessage({ [TAG]: 'ack', id: this.id, v: PROTOCOL_VERSION, hub: this.isHub });
+        }
+        cleanup();
+        link = new Link(id, endpoint, frame.hub === true, listener, this);
+        resolve(this.establish(link));
+      };
+      const deadline = setTimeout(
+        () => handshake.fail(new BusError('BUS_TIMEOUT', 'the handshake timed out')),
+        options.timeout ?? this.connectTimeout,
+      );
+      unref(deadline);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.handshakes.add(handshake);
+      endpoint.addEventListener('message', listener);
+      endpoint.start?.();
+      const sendHello = (): void => {
+        if (settled) return;
+        try {
+          endpoint.postMessage(hello);
+        } catch (error) {
+          handshake.fail(new BusError('BUS_HANDSHAKE', 'cannot post on the endpoint', { cause: error }));
+          return;
+        }
+        retry = setTimeout(sendHello, delay);
+        unref(retry);
+        delay = Math.min(delay * 2, 1000);
+      };
+      sendHello();
+    });
+  }
+
+  private establish(link: Link): Peer {
+    const id = link.peer;
+    const known = this.peerMap.has(id);
+    this.links.set(id, link);
+    this.routes.set(id, link);
+    const peer: Peer = { id };
+    this.peerMap.set(id, peer);
+    const endpoint = link.endpoint;
+    if (typeof endpoint.onClose === 'function') {
+      link.offClose = endpoint.onClose(() =>
+        this.lose(link, new BusError('BUS_PEER_LOST', `peer ${JSON.stringify(id)} is gone (endpoint closed)`)),
+      );
+    } else if (this.heartbeatInterval > 0 && this.heartbeatInterval !== Number.POSITIVE_INFINITY) {
+      link.heartbeat = setInterval(() => this.beat(link), this.heartbeatInterval);
+      unref(link.heartbeat);
+    }
+    if (this.isHub) {
+      const others = [...this.links.keys()].filter((other) => other !== id);
+      if (others.length > 0) this.enqueue(link, this.envelope('pj', id, { l: others }));
+      for (const other of this.links.values()) {
+        if (other !== link) this.enqueue(other, this.envelope('pj', other.peer, { l: [id] }));
+      }
+    }
+    if (!known) this.notify(this.connectedListeners, id, undefined);
+    return peer;
+  }
+
+  private beat(link: Link): void {
+    if (link.alive) {
+      link.missed = 0;
+    } else if (++link.missed >= this.heartbeatMisses) {
+      this.lose(link, new BusError('BUS_PEER_LOST', `peer ${JSON.stringify(link.peer)} missed its heartbeats`));
+      return;
+    }
+    link.alive = false;
+    this.enqueue(link, this.envelope('hp', link.peer, {}));
+  }
+
+  private checkOrigin(event: BusMessageEvent): boolean {
+    const origin = event.origin;
+    // Ports and workers carry no origin (capability-based); window messages always do.
+    if (origin === undefined || origin === '') return true;
+    return this.originAllowed!(origin);
+  }
+
+  disconnect(peer: string): void {
+    const link = this.links.get(peer);
+    if (link === undefined) return;
+    this.sendBye(link);
+    this.lose(link, new BusError('BUS_PEER_LOST', `disconnected from ${JSON.stringify(peer)}`));
+  }
+
+  private sendBye(link: Link): void {
+    this.enqueue(link, this.envelope('by', link.peer, {}));
+    this.flush(link);
+  }
+
+  /** A direct link is gone: forget it and every peer reached through it. */
+  private lose(link: Link, reason: BusError): void {
+    if (link.dead) return;
+    link.dead = true;
+    link.endpoint.removeEventListener('message', link.listener);
+    clearInterval(link.heartbeat);
+    link.offClose?.();
+    link.queue = [];
+    link.transfers = null;
+    const id = link.peer;
+    if (this.links.get(id) === link) this.links.delete(id);
+    const gone: string[] = [];
+    for (const [peer, route] of this.routes) if (route === link) gone.push(peer);
+    for (const peer of gone) this.forget(peer, reason);
+    if (this.isHub && !this.closed) {
+      for (const other of this.links.values()) {
+        this.enqueue(other, this.envelope('pl', other.peer, { l: gone }));
+      }
+    }
+  }
+
+  private forget(peer: string, reason: BusError): void {
+    this.routes.delete(peer);
+    this.peerMap.delete(peer);
+    for (const [id, pending] of this.pending) {
+      if (pending.peer === peer) this.settle(id, pending, false, reason);
+    }
+    const prefix = `${peer}\n`;
+    for (const [key, request] of this.incoming) {
+      if (key.startsWith(prefix)) {
+        this.incoming.delete(key);
+        request.abort(reason);
+      }
+    }
+    for (const key of this.channelBuffers.keys()) if (key.startsWith(prefix)) this.channelBuffers.delete(key);
+    this.notify(this.lostListeners, peer, reason);
+  }
+
+  private notify(
+    listeners: Set<(peer: string, reason?: BusError) => void>,
+    peer: string,
+    reason: BusError | undefined,
+  ): void {
+    for (const listener of [...listeners]) {
+      try {
+        listener(peer, reason);
+      } catch (error) {
+        this.reportError(error);
+      }
+    }
+  }
+
+  onPeer(kind: 'connected' | 'lost', listener: (peer: string, reason?: BusError) => void): () => void {
+    const set = kind === 'connected' ? this.connectedListeners : this.lostListeners;
+    const entry = (peer: string, reason?: BusError): void => listener(peer, reason);
+    set.add(entry);
+    return () => set.delete(entry);
+  }
+
+  // ---------------------------------------------------------------- sending
+
+  private envelope(k: Kind, t: string, extra: Partial<Envelope>): Envelope {
+    return { k, s: this.id, t, q: 0, h: this.maxHops, ...extra };
+  }
+
+  /** Queues an envelope on a link; everything queued in one microtask goes out in one postMessage. */
+  private enqueue(link: Link, envelope: Envelope, transfer?: Transferable[]): void {
+    if (link.dead) return;
+    envelope.q = ++link.seqOut;
+    link.queue.push(envelope);
+    if (transfer !== undefined && transfer.length > 0) {
+      envelope[TRANSFER] = transfer;
+      if (link.transfers === null) link.transfers = transfer.slice();
+      else for (const t of transfer) link.transfers.push(t);
+    }
+    if (!link.scheduled) {
+      link.scheduled = true;
+      queueMicrotask(link.flush);
+    }
+  }
+
+  flush(link: Link): void {
+    link.scheduled = false;
+    const queue = link.queue;
+    if (queue.length === 0 || link.dead) return;
+    const transfers = link.transfers;
+    link.queue = [];
+    link.transfers = null;
+    try {
+      if (transfers === null) link.endpoint.postMessage(queue);
+      else link.endpoint.postMessage(queue, transfers);
+    } catch (error) {
+      if (queue.length === 1) this.undeliverable(link, queue[0]!, error);
+      else {
+        // One bad envelope must not sink the batch: post them one by one.
+        for (const envelope of queue) {
+          try {
+            const own = envelope[TRANSFER];
+            if (own === undefined) link.endpoint.postMessage([envelope]);
+            else link.endpoint.postMessage([envelope], own);
+          } catch (cause) {
+            this.undeliverable(link, envelope, cause);
+          }
+        }
+      }
+    }
+  }
+
+  private undeliverable(link: Link, envelope: Envelope, cause: unknown): void {
+    const error = new BusError('BUS_DATA_CLONE', `cannot post a "${envelope.k}" message to ${link.peer}`, { cause });
+    if (envelope.k === 'rq') {
+      const pending = this.pending.get(envelope.i!);
+      if (pending !== undefined) this.settle(envelope.i!, pending, false, error);
+    } else if (envelope.k === 'rs') {
+      this.enqueue(link, this.envelope('re', envelope.t, { i: envelope.i!, x: errorToWire(error) }));
+    } else {
+      this.reportError(error);
+    }
+  }
+
+  private checkSize(name: string, payload: unknown): void {
+    const size = messageSize(payload, this.maxMessageSize) + name.length;
+    if (size > this.maxMessageSize) {
+      throw new BusError(
+        'BUS_MESSAGE_TOO_LARGE',
+        `message "${name}" is larger than maxMessageSize (${this.maxMessageSize})`,
+        { data: { size, limit: this.maxMessageSize } },
+      );
+    }
+  }
+
+  private route(peer: string): Link {
+    if (this.closed) throw new BusError('BUS_CLOSED', 'the bus is closed');
+    const link = this.routes.get(peer);
+    if (link === undefined) throw new BusError('BUS_UNKNOWN_PEER', `no peer named ${JSON.stringify(peer)}`);
+    return link;
+  }
+
+  send(peer: string, event: string, payload: unknown, options?: { transfer?: Transferable[] }): void {
+    if (typeof event !== 'string') throw new BusError('BUS_INVALID_ARGUMENT', 'an event name must be a string');
+    const link = this.route(peer);
+    this.checkSize(event, payload);
+    this.enqueue(
+      link,
+      { k: 'ev', s: this.id, t: peer, q: 0, h: this.maxHops, e: event, p: payload },
+      options?.transfer,
+    );
+  }
+
+  signal(event: string, payload: unknown): void {
+    if (typeof event !== 'string') throw new BusError('BUS_INVALID_ARGUMENT', 'an event name must be a string');
+    if (this.closed) throw new BusError('BUS_CLOSED', 'the bus is closed');
+    if (this.routes.size === 0) return;
+    this.checkSize(event, payload);
+    for (const [peer, link] of this.routes) {
+      this.enqueue(link, { k: 'ev', s: this.id, t: peer, q: 0, h: this.maxHops, e: event, p: payload });
+    }
+  }
+
+  on(event: string, listener: (payload: unknown, meta: MessageMeta) => void, options?: OnOptions): () => void {
+    return this.events.on(event, listener as (payload: unknown, meta: MessageMeta) => void, options);
+  }
+
+  // ---------------------------------------------------------------- RPC
+
+  handle(name: string, fn: Handler): () => void {
+    if (typeof name !== 'string' || name.length === 0) {
+      throw new BusError('BUS_INVALID_ARGUMENT', 'a handler name must be a non-empty string');
+    }
+    if (typeof fn !== 'function') throw new BusError('BUS_INVALID_ARGUMENT', 'a handler must be a function');
+    if (Object.hasOwn(this.handlers, name)) {
+      throw new BusError('BUS_INVALID_ARGUMENT', `a handler named ${JSON.stringify(name)} already exists`);
+    }
+    this.handlers[name] = fn;
+    return () => {
+      if (Object.hasOwn(this.handlers, name) && this.handlers[name] === fn) delete this.handlers[name];
+    };
+  }
+
+  request<T = unknown>(
+    peer: string,
+    name: string,
+    payload: unknown,
+    options?: { timeout?: number; signal?: AbortSignal; transfer?: Transferable[] },
+  ): Promise<T> {
+    let link: Link;
+    try {
+      if (typeof name !== 'string') throw new BusError('BUS_INVALID_ARGUMENT', 'a handler name must be a string');
+      link = this.route(peer);
+      if (this.pending.size >= this.maxPending) {
+        throw new BusError('BUS_TOO_MANY_PENDING', `maxPendingRequests (${this.maxPending}) reached`);
+      }
+      if (options?.signal?.aborted) {
+        throw new BusError('BUS_ABORTED', 'request aborted', { cause: options.signal.reason });
+      }
+      this.checkSize(name, payload);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const id = randomId();
+    const signal = options?.signal;
+    const timeout = options?.timeout ?? this.requestTimeout;
+    return new Promise<T>((resolve, reject) => {
+      const pending = new Pending(peer, resolve as (value: never) => void, reject, signal);
+      if (timeout > 0 && timeout !== Number.POSITIVE_INFINITY) {
+        pending.timer = setTimeout(() => {
+          if (this.pending.get(id) !== pending) return;
+          this.settle(id, pending, false, new BusError('BUS_TIMEOUT', `request "${name}" to ${peer} timed out`));
+          this.cancelRemote(peer, id);
+        }, timeout);
+        unref(pending.timer);
+      }
+      if (signal !== undefined) {
+        pending.onAbort = () => {
+          if (this.pending.get(id) !== pending) return;
+          this.settle(id, pending, false, new BusError('BUS_ABORTED', 'request aborted', { cause: signal.reason }));
+          this.cancelRemote(peer, id);
+        };
+        signal.addEventListener('abort', pending.onAbort, { once: true });
+      }
+      this.pending.set(id, pending);
+      this.enqueue(
+        link,
+        { k: 'rq', s: this.id, t: peer, q: 0, h: this.maxHops, e: name, i: id, p: payload },
+        options?.transfer,
+      );
+    });
+  }
+
+  private cancelRemote(peer: string, id: string): void {
+    const link = this.routes.get(peer);
+    if (link !== undefined) this.enqueue(link, this.envelope('cn', peer, { i: id }));
+  }
+
+  private settle(id: string, pending: Pending, ok: boolean, value: unknown): void {
+    this.pending.delete(id);
+    if (pending.timer !== undefined) clearTimeout(pending.timer);
+    if (pending.onAbort !== undefined) pending.signal!.removeEventListener('abort', pending.onAbort);
+    if (ok) pending.resolve(value as never);
+    else pending.reject(value);
+  }
+
+  private onRequest(link: Link, envelope: Envelope): void {
+    const from = envelope.s;
+    const id = envelope.i;
+    if (typeof id !== 'string' || id.length > 64) return;
+    const name = envelope.e;
+    const fn = typeof name === 'string' && Object.hasOwn(this.handlers, name) ? this.handlers[name] : undefined;
+    if (typeof fn !== 'function') {
+      this.respondError(link, from, id, new BusError('BUS_NO_HANDLER', `no handler named ${JSON.stringify(name)}`));
+      return;
+    }
+    if (messageSize(envelope.p, this.maxMessageSize) + name!.length > this.maxMessageSize) {
+      this.respondError(link, from, id, new BusError('BUS_MESSAGE_TOO_LARGE', 'the request was dropped: too large'));
+      return;
+    }
+    const meta = new IncomingRequest(from);
+    let result: unknown;
+    try {
+      result = fn(envelope.p, meta);
+    } catch (error) {
+      this.respondError(link, from, id, error);
+      return;
+    }
+    if (typeof (result as PromiseLike<unknown> | undefined)?.then === 'function') {
+      const key = `${from}\n${id}`;
+      this.incoming.set(key, meta);
+      (result as PromiseLike<unknown>).then(
+        (value) => {
+          if (this.incoming.get(key) !== meta) return;
+          this.incoming.delete(key);
+          this.respond(from, id, value);
+        },
+        (error: unknown) => {
+          if (this.incoming.get(key) !== meta) return;
+          this.incoming.delete(key);
+          const route = this.routes.get(from);
+          if (route !== undefined) this.respondError(route, from, id, error);
+        },
+      );
+    } else {
+      this.respond(from, id, result, link);
+    }
+  }
+
+  private respond(to: string, id: string, result: unknown, link = this.routes.get(to)): void {
+    if (link === undefined || link.dead) return;
+    let value = result;
+    let transfer: Transferable[] | undefined;
+    if (result instanceof Transferring) {
+      value = result.value;
+      transfer = result.transfer;
+    }
+    try {
+      if (value !== undefined && typeof value === 'object' && value !== null) this.checkSize('', value);
+      else messageSize(value);
+    } catch (error) {
+      this.respondError(link, to, id, error);
+      return;
+    }
+    this.enqueue(link, { k: 'rs', s: this.id, t: to, q: 0, h: this.maxHops, i: id, p: value }, transfer);
+  }
+
+  private respondError(link: Link, to: string, id: string, error: unknown): void {
+    let wire: WireError;
+    try {
+      wire = errorToWire(error);
+      if (messageSize(wire, this.maxMessageSize) > this.maxMessageSize) throw new Error('too large');
+    } catch {
+      wire = {
+        name: 'BusError',
+        message: 'the handler failed with an error that cannot be sent',
+        code: 'BUS_REMOTE_ERROR',
+      };
+    }
+    this.enqueue(link, { k: 're', s: this.id, t: to, q: 0, h: this.maxHops, i: id, x: wire });
+  }
+
+  // ---------------------------------------------------------------- receiving
+
+  private receive(link: Link, event: BusMessageEvent): void {
+    if (link.dead) return;
+    if (this.originAllowed !== undefined && !this.checkOrigin(event)) return;
+    link.alive = true;
+    const data = event.data;
+    if (Array.isArray(data)) {
+      for (let i = 0; i < data.length; i++) {
+        try {
+          this.dispatch(link, data[i] as Envelope);
+        } catch (error) {
+          this.reportError(error);
+        }
+        if (link.dead) return;
+      }
+    } else if (isHandshake(data) && data[TAG] === 'hello' && data.id === link.peer) {
+      // The other side's hello retries (sent before our ack reached it): answer again.
+      link.endpoint.postMessage({ [TAG]: 'ack', id: this.id, v: PROTOCOL_VERSION, hub: this.isHub });
+    }
+  }
+
+  private dispatch(link: Link, envelope: Envelope): void {
+    if (typeof envelope !== 'object' || envelope === null) return;
+    const q = envelope.q;
+    if (typeof q !== 'number' || !(q > link.seqIn)) return; // replayed or reordered
+    link.seqIn = q;
+    const source = envelope.s;
+    if (source !== link.peer && !(link.remoteHub && typeof source === 'string' && this.routes.get(source) === link)) {
+      return; // a peer may speak only for itself, a hub for the peers it announced
+    }
+    if (envelope.t !== this.id) {
+      if (this.isHub) this.forward(link, envelope);
+      return;
+    }
+    switch (envelope.k) {
+      case 'ev': {
+        const name = envelope.e;
+        if (typeof name !== 'string') return;
+        if (messageSize(envelope.p, this.maxMessageSize) + name.length > this.maxMessageSize) {
+          this.reportError(new BusError('BUS_MESSAGE_TOO_LARGE', `dropped event "${name}" from ${source}: too large`));
+          return;
+        }
+        this.events.dispatch(name, envelope.p, { from: source, event: name });
+        return;
+      }
+      case 'rq':
+        this.onRequest(link, envelope);
+        return;
+      case 'rs':
+      case 're': {
+        const id = envelope.i;
+        if (typeof id !== 'string') return;
+        const pending = this.pending.get(id);
+        if (pending === undefined || pending.peer !== source) return; // not ours, or not from whom we asked
+        if (envelope.k === 're') {
+          this.settle(id, pending, false, errorFromWire(envelope.x));
+        } else if (messageSize(envelope.p, this.maxMessageSize) > this.maxMessageSize) {
+          this.settle(id, pending, false, new BusError('BUS_MESSAGE_TOO_LARGE', 'the response was dropped: too large'));
+        } else {
+          this.settle(id, pending, true, envelope.p);
+        }
+        return;
+      }
+      case 'cn': {
+        const key = `${source}\n${envelope.i}`;
+        const request = this.incoming.get(key);
+        if (request !== undefined) {
+          this.incoming.delete(key);
+          request.abort(new BusError('BUS_ABORTED', 'the requester cancelled'));
+        }
+        return;
+      }
+      case 'ch':
+        this.onChannel(source, envelope);
+        return;
+      case 'pj':
+      case 'pl':
+        if (source === link.peer && link.remoteHub && Array.isArray(envelope.l)) this.onAnnounce(link, envelope);
+        return;
+      case 'hp':
+        this.enqueue(link, this.envelope('ho', link.peer, {}));
+        return;
+      case 'by':
+        if (source === link.peer) {
+          this.lose(link, new BusError('BUS_PEER_LOST', `peer ${JSON.stringify(source)} closed its bus`));
+        }
+        return;
+      default:
+        return;
+    }
+  }
+
+  private forward(from: Link, envelope: Envelope): void {
+    const target = typeof envelope.t === 'string' ? this.routes.get(envelope.t) : undefined;
+    const request = envelope.k === 'rq' && typeof envelope.i === 'string';
+    if (target === undefined || target === from || !(envelope.h > 0)) {
+      if (request) {
+        // Answer in the target's name: the requester reached it through us, so it trusts our word.
+        const error = new BusError(
+          target === undefined ? 'BUS_UNKNOWN_PEER' : 'BUS_UNKNOWN_PEER',
+          `hub ${this.id} cannot reach ${JSON.stringify(envelope.t)}`,
+        );
+        this.enqueue(from, {
+          k: 're',
+          s: envelope.t,
+          t: envelope.s,
+          q: 0,
+          h: this.maxHops,
+          i: envelope.i!,
+          x: errorToWire(error),
+        });
+      }
+      return;
+    }
+    if (
+      (envelope.k === 'ev' || envelope.k === 'rq' || envelope.k === 'ch') &&
+      messageSize(envelope.p, this.maxMessageSize) > this.maxMessageSize
+    ) {
+      return;
+    }
+    envelope.h -= 1;
+    this.enqueue(target, envelope, collectTransferables(envelope.p));
+  }
+
+  private onAnnounce(link: Link, envelope: Envelope): void {
+    const ids = envelope.l!;
+    for (const id of ids) {
+      if (typeof id !== 'string' || id === this.id) continue;
+      if (envelope.k === 'pj') {
+        if (this.routes.has(id) || this.peerMap.size >= this.maxPeers * 4) continue;
+        this.routes.set(id, link);
+        this.peerMap.set(id, { id, via: link.peer });
+        this.notify(this.connectedListeners, id, undefined);
+      } else if (this.routes.get(id) === link && !this.links.has(id)) {
+        this.forget(id, new BusError('BUS_PEER_LOST', `peer ${JSON.stringify(id)} left hub ${link.peer}`));
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------- channels (comlink)
+
+  endpoint(peer: string, channel: string): Endpoint {
+    if (typeof peer !== 'string' || typeof channel !== 'string') {
+      throw new BusError('BUS_INVALID_ARGUMENT', 'endpoint(peer, channel) takes two strings');
+    }
+    const key = `${peer}\n${channel}`;
+    const own = new Set<MessageListener>();
+    return {
+      postMessage: (message, transfer) => {
+        const link = this.route(peer);
+        this.checkSize(channel, message);
+        this.enqueue(link, { k: 'ch', s: this.id, t: peer, q: 0, h: this.maxHops, c: channel, p: message }, transfer);
+      },
+      addEventListener: (_type, listener) => {
+        let set = this.channels.get(key);
+        if (set === undefined) {
+          set = new Set();
+          this.channels.set(key, set);
+        }
+        set.add(listener);
+        own.add(listener);
+        const buffered = this.channelBuffers.get(key);
+        if (buffered !== undefined) {
+          this.channelBuffers.delete(key);
+          queueMicrotask(() => {
+            for (const data of buffered) this.deliver(key, data);
+          });
+        }
+      },
+      removeEventListener: (_type, listener) => {
+        own.delete(listener);
+        const set = this.channels.get(key);
+        if (set === undefined) return;
+        set.delete(listener);
+        if (set.size === 0) this.channels.delete(key);
+      },
+      start: () => {},
+      close: () => {
+        const set = this.channels.get(key);
+        for (const listener of own) set?.delete(listener);
+        own.clear();
+        if (set?.size === 0) this.channels.delete(key);
+      },
+      onClose: (listener) =>
+        this.onPeer('lost', (lost) => {
+          if (lost === peer) listener();
+        }),
+    };
+  }
+
+  private onChannel(source: string, envelope: Envelope): void {
+    const channel = envelope.c;
+    if (typeof channel !== 'string') return;
+    if (messageSize(envelope.p, this.maxMessageSize) + channel.length > this.maxMessageSize) {
+      this.reportError(new BusError('BUS_MESSAGE_TOO_LARGE', `dropped channel message from ${source}: too large`));
+      return;
+    }
+    const key = `${source}\n${channel}`;
+    if (this.channels.has(key)) {
+      this.deliver(key, envelope.p);
+      return;
+    }
+    // Nobody listens yet (comlink's expose may come a moment later): keep a bounded backlog.
+    let buffer = this.channelBuffers.get(key);
+    if (buffer === undefined) {
+      if (this.channelBuffers.size >= CHANNEL_BUFFER_KEYS) {
+        this.reportError(new BusError('BUS_TOO_MANY_PENDING', `dropped channel message from ${source}: no listener`));
+        return;
+      }
+      buffer = [];
+      this.channelBuffers.set(key, buffer);
+    }
+    if (buffer.length >= CHANNEL_BUFFER) {
+      this.reportError(new BusError('BUS_TOO_MANY_PENDING', `dropped channel message from ${source}: backlog full`));
+      return;
+    }
+    buffer.push(envelope.p);
+  }
+
+  private deliver(key: string, data: unknown): void {
+    const set = this.channels.get(key);
+    if (set === undefined) return;
+    const event = { data };
+    for (const listener of [...set]) {
+      try {
+        listener(event);
+      } catch (error) {
+        this.reportError(error);
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------- closing
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    const error = new BusError('BUS_CLOSED', 'the bus was closed');
+    for (const handshake of [...this.handshakes]) handshake.fail(error);
+    for (const link of [...this.links.values()]) {
+      try {
+        this.sendBye(link);
+      } catch {
+        // a peer that cannot hear the bye finds out by its port closing or its heartbeats
+      }
+      this.lose(link, error);
+    }
+    for (const [id, pending] of [...this.pending]) this.settle(id, pending, false, error);
+    for (const request of this.incoming.values()) request.abort(error);
+    this.incoming.clear();
+    this.channels.clear();
+    this.channelBuffers.clear();
+    this.events.clear();
+    this.connectedListeners.clear();
+    this.lostListeners.clear();
+  }
+}
+
+/** Transferables inside a payload a hub forwards (ports must be transferred again, buffers are moved rather than copied). */
+function collectTransferables(payload: unknown): Transferable[] | undefined {
+  if (typeof payload !== 'object' || payload === null) return undefined;
+  const PortCtor = (globalThis as { MessagePort?: abstract new () => object }).MessagePort;
+  if (PortCtor === undefined) return undefined;
+  let found: Transferable[] | undefined;
+  const seen = new Set<object>();
+  const stack: unknown[] = [payload];
+  let budget = 10_000;
+  while (stack.length > 0 && budget-- > 0) {
+    const value = stack.pop();
+    if (typeof value !== 'object' || value === null || seen.has(value)) continue;
+    seen.add(value);
+    if (value instanceof PortCtor) (found ??= []).push(value as unknown as Transferable);
+    else if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer) continue;
+    else if (Array.isArray(value)) for (const v of value) stack.push(v);
+    else if (value instanceof Map) for (const [k, v] of value) stack.push(k, v);
+    else if (value instanceof Set) for (const v of value) stack.push(v);
+    else for (const key of Object.keys(value)) stack.push((value as Record<string, unknown>)[key]);
+  }
+  return found;
+}
+
+/** Creates a bus. Nothing happens (no timer, no listener) until `connect`. */
+export function createBus(options: BusOptions): Bus {
+  return new BusImpl(options);
+}
+
+/** A bus that forwards envelopes between its peers (`isHub: true`). */
+export function createHub(options: Omit<BusOptions, 'isHub'>): Bus {
+  return new BusImpl({ ...options, isHub: true });
+}

@@ -1,0 +1,69 @@
+/**
+ * worker_threads adapter: a `MessagePort` (a MessageChannel port, `parentPort`) or a `Worker`
+ * seen as an Endpoint. Node's port `close` event and the worker's `exit` event tell the bus the
+ * other side is gone at once, so these endpoints need no heartbeats.
+ *
+ * Typed structurally (the parts of node:worker_threads' MessagePort and Worker used here), so the
+ * package builds without Node's type declarations.
+ */
+import type { BusMessageEvent, Endpoint, MessageListener } from './endpoint.js';
+
+interface NodeEmitterLike {
+  postMessage(message: unknown, transfer?: readonly unknown[]): void;
+  on(event: 'message', listener: (data: unknown) => void): unknown;
+  off(event: string, listener: (...args: never[]) => void): unknown;
+  once(event: string, listener: () => void): unknown;
+}
+
+/** The parts of a worker_threads MessagePort the adapter uses. */
+export interface NodeMessagePortLike extends NodeEmitterLike {
+  start(): void;
+  close(): void;
+}
+
+/** The parts of a worker_threads Worker the adapter uses. */
+export interface NodeWorkerLike extends NodeEmitterLike {
+  terminate(): unknown;
+}
+
+function isWorker(target: NodeMessagePortLike | NodeWorkerLike): target is NodeWorkerLike {
+  return typeof (target as NodeWorkerLike).terminate === 'function';
+}
+
+/** An Endpoint over a worker_threads MessagePort (including `parentPort`) or Worker. */
+export function nodeEndpoint(target: NodeMessagePortLike | NodeWorkerLike): Endpoint {
+  const wrapped = new Map<MessageListener, (data: unknown) => void>();
+  const endpoint: Endpoint = {
+    postMessage: (message, transfer) => target.postMessage(message, transfer),
+    addEventListener: (_type, listener) => {
+      if (wrapped.has(listener)) return;
+      const onMessage = (data: unknown): void => listener({ data } satisfies BusMessageEvent);
+      wrapped.set(listener, onMessage);
+      target.on('message', onMessage);
+    },
+    removeEventListener: (_type, listener) => {
+      const onMessage = wrapped.get(listener);
+      if (onMessage === undefined) return;
+      wrapped.delete(listener);
+      target.off('message', onMessage);
+    },
+    start: () => {
+      if (!isWorker(target)) target.start();
+    },
+    onClose: (listener) => {
+      const event = isWorker(target) ? 'exit' : 'close';
+      let called = false;
+      const once = (): void => {
+        if (called) return;
+        called = true;
+        listener();
+      };
+      target.once(event, once);
+      return () => {
+        target.off(event, once);
+      };
+    },
+  };
+  if (!isWorker(target)) endpoint.close = () => target.close();
+  return endpoint;
+}

@@ -1,0 +1,119 @@
+/**
+ * The one structural Endpoint shape every context boundary is adapted to: `postMessage` plus a
+ * `message` listener, optionally `start` (MessagePort queues until started), `close`, and `onClose`
+ * (a way to learn that the other side is gone; endpoints without it get heartbeats from the bus).
+ * A DOM MessagePort, a dedicated Worker, a worker's global scope and comlink's Endpoint all fit.
+ *
+ * Adapters here need no Node built-ins; the worker_threads adapter is `@gitport/bus/node`.
+ */
+import { BusError } from './errors.js';
+
+export interface BusMessageEvent {
+  data: unknown;
+  /** The sender's origin as reported by the browser (window messages); empty or absent for ports. */
+  origin?: string;
+}
+
+export type MessageListener = (event: BusMessageEvent) => void;
+
+export interface Endpoint {
+  postMessage(message: unknown, transfer?: Transferable[]): void;
+  addEventListener(type: 'message', listener: MessageListener): void;
+  removeEventListener(type: 'message', listener: MessageListener): void;
+  start?(): void;
+  close?(): void;
+  /** Calls `listener` once when the other side is known to be gone; returns an unsubscribe function. */
+  onClose?(listener: () => void): () => void;
+}
+
+interface MessageTargetLike {
+  addEventListener(type: 'message', listener: (event: never) => void): void;
+  removeEventListener(type: 'message', listener: (event: never) => void): void;
+}
+
+/** A DOM MessagePort (or anything shaped like one). Started on connect. */
+export function messagePortEndpoint(
+  port: MessageTargetLike & {
+    postMessage(message: unknown, transfer: Transferable[]): void;
+    start?(): void;
+    close?(): void;
+  },
+): Endpoint {
+  return {
+    postMessage: (message, transfer) => port.postMessage(message, transfer ?? []),
+    addEventListener: (_type, listener) => port.addEventListener('message', listener as (event: never) => void),
+    removeEventListener: (_type, listener) => port.removeEventListener('message', listener as (event: never) => void),
+    start: () => port.start?.(),
+    close: () => port.close?.(),
+  };
+}
+
+/** A web Worker seen from its parent (or a worker's global scope seen from inside). No close event: heartbeats apply. */
+export function workerEndpoint(
+  worker: MessageTargetLike & { postMessage(message: unknown, transfer: Transferable[]): void; terminate?(): void },
+): Endpoint {
+  return {
+    postMessage: (message, transfer) => worker.postMessage(message, transfer ?? []),
+    addEventListener: (_type, listener) => worker.addEventListener('message', listener as (event: never) => void),
+    removeEventListener: (_type, listener) => worker.removeEventListener('message', listener as (event: never) => void),
+  };
+}
+
+/**
+ * A BroadcastChannel, used point to point between two buses that share its name. Structured clone
+ * copies; transfer lists are not supported by BroadcastChannel and are refused.
+ */
+export function broadcastChannelEndpoint(
+  channel: MessageTargetLike & { postMessage(message: unknown): void; close?(): void },
+): Endpoint {
+  return {
+    postMessage: (message, transfer) => {
+      if (transfer !== undefined && transfer.length > 0) {
+        throw new BusError('BUS_DATA_CLONE', 'a BroadcastChannel cannot transfer objects');
+      }
+      channel.postMessage(message);
+    },
+    addEventListener: (_type, listener) => channel.addEventListener('message', listener as (event: never) => void),
+    removeEventListener: (_type, listener) =>
+      channel.removeEventListener('message', listener as (event: never) => void),
+    close: () => channel.close?.(),
+  };
+}
+
+export interface WindowLike {
+  postMessage(message: unknown, targetOrigin: string, transfer?: Transferable[]): void;
+}
+
+/**
+ * Another window (an iframe's contentWindow, window.parent, an opener). `targetOrigin` is required
+ * and is never `*` unless passed explicitly; only messages whose `source` is `target` are accepted,
+ * and the bus checks each message's browser-reported `origin` against its `allowedOrigins`.
+ */
+export function windowEndpoint(
+  target: WindowLike,
+  options: { targetOrigin: string; self?: MessageTargetLike },
+): Endpoint {
+  const targetOrigin = options?.targetOrigin;
+  if (typeof targetOrigin !== 'string' || targetOrigin.length === 0) {
+    throw new BusError('BUS_INVALID_ORIGIN', 'windowEndpoint needs an explicit targetOrigin');
+  }
+  const self = options.self ?? (globalThis as unknown as MessageTargetLike);
+  const wrapped = new Map<MessageListener, (event: { data: unknown; origin: string; source: unknown }) => void>();
+  return {
+    postMessage: (message, transfer) => target.postMessage(message, targetOrigin, transfer ?? []),
+    addEventListener: (_type, listener) => {
+      if (wrapped.has(listener)) return;
+      const filter = (event: { data: unknown; origin: string; source: unknown }): void => {
+        if (event.source === target) listener(event);
+      };
+      wrapped.set(listener, filter);
+      self.addEventListener('message', filter as (event: never) => void);
+    },
+    removeEventListener: (_type, listener) => {
+      const filter = wrapped.get(listener);
+      if (filter === undefined) return;
+      wrapped.delete(listener);
+      self.removeEventListener('message', filter as (event: never) => void);
+    },
+  };
+}

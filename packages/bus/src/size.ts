@@ -1,0 +1,89 @@
+/**
+ * Message size, as the bus counts it against `maxMessageSize`, and a cheap structured-clone check.
+ *
+ * size(binary)  = byteLength (ArrayBuffer, typed arrays, DataView, SharedArrayBuffer)
+ * size(string)  = length (UTF-16 code units)
+ * size(other primitives, Date, RegExp, MessagePort, ...) = 8
+ * size(array, object, Map, Set) = 8 + the size of each key and value
+ * A value reached twice (shared or cyclic) counts once, as structured clone sends it once.
+ * Functions and symbols cannot be cloned: BusError `BUS_DATA_CLONE`.
+ */
+import { BusError } from './errors.js';
+
+const SLOT = 8;
+
+/** The size of `value`; stops walking (and returns a number > `limit`) as soon as `limit` is passed. */
+export function messageSize(value: unknown, limit = Number.POSITIVE_INFINITY): number {
+  switch (typeof value) {
+    case 'string':
+      return value.length;
+    case 'number':
+    case 'boolean':
+    case 'undefined':
+    case 'bigint':
+      return SLOT;
+    case 'function':
+    case 'symbol':
+      throw new BusError('BUS_DATA_CLONE', `a ${typeof value} cannot be sent over the bus`);
+  }
+  if (value === null) return SLOT;
+  if (ArrayBuffer.isView(value)) return value.byteLength;
+  if (value instanceof ArrayBuffer) return value.byteLength;
+  return walk(value as object, limit);
+}
+
+function walk(root: object, limit: number): number {
+  const seen = new Set<object>();
+  const stack: unknown[] = [root];
+  let total = 0;
+  while (stack.length > 0) {
+    const value = stack.pop();
+    switch (typeof value) {
+      case 'string':
+        total += value.length;
+        break;
+      case 'function':
+      case 'symbol':
+        throw new BusError('BUS_DATA_CLONE', `a ${typeof value} cannot be sent over the bus`);
+      case 'object': {
+        if (value === null) {
+          total += SLOT;
+          break;
+        }
+        if (seen.has(value)) break;
+        seen.add(value);
+        if (ArrayBuffer.isView(value)) total += value.byteLength;
+        else if (value instanceof ArrayBuffer) total += value.byteLength;
+        else if (typeof SharedArrayBuffer !== 'undefined' && value instanceof SharedArrayBuffer) {
+          total += value.byteLength;
+        } else if (Array.isArray(value)) {
+          total += SLOT;
+          for (let i = 0; i < value.length; i++) stack.push(value[i]);
+        } else if (value instanceof Map) {
+          total += SLOT;
+          for (const [k, v] of value) stack.push(k, v);
+        } else if (value instanceof Set) {
+          total += SLOT;
+          for (const v of value) stack.push(v);
+        } else if (value instanceof Date || value instanceof RegExp) {
+          total += SLOT;
+        } else if (value instanceof Error) {
+          total += SLOT + value.message.length + (value.stack?.length ?? 0);
+          if (value.cause !== undefined) stack.push(value.cause);
+        } else {
+          total += SLOT;
+          for (const key in value) {
+            if (!Object.hasOwn(value, key)) continue;
+            total += key.length;
+            stack.push((value as Record<string, unknown>)[key]);
+          }
+        }
+        break;
+      }
+      default:
+        total += SLOT;
+    }
+    if (total > limit) return total;
+  }
+  return total;
+}
