@@ -122,7 +122,6 @@ function benchFailures(jsonPath) {
 }
 
 function stripAnsi(text) {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: ANSI escapes
   return text.replace(/\u001b\[[0-9;]*[A-Za-z]/g, '');
 }
 
