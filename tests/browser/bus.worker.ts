@@ -5,11 +5,15 @@
  */
 import { createBus, messagePortEndpoint, workerEndpoint } from '@gitport/bus';
 
+// The DOM's Worker and MessagePort overload addEventListener; the bus's structural types want one signature.
+type WorkerLike = Parameters<typeof workerEndpoint>[0];
+type PortLike = Parameters<typeof messagePortEndpoint>[0];
+
 const bus = createBus({ id: 'worker' });
 bus.handle('double', (payload) => (payload as number) * 2);
 bus.on('ping', (payload, meta) => bus.send(meta.from, 'pong', payload));
 self.addEventListener('message', (event: MessageEvent) => {
   const data = event.data as { type?: string; port?: MessagePort } | undefined;
-  if (data?.type === 'join-port' && data.port) void bus.connect(messagePortEndpoint(data.port));
+  if (data?.type === 'join-port' && data.port) void bus.connect(messagePortEndpoint(data.port as unknown as PortLike));
 });
-void bus.connect(workerEndpoint(self as unknown as Worker));
+void bus.connect(workerEndpoint(self as unknown as WorkerLike));
