@@ -1,1 +1,40 @@
-export {};
+/**
+ * @gitport/pack: the git object model, packfile import (streaming, deltas, thin packs) and
+ * creation (enumeration, delta compression, reuse), .idx v2, and object stores.
+ */
+export { type Commit, type Person, parseCommit, parseCommitLinks, serializeCommit } from './commit.js';
+export { applyDelta, createDelta, DeltaIndex } from './delta.js';
+export { isPackError, PackError } from './errors.js';
+export { type IndexEntry, PackIndex, readIdx, writeIdx } from './idx.js';
+export {
+  assertObjectId,
+  bytesToHex,
+  type GitObject,
+  hashObject,
+  hexToBytes,
+  isObjectId,
+  isObjectType,
+  type ObjectId,
+  type ObjectType,
+  ZERO_ID,
+} from './object.js';
+export { type ImportOptions, type ImportResult, importPack } from './pack-import.js';
+export { DEFAULT_LIMITS, type PackEntry, type PackLimits, PackReader, type PackReaderOptions } from './pack-reader.js';
+export { type CreatePackOptions, createPack, packObjects } from './pack-writer.js';
+export { MemoryObjectStore, type ObjectStore, type PackFile, type RawEntry } from './store.js';
+export { parseTag, serializeTag, type Tag } from './tag.js';
+export { parseTree, serializeTree, type TreeEntry } from './tree.js';
+export {
+  CommitCache,
+  type CommitInfo,
+  type EnumerateOptions,
+  type Enumeration,
+  enumerateObjects,
+  isAncestor,
+  mergeBase,
+  nameHash,
+  type PackObject,
+  type WalkOptions,
+  type WalkResult,
+  walkCommits,
+} from './walk.js';

@@ -1,0 +1,235 @@
+/**
+ * git's delta format (gitformat-pack, "Deltified representation"):
+ *
+ *   delta       = varint(base size) varint(result size) *instruction
+ *   instruction = copy / insert
+ *   copy        = 1xxxxxxx [off1][off2][off3][off4] [size1][size2][size3]   ; bits 0-3 select offset
+ *                 bytes, bits 4-6 size bytes (little endian); size 0 means 0x10000
+ *   insert      = 0nnnnnnn n*OCTET                                           ; n in 1..127; 0 is reserved
+ *   varint      = little-endian groups of 7 bits, high bit set on all but the last byte
+ *
+ * The encoder indexes the base in 16-byte blocks and scans the target with a rolling hash, like
+ * git's diff-delta.c (the idea, not the code): matches become copies, the rest inserts.
+ */
+import { PackError } from './errors.js';
+
+export function readDeltaSizes(delta: Uint8Array): { baseSize: number; resultSize: number; offset: number } {
+  let pos = 0;
+  const read = () => {
+    let value = 0;
+    let shift = 0;
+    for (;;) {
+      if (pos >= delta.length) throw new PackError('PACK_BAD_DELTA', 'delta header truncated');
+      const b = delta[pos++]!;
+      value += (b & 0x7f) * 2 ** shift;
+      shift += 7;
+      if (!(b & 0x80)) return value;
+      if (shift > 49) throw new PackError('PACK_BAD_DELTA', 'delta size varint too long');
+    }
+  };
+  const baseSize = read();
+  const resultSize = read();
+  return { baseSize, resultSize, offset: pos };
+}
+
+/** Applies `delta` to `base`. Throws PACK_BAD_DELTA on any inconsistency, PACK_LIMIT_DELTA_SIZE past `maxResult`. */
+export function applyDelta(base: Uint8Array, delta: Uint8Array, maxResult = Number.MAX_SAFE_INTEGER): Uint8Array {
+  const { baseSize, resultSize, offset } = readDeltaSizes(delta);
+  if (baseSize !== base.length) {
+    throw new PackError('PACK_BAD_DELTA', `delta expects a base of ${baseSize} bytes, base has ${base.length}`);
+  }
+  if (resultSize > maxResult) {
+    throw new PackError('PACK_LIMIT_DELTA_SIZE', `delta result of ${resultSize} bytes exceeds the limit ${maxResult}`);
+  }
+  const out = new Uint8Array(resultSize);
+  let o = 0;
+  let pos = offset;
+  const n = delta.length;
+  while (pos < n) {
+    const op = delta[pos++]!;
+    if (op & 0x80) {
+      let off = 0;
+      let size = 0;
+      if (op & 0x01) off = delta[pos++]!;
+      if (op & 0x02) off |= delta[pos++]! << 8;
+      if (op & 0x04) off |= delta[pos++]! << 16;
+      if (op & 0x08) off = (off | (delta[pos++]! << 24)) >>> 0;
+      if (op & 0x10) size = delta[pos++]!;
+      if (op & 0x20) size |= delta[pos++]! << 8;
+      if (op & 0x40) size |= delta[pos++]! << 16;
+      if (pos > n) throw new PackError('PACK_BAD_DELTA', 'delta copy instruction truncated');
+      if (size === 0) size = 0x10000;
+      if (off + size > base.length || o + size > resultSize) {
+        throw new PackError('PACK_BAD_DELTA', 'delta copy out of bounds');
+      }
+      out.set(base.subarray(off, off + size), o);
+      o += size;
+    } else if (op !== 0) {
+      if (pos + op > n || o + op > resultSize) throw new PackError('PACK_BAD_DELTA', 'delta insert out of bounds');
+      out.set(delta.subarray(pos, pos + op), o);
+      o += op;
+      pos += op;
+    } else {
+      throw new PackError('PACK_BAD_DELTA', 'delta opcode 0 is reserved');
+    }
+  }
+  if (o !== resultSize) throw new PackError('PACK_BAD_DELTA', `delta produced ${o} bytes, header said ${resultSize}`);
+  return out;
+}
+
+const BLOCK = 16;
+const PRIME = 0x01000193;
+let PRIME_POW = 1;
+for (let i = 0; i < BLOCK - 1; i++) PRIME_POW = Math.imul(PRIME_POW, PRIME);
+
+function blockHash(data: Uint8Array, at: number): number {
+  let h = 0;
+  for (let i = 0; i < BLOCK; i++) h = (Math.imul(h, PRIME) + data[at + i]!) | 0;
+  return h;
+}
+
+/** An index of a delta base, reusable for several targets. */
+export class DeltaIndex {
+  readonly base: Uint8Array;
+  readonly #mask: number;
+  readonly #heads: Int32Array;
+  readonly #next: Int32Array;
+
+  constructor(base: Uint8Array) {
+    this.base = base;
+    const blocks = Math.floor(base.length / BLOCK);
+    let size = 16;
+    while (size < blocks * 2) size <<= 1;
+    this.#mask = size - 1;
+    this.#heads = new Int32Array(size).fill(-1);
+    this.#next = new Int32Array(Math.max(1, blocks)).fill(-1);
+    // Later blocks first in each chain, so earlier positions win ties (shorter copy offsets).
+    for (let b = blocks - 1; b >= 0; b--) {
+      const slot = (blockHash(base, b * BLOCK) >>> 0) & this.#mask;
+      this.#next[b] = this.#heads[slot]!;
+      this.#heads[slot] = b;
+    }
+  }
+
+  /** A delta turning the base into `target`, or undefined if it would exceed `maxSize` bytes. */
+  createDelta(target: Uint8Array, maxSize = Number.MAX_SAFE_INTEGER): Uint8Array | undefined {
+    const base = this.base;
+    const out = new DeltaWriter(Math.min(maxSize, target.length + 64) + 32);
+    out.varint(base.length);
+    out.varint(target.length);
+    const n = target.length;
+    let insertStart = 0;
+    let i = 0;
+    let h = n >= BLOCK ? blockHash(target, 0) : 0;
+    const heads = this.#heads;
+    const next = this.#next;
+    const mask = this.#mask;
+    while (i + BLOCK <= n) {
+      let bestLen = 0;
+      let bestOff = 0;
+      let b = heads[(h >>> 0) & mask]!;
+      let tries = 0;
+      while (b >= 0 && tries < 16) {
+        tries++;
+        const off = b * BLOCK;
+        let len = 0;
+        const maxLen = Math.min(base.length - off, n - i);
+        while (len < maxLen && base[off + len] === target[i + len]) len++;
+        if (len > bestLen) {
+          bestLen = len;
+          bestOff = off;
+          if (len >= 4096) break;
+        }
+        b = next[b]!;
+      }
+      if (bestLen >= BLOCK) {
+        // extend backwards into the pending insert
+        while (i > insertStart && bestOff > 0 && base[bestOff - 1] === target[i - 1]) {
+          i--;
+          bestOff--;
+          bestLen++;
+        }
+        if (!out.insert(target, insertStart, i, maxSize)) return undefined;
+        let left = bestLen;
+        let off = bestOff;
+        while (left > 0) {
+          const size = Math.min(left, 0x10000);
+          if (!out.copy(off, size, maxSize)) return undefined;
+          off += size;
+          left -= size;
+        }
+        i += bestLen;
+        insertStart = i;
+        if (i + BLOCK <= n) h = blockHash(target, i);
+        continue;
+      }
+      if (i + BLOCK < n) h = (Math.imul(h - Math.imul(target[i]!, PRIME_POW), PRIME) + target[i + BLOCK]!) | 0;
+      i++;
+    }
+    if (!out.insert(target, insertStart, n, maxSize)) return undefined;
+    return out.result();
+  }
+}
+
+export function createDelta(base: Uint8Array, target: Uint8Array, maxSize?: number): Uint8Array | undefined {
+  return new DeltaIndex(base).createDelta(target, maxSize);
+}
+
+class DeltaWriter {
+  buf: Uint8Array;
+  length = 0;
+  constructor(capacity: number) {
+    this.buf = new Uint8Array(capacity);
+  }
+  #ensure(n: number): void {
+    if (this.length + n <= this.buf.length) return;
+    const next = new Uint8Array(Math.max(this.buf.length * 2, this.length + n));
+    next.set(this.buf.subarray(0, this.length));
+    this.buf = next;
+  }
+  varint(value: number): void {
+    this.#ensure(10);
+    while (value >= 0x80) {
+      this.buf[this.length++] = (value & 0x7f) | 0x80;
+      value = Math.floor(value / 128);
+    }
+    this.buf[this.length++] = value;
+  }
+  insert(src: Uint8Array, start: number, end: number, maxSize: number): boolean {
+    while (start < end) {
+      const n = Math.min(127, end - start);
+      if (this.length + n + 1 > maxSize) return false;
+      this.#ensure(n + 1);
+      this.buf[this.length++] = n;
+      this.buf.set(src.subarray(start, start + n), this.length);
+      this.length += n;
+      start += n;
+    }
+    return true;
+  }
+  copy(off: number, size: number, maxSize: number): boolean {
+    this.#ensure(8);
+    const at = this.length++;
+    let op = 0x80;
+    for (let k = 0; k < 4; k++) {
+      const byte = (off >>> (8 * k)) & 0xff;
+      if (byte) {
+        op |= 1 << k;
+        this.buf[this.length++] = byte;
+      }
+    }
+    const s = size === 0x10000 ? 0 : size;
+    for (let k = 0; k < 3; k++) {
+      const byte = (s >>> (8 * k)) & 0xff;
+      if (byte) {
+        op |= 0x10 << k;
+        this.buf[this.length++] = byte;
+      }
+    }
+    this.buf[at] = op;
+    return this.length <= maxSize;
+  }
+  result(): Uint8Array {
+    return this.buf.slice(0, this.length);
+  }
+}

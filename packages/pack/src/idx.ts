@@ -1,0 +1,148 @@
+/**
+ * Pack index version 2 (gitformat-pack, "Version 2 pack-*.idx files"):
+ *
+ *   magic "\377tOc" | u32 version = 2 | u32 fanout[256] (cumulative counts by first byte)
+ *   | N x 20-byte sorted object ids | N x u32 CRC32 of each packed entry
+ *   | N x u32 offsets (MSB set: index into the next table) | M x u64 large offsets
+ *   | 20-byte pack checksum | 20-byte SHA-1 of everything before
+ */
+import { sha1 } from '#sha1';
+import { PackError } from './errors.js';
+import { bytesToHex, hexToBytes, type ObjectId } from './object.js';
+
+export interface IndexEntry {
+  oid: ObjectId;
+  offset: number;
+  crc32: number;
+}
+
+const MAGIC = [0xff, 0x74, 0x4f, 0x63];
+
+export function writeIdx(entries: readonly IndexEntry[], packHash: string): Uint8Array {
+  const sorted = [...entries].sort((a, b) => (a.oid < b.oid ? -1 : a.oid > b.oid ? 1 : 0));
+  const n = sorted.length;
+  const large = sorted.filter((e) => e.offset >= 0x80000000).length;
+  const size = 8 + 1024 + n * 28 + large * 8 + 40;
+  const out = new Uint8Array(size);
+  const view = new DataView(out.buffer);
+  out.set(MAGIC, 0);
+  view.setUint32(4, 2);
+  const fanout = new Uint32Array(256);
+  for (const e of sorted) fanout[Number.parseInt(e.oid.slice(0, 2), 16)]!++;
+  let total = 0;
+  for (let i = 0; i < 256; i++) {
+    total += fanout[i]!;
+    view.setUint32(8 + i * 4, total);
+  }
+  const oids = 8 + 1024;
+  const crcs = oids + n * 20;
+  const offs = crcs + n * 4;
+  const bigs = offs + n * 4;
+  let big = 0;
+  sorted.forEach((e, i) => {
+    hexToBytes(e.oid, out, oids + i * 20);
+    view.setUint32(crcs + i * 4, e.crc32 >>> 0);
+    if (e.offset >= 0x80000000) {
+      view.setUint32(offs + i * 4, (0x80000000 | big) >>> 0);
+      view.setUint32(bigs + big * 8, Math.floor(e.offset / 0x100000000));
+      view.setUint32(bigs + big * 8 + 4, e.offset >>> 0);
+      big++;
+    } else {
+      view.setUint32(offs + i * 4, e.offset);
+    }
+  });
+  const trailer = bigs + large * 8;
+  hexToBytes(packHash, out, trailer);
+  out.set(sha1(out.subarray(0, trailer + 20)), trailer + 20);
+  return out;
+}
+
+/** A parsed .idx v2: binary search by object id, offsets, CRCs. Keeps a view of `data`. */
+export class PackIndex {
+  readonly count: number;
+  readonly packHash: string;
+  readonly #data: Uint8Array;
+  readonly #view: DataView;
+  readonly #oids: number;
+  readonly #crcs: number;
+  readonly #offs: number;
+  readonly #bigs: number;
+
+  constructor(data: Uint8Array, options: { verify?: boolean } = {}) {
+    if (data.length < 8 + 1024 + 40) throw new PackError('IDX_TRUNCATED', 'pack index too short');
+    if (data[0] !== 0xff || data[1] !== 0x74 || data[2] !== 0x4f || data[3] !== 0x63) {
+      throw new PackError('IDX_BAD_SIGNATURE', 'not a version 2 pack index');
+    }
+    const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+    if (view.getUint32(4) !== 2) throw new PackError('IDX_BAD_VERSION', `pack index version ${view.getUint32(4)}`);
+    let prev = 0;
+    for (let i = 0; i < 256; i++) {
+      const v = view.getUint32(8 + i * 4);
+      if (v < prev) throw new PackError('IDX_CORRUPT', 'pack index fanout not monotonic');
+      prev = v;
+    }
+    const n = prev;
+    this.count = n;
+    this.#data = data;
+    this.#view = view;
+    this.#oids = 8 + 1024;
+    this.#crcs = this.#oids + n * 20;
+    this.#offs = this.#crcs + n * 4;
+    this.#bigs = this.#offs + n * 4;
+    if (data.length < this.#bigs + 40) throw new PackError('IDX_TRUNCATED', 'pack index truncated');
+    const large = data.length - 40 - this.#bigs;
+    if (large % 8 !== 0) throw new PackError('IDX_CORRUPT', 'pack index has a partial large offset table');
+    this.packHash = bytesToHex(data, data.length - 40, data.length - 20);
+    if (options.verify) {
+      const sum = bytesToHex(sha1(data.subarray(0, data.length - 20)));
+      if (sum !== bytesToHex(data, data.length - 20)) throw new PackError('IDX_BAD_CHECKSUM', 'pack index checksum');
+    }
+  }
+
+  oidAt(i: number): ObjectId {
+    return bytesToHex(this.#data, this.#oids + i * 20, this.#oids + i * 20 + 20);
+  }
+
+  crcAt(i: number): number {
+    return this.#view.getUint32(this.#crcs + i * 4);
+  }
+
+  offsetAt(i: number): number {
+    const v = this.#view.getUint32(this.#offs + i * 4);
+    if (!(v & 0x80000000)) return v;
+    const k = v & 0x7fffffff;
+    const at = this.#bigs + k * 8;
+    if (at + 8 > this.#data.length - 40) throw new PackError('IDX_CORRUPT', 'large offset index out of range');
+    return this.#view.getUint32(at) * 0x100000000 + this.#view.getUint32(at + 4);
+  }
+
+  /** The position of `oid` in the sorted table, or -1. */
+  find(oid: ObjectId): number {
+    const first = Number.parseInt(oid.slice(0, 2), 16);
+    let lo = first === 0 ? 0 : this.#view.getUint32(8 + (first - 1) * 4);
+    let hi = this.#view.getUint32(8 + first * 4);
+    const key = hexToBytes(oid);
+    const d = this.#data;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      const at = this.#oids + mid * 20;
+      let c = 0;
+      for (let k = 0; k < 20; k++) {
+        c = d[at + k]! - key[k]!;
+        if (c !== 0) break;
+      }
+      if (c === 0) return mid;
+      if (c < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    return -1;
+  }
+
+  *entries(): IterableIterator<IndexEntry> {
+    for (let i = 0; i < this.count; i++) yield { oid: this.oidAt(i), offset: this.offsetAt(i), crc32: this.crcAt(i) };
+  }
+}
+
+export function readIdx(data: Uint8Array): IndexEntry[] {
+  return [...new PackIndex(data, { verify: true }).entries()];
+}

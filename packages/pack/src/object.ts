@@ -1,0 +1,74 @@
+/**
+ * The git object model (gitformat-pack / git's object storage): an object is
+ * `<type> SP <decimal size> NUL <data>` hashed with SHA-1; its id is 40 lowercase hex digits.
+ */
+import { createSha1, sha1 } from '#sha1';
+import { PackError } from './errors.js';
+
+export type ObjectId = string;
+export type ObjectType = 'commit' | 'tree' | 'blob' | 'tag';
+export interface GitObject {
+  type: ObjectType;
+  data: Uint8Array;
+}
+
+export const OBJECT_TYPES: readonly ObjectType[] = ['commit', 'tree', 'blob', 'tag'];
+
+/** Pack type numbers (gitformat-pack: 1 commit, 2 tree, 3 blob, 4 tag, 6 OFS_DELTA, 7 REF_DELTA). */
+export const TYPE_CODES: Record<ObjectType, number> = { commit: 1, tree: 2, blob: 3, tag: 4 };
+export const CODE_TYPES: readonly (ObjectType | undefined)[] = [
+  undefined,
+  'commit',
+  'tree',
+  'blob',
+  'tag',
+  undefined,
+  undefined,
+  undefined,
+];
+
+export const ZERO_ID: ObjectId = '0'.repeat(40);
+
+const encoder = new TextEncoder();
+
+export function objectHeader(type: ObjectType, size: number): Uint8Array {
+  return encoder.encode(`${type} ${size}\0`);
+}
+
+export function isObjectType(value: unknown): value is ObjectType {
+  return value === 'commit' || value === 'tree' || value === 'blob' || value === 'tag';
+}
+
+const OID = /^[0-9a-f]{40}$/;
+export function isObjectId(value: unknown): value is ObjectId {
+  return typeof value === 'string' && OID.test(value);
+}
+
+export function assertObjectId(value: unknown): asserts value is ObjectId {
+  if (!isObjectId(value)) throw new PackError('OBJECT_BAD_ID', `not an object id: ${String(value).slice(0, 60)}`);
+}
+
+const HEX: string[] = [];
+for (let i = 0; i < 256; i++) HEX.push(i.toString(16).padStart(2, '0'));
+
+export function bytesToHex(bytes: Uint8Array, start = 0, end = bytes.length): string {
+  let s = '';
+  for (let i = start; i < end; i++) s += HEX[bytes[i]!];
+  return s;
+}
+
+export function hexToBytes(hex: string, out = new Uint8Array(hex.length >>> 1), offset = 0): Uint8Array {
+  for (let i = 0; i < hex.length; i += 2) out[offset + (i >>> 1)] = Number.parseInt(hex.slice(i, i + 2), 16);
+  return out;
+}
+
+/** The object id of `data` stored as `type`. */
+export async function hashObject(type: ObjectType, data: Uint8Array): Promise<ObjectId> {
+  return hashObjectSync(type, data);
+}
+
+export function hashObjectSync(type: ObjectType, data: Uint8Array): ObjectId {
+  return bytesToHex(sha1(objectHeader(type, data.length), data));
+}
+
+export { createSha1, sha1 };

@@ -1,0 +1,338 @@
+/**
+ * importPack: reads a pack stream, resolves OFS/REF deltas (iteratively, with a bounded cache of
+ * bases; REF bases that arrive later are waited for), completes thin packs from the store like
+ * `git index-pack --fix-thin` (missing bases appended as whole objects, count and trailer
+ * rewritten), verifies the trailer, and only then hands the objects to the store: a pack that
+ * fails anywhere changes nothing in the store.
+ */
+import { createSha1 } from '#sha1';
+import { crc32, deflate, inflateOne } from '#zlib';
+import { applyDelta } from './delta.js';
+import { PackError, throwIfAborted } from './errors.js';
+import type { IndexEntry } from './idx.js';
+import { bytesToHex, hashObjectSync, type ObjectId, type ObjectType, objectHeader, TYPE_CODES } from './object.js';
+import { PackBuffer } from './pack-buffer.js';
+import { type PackEntry, type PackLimits, PackReader } from './pack-reader.js';
+import type { ObjectStore } from './store.js';
+
+export interface ImportOptions {
+  /** Complete a thin pack with bases from the store (git index-pack --fix-thin). */
+  fixThin?: boolean;
+  limits?: PackLimits;
+  signal?: AbortSignal;
+  /** Bytes of resolved objects kept for delta resolution (default 64 MiB). */
+  cacheBytes?: number;
+  onProgress?: (progress: { objects: number; total: number; phase: 'receiving' | 'resolving' }) => void;
+}
+
+export interface ImportResult {
+  /** The stored pack's checksum (after thin completion, if any). */
+  hash: string;
+  /** Every object of the pack (and appended thin bases), in pack order. */
+  objects: ObjectId[];
+}
+
+interface Slot {
+  offset: number;
+  dataOffset: number;
+  end: number;
+  crc32: number;
+  /** Inflated size of the entry's own data (the delta for deltas). */
+  size: number;
+  /** -1: whole object; otherwise the base's slot, or -2 while a REF base is unknown. */
+  base: number;
+  baseOid?: ObjectId;
+  type?: ObjectType;
+  oid?: ObjectId;
+  depth: number;
+  /** Delta data of an unresolved delta. */
+  delta?: Uint8Array;
+}
+
+class LruCache {
+  readonly #map = new Map<number, Uint8Array>();
+  #bytes = 0;
+  constructor(readonly limit: number) {}
+  get(k: number): Uint8Array | undefined {
+    const v = this.#map.get(k);
+    if (v) {
+      this.#map.delete(k);
+      this.#map.set(k, v);
+    }
+    return v;
+  }
+  set(k: number, v: Uint8Array): void {
+    if (v.length > this.limit / 4 || this.#map.has(k)) return;
+    this.#map.set(k, v);
+    this.#bytes += v.length;
+    while (this.#bytes > this.limit) {
+      const first = this.#map.entries().next().value!;
+      this.#map.delete(first[0]);
+      this.#bytes -= first[1].length;
+    }
+  }
+}
+
+export async function importPack(
+  store: ObjectStore,
+  pack: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+  options: ImportOptions = {},
+): Promise<ImportResult> {
+  const keepPack = typeof store.writePack === 'function';
+  const buffer = new PackBuffer();
+  const reader = new PackReader(pack, {
+    limits: options.limits,
+    signal: options.signal,
+    keepLarge: !keepPack,
+    onBytes: (b) => buffer.append(b),
+  });
+  const limits = reader.limits;
+  const slots: Slot[] = [];
+  const byOffset = new Map<number, number>();
+  const byOid = new Map<ObjectId, number>();
+  const waiting = new Map<number | ObjectId, number[]>();
+  const cache = new LruCache(options.cacheBytes ?? 64 * 2 ** 20);
+  const collected: { oid: ObjectId; type: ObjectType; data: Uint8Array }[] = [];
+
+  const wait = (key: number | ObjectId, slot: number) => {
+    const list = waiting.get(key);
+    if (list) list.push(slot);
+    else waiting.set(key, [slot]);
+  };
+
+  /** Re-inflates a slot's own data from the pack buffer. */
+  const reinflate = (s: Slot): Uint8Array => {
+    const r = inflateOne(buffer.read(s.dataOffset, s.end - s.dataOffset), s.size, true);
+    if (r.kind !== 'done') throw new PackError('PACK_CORRUPT_ZLIB', 'entry could not be re-read', { offset: s.offset });
+    return r.data;
+  };
+
+  /** The resolved data of a resolved slot, rebuilt along its chain when not cached. */
+  const load = (index: number): Uint8Array => {
+    const hit = cache.get(index);
+    if (hit) return hit;
+    const chain: number[] = [];
+    let i = index;
+    let data: Uint8Array | undefined;
+    for (;;) {
+      const s = slots[i]!;
+      data = cache.get(i);
+      if (data) break;
+      if (s.base === -1) {
+        data = reinflate(s);
+        cache.set(i, data);
+        break;
+      }
+      chain.push(i);
+      i = s.base;
+    }
+    for (let k = chain.length - 1; k >= 0; k--) {
+      const s = slots[chain[k]!]!;
+      data = applyDelta(data, s.delta ?? reinflate(s), limits.maxDeltaResultSize);
+      cache.set(chain[k]!, data);
+    }
+    return data;
+  };
+
+  /** Records a resolved object and resolves everything waiting on it (iteratively). */
+  const resolved = (first: number, firstData: Uint8Array) => {
+    const stack: [number, Uint8Array][] = [[first, firstData]];
+    while (stack.length > 0) {
+      const [index, data] = stack.pop()!;
+      const s = slots[index]!;
+      if (s.oid === undefined) s.oid = hashObjectSync(s.type!, data);
+      if (!keepPack) collected.push({ oid: s.oid, type: s.type!, data });
+      if (!byOid.has(s.oid)) byOid.set(s.oid, index);
+      cache.set(index, data);
+      const children = [...(waiting.get(index) ?? []), ...(waiting.get(s.oid) ?? [])];
+      waiting.delete(index);
+      waiting.delete(s.oid);
+      for (const c of children) {
+        const child = slots[c]!;
+        child.base = index;
+        child.type = s.type;
+        child.depth = s.depth + 1;
+        if (child.depth > limits.maxDeltaDepth) {
+          throw new PackError('PACK_LIMIT_DEPTH', `delta chain longer than ${limits.maxDeltaDepth}`, {
+            offset: child.offset,
+          });
+        }
+        const result = applyDelta(data, child.delta!, limits.maxDeltaResultSize);
+        reader.addInflated(result.length);
+        child.delta = undefined;
+        stack.push([c, result]);
+      }
+    }
+  };
+
+  let count = 0;
+  for await (const e of reader.entries()) {
+    const index = slots.length;
+    const slot: Slot = {
+      offset: e.offset,
+      dataOffset: e.dataOffset,
+      end: e.end,
+      crc32: e.crc32,
+      size: e.size,
+      base: -1,
+      depth: 0,
+    };
+    slots.push(slot);
+    byOffset.set(e.offset, index);
+    if (e.kind === 'whole') {
+      slot.type = e.type;
+      slot.oid = e.oid;
+      if (e.data) resolved(index, e.data);
+      else if (!byOid.has(e.oid)) byOid.set(e.oid, index);
+      // a streamed object kept in the pack only; anything waiting on it re-reads it
+      if (!e.data) flushWaiters(index, e.oid);
+    } else {
+      slot.delta = e.data;
+      const baseIndex = e.kind === 'ofs-delta' ? byOffset.get(e.baseOffset) : byOid.get(e.baseOid);
+      if (e.kind === 'ofs-delta' && baseIndex === undefined) {
+        throw new PackError('PACK_BAD_BASE_OFFSET', `no entry starts at base offset ${e.baseOffset}`, {
+          offset: e.offset,
+        });
+      }
+      if (e.kind === 'ref-delta') slot.baseOid = e.baseOid;
+      if (baseIndex !== undefined && slots[baseIndex]!.oid !== undefined) {
+        const base = slots[baseIndex]!;
+        slot.base = baseIndex;
+        slot.type = base.type;
+        slot.depth = base.depth + 1;
+        if (slot.depth > limits.maxDeltaDepth) {
+          throw new PackError('PACK_LIMIT_DEPTH', `delta chain longer than ${limits.maxDeltaDepth}`, {
+            offset: e.offset,
+          });
+        }
+        const result = applyDelta(load(baseIndex), e.data, limits.maxDeltaResultSize);
+        reader.addInflated(result.length);
+        slot.delta = undefined;
+        resolved(index, result);
+      } else {
+        slot.base = -2;
+        wait(baseIndex ?? (e as { baseOid: ObjectId }).baseOid, index);
+      }
+    }
+    count++;
+    if (options.onProgress && (count & 1023) === 0) {
+      options.onProgress({ objects: count, total: reader.count, phase: 'receiving' });
+    }
+  }
+
+  function flushWaiters(index: number, oid: ObjectId) {
+    if (waiting.has(index) || waiting.has(oid)) resolved(index, load(index));
+  }
+
+  // Thin pack: bases named by REF deltas that the pack does not contain.
+  const appended: { oid: ObjectId; offset: number; crc32: number }[] = [];
+  let thinLength = buffer.length - 20;
+  const thinParts: Uint8Array[] = [];
+  for (const key of [...waiting.keys()]) {
+    throwIfAborted(options.signal);
+    if (typeof key === 'number') continue;
+    if (!waiting.has(key)) continue;
+    const base = await store.read(key);
+    if (!base || !options.fixThin) {
+      throw new PackError(
+        'PACK_MISSING_BASE',
+        base ? `thin pack: base ${key} is not in the pack (use fixThin)` : `delta base ${key} is missing`,
+      );
+    }
+    const index = slots.length;
+    const entry = encodeWholeEntry(base.type, base.data);
+    const slot: Slot = {
+      offset: thinLength,
+      dataOffset: thinLength + entry.headerLength,
+      end: thinLength + entry.bytes.length,
+      crc32: crc32(entry.bytes),
+      size: base.data.length,
+      base: -1,
+      type: base.type,
+      oid: key,
+      depth: 0,
+    };
+    slots.push(slot);
+    thinParts.push(entry.bytes);
+    appended.push({ oid: key, offset: thinLength, crc32: slot.crc32 });
+    thinLength += entry.bytes.length;
+    byOid.set(key, index);
+    // already in the store: resolve waiters without storing the base again
+    const stack = waiting.get(key) ?? [];
+    waiting.delete(key);
+    const before = collected.length;
+    for (const c of stack) wait(index, c);
+    resolved(index, base.data);
+    if (!keepPack) collected.splice(before, 1);
+  }
+  for (const [, list] of waiting) {
+    if (list.length > 0) throw new PackError('PACK_MISSING_BASE', 'unresolvable deltas (cycle or missing base)');
+  }
+
+  let hash = reader.hash!;
+  if (thinParts.length > 0 && keepPack) {
+    buffer.truncate(buffer.length - 20);
+    for (const p of thinParts) buffer.append(p);
+    const header = new Uint8Array(4);
+    new DataView(header.buffer).setUint32(0, slots.length);
+    buffer.patch(8, header);
+    const h = createSha1();
+    for (const c of buffer.chunks()) h.update(c);
+    const trailer = h.digest();
+    buffer.append(trailer);
+    hash = bytesToHex(trailer);
+  }
+
+  const objects = slots.map((s) => s.oid!);
+  if (keepPack) {
+    const entries: IndexEntry[] = slots.map((s) => ({ oid: s.oid!, offset: s.offset, crc32: s.crc32 }));
+    await store.writePack!({ hash, chunks: buffer.chunks(), length: buffer.length, entries });
+  } else if (store.writeHashed) {
+    await store.writeHashed(collected);
+  } else {
+    for (const o of collected) await store.write(o.type, o.data);
+  }
+  options.onProgress?.({ objects: slots.length, total: slots.length, phase: 'resolving' });
+  return { hash, objects };
+}
+
+/** A whole-object pack entry: header + zlib data. */
+export function encodeWholeEntry(
+  type: ObjectType,
+  data: Uint8Array,
+  level?: number,
+): { bytes: Uint8Array; headerLength: number } {
+  const header = encodeEntryHeader(TYPE_CODES[type], data.length);
+  const z = deflate(data, level);
+  const bytes = new Uint8Array(header.length + z.length);
+  bytes.set(header);
+  bytes.set(z, header.length);
+  return { bytes, headerLength: header.length };
+}
+
+export function encodeEntryHeader(code: number, size: number): Uint8Array {
+  const out: number[] = [];
+  let c = (code << 4) | (size & 15);
+  size = Math.floor(size / 16);
+  while (size > 0) {
+    out.push(c | 0x80);
+    c = size & 0x7f;
+    size = Math.floor(size / 128);
+  }
+  out.push(c);
+  return Uint8Array.from(out);
+}
+
+export function encodeOfsOffset(rel: number): Uint8Array {
+  const bytes: number[] = [rel & 0x7f];
+  rel = Math.floor(rel / 128);
+  while (rel > 0) {
+    rel -= 1;
+    bytes.unshift(0x80 | (rel & 0x7f));
+    rel = Math.floor(rel / 128);
+  }
+  return Uint8Array.from(bytes);
+}
+
+export type { PackEntry };
+export { objectHeader };

@@ -1,0 +1,351 @@
+/**
+ * A streaming pack parser over any chunking of its input (gitformat-pack, "pack-*.pack files"):
+ *
+ *   pack    = "PACK" u32be(version 2|3) u32be(count) count*entry sha1(everything before)
+ *   entry   = header [base] zlib(data)
+ *   header  = 1 byte (more<<7 | type<<4 | size & 15), then size bits 4.. in 7-bit little-endian groups
+ *   base    = OFS_DELTA: offset varint (o = c & 127; while c & 128: o = ((o + 1) << 7) | (c' & 127))
+ *             REF_DELTA: 20-byte object id
+ *
+ * Entries are yielded in order with their offset and CRC32; whole objects get their id. zlib
+ * streams may cross input chunks anywhere. Objects above `streamThreshold` are inflated in
+ * pieces (`keepLarge: false` hashes them without keeping the data).
+ */
+import { createSha1, type Sha1 } from '#sha1';
+import { crc32, inflateOne } from '#zlib';
+import { PackError, throwIfAborted } from './errors.js';
+import { StreamInflater } from './inflate-stream.js';
+import { bytesToHex, CODE_TYPES, type ObjectId, type ObjectType, objectHeader } from './object.js';
+
+export interface PackLimits {
+  /** Objects a pack may declare (default 2^26). */
+  maxObjects?: number;
+  /** Declared inflated size of one entry (default 1 GiB). */
+  maxObjectSize?: number;
+  /** Size of an object rebuilt from a delta (default 1 GiB). */
+  maxDeltaResultSize?: number;
+  /** Delta chain length (default 10,000). */
+  maxDeltaDepth?: number;
+  /** Inflated bytes over the whole pack, deltas' results included (default 64 GiB). */
+  maxInflatedBytes?: number;
+}
+
+export const DEFAULT_LIMITS: Required<PackLimits> = {
+  maxObjects: 2 ** 26,
+  maxObjectSize: 2 ** 30,
+  maxDeltaResultSize: 2 ** 30,
+  maxDeltaDepth: 10_000,
+  maxInflatedBytes: 64 * 2 ** 30,
+};
+
+export type PackEntry =
+  | {
+      kind: 'whole';
+      offset: number;
+      /** Offset of the zlib stream. */
+      dataOffset: number;
+      end: number;
+      crc32: number;
+      type: ObjectType;
+      size: number;
+      oid: ObjectId;
+      /** Undefined when the object was streamed and not kept. */
+      data: Uint8Array | undefined;
+    }
+  | {
+      kind: 'ofs-delta';
+      offset: number;
+      dataOffset: number;
+      end: number;
+      crc32: number;
+      size: number;
+      baseOffset: number;
+      data: Uint8Array;
+    }
+  | {
+      kind: 'ref-delta';
+      offset: number;
+      dataOffset: number;
+      end: number;
+      crc32: number;
+      size: number;
+      baseOid: ObjectId;
+      data: Uint8Array;
+    };
+
+export interface PackReaderOptions {
+  limits?: PackLimits;
+  signal?: AbortSignal;
+  /** Entries larger than this are inflated in pieces (default 8 MiB). */
+  streamThreshold?: number;
+  /** Keep the data of streamed whole objects (default true). */
+  keepLarge?: boolean;
+  /** Receives every byte of the pack (trailer included) in order. */
+  onBytes?: (bytes: Uint8Array) => void;
+}
+
+export class PackReader {
+  readonly #it: AsyncIterator<Uint8Array>;
+  readonly #limits: Required<PackLimits>;
+  readonly #signal: AbortSignal | undefined;
+  readonly #threshold: number;
+  readonly #keepLarge: boolean;
+  readonly #onBytes: ((bytes: Uint8Array) => void) | undefined;
+  #buf: Uint8Array = new Uint8Array(0);
+  #pos = 0;
+  #offset = 0;
+  #eof = false;
+  #hash: Sha1 = createSha1();
+  #crc = 0;
+  #count = -1;
+  #read = 0;
+  #inflated = 0;
+  version = 0;
+  /** The verified trailer checksum once `entries()` finished. */
+  hash: string | undefined;
+
+  constructor(source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, options: PackReaderOptions = {}) {
+    this.#it =
+      Symbol.asyncIterator in source
+        ? source[Symbol.asyncIterator]()
+        : (async function* () {
+            yield* source;
+          })();
+    this.#limits = { ...DEFAULT_LIMITS, ...options.limits };
+    this.#signal = options.signal;
+    this.#threshold = options.streamThreshold ?? 8 * 2 ** 20;
+    this.#keepLarge = options.keepLarge ?? true;
+    this.#onBytes = options.onBytes;
+  }
+
+  get count(): number {
+    return this.#count;
+  }
+
+  get limits(): Required<PackLimits> {
+    return this.#limits;
+  }
+
+  /** Counts inflated bytes against `maxInflatedBytes` (delta results are counted by the caller). */
+  addInflated(n: number): void {
+    this.#inflated += n;
+    if (this.#inflated > this.#limits.maxInflatedBytes) {
+      throw new PackError('PACK_LIMIT_INFLATED', `more than ${this.#limits.maxInflatedBytes} inflated bytes`);
+    }
+  }
+
+  get #available(): number {
+    return this.#buf.length - this.#pos;
+  }
+
+  /** Ensures `n` bytes are buffered; false at end of input with fewer. */
+  async #fill(n: number): Promise<boolean> {
+    if (this.#available >= n) return true;
+    if (this.#eof) return false;
+    const parts: Uint8Array[] = [];
+    let have = this.#available;
+    while (have < n) {
+      throwIfAborted(this.#signal);
+      const r = await this.#it.next();
+      if (r.done) {
+        this.#eof = true;
+        break;
+      }
+      const chunk = r.value;
+      if (!(chunk instanceof Uint8Array)) throw new PackError('PACK_BAD_INPUT', 'pack input chunks must be Uint8Array');
+      if (chunk.length === 0) continue;
+      parts.push(chunk);
+      have += chunk.length;
+    }
+    if (parts.length === 0) return this.#available >= n;
+    if (this.#available === 0 && parts.length === 1) {
+      this.#buf = parts[0]!;
+    } else {
+      const next = new Uint8Array(have);
+      next.set(this.#buf.subarray(this.#pos), 0);
+      let o = this.#available;
+      for (const p of parts) {
+        next.set(p, o);
+        o += p.length;
+      }
+      this.#buf = next;
+    }
+    this.#pos = 0;
+    return this.#available >= n;
+  }
+
+  #consume(n: number, hashed = true): Uint8Array {
+    const view = this.#buf.subarray(this.#pos, this.#pos + n);
+    this.#pos += n;
+    this.#offset += n;
+    if (hashed) {
+      this.#hash.update(view);
+      this.#crc = crc32(view, this.#crc);
+    }
+    this.#onBytes?.(view);
+    return view;
+  }
+
+  async #need(n: number, what: string): Promise<void> {
+    if (!(await this.#fill(n))) {
+      throw new PackError('PACK_TRUNCATED', `pack ends inside ${what}`, { offset: this.#offset });
+    }
+  }
+
+  async #header(): Promise<void> {
+    await this.#need(12, 'the header');
+    const h = this.#consume(12);
+    if (h[0] !== 0x50 || h[1] !== 0x41 || h[2] !== 0x43 || h[3] !== 0x4b) {
+      throw new PackError('PACK_BAD_SIGNATURE', 'not a pack (no PACK signature)', { offset: 0 });
+    }
+    const view = new DataView(h.buffer, h.byteOffset, 12);
+    this.version = view.getUint32(4);
+    if (this.version !== 2 && this.version !== 3) {
+      throw new PackError('PACK_BAD_VERSION', `pack version ${this.version} is not supported`, { offset: 4 });
+    }
+    this.#count = view.getUint32(8);
+    if (this.#count > this.#limits.maxObjects) {
+      throw new PackError(
+        'PACK_LIMIT_OBJECTS',
+        `pack declares ${this.#count} objects (limit ${this.#limits.maxObjects})`,
+        {
+          offset: 8,
+        },
+      );
+    }
+  }
+
+  async *entries(): AsyncGenerator<PackEntry> {
+    await this.#header();
+    for (this.#read = 0; this.#read < this.#count; this.#read++) {
+      throwIfAborted(this.#signal);
+      yield await this.#entry();
+    }
+    await this.#need(20, 'the trailer');
+    const expected = bytesToHex(this.#hash.digest());
+    const actual = bytesToHex(this.#consume(20, false));
+    if (expected !== actual) {
+      throw new PackError('PACK_BAD_CHECKSUM', `pack checksum mismatch: trailer ${actual}, content ${expected}`, {
+        offset: this.#offset - 20,
+      });
+    }
+    if (await this.#fill(1)) {
+      throw new PackError('PACK_TRAILING_DATA', 'bytes after the pack trailer', { offset: this.#offset });
+    }
+    this.hash = actual;
+  }
+
+  async #entry(): Promise<PackEntry> {
+    const offset = this.#offset;
+    this.#crc = 0;
+    await this.#need(1, 'an entry header');
+    let c = this.#consume(1)[0]!;
+    const code = (c >> 4) & 7;
+    let size = c & 15;
+    let shift = 4;
+    while (c & 0x80) {
+      await this.#need(1, 'an entry header');
+      c = this.#consume(1)[0]!;
+      if (shift > 49) throw new PackError('PACK_BAD_HEADER', 'entry size varint too long', { offset });
+      size += (c & 0x7f) * 2 ** shift;
+      shift += 7;
+    }
+    if (size > this.#limits.maxObjectSize) {
+      throw new PackError(
+        'PACK_LIMIT_OBJECT_SIZE',
+        `entry declares ${size} bytes (limit ${this.#limits.maxObjectSize})`,
+        {
+          offset,
+        },
+      );
+    }
+    if (code === 6) {
+      await this.#need(1, 'a delta base offset');
+      c = this.#consume(1)[0]!;
+      let rel = c & 0x7f;
+      while (c & 0x80) {
+        await this.#need(1, 'a delta base offset');
+        c = this.#consume(1)[0]!;
+        rel = (rel + 1) * 128 + (c & 0x7f);
+        if (rel > offset) break;
+      }
+      const baseOffset = offset - rel;
+      if (rel <= 0 || baseOffset < 12) {
+        throw new PackError('PACK_BAD_BASE_OFFSET', 'delta base offset points outside the pack', { offset });
+      }
+      const dataOffset = this.#offset;
+      const data = (await this.#inflate(size, true, undefined))!;
+      return {
+        kind: 'ofs-delta',
+        offset,
+        dataOffset,
+        end: this.#offset,
+        crc32: this.#crc >>> 0,
+        size,
+        baseOffset,
+        data,
+      };
+    }
+    if (code === 7) {
+      await this.#need(20, 'a delta base id');
+      const baseOid = bytesToHex(this.#consume(20));
+      const dataOffset = this.#offset;
+      const data = (await this.#inflate(size, true, undefined))!;
+      return { kind: 'ref-delta', offset, dataOffset, end: this.#offset, crc32: this.#crc >>> 0, size, baseOid, data };
+    }
+    const type = CODE_TYPES[code];
+    if (!type) throw new PackError('PACK_BAD_TYPE', `entry type ${code} is not valid`, { offset });
+    const dataOffset = this.#offset;
+    const hasher = createSha1().update(objectHeader(type, size));
+    const data = await this.#inflate(size, this.#keepLarge, hasher);
+    const oid = bytesToHex(hasher.digest());
+    return { kind: 'whole', offset, dataOffset, end: this.#offset, crc32: this.#crc >>> 0, type, size, oid, data };
+  }
+
+  /** Inflates one zlib stream of `size` bytes; feeds `hasher`; returns the data when kept. */
+  async #inflate(size: number, keep: boolean, hasher: Sha1 | undefined): Promise<Uint8Array | undefined> {
+    this.addInflated(size);
+    if (size <= this.#threshold) {
+      let want = size + (size >>> 10) + 64;
+      for (;;) {
+        await this.#fill(want);
+        const input = this.#buf.subarray(this.#pos);
+        const r = inflateOne(input, size, this.#eof && this.#available < want);
+        if (r.kind === 'done') {
+          this.#consume(r.consumed);
+          hasher?.update(r.data);
+          return r.data;
+        }
+        if (this.#eof && this.#available < want) {
+          throw new PackError('PACK_TRUNCATED', 'pack ends inside a zlib stream', { offset: this.#offset });
+        }
+        want = this.#available * 2 + 1024;
+      }
+    }
+    const chunks: Uint8Array[] = [];
+    let total = 0;
+    const inflater = new StreamInflater((chunk) => {
+      total += chunk.length;
+      if (total > size) {
+        throw new PackError('PACK_SIZE_MISMATCH', `inflated data exceeds declared ${size}`, { offset: this.#offset });
+      }
+      hasher?.update(chunk);
+      if (keep) chunks.push(chunk.slice());
+    });
+    while (!inflater.done) {
+      throwIfAborted(this.#signal);
+      if (this.#available === 0) await this.#need(1, 'a zlib stream');
+      const used = inflater.push(this.#buf.subarray(this.#pos));
+      this.#consume(used);
+    }
+    if (total !== size) throw new PackError('PACK_SIZE_MISMATCH', `inflated ${total} bytes, header declared ${size}`);
+    if (!keep) return undefined;
+    const out = new Uint8Array(size);
+    let o = 0;
+    for (const c of chunks) {
+      out.set(c, o);
+      o += c.length;
+    }
+    return out;
+  }
+}

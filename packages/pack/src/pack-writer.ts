@@ -1,0 +1,319 @@
+/**
+ * createPack: enumerates reachable(wants) - reachable(haves) and writes a version 2 pack
+ * (gitformat-pack) as a stream:
+ *
+ *   "PACK" u32be(2) u32be(count) entries sha1
+ *
+ * Representation of each object, cheapest first: the stored delta reused from a source pack
+ * when its base is in this pack (or the receiver has it, for thin packs); the stored compressed
+ * whole object reused; otherwise a delta searched git-style — candidates sorted by type, name
+ * hash and size (largest first), a sliding window (default 10) and a depth limit (default 50),
+ * deltas smaller than half the target — or the whole object deflated. Bases come before their
+ * deltas; OFS_DELTA unless `ofsDelta: false`; REF_DELTA to objects outside the pack (thin).
+ */
+import { createSha1 } from '#sha1';
+import { deflate } from '#zlib';
+import { DeltaIndex } from './delta.js';
+import { PackError, throwIfAborted } from './errors.js';
+import { hexToBytes, type ObjectId, type ObjectType, TYPE_CODES } from './object.js';
+import { encodeEntryHeader, encodeOfsOffset } from './pack-import.js';
+import type { ObjectStore, RawEntry } from './store.js';
+import { type CommitCache, enumerateObjects, type PackObject } from './walk.js';
+
+export interface CreatePackOptions {
+  wants: readonly ObjectId[];
+  haves?: readonly ObjectId[];
+  /** Commits whose parents are not walked (shallow boundaries). */
+  shallow?: readonly ObjectId[];
+  /** Allow REF_DELTA against objects the receiver has (from `haves`). */
+  thin?: boolean;
+  /** OFS_DELTA for bases inside the pack (default true). */
+  ofsDelta?: boolean;
+  /** Compute and reuse deltas (default true). */
+  deltas?: boolean;
+  /** Reuse deltas and compressed data stored in the source's packs (default true). */
+  reuse?: boolean;
+  window?: number;
+  depth?: number;
+  /** Include annotated tags from `tags` that point at sent objects (include-tag). */
+  includeTags?: boolean;
+  /** Annotated tag ids to consider with `includeTags` (the caller knows the refs). */
+  tags?: readonly ObjectId[];
+  /** zlib level (default 6, like git's core.compression -1). */
+  level?: number;
+  signal?: AbortSignal;
+  onProgress?: (progress: { phase: 'counting' | 'compressing' | 'writing'; done: number; total: number }) => void;
+  cache?: CommitCache;
+}
+
+interface Item extends PackObject {
+  size: number;
+  /** Set when the object is stored as a delta in the output. */
+  base?: ObjectId;
+  delta?: Uint8Array;
+  raw?: RawEntry;
+  depth: number;
+  /** Only a thin-pack base: not written. */
+  edge?: boolean;
+}
+
+/** The objects of the pack, for callers that want the list without the bytes. */
+export { enumerateObjects };
+
+export function createPack(store: ObjectStore, options: CreatePackOptions): AsyncIterable<Uint8Array> {
+  return {
+    [Symbol.asyncIterator]: () => packStream(store, options)[Symbol.asyncIterator](),
+  };
+}
+
+/** Writes the given objects (no enumeration) as a pack. */
+export function packObjects(
+  store: ObjectStore,
+  oids: readonly ObjectId[],
+  options: Omit<CreatePackOptions, 'wants' | 'haves' | 'shallow' | 'includeTags' | 'tags'> = {},
+): AsyncIterable<Uint8Array> {
+  return {
+    [Symbol.asyncIterator]: () => writeStream(store, null, oids, options)[Symbol.asyncIterator](),
+  };
+}
+
+async function* packStream(store: ObjectStore, options: CreatePackOptions): AsyncGenerator<Uint8Array> {
+  const e = await enumerateObjects(store, {
+    wants: options.wants,
+    haves: options.haves,
+    shallow: options.shallow,
+    tags: options.includeTags ? options.tags : undefined,
+    edges: options.thin === true && options.deltas !== false,
+    signal: options.signal,
+    cache: options.cache,
+  });
+  yield* writeStream(store, e, e.objects, options);
+}
+
+async function* writeStream(
+  store: ObjectStore,
+  enumeration: { objects: PackObject[]; edges: PackObject[] } | null,
+  oids: readonly (ObjectId | PackObject)[],
+  options: Omit<CreatePackOptions, 'wants'>,
+): AsyncGenerator<Uint8Array> {
+  const signal = options.signal;
+  const deltas = options.deltas !== false;
+  const reuse = options.reuse !== false;
+  const ofs = options.ofsDelta !== false;
+  const maxDepth = options.depth ?? 50;
+  const windowSize = options.window ?? 10;
+  const level = options.level ?? 6;
+  const items = new Map<ObjectId, Item>();
+  const order: Item[] = [];
+  for (const o of oids) {
+    const p: PackObject = typeof o === 'string' ? { oid: o, type: 'blob', nameHash: 0 } : o;
+    if (items.has(p.oid)) continue;
+    const item: Item = { ...p, size: 0, depth: 0 };
+    items.set(p.oid, item);
+    order.push(item);
+  }
+  const edges = new Map<ObjectId, Item>();
+  for (const o of enumeration?.edges ?? []) {
+    if (!items.has(o.oid) && !edges.has(o.oid)) edges.set(o.oid, { ...o, size: 0, depth: 0, edge: true });
+  }
+  // 1. stored representations
+  let done = 0;
+  for (const item of order) {
+    throwIfAborted(signal);
+    const raw = reuse && store.readRaw ? await store.readRaw(item.oid) : undefined;
+    if (raw) {
+      item.raw = raw;
+      item.size = raw.size;
+      if (raw.kind === 'whole') item.type = raw.type;
+    } else {
+      const h = store.readHeader ? await store.readHeader(item.oid) : await store.read(item.oid);
+      if (!h) throw new PackError('OBJECT_NOT_FOUND', `object ${item.oid} is missing`);
+      item.type = h.type;
+      item.size = 'size' in h ? h.size : h.data.length;
+    }
+  }
+  // reused deltas: base in this pack (or known to the receiver when thin), depth within limit
+  const reusedDepth = (item: Item): number => {
+    let d = 0;
+    let cur: Item | undefined = item;
+    const seen = new Set<ObjectId>();
+    while (cur?.raw?.kind === 'delta' && cur.base !== undefined) {
+      if (seen.has(cur.oid)) return Number.POSITIVE_INFINITY;
+      seen.add(cur.oid);
+      d++;
+      cur = items.get(cur.base);
+    }
+    return d;
+  };
+  if (deltas) {
+    for (const item of order) {
+      const raw = item.raw;
+      if (raw?.kind !== 'delta') continue;
+      if (items.has(raw.base) || (options.thin && edges.has(raw.base))) item.base = raw.base;
+    }
+    for (const item of order) {
+      if (item.raw?.kind === 'delta' && item.base !== undefined) {
+        const d = reusedDepth(item);
+        if (d > maxDepth) item.base = undefined;
+        else item.depth = d;
+      }
+    }
+  }
+  // types of reused deltas come from their base
+  for (const item of order) {
+    if (item.raw?.kind === 'delta' && item.base === undefined) item.raw = undefined;
+  }
+  for (const item of order) {
+    if (item.raw?.kind === 'delta') {
+      let cur: Item | undefined = item;
+      while (cur?.raw?.kind === 'delta' && cur.base !== undefined) cur = items.get(cur.base) ?? edges.get(cur.base);
+      if (cur && cur.raw?.kind !== 'delta') item.type = cur.type;
+      if (cur?.edge) {
+        const h = await store.readHeader?.(cur.oid);
+        if (h) item.type = h.type;
+      }
+    }
+  }
+  // 2. delta search over the objects without a stored delta
+  if (deltas && windowSize > 0) {
+    const candidates: Item[] = order.filter(
+      (i) => i.raw?.kind !== 'delta' && (i.type === 'blob' || i.type === 'tree') && i.size >= 32,
+    );
+    for (const e of edges.values()) {
+      const h = store.readHeader ? await store.readHeader(e.oid) : undefined;
+      if (h) {
+        e.type = h.type;
+        e.size = h.size;
+        if (e.size >= 32 && (e.type === 'blob' || e.type === 'tree')) candidates.push(e);
+      }
+    }
+    candidates.sort(
+      (a, b) =>
+        TYPE_CODES[a.type] - TYPE_CODES[b.type] ||
+        a.nameHash - b.nameHash ||
+        b.size - a.size ||
+        (a.edge === b.edge ? 0 : a.edge ? -1 : 1),
+    );
+    const window: { item: Item; index: DeltaIndex }[] = [];
+    let k = 0;
+    for (const target of candidates) {
+      throwIfAborted(signal);
+      if (++k % 256 === 0) options.onProgress?.({ phase: 'compressing', done: k, total: candidates.length });
+      const obj = await store.read(target.oid);
+      if (!obj) throw new PackError('OBJECT_NOT_FOUND', `object ${target.oid} is missing`);
+      const data = obj.data;
+      if (!target.edge && target.base === undefined) {
+        let best: Uint8Array | undefined;
+        let bestBase: Item | undefined;
+        for (let w = window.length - 1; w >= 0; w--) {
+          const { item: base, index } = window[w]!;
+          if (base.type !== target.type || base.depth >= maxDepth) continue;
+          const bsize = index.base.length;
+          if (data.length < bsize / 32) continue;
+          let max = Math.floor(data.length / 2) - 20;
+          if (best) max = Math.min(max, best.length - 1);
+          if (max <= 0 || Math.abs(data.length - bsize) >= max) continue;
+          const d = index.createDelta(data, max);
+          if (d && (!best || d.length < best.length)) {
+            best = d;
+            bestBase = base;
+          }
+        }
+        if (best && bestBase) {
+          target.base = bestBase.oid;
+          target.delta = best;
+          target.depth = bestBase.depth + 1;
+        }
+      }
+      window.push({ item: target, index: new DeltaIndex(data) });
+      if (window.length > windowSize) window.shift();
+    }
+  }
+  // 3. write: bases before deltas
+  const total = order.length;
+  const header = new Uint8Array(12);
+  header.set([0x50, 0x41, 0x43, 0x4b]);
+  const hv = new DataView(header.buffer);
+  hv.setUint32(4, 2);
+  hv.setUint32(8, total);
+  const hash = createSha1();
+  const offsets = new Map<ObjectId, number>();
+  let offset = 0;
+  let pending: Uint8Array[] = [];
+  let pendingBytes = 0;
+  const emit = (bytes: Uint8Array) => {
+    hash.update(bytes);
+    pending.push(bytes);
+    pendingBytes += bytes.length;
+    offset += bytes.length;
+  };
+  emit(header);
+  const writeItem = async (item: Item) => {
+    const at = offset;
+    offsets.set(item.oid, at);
+    const baseOid = item.base;
+    if (baseOid !== undefined) {
+      const baseOffset = offsets.get(baseOid);
+      const useOfs = ofs && baseOffset !== undefined;
+      let compressed: Uint8Array;
+      let size: number;
+      if (item.raw?.kind === 'delta') {
+        compressed = item.raw.compressed;
+        size = item.raw.size;
+      } else {
+        compressed = deflate(item.delta!, level);
+        size = item.delta!.length;
+        item.delta = undefined;
+      }
+      emit(encodeEntryHeader(useOfs ? 6 : 7, size));
+      emit(useOfs ? encodeOfsOffset(at - baseOffset) : hexToBytes(baseOid));
+      emit(compressed);
+      return;
+    }
+    if (item.raw?.kind === 'whole') {
+      emit(encodeEntryHeader(TYPE_CODES[item.raw.type], item.raw.size));
+      emit(item.raw.compressed);
+      return;
+    }
+    const obj = await store.read(item.oid);
+    if (!obj) throw new PackError('OBJECT_NOT_FOUND', `object ${item.oid} is missing`);
+    emit(encodeEntryHeader(TYPE_CODES[obj.type as ObjectType], obj.data.length));
+    emit(deflate(obj.data, level));
+  };
+  for (const item of order) {
+    throwIfAborted(signal);
+    if (offsets.has(item.oid)) continue;
+    // the chain of bases not yet written, deepest first
+    const chain: Item[] = [item];
+    let cur = item;
+    while (cur.base !== undefined && !offsets.has(cur.base)) {
+      const b = items.get(cur.base);
+      if (!b || chain.includes(b)) break;
+      chain.push(b);
+      cur = b;
+    }
+    for (let i = chain.length - 1; i >= 0; i--) {
+      await writeItem(chain[i]!);
+      if (++done % 1024 === 0) options.onProgress?.({ phase: 'writing', done, total });
+    }
+    if (pendingBytes >= 64 * 1024) {
+      yield concatChunks(pending, pendingBytes);
+      pending = [];
+      pendingBytes = 0;
+    }
+  }
+  pending.push(hash.digest());
+  pendingBytes += 20;
+  yield concatChunks(pending, pendingBytes);
+}
+
+function concatChunks(chunks: Uint8Array[], total: number): Uint8Array {
+  if (chunks.length === 1) return chunks[0]!;
+  const out = new Uint8Array(total);
+  let o = 0;
+  for (const c of chunks) {
+    out.set(c, o);
+    o += c.length;
+  }
+  return out;
+}

@@ -1,0 +1,39 @@
+/**
+ * SHA-1 through node:crypto: the Node fast path selected by the `#sha1` import condition.
+ * `crypto.hash` (one shot, Node >= 20.12) for whole inputs, `createHash` for streaming.
+ */
+import { createHash, hash } from 'node:crypto';
+
+export interface Sha1 {
+  update(data: Uint8Array): Sha1;
+  digest(): Uint8Array;
+}
+
+class NodeSha1 implements Sha1 {
+  #hash = createHash('sha1');
+  update(data: Uint8Array): Sha1 {
+    this.#hash.update(data);
+    return this;
+  }
+  digest(): Uint8Array {
+    const b = this.#hash.digest();
+    return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+  }
+}
+
+export function createSha1(): Sha1 {
+  return new NodeSha1();
+}
+
+export function sha1(...parts: Uint8Array[]): Uint8Array {
+  if (parts.length === 1) {
+    const b = hash('sha1', parts[0]!, 'buffer');
+    return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+  }
+  const h = createHash('sha1');
+  for (const p of parts) h.update(p);
+  const b = h.digest();
+  return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+}
+
+export const sha1Implementation = 'node:crypto';

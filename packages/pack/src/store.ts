@@ -1,0 +1,73 @@
+/**
+ * The object store interface every store implements, and the in-memory store.
+ */
+import { PackError } from './errors.js';
+import type { IndexEntry } from './idx.js';
+import { type GitObject, hashObjectSync, isObjectId, type ObjectId, type ObjectType } from './object.js';
+
+/** A packed object's stored representation, for reuse by `createPack` without recompressing. */
+export type RawEntry =
+  | { kind: 'whole'; type: ObjectType; size: number; compressed: Uint8Array }
+  | { kind: 'delta'; base: ObjectId; size: number; compressed: Uint8Array };
+
+/** A complete, verified pack handed to a store that keeps packs (see `importPack`). */
+export interface PackFile {
+  hash: string;
+  /** The pack's bytes in order (do not modify). */
+  chunks: readonly Uint8Array[];
+  length: number;
+  entries: readonly IndexEntry[];
+}
+
+export interface ObjectStore {
+  has(oid: ObjectId): Promise<boolean>;
+  read(oid: ObjectId): Promise<GitObject | undefined>;
+  write(type: ObjectType, data: Uint8Array): Promise<ObjectId>;
+  /** Type and size without the data where the store can tell cheaply. */
+  readHeader?(oid: ObjectId): Promise<{ type: ObjectType; size: number } | undefined>;
+  /** The stored (packed) form of an object, for delta and compression reuse. */
+  readRaw?(oid: ObjectId): Promise<RawEntry | undefined>;
+  /** Writes objects whose ids the caller has computed (importPack). */
+  writeHashed?(objects: readonly { oid: ObjectId; type: ObjectType; data: Uint8Array }[]): Promise<void>;
+  /** Stores a whole verified pack with its index entries (stores over a .git directory). */
+  writePack?(pack: PackFile): Promise<void>;
+}
+
+/** Objects in a Map: ids are verified on write, data is copied in and shared out (do not modify). */
+export class MemoryObjectStore implements ObjectStore {
+  readonly #objects = new Map<ObjectId, GitObject>();
+
+  get size(): number {
+    return this.#objects.size;
+  }
+
+  async has(oid: ObjectId): Promise<boolean> {
+    return this.#objects.has(oid);
+  }
+
+  async read(oid: ObjectId): Promise<GitObject | undefined> {
+    return this.#objects.get(oid);
+  }
+
+  async readHeader(oid: ObjectId): Promise<{ type: ObjectType; size: number } | undefined> {
+    const o = this.#objects.get(oid);
+    return o && { type: o.type, size: o.data.length };
+  }
+
+  async write(type: ObjectType, data: Uint8Array): Promise<ObjectId> {
+    const oid = hashObjectSync(type, data);
+    if (!this.#objects.has(oid)) this.#objects.set(oid, { type, data: data.slice() });
+    return oid;
+  }
+
+  async writeHashed(objects: readonly { oid: ObjectId; type: ObjectType; data: Uint8Array }[]): Promise<void> {
+    for (const o of objects) {
+      if (!isObjectId(o.oid)) throw new PackError('OBJECT_BAD_ID', `bad object id ${o.oid}`);
+      if (!this.#objects.has(o.oid)) this.#objects.set(o.oid, { type: o.type, data: o.data });
+    }
+  }
+
+  keys(): IterableIterator<ObjectId> {
+    return this.#objects.keys();
+  }
+}

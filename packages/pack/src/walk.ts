@@ -1,0 +1,431 @@
+/**
+ * History walks over an object store: a commit cache, a date-ordered walk with "uninteresting"
+ * propagation (what `git rev-list A ^B` computes, in the manner of revision.c's limit_list),
+ * ancestry checks and merge bases, and the object enumeration of a pack:
+ * reachable(wants) - reachable(haves), with shallow commits whose parents are not walked.
+ */
+import { parseCommitLinks } from './commit.js';
+import { PackError, throwIfAborted } from './errors.js';
+import type { ObjectId, ObjectType } from './object.js';
+import type { ObjectStore } from './store.js';
+import { parseTag } from './tag.js';
+import { forEachTreeEntry } from './tree.js';
+
+export interface CommitInfo {
+  oid: ObjectId;
+  tree: ObjectId;
+  parents: ObjectId[];
+  /** Committer time, seconds. */
+  time: number;
+}
+
+/** Parsed commit links, cached per store (bounded). */
+export class CommitCache {
+  readonly #map = new Map<ObjectId, CommitInfo>();
+  constructor(
+    readonly store: ObjectStore,
+    readonly maxEntries = 200_000,
+  ) {}
+
+  async get(oid: ObjectId): Promise<CommitInfo> {
+    const hit = this.#map.get(oid);
+    if (hit) return hit;
+    const obj = await this.store.read(oid);
+    if (!obj) throw new PackError('OBJECT_NOT_FOUND', `commit ${oid} is missing`);
+    if (obj.type !== 'commit') throw new PackError('OBJECT_BAD_TYPE', `${oid} is a ${obj.type}, not a commit`);
+    const info = { oid, ...parseCommitLinks(obj.data) };
+    if (this.#map.size >= this.maxEntries) this.#map.delete(this.#map.keys().next().value!);
+    this.#map.set(oid, info);
+    return info;
+  }
+}
+
+/** A max-heap of commits by time (newest first), ties by insertion order. */
+class CommitQueue {
+  readonly #heap: { c: CommitInfo; seq: number }[] = [];
+  #seq = 0;
+  get size(): number {
+    return this.#heap.length;
+  }
+  #less(a: { c: CommitInfo; seq: number }, b: { c: CommitInfo; seq: number }): boolean {
+    return a.c.time > b.c.time || (a.c.time === b.c.time && a.seq < b.seq);
+  }
+  push(c: CommitInfo): void {
+    const h = this.#heap;
+    h.push({ c, seq: this.#seq++ });
+    let i = h.length - 1;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (!this.#less(h[i]!, h[p]!)) break;
+      [h[i], h[p]] = [h[p]!, h[i]!];
+      i = p;
+    }
+  }
+  pop(): CommitInfo | undefined {
+    const h = this.#heap;
+    if (h.length === 0) return undefined;
+    const top = h[0]!.c;
+    const last = h.pop()!;
+    if (h.length > 0) {
+      h[0] = last;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < h.length && this.#less(h[l]!, h[m]!)) m = l;
+        if (r < h.length && this.#less(h[r]!, h[m]!)) m = r;
+        if (m === i) break;
+        [h[i], h[m]] = [h[m]!, h[i]!];
+        i = m;
+      }
+    }
+    return top;
+  }
+}
+
+export interface WalkOptions {
+  /** Commits whose ancestors (themselves included) are excluded. */
+  hide?: Iterable<ObjectId>;
+  /** Commits whose parents are not walked. */
+  shallow?: Iterable<ObjectId>;
+  signal?: AbortSignal;
+  cache?: CommitCache;
+}
+
+export interface WalkResult {
+  /** Commits reachable from the starts and not from `hide`, newest first. */
+  commits: CommitInfo[];
+  /** Hidden commits adjacent to the result (the parents of result commits that are hidden, and reachable hidden starts). */
+  boundary: ObjectId[];
+}
+
+const UNINTERESTING = 1;
+const QUEUED = 2;
+const POPPED = 4;
+
+/**
+ * `git rev-list starts ^hide` with the boundary: a date-ordered walk that stops once only
+ * hidden commits remain queued. Hidden ids missing from the store are ignored.
+ */
+export async function walkCommits(
+  store: ObjectStore,
+  starts: Iterable<ObjectId>,
+  options: WalkOptions = {},
+): Promise<WalkResult> {
+  const cache = options.cache ?? new CommitCache(store);
+  const shallow = new Set(options.shallow ?? []);
+  const flags = new Map<ObjectId, number>();
+  const parentsOf = new Map<ObjectId, readonly ObjectId[]>();
+  const queue = new CommitQueue();
+  let interestingQueued = 0;
+  /** Marks a known commit and its known ancestors hidden. */
+  const hideKnown = (oid: ObjectId) => {
+    const stack = [oid];
+    while (stack.length > 0) {
+      const o = stack.pop()!;
+      const f = flags.get(o);
+      if (f === undefined || f & UNINTERESTING) continue;
+      flags.set(o, f | UNINTERESTING);
+      if (!(f & POPPED)) interestingQueued--;
+      else for (const p of parentsOf.get(o) ?? []) stack.push(p);
+    }
+  };
+  const enqueue = async (oid: ObjectId, hidden: boolean) => {
+    const f = flags.get(oid);
+    if (f !== undefined) {
+      if (hidden) hideKnown(oid);
+      return;
+    }
+    let c: CommitInfo;
+    try {
+      c = await cache.get(oid);
+    } catch (error) {
+      if (hidden) return;
+      throw error;
+    }
+    flags.set(oid, QUEUED | (hidden ? UNINTERESTING : 0));
+    if (!hidden) interestingQueued++;
+    queue.push(c);
+  };
+  for (const h of options.hide ?? []) await enqueue(h, true);
+  for (const s of starts) await enqueue(s, false);
+  const popped: CommitInfo[] = [];
+  while (queue.size > 0 && interestingQueued > 0) {
+    throwIfAborted(options.signal);
+    const c = queue.pop()!;
+    const f = flags.get(c.oid)!;
+    flags.set(c.oid, f | POPPED);
+    const hidden = (f & UNINTERESTING) !== 0;
+    if (!hidden) interestingQueued--;
+    popped.push(c);
+    if (!hidden && shallow.has(c.oid)) continue;
+    parentsOf.set(c.oid, c.parents);
+    for (const p of c.parents) await enqueue(p, hidden);
+  }
+  const commits = popped.filter((c) => !((flags.get(c.oid) ?? 0) & UNINTERESTING));
+  const boundary = new Set<ObjectId>();
+  for (const c of commits) {
+    if (shallow.has(c.oid)) continue;
+    for (const p of c.parents) if ((flags.get(p) ?? 0) & UNINTERESTING) boundary.add(p);
+  }
+  return { commits, boundary: [...boundary] };
+}
+
+/** Whether `ancestor` is reachable from `descendant` (a commit is its own ancestor). */
+export async function isAncestor(
+  store: ObjectStore,
+  ancestor: ObjectId,
+  descendant: ObjectId,
+  options: { signal?: AbortSignal; cache?: CommitCache } = {},
+): Promise<boolean> {
+  if (ancestor === descendant) return true;
+  const cache = options.cache ?? new CommitCache(store);
+  const target = await cache.get(ancestor);
+  const seen = new Set<ObjectId>([descendant]);
+  const queue = new CommitQueue();
+  queue.push(await cache.get(descendant));
+  while (queue.size > 0) {
+    throwIfAborted(options.signal);
+    const c = queue.pop()!;
+    if (c.oid === ancestor) return true;
+    if (c.time < target.time - 86_400) continue; // generous clock-skew slop
+    for (const p of c.parents) {
+      if (seen.has(p)) continue;
+      seen.add(p);
+      queue.push(await cache.get(p));
+    }
+  }
+  return false;
+}
+
+/** The best common ancestors of two commits (like `git merge-base --all`). */
+export async function mergeBase(
+  store: ObjectStore,
+  a: ObjectId,
+  b: ObjectId,
+  options: { signal?: AbortSignal; cache?: CommitCache } = {},
+): Promise<ObjectId[]> {
+  const cache = options.cache ?? new CommitCache(store);
+  const A = 1;
+  const B = 2;
+  const STALE = 4;
+  const flags = new Map<ObjectId, number>();
+  const queue = new CommitQueue();
+  const add = async (oid: ObjectId, f: number) => {
+    const old = flags.get(oid) ?? 0;
+    if ((old | f) === old) return;
+    flags.set(oid, old | f);
+    queue.push(await cache.get(oid));
+  };
+  await add(a, A);
+  await add(b, B);
+  const result: ObjectId[] = [];
+  while (queue.size > 0) {
+    throwIfAborted(options.signal);
+    const all = [...flags.values()];
+    if (!all.some((f) => !(f & STALE) && (f & (A | B)) !== (A | B)) && result.length > 0) break;
+    const c = queue.pop()!;
+    let f = flags.get(c.oid)!;
+    if ((f & (A | B)) === (A | B) && !(f & STALE)) {
+      if (!result.includes(c.oid)) result.push(c.oid);
+      f |= STALE;
+      flags.set(c.oid, f);
+    }
+    for (const p of c.parents) await add(p, f & (A | B | STALE));
+  }
+  // drop results that are ancestors of other results
+  const best: ObjectId[] = [];
+  for (const r of result) {
+    let redundant = false;
+    for (const o of result) {
+      if (o !== r && (await isAncestor(store, r, o, { cache }))) redundant = true;
+    }
+    if (!redundant) best.push(r);
+  }
+  return best;
+}
+
+/** git's pack name hash: the last characters of the path weigh most, whitespace ignored. */
+export function nameHash(path: Uint8Array | string): number {
+  const bytes = typeof path === 'string' ? new TextEncoder().encode(path) : path;
+  let h = 0;
+  for (let i = 0; i < bytes.length; i++) {
+    const c = bytes[i]!;
+    if (c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d) continue;
+    h = ((h >>> 2) + (c << 24)) >>> 0;
+  }
+  return h;
+}
+
+export interface PackObject {
+  oid: ObjectId;
+  type: ObjectType;
+  nameHash: number;
+}
+
+export interface Enumeration {
+  /** Objects to send: commits (newest first), tags, then trees and blobs in traversal order. */
+  objects: PackObject[];
+  /** Trees and blobs the receiver has (from boundary commits), usable as thin delta bases. */
+  edges: PackObject[];
+  /** Commits the walk stopped at (the receiver has them). */
+  boundary: ObjectId[];
+}
+
+export interface EnumerateOptions {
+  wants: readonly ObjectId[];
+  haves?: readonly ObjectId[];
+  shallow?: readonly ObjectId[];
+  /** Annotated tags to add when the object they point at is sent (include-tag). */
+  tags?: readonly ObjectId[];
+  /** Collect the boundary trees and blobs as `edges` (for thin packs). */
+  edges?: boolean;
+  signal?: AbortSignal;
+  cache?: CommitCache;
+}
+
+/** reachable(wants) - reachable(haves): the objects of a pack. */
+export async function enumerateObjects(store: ObjectStore, options: EnumerateOptions): Promise<Enumeration> {
+  const signal = options.signal;
+  const cache = options.cache ?? new CommitCache(store);
+  const objects: PackObject[] = [];
+  const sent = new Set<ObjectId>();
+  const tagObjects: PackObject[] = [];
+  const commitStarts: ObjectId[] = [];
+  const looseTrees: { oid: ObjectId; path: Uint8Array }[] = [];
+  const looseBlobs: ObjectId[] = [];
+  const typeOf = async (oid: ObjectId): Promise<ObjectType> => {
+    const h = store.readHeader ? await store.readHeader(oid) : await store.read(oid);
+    if (!h) throw new PackError('OBJECT_NOT_FOUND', `object ${oid} is missing`);
+    return h.type;
+  };
+  // peel wanted tags
+  for (let oid of options.wants) {
+    for (let guard = 0; ; guard++) {
+      if (guard > 100) throw new PackError('OBJECT_CORRUPT', `tag chain too long at ${oid}`);
+      const type = await typeOf(oid);
+      if (type === 'tag') {
+        if (!sent.has(oid)) {
+          sent.add(oid);
+          tagObjects.push({ oid, type, nameHash: 0 });
+        }
+        const tag = parseTag((await store.read(oid))!.data);
+        oid = tag.object;
+        continue;
+      }
+      if (type === 'commit') commitStarts.push(oid);
+      else if (type === 'tree') looseTrees.push({ oid, path: new Uint8Array(0) });
+      else looseBlobs.push(oid);
+      break;
+    }
+  }
+  const haveCommits: ObjectId[] = [];
+  for (const h of options.haves ?? []) {
+    const header = store.readHeader ? await store.readHeader(h) : await store.read(h);
+    if (header?.type === 'commit') haveCommits.push(h);
+  }
+  const walk = await walkCommits(store, commitStarts, {
+    hide: haveCommits,
+    shallow: options.shallow,
+    signal,
+    cache,
+  });
+  const boundary = [...new Set([...walk.boundary, ...haveCommits])];
+  // objects the receiver has: everything in the boundary commits' trees
+  const excluded = new Set<ObjectId>();
+  const edges: PackObject[] = [];
+  const decoder = new TextDecoder();
+  const walkTree = async (
+    root: ObjectId,
+    rootPath: Uint8Array,
+    seen: Set<ObjectId>,
+    onObject: (o: PackObject) => void,
+  ): Promise<void> => {
+    const stack: { oid: ObjectId; path: Uint8Array }[] = [{ oid: root, path: rootPath }];
+    if (seen.has(root)) return;
+    seen.add(root);
+    onObject({ oid: root, type: 'tree', nameHash: nameHash(rootPath) });
+    while (stack.length > 0) {
+      throwIfAborted(signal);
+      const { oid, path } = stack.pop()!;
+      const tree = await store.read(oid);
+      if (!tree) throw new PackError('OBJECT_NOT_FOUND', `tree ${oid} is missing`);
+      if (tree.type !== 'tree') throw new PackError('OBJECT_BAD_TYPE', `${oid} is a ${tree.type}, not a tree`);
+      const subtrees: { oid: ObjectId; path: Uint8Array }[] = [];
+      forEachTreeEntry(tree.data, (mode, name, child) => {
+        if (mode === 0o160000 || seen.has(child)) return;
+        seen.add(child);
+        const full = joinPath(path, name);
+        if (mode === 0o40000) {
+          onObject({ oid: child, type: 'tree', nameHash: nameHash(full) });
+          subtrees.push({ oid: child, path: full });
+        } else {
+          onObject({ oid: child, type: 'blob', nameHash: nameHash(full) });
+        }
+      });
+      for (let i = subtrees.length - 1; i >= 0; i--) stack.push(subtrees[i]!);
+    }
+  };
+  for (const b of boundary) {
+    let c: CommitInfo;
+    try {
+      c = await cache.get(b);
+    } catch {
+      continue;
+    }
+    await walkTree(c.tree, new Uint8Array(0), excluded, (o) => {
+      if (options.edges) edges.push(o);
+    });
+  }
+  for (const c of walk.commits) {
+    if (sent.has(c.oid)) continue;
+    sent.add(c.oid);
+    objects.push({ oid: c.oid, type: 'commit', nameHash: 0 });
+  }
+  // include-tag: annotated tags whose target chain ends at an object we send
+  for (const t of options.tags ?? []) {
+    if (sent.has(t)) continue;
+    let oid = t;
+    const chain: ObjectId[] = [];
+    for (let guard = 0; guard < 100; guard++) {
+      const obj = await store.read(oid);
+      if (obj?.type !== 'tag') break;
+      chain.push(oid);
+      oid = parseTag(obj.data).object;
+    }
+    if (chain.length > 0 && sent.has(oid)) {
+      for (const c of chain) {
+        if (!sent.has(c)) {
+          sent.add(c);
+          tagObjects.push({ oid: c, type: 'tag', nameHash: 0 });
+        }
+      }
+    }
+  }
+  objects.push(...tagObjects);
+  const seen = new Set<ObjectId>(excluded);
+  const add = (o: PackObject) => {
+    sent.add(o.oid);
+    objects.push(o);
+  };
+  for (const c of walk.commits) await walkTree(c.tree, new Uint8Array(0), seen, add);
+  for (const t of looseTrees) await walkTree(t.oid, t.path, seen, add);
+  for (const b of looseBlobs) {
+    if (!seen.has(b)) {
+      seen.add(b);
+      add({ oid: b, type: 'blob', nameHash: 0 });
+    }
+  }
+  void decoder;
+  return { objects, edges, boundary };
+}
+
+function joinPath(dir: Uint8Array, name: Uint8Array): Uint8Array {
+  if (dir.length === 0) return name;
+  const out = new Uint8Array(dir.length + 1 + name.length);
+  out.set(dir);
+  out[dir.length] = 0x2f;
+  out.set(name, dir.length + 1);
+  return out;
+}
