@@ -1,0 +1,206 @@
+/**
+ * pkt-line decode and side-band-64k demux of a 100 MiB stream fed in 64 KiB chunks (issue 2:
+ * goal >= 1 GB/s), side by side with isomorphic-git's own reader (`GitPktLine.streamReader`,
+ * `GitSideBand.demux`), which isomorphic-git uses for every fetch.
+ *
+ * isomorphic-git does not export those classes, so the peer is its published CommonJS bundle
+ * evaluated unmodified in a function scope with its own `require`, and the two classes picked
+ * out of that scope. Both sides read the same chunks from the same async iterable and must
+ * deliver every payload byte (checked on every run, so a broken decoder fails the bench).
+ *
+ * MB/s is stream bytes (pkt-line headers included) / 10^6 per second; the figure is the median
+ * of the timed runs.
+ */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { demuxSideband, encodeData, FLUSH, MAX_PACKET_DATA, muxSideband, PacketReader } from '@gitport/pktline';
+import { afterAll, bench, describe } from 'vitest';
+import { mbps, QUICK, record, sized } from './report.js';
+
+const TOTAL = sized(100 * 1024 * 1024, 4 * 1024 * 1024);
+const CHUNK = 64 * 1024;
+const benchOptions = { iterations: sized(15, 2), warmupIterations: sized(3, 1), time: 0, warmupTime: 0 };
+
+interface IsoPktLine {
+  streamReader(stream: AsyncIterable<Uint8Array> & { error?: unknown }): () => Promise<Uint8Array | null | true>;
+}
+interface IsoSideBand {
+  demux(input: AsyncIterable<Uint8Array> & { error?: unknown }): {
+    packfile: { next(): Promise<IteratorResult<Uint8Array>>; error?: unknown };
+  };
+}
+
+/** isomorphic-git's GitPktLine and GitSideBand from its own bundle (see the header). */
+function loadIsomorphicGit(): { GitPktLine: IsoPktLine; GitSideBand: IsoSideBand } {
+  const require = createRequire(import.meta.url);
+  const bundlePath = require.resolve('isomorphic-git');
+  const source = readFileSync(bundlePath, 'utf8');
+  const module = { exports: {} as Record<string, unknown> };
+  const bundleRequire = createRequire(bundlePath);
+  const run = new Function(
+    'require',
+    'module',
+    'exports',
+    '__filename',
+    '__dirname',
+    `${source}\n;return { GitPktLine, GitSideBand };`,
+  );
+  return run(bundleRequire, module, module.exports, bundlePath, bundlePath.replace(/\/[^/]+$/, ''));
+}
+
+/** 100 MiB of maximal data packets (a real pack stream's shape) and its 64 KiB chunks. */
+function pktlineStream(): { bytes: Uint8Array; payloadBytes: number } {
+  const payload = new Uint8Array(MAX_PACKET_DATA);
+  for (let i = 0; i < payload.byteLength; i++) payload[i] = (i * 31 + 7) & 0xff;
+  const packet = encodeData(payload);
+  const count = Math.floor(TOTAL / packet.byteLength);
+  const bytes = new Uint8Array(count * packet.byteLength + FLUSH.byteLength);
+  for (let i = 0; i < count; i++) bytes.set(packet, i * packet.byteLength);
+  bytes.set(FLUSH, count * packet.byteLength);
+  return { bytes, payloadBytes: count * MAX_PACKET_DATA };
+}
+
+function sidebandStream(): { bytes: Uint8Array; payloadBytes: number } {
+  const data = new Uint8Array(TOTAL);
+  for (let i = 0; i < data.byteLength; i++) data[i] = (i * 13) & 0xff;
+  const frames = muxSideband(1, data);
+  const bytes = new Uint8Array(frames.reduce((n, f) => n + f.byteLength, 0) + FLUSH.byteLength);
+  let at = 0;
+  for (const f of frames) {
+    bytes.set(f, at);
+    at += f.byteLength;
+  }
+  bytes.set(FLUSH, at);
+  return { bytes, payloadBytes: data.byteLength };
+}
+
+function chunksOf(bytes: Uint8Array): Uint8Array[] {
+  const chunks: Uint8Array[] = [];
+  for (let at = 0; at < bytes.byteLength; at += CHUNK) chunks.push(bytes.subarray(at, at + CHUNK));
+  return chunks;
+}
+
+function source(chunks: readonly Uint8Array[]): AsyncIterable<Uint8Array> & { error?: unknown } {
+  return {
+    async *[Symbol.asyncIterator]() {
+      for (const c of chunks) yield c;
+    },
+  };
+}
+
+function check(label: string, got: number, want: number): void {
+  if (got !== want) throw new Error(`${label}: delivered ${got} payload bytes, expected ${want}`);
+}
+
+const iso = loadIsomorphicGit();
+const timings = new Map<string, number[]>();
+
+/** Times each bench iteration itself, so the MB/s figure comes from the very same runs. */
+function timed(name: string, fn: () => Promise<void>): () => Promise<void> {
+  return async () => {
+    const start = performance.now();
+    await fn();
+    const list = timings.get(name) ?? [];
+    list.push(performance.now() - start);
+    timings.set(name, list);
+  };
+}
+
+function median(name: string): number {
+  // the last `iterations` runs: tinybench calls the function for the warmup runs too
+  const list = (timings.get(name) ?? []).slice(-benchOptions.iterations).sort((a, b) => a - b);
+  if (list.length === 0) throw new Error(`no timing for ${name}`);
+  return list[Math.floor(list.length / 2)]!;
+}
+
+const decodeInput = pktlineStream();
+const decodeChunks = chunksOf(decodeInput.bytes);
+const demuxInput = sidebandStream();
+const demuxChunks = chunksOf(demuxInput.bytes);
+
+describe(`pkt-line decode, ${(decodeInput.bytes.byteLength / 2 ** 20).toFixed(0)} MiB in 64 KiB chunks`, () => {
+  bench(
+    'gitport PacketReader',
+    timed('decode:gitport', async () => {
+      const reader = new PacketReader(source(decodeChunks));
+      let bytes = 0;
+      for (;;) {
+        const packet = await reader.read();
+        if (packet === undefined) break;
+        if (packet.kind === 'data') bytes += packet.payload.byteLength;
+      }
+      check('gitport decode', bytes, decodeInput.payloadBytes);
+    }),
+    benchOptions,
+  );
+
+  bench(
+    'isomorphic-git GitPktLine.streamReader',
+    timed('decode:iso', async () => {
+      const input = source(decodeChunks);
+      const read = iso.GitPktLine.streamReader(input);
+      let bytes = 0;
+      for (;;) {
+        const line = await read();
+        if (line === true) break;
+        if (line !== null) bytes += line.byteLength;
+      }
+      if (input.error) throw input.error;
+      check('isomorphic-git decode', bytes, decodeInput.payloadBytes);
+    }),
+    benchOptions,
+  );
+});
+
+describe(`side-band-64k demux, ${(demuxInput.bytes.byteLength / 2 ** 20).toFixed(0)} MiB in 64 KiB chunks`, () => {
+  bench(
+    'gitport demuxSideband',
+    timed('demux:gitport', async () => {
+      let bytes = 0;
+      for await (const data of demuxSideband(new PacketReader(source(demuxChunks)))) bytes += data.byteLength;
+      check('gitport demux', bytes, demuxInput.payloadBytes);
+    }),
+    benchOptions,
+  );
+
+  bench(
+    'isomorphic-git GitSideBand.demux',
+    timed('demux:iso', async () => {
+      const input = source(demuxChunks);
+      const { packfile } = iso.GitSideBand.demux(input);
+      let bytes = 0;
+      for (;;) {
+        const next = await packfile.next();
+        if (next.done) break;
+        bytes += next.value.byteLength;
+      }
+      if (packfile.error) throw packfile.error;
+      check('isomorphic-git demux', bytes, demuxInput.payloadBytes);
+    }),
+    benchOptions,
+  );
+});
+
+afterAll(() => {
+  const note = `${(TOTAL / 2 ** 20).toFixed(0)} MiB stream in 64 KiB chunks${QUICK ? ' (quick)' : ''}; median of the bench runs`;
+  record({
+    id: 'pktline.decode.mbps',
+    value: mbps(decodeInput.bytes.byteLength, median('decode:gitport')),
+    unit: 'MB/s',
+    peer: 'isomorphic-git GitPktLine',
+    peerValue: mbps(decodeInput.bytes.byteLength, median('decode:iso')),
+    better: 'higher',
+    goal: { min: 1000, source: 'issue 2' },
+    note: `65520-byte packets; ${note}`,
+  });
+  record({
+    id: 'pktline.sideband-demux.mbps',
+    value: mbps(demuxInput.bytes.byteLength, median('demux:gitport')),
+    unit: 'MB/s',
+    peer: 'isomorphic-git GitSideBand',
+    peerValue: mbps(demuxInput.bytes.byteLength, median('demux:iso')),
+    better: 'higher',
+    goal: { min: 1000, source: 'issue 2' },
+    note: `65515-byte band-1 frames; ${note}`,
+  });
+});
