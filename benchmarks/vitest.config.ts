@@ -17,6 +17,9 @@ export default defineConfig({
     hookTimeout: 600_000,
     // Figures from bench files running side by side on 2 cores would measure each other.
     fileParallelism: false,
+    // Memory figures call gc() before sampling (process.memoryUsage()).
+    pool: 'forks',
+    execArgv: ['--expose-gc'],
     benchmark: { include: ['benchmarks/**/*.bench.ts'], exclude: ['**/node_modules/**'] },
   },
 });
