@@ -5,6 +5,7 @@
 export { type Commit, type Person, parseCommit, parseCommitLinks, serializeCommit } from './commit.js';
 export { applyDelta, createDelta, DeltaIndex } from './delta.js';
 export { isPackError, PackError } from './errors.js';
+export { type FileHandleLike, type FsLike, FsObjectStore, type FsPromises } from './fs-store.js';
 export { type IndexEntry, PackIndex, readIdx, writeIdx } from './idx.js';
 export {
   assertObjectId,

@@ -20,6 +20,8 @@ export interface ImportOptions {
   fixThin?: boolean;
   limits?: PackLimits;
   signal?: AbortSignal;
+  /** Objects above this size are inflated in pieces (default 8 MiB). */
+  streamThreshold?: number;
   /** Bytes of resolved objects kept for delta resolution (default 64 MiB). */
   cacheBytes?: number;
   onProgress?: (progress: { objects: number; total: number; phase: 'receiving' | 'resolving' }) => void;
@@ -84,6 +86,7 @@ export async function importPack(
     limits: options.limits,
     signal: options.signal,
     keepLarge: !keepPack,
+    ...(options.streamThreshold !== undefined ? { streamThreshold: options.streamThreshold } : {}),
     onBytes: (b) => buffer.append(b),
   });
   const limits = reader.limits;

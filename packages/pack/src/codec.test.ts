@@ -1,0 +1,208 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { parseCommit, serializeCommit } from './commit.js';
+import { applyDelta, createDelta, DeltaIndex } from './delta.js';
+import { PackIndex, readIdx, writeIdx } from './idx.js';
+import { bytesToHex, hashObject } from './object.js';
+import * as webSha1 from './sha1.js';
+import * as nodeSha1 from './sha1.node.js';
+import { parseTag, serializeTag } from './tag.js';
+import { parseTree, serializeTree } from './tree.js';
+import * as webZlib from './zlib.js';
+import * as nodeZlib from './zlib.node.js';
+
+const enc = new TextEncoder();
+
+describe('object ids', () => {
+  it('hashes like git (empty blob, hello)', async () => {
+    expect(await hashObject('blob', new Uint8Array(0))).toBe('e69de29bb2d1d6434b8b29ae775ad8c2e48c5391');
+    expect(await hashObject('blob', enc.encode('hello\n'))).toBe('ce013625030ba8dba906f756967f9e9ca394464a');
+    expect(await hashObject('tree', new Uint8Array(0))).toBe('4b825dc642cb6eb9a060e54bf8d69288fbee4904');
+  });
+
+  it('the JS SHA-1 agrees with node:crypto on random inputs split anywhere', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 3000 }), fc.nat(3000), (data, cut) => {
+        const at = Math.min(cut, data.length);
+        const web = webSha1.createSha1().update(data.subarray(0, at)).update(data.subarray(at)).digest();
+        expect(bytesToHex(web)).toBe(bytesToHex(nodeSha1.sha1(data)));
+      }),
+    );
+  });
+});
+
+describe('zlib implementations', () => {
+  it('pako and node:zlib inflate one stream followed by other bytes, and agree on consumed length', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 5000 }), fc.uint8Array({ maxLength: 50 }), (data, tail) => {
+        for (const z of [webZlib, nodeZlib]) {
+          const packed = z.deflate(data);
+          const input = new Uint8Array(packed.length + tail.length);
+          input.set(packed);
+          input.set(tail, packed.length);
+          const r = (z === webZlib ? nodeZlib : webZlib).inflateOne(input, data.length, true);
+          expect(r.kind).toBe('done');
+          if (r.kind === 'done') {
+            expect(r.consumed).toBe(packed.length);
+            expect(bytesToHex(r.data)).toBe(bytesToHex(data));
+          }
+        }
+      }),
+      { numRuns: 50 },
+    );
+  });
+
+  it('reports need-more on a cut stream and a typed error at the end of input', () => {
+    const data = enc.encode('x'.repeat(1000) + 'y'.repeat(1000));
+    for (const z of [webZlib, nodeZlib]) {
+      const packed = z.deflate(data);
+      const cut = packed.subarray(0, packed.length - 3);
+      expect(z.inflateOne(cut, data.length, false).kind).toBe('need-more');
+      expect(() => z.inflateOne(cut, data.length, true)).toThrow(expect.objectContaining({ code: 'PACK_TRUNCATED' }));
+      expect(() => z.inflateOne(packed, data.length - 1, true)).toThrow(
+        expect.objectContaining({ code: 'PACK_SIZE_MISMATCH' }),
+      );
+      expect(() => z.inflateOne(enc.encode('not zlib at all'), 10, true)).toThrow(
+        expect.objectContaining({ code: 'PACK_CORRUPT_ZLIB' }),
+      );
+    }
+  });
+
+  it('CRC32 agrees between implementations', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 2000 }), (data) => {
+        expect(webZlib.crc32(data)).toBe(nodeZlib.crc32(data));
+      }),
+    );
+    expect(webZlib.crc32(enc.encode('123456789'))).toBe(0xcbf43926);
+  });
+});
+
+describe('deltas', () => {
+  it('round-trip: applyDelta(base, createDelta(base, target)) = target (seeded edits)', () => {
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ minLength: 0, maxLength: 4000 }),
+        fc.array(fc.tuple(fc.nat(4000), fc.nat(200), fc.uint8Array({ maxLength: 100 })), { maxLength: 8 }),
+        (base, edits) => {
+          let target = base;
+          for (const [at, del, ins] of edits) {
+            const p = Math.min(at, target.length);
+            const next = new Uint8Array(target.length - Math.min(del, target.length - p) + ins.length);
+            next.set(target.subarray(0, p));
+            next.set(ins, p);
+            next.set(target.subarray(p + Math.min(del, target.length - p)), p + ins.length);
+            target = next;
+          }
+          const delta = createDelta(base, target)!;
+          expect(bytesToHex(applyDelta(base, delta))).toBe(bytesToHex(target));
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('finds copies: a small edit to a large buffer gives a small delta', () => {
+    const base = new Uint8Array(1 << 20);
+    let s = 7;
+    for (let i = 0; i < base.length; i++) {
+      s = (s * 1103515245 + 12345) >>> 0;
+      base[i] = s >>> 24;
+    }
+    const target = base.slice();
+    target.set(enc.encode('a small edit'), 500_000);
+    const delta = new DeltaIndex(base).createDelta(target)!;
+    expect(delta.length).toBeLessThan(200);
+    expect(bytesToHex(applyDelta(base, delta))).toBe(bytesToHex(target));
+  });
+
+  it('respects maxSize', () => {
+    const a = enc.encode('a'.repeat(100));
+    const b = enc.encode('b'.repeat(100));
+    expect(createDelta(a, b, 20)).toBeUndefined();
+  });
+
+  it('rejects malformed deltas with PACK_BAD_DELTA, never a crash', () => {
+    const base = enc.encode('0123456789abcdef0123456789abcdef');
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 64 }), (delta) => {
+        try {
+          applyDelta(base, delta, 1 << 16);
+        } catch (error) {
+          expect(['PACK_BAD_DELTA', 'PACK_LIMIT_DELTA_SIZE']).toContain((error as { code?: string }).code);
+        }
+      }),
+      { numRuns: 2000 },
+    );
+    expect(() => applyDelta(base, Uint8Array.of(32, 5, 0))).toThrow(
+      expect.objectContaining({ code: 'PACK_BAD_DELTA' }),
+    );
+  });
+});
+
+describe('.idx v2', () => {
+  it('round-trips, including 64-bit offsets', () => {
+    const entries = [
+      { oid: 'ff'.repeat(20), offset: 12, crc32: 1 },
+      { oid: '00'.repeat(20), offset: 0x80000000 + 5, crc32: 0xffffffff },
+      { oid: `12${'ab'.repeat(19)}`, offset: 2 ** 40 + 3, crc32: 42 },
+      { oid: `12${'aa'.repeat(19)}`, offset: 77, crc32: 7 },
+    ];
+    const idx = writeIdx(entries, '3'.repeat(40));
+    const back = readIdx(idx);
+    expect(back).toEqual([...entries].sort((a, b) => (a.oid < b.oid ? -1 : 1)));
+    const index = new PackIndex(idx);
+    expect(index.packHash).toBe('3'.repeat(40));
+    expect(index.find(`12${'aa'.repeat(19)}`)).toBe(1);
+    expect(index.find('11'.repeat(20))).toBe(-1);
+    expect(index.offsetAt(index.find(`12${'ab'.repeat(19)}`))).toBe(2 ** 40 + 3);
+  });
+
+  it('rejects damaged indexes with stable codes', () => {
+    const idx = writeIdx([{ oid: 'ab'.repeat(20), offset: 12, crc32: 0 }], '0'.repeat(40));
+    expect(() => new PackIndex(idx.subarray(0, 100))).toThrow(expect.objectContaining({ code: 'IDX_TRUNCATED' }));
+    const bad = idx.slice();
+    bad[0] = 0;
+    expect(() => new PackIndex(bad)).toThrow(expect.objectContaining({ code: 'IDX_BAD_SIGNATURE' }));
+    const flipped = idx.slice();
+    flipped[8 + 1024] ^= 1;
+    expect(() => readIdx(flipped)).toThrow(expect.objectContaining({ code: 'IDX_BAD_CHECKSUM' }));
+  });
+});
+
+describe('commit, tree, tag', () => {
+  it('round-trip byte for byte', () => {
+    const commit = enc.encode(
+      'tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\n' +
+        'parent ce013625030ba8dba906f756967f9e9ca394464a\n' +
+        'author A U Thor <a@example.com> 1700000000 +0100\n' +
+        'committer C O Mitter <c@example.com> 1700000001 -0000\n' +
+        'gpgsig -----BEGIN PGP SIGNATURE-----\n \n abc\n -----END PGP SIGNATURE-----\n' +
+        '\nmessage\n\nbody\n',
+    );
+    const parsed = parseCommit(commit);
+    expect(parsed.parents).toEqual(['ce013625030ba8dba906f756967f9e9ca394464a']);
+    expect(parsed.committer.timezone).toBe('-0000');
+    expect(parsed.extraHeaders[0]?.[0]).toBe('gpgsig');
+    expect(new TextDecoder().decode(serializeCommit(parsed))).toBe(new TextDecoder().decode(commit));
+
+    const tag = enc.encode(
+      'object ce013625030ba8dba906f756967f9e9ca394464a\ntype blob\ntag v1\ntagger T <t@x> 1 +0000\n\nhi\n',
+    );
+    expect(serializeTag(parseTag(tag))).toEqual(tag);
+
+    const tree = serializeTree([
+      { mode: '100644', name: 'b', oid: 'ce013625030ba8dba906f756967f9e9ca394464a', type: 'blob' },
+      { mode: '40000', name: 'a', oid: '4b825dc642cb6eb9a060e54bf8d69288fbee4904', type: 'tree' },
+      { mode: '100644', name: 'a.txt', oid: 'ce013625030ba8dba906f756967f9e9ca394464a', type: 'blob' },
+    ]);
+    expect(parseTree(tree).map((e) => e.name)).toEqual(['a.txt', 'a', 'b']);
+    expect(serializeTree(parseTree(tree))).toEqual(tree);
+  });
+
+  it('typed errors for malformed objects', () => {
+    expect(() => parseCommit(enc.encode('nonsense'))).toThrow(expect.objectContaining({ code: 'PARSE_COMMIT' }));
+    expect(() => parseTree(enc.encode('100644 name'))).toThrow(expect.objectContaining({ code: 'PARSE_TREE' }));
+    expect(() => parseTag(enc.encode('object x\n\n'))).toThrow(expect.objectContaining({ code: 'PARSE_TAG' }));
+  });
+});

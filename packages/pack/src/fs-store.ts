@@ -1,0 +1,461 @@
+/**
+ * An object store over a standard `.git/objects` directory (gitrepository-layout):
+ *
+ *   objects/xx/yyyy…            loose objects: zlib("<type> <size>\0<data>")
+ *   objects/pack/pack-H.pack    packs, each with its pack-H.idx (version 2)
+ *
+ * The fs is injected in the shape isomorphic-git uses (Node's `fs.promises`, lightning-fs,
+ * OPFS adapters). When it has `open()` with positional `read()` (Node's FileHandle), packs are
+ * read at offsets; otherwise a pack is read whole once. New packs are written `.pack` first,
+ * then `.idx`, each through a temporary file and a rename, as git does; loose objects likewise.
+ */
+import { deflate, inflateAll, inflateOne } from '#zlib';
+import { applyDelta } from './delta.js';
+import { PackError } from './errors.js';
+import { PackIndex, writeIdx } from './idx.js';
+import {
+  bytesToHex,
+  CODE_TYPES,
+  type GitObject,
+  hashObjectSync,
+  isObjectId,
+  isObjectType,
+  type ObjectId,
+  type ObjectType,
+  objectHeader,
+} from './object.js';
+import type { ObjectStore, PackFile, RawEntry } from './store.js';
+
+export interface FileHandleLike {
+  read(buffer: Uint8Array, offset: number, length: number, position: number): Promise<{ bytesRead: number } | number>;
+  close(): Promise<void>;
+}
+
+/** The promise-style fs this store needs (a subset of Node's `fs.promises` and lightning-fs). */
+export interface FsPromises {
+  readFile(path: string, options?: unknown): Promise<Uint8Array | string>;
+  writeFile(path: string, data: Uint8Array, options?: unknown): Promise<void>;
+  mkdir(path: string, options?: unknown): Promise<unknown>;
+  readdir(path: string): Promise<string[]>;
+  stat(path: string): Promise<{ size: number }>;
+  rename(from: string, to: string): Promise<void>;
+  unlink(path: string): Promise<void>;
+  /** Optional positional reads (Node's `open` + FileHandle.read). */
+  open?(path: string, flags: string): Promise<FileHandleLike>;
+}
+
+export type FsLike = FsPromises | { promises: FsPromises };
+
+interface LoadedPack {
+  name: string;
+  index: PackIndex;
+  /** Sorted entry offsets (for entry ends) and the idx position of each. */
+  offsets: Float64Array;
+  positions: Uint32Array;
+  size: number;
+  handle?: FileHandleLike;
+  bytes?: Uint8Array;
+}
+
+interface EntryInfo {
+  /** 1-4 whole, 6 ofs, 7 ref. */
+  code: number;
+  size: number;
+  dataOffset: number;
+  end: number;
+  baseOffset?: number;
+  baseOid?: ObjectId;
+}
+
+function isEnoent(error: unknown): boolean {
+  const code = (error as { code?: unknown })?.code;
+  return code === 'ENOENT' || code === 'ENOTDIR';
+}
+
+function isEexist(error: unknown): boolean {
+  return (error as { code?: unknown })?.code === 'EEXIST';
+}
+
+function toBytes(data: Uint8Array | string): Uint8Array {
+  return typeof data === 'string' ? new TextEncoder().encode(data) : data;
+}
+
+let tmpCounter = 0;
+
+export class FsObjectStore implements ObjectStore {
+  readonly gitDir: string;
+  readonly #fs: FsPromises;
+  #packs: LoadedPack[] = [];
+  #packNames = new Set<string>();
+  #scanned = false;
+  #scanning: Promise<void> | undefined;
+  readonly #cache = new Map<string, GitObject>();
+  #cacheBytes = 0;
+  readonly #cacheLimit: number;
+
+  constructor(fs: FsLike, gitDir: string, options: { cacheBytes?: number } = {}) {
+    this.#fs = 'promises' in fs ? fs.promises : fs;
+    this.gitDir = gitDir.replace(/\/+$/, '');
+    this.#cacheLimit = options.cacheBytes ?? 32 * 2 ** 20;
+  }
+
+  get #objects(): string {
+    return `${this.gitDir}/objects`;
+  }
+
+  #loosePath(oid: ObjectId): string {
+    return `${this.#objects}/${oid.slice(0, 2)}/${oid.slice(2)}`;
+  }
+
+  /** Re-reads the pack directory (packs added by others, e.g. real git). */
+  async refresh(): Promise<void> {
+    if (this.#scanning) return this.#scanning;
+    this.#scanning = this.#scan().finally(() => {
+      this.#scanning = undefined;
+    });
+    return this.#scanning;
+  }
+
+  async #scan(): Promise<void> {
+    let names: string[];
+    try {
+      names = await this.#fs.readdir(`${this.#objects}/pack`);
+    } catch (error) {
+      if (isEnoent(error)) names = [];
+      else throw new PackError('STORE_IO', 'cannot list packs', { cause: error });
+    }
+    const present = new Set(names);
+    for (const n of names) {
+      if (!n.startsWith('pack-') || !n.endsWith('.idx')) continue;
+      const base = n.slice(0, -4);
+      if (this.#packNames.has(base) || !present.has(`${base}.pack`)) continue;
+      await this.#loadPack(base);
+    }
+    this.#scanned = true;
+  }
+
+  async #loadPack(base: string): Promise<LoadedPack> {
+    const dir = `${this.#objects}/pack`;
+    const index = new PackIndex(toBytes(await this.#fs.readFile(`${dir}/${base}.idx`)), { verify: true });
+    const st = await this.#fs.stat(`${dir}/${base}.pack`);
+    const order = new Uint32Array(index.count);
+    const offs = new Float64Array(index.count);
+    for (let i = 0; i < index.count; i++) {
+      order[i] = i;
+      offs[i] = index.offsetAt(i);
+    }
+    order.sort((a, b) => offs[a]! - offs[b]!);
+    const sorted = new Float64Array(index.count);
+    for (let i = 0; i < index.count; i++) sorted[i] = offs[order[i]!]!;
+    const pack: LoadedPack = { name: base, index, offsets: sorted, positions: order, size: st.size };
+    this.#packs.push(pack);
+    this.#packNames.add(base);
+    return pack;
+  }
+
+  async #ensureScanned(): Promise<void> {
+    if (!this.#scanned) await this.refresh();
+  }
+
+  async #readAt(pack: LoadedPack, position: number, length: number): Promise<Uint8Array> {
+    if (position < 0 || position + length > pack.size) {
+      throw new PackError('OBJECT_CORRUPT', `read outside ${pack.name}.pack`);
+    }
+    if (!pack.bytes && !pack.handle && this.#fs.open) {
+      pack.handle = await this.#fs.open(`${this.#objects}/pack/${pack.name}.pack`, 'r');
+    }
+    if (pack.handle) {
+      const out = new Uint8Array(length);
+      let got = 0;
+      while (got < length) {
+        const r = await pack.handle.read(out, got, length - got, position + got);
+        const n = typeof r === 'number' ? r : r.bytesRead;
+        if (n <= 0) throw new PackError('OBJECT_CORRUPT', `${pack.name}.pack is shorter than its index says`);
+        got += n;
+      }
+      return out;
+    }
+    if (!pack.bytes) pack.bytes = toBytes(await this.#fs.readFile(`${this.#objects}/pack/${pack.name}.pack`));
+    return pack.bytes.subarray(position, position + length);
+  }
+
+  #entryEnd(pack: LoadedPack, offset: number): number {
+    const o = pack.offsets;
+    let lo = 0;
+    let hi = o.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (o[mid]! <= offset) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo < o.length ? o[lo]! : pack.size - 20;
+  }
+
+  async #entry(pack: LoadedPack, offset: number): Promise<EntryInfo> {
+    const end = this.#entryEnd(pack, offset);
+    const head = await this.#readAt(pack, offset, Math.min(32, end - offset));
+    let p = 0;
+    let c = head[p++]!;
+    const code = (c >> 4) & 7;
+    let size = c & 15;
+    let shift = 4;
+    while (c & 0x80) {
+      if (p >= head.length) throw new PackError('OBJECT_CORRUPT', 'bad entry header');
+      c = head[p++]!;
+      size += (c & 0x7f) * 2 ** shift;
+      shift += 7;
+    }
+    const info: EntryInfo = { code, size, dataOffset: 0, end };
+    if (code === 6) {
+      c = head[p++]!;
+      let rel = c & 0x7f;
+      while (c & 0x80) {
+        if (p >= head.length) throw new PackError('OBJECT_CORRUPT', 'bad delta offset');
+        c = head[p++]!;
+        rel = (rel + 1) * 128 + (c & 0x7f);
+      }
+      info.baseOffset = offset - rel;
+    } else if (code === 7) {
+      if (p + 20 > head.length) throw new PackError('OBJECT_CORRUPT', 'bad delta base id');
+      info.baseOid = bytesToHex(head, p, p + 20);
+      p += 20;
+    } else if (!CODE_TYPES[code]) {
+      throw new PackError('OBJECT_CORRUPT', `bad entry type ${code} in ${pack.name}.pack`);
+    }
+    info.dataOffset = offset + p;
+    return info;
+  }
+
+  async #inflateEntry(pack: LoadedPack, info: EntryInfo): Promise<Uint8Array> {
+    const compressed = await this.#readAt(pack, info.dataOffset, info.end - info.dataOffset);
+    const r = inflateOne(compressed, info.size, true);
+    if (r.kind !== 'done') throw new PackError('OBJECT_CORRUPT', 'truncated entry');
+    return r.data;
+  }
+
+  #oidAtOffset(pack: LoadedPack, offset: number): ObjectId {
+    const o = pack.offsets;
+    let lo = 0;
+    let hi = o.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      if (o[mid] === offset) return pack.index.oidAt(pack.positions[mid]!);
+      if (o[mid]! < offset) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    throw new PackError('OBJECT_CORRUPT', `no entry at offset ${offset} in ${pack.name}.pack`);
+  }
+
+  #find(oid: ObjectId): { pack: LoadedPack; offset: number } | undefined {
+    for (const pack of this.#packs) {
+      const i = pack.index.find(oid);
+      if (i >= 0) return { pack, offset: pack.index.offsetAt(i) };
+    }
+    return undefined;
+  }
+
+  async #locate(oid: ObjectId): Promise<{ pack: LoadedPack; offset: number } | undefined> {
+    await this.#ensureScanned();
+    return this.#find(oid);
+  }
+
+  #remember(oid: ObjectId, obj: GitObject): void {
+    if (obj.data.length > this.#cacheLimit / 8) return;
+    this.#cache.set(oid, obj);
+    this.#cacheBytes += obj.data.length;
+    while (this.#cacheBytes > this.#cacheLimit) {
+      const [k, v] = this.#cache.entries().next().value!;
+      this.#cache.delete(k);
+      this.#cacheBytes -= v.data.length;
+    }
+  }
+
+  async #readPacked(oid: ObjectId, pack: LoadedPack, offset: number): Promise<GitObject> {
+    // walk the chain down to a whole (or cached) object, then apply the deltas upward
+    const chain: { info: EntryInfo; pack: LoadedPack; oid: ObjectId }[] = [];
+    let cur = { pack, offset, oid };
+    let base: GitObject | undefined;
+    for (let guard = 0; ; guard++) {
+      if (guard > 100_000) throw new PackError('OBJECT_CORRUPT', 'delta chain too long or cyclic');
+      const info = await this.#entry(cur.pack, cur.offset);
+      if (info.code >= 1 && info.code <= 4) {
+        base = { type: CODE_TYPES[info.code]!, data: await this.#inflateEntry(cur.pack, info) };
+        if (chain.length > 0) this.#remember(cur.oid, base);
+        break;
+      }
+      chain.push({ info, pack: cur.pack, oid: cur.oid });
+      const baseOid = info.code === 6 ? this.#oidAtOffset(cur.pack, info.baseOffset!) : info.baseOid!;
+      const hit = this.#cache.get(baseOid);
+      if (hit) {
+        base = hit;
+        break;
+      }
+      if (info.code === 6) {
+        cur = { pack: cur.pack, offset: info.baseOffset!, oid: baseOid };
+      } else {
+        const loc = await this.#locate(baseOid);
+        if (!loc) {
+          base = await this.read(baseOid);
+          if (!base) throw new PackError('OBJECT_NOT_FOUND', `delta base ${baseOid} is missing`);
+          break;
+        }
+        cur = { pack: loc.pack, offset: loc.offset, oid: baseOid };
+      }
+    }
+    let result = base;
+    for (let k = chain.length - 1; k >= 0; k--) {
+      const { info, pack: p, oid: o } = chain[k]!;
+      const delta = await this.#inflateEntry(p, info);
+      result = { type: result.type, data: applyDelta(result.data, delta) };
+      if (k > 0) this.#remember(o, result);
+    }
+    return result;
+  }
+
+  async has(oid: ObjectId): Promise<boolean> {
+    if (!isObjectId(oid)) return false;
+    if (this.#cache.has(oid) || (await this.#locate(oid))) return true;
+    try {
+      await this.#fs.stat(this.#loosePath(oid));
+      return true;
+    } catch (error) {
+      if (!isEnoent(error)) throw new PackError('STORE_IO', `cannot stat object ${oid}`, { cause: error });
+    }
+    await this.refresh();
+    return this.#find(oid) !== undefined;
+  }
+
+  async read(oid: ObjectId): Promise<GitObject | undefined> {
+    if (!isObjectId(oid)) return undefined;
+    const hit = this.#cache.get(oid);
+    if (hit) return hit;
+    let loc = await this.#locate(oid);
+    let obj: GitObject | undefined;
+    if (!loc) {
+      obj = await this.#readLoose(oid);
+      if (!obj) {
+        await this.refresh();
+        loc = this.#find(oid);
+      }
+    }
+    if (loc) obj = await this.#readPacked(oid, loc.pack, loc.offset);
+    if (obj) this.#remember(oid, obj);
+    return obj;
+  }
+
+  async #readLoose(oid: ObjectId): Promise<GitObject | undefined> {
+    let file: Uint8Array;
+    try {
+      file = toBytes(await this.#fs.readFile(this.#loosePath(oid)));
+    } catch (error) {
+      if (isEnoent(error)) return undefined;
+      throw new PackError('STORE_IO', `cannot read object ${oid}`, { cause: error });
+    }
+    const raw = inflateAll(file, 2 ** 31);
+    const nul = raw.indexOf(0);
+    const header = new TextDecoder().decode(raw.subarray(0, nul < 0 ? 0 : nul));
+    const m = /^(commit|tree|blob|tag) (\d+)$/.exec(header);
+    if (!m || Number(m[2]) !== raw.length - nul - 1) {
+      throw new PackError('OBJECT_CORRUPT', `loose object ${oid} has a bad header`);
+    }
+    return { type: m[1] as ObjectType, data: raw.subarray(nul + 1) };
+  }
+
+  async readHeader(oid: ObjectId): Promise<{ type: ObjectType; size: number } | undefined> {
+    const loc = await this.#locate(oid);
+    if (loc) {
+      const info = await this.#entry(loc.pack, loc.offset);
+      if (info.code <= 4) return { type: CODE_TYPES[info.code]!, size: info.size };
+    }
+    const obj = await this.read(oid);
+    return obj && { type: obj.type, size: obj.data.length };
+  }
+
+  async readRaw(oid: ObjectId): Promise<RawEntry | undefined> {
+    const loc = await this.#locate(oid);
+    if (!loc) return undefined;
+    const info = await this.#entry(loc.pack, loc.offset);
+    const compressed = await this.#readAt(loc.pack, info.dataOffset, info.end - info.dataOffset);
+    if (info.code <= 4) return { kind: 'whole', type: CODE_TYPES[info.code]!, size: info.size, compressed };
+    const base = info.code === 6 ? this.#oidAtOffset(loc.pack, info.baseOffset!) : info.baseOid!;
+    return { kind: 'delta', base, size: info.size, compressed };
+  }
+
+  async write(type: ObjectType, data: Uint8Array): Promise<ObjectId> {
+    if (!isObjectType(type)) throw new PackError('OBJECT_BAD_TYPE', `bad object type ${String(type)}`);
+    const oid = hashObjectSync(type, data);
+    await this.#writeLoose(oid, type, data);
+    return oid;
+  }
+
+  async writeHashed(objects: readonly { oid: ObjectId; type: ObjectType; data: Uint8Array }[]): Promise<void> {
+    for (const o of objects) await this.#writeLoose(o.oid, o.type, o.data);
+  }
+
+  async #writeLoose(oid: ObjectId, type: ObjectType, data: Uint8Array): Promise<void> {
+    if (await this.has(oid)) return;
+    const header = objectHeader(type, data.length);
+    const raw = new Uint8Array(header.length + data.length);
+    raw.set(header);
+    raw.set(data, header.length);
+    const dir = `${this.#objects}/${oid.slice(0, 2)}`;
+    await this.#mkdir(dir);
+    await this.#atomicWrite(this.#loosePath(oid), deflate(raw, 1), dir);
+  }
+
+  async #mkdir(path: string): Promise<void> {
+    try {
+      await this.#fs.mkdir(path, { recursive: true });
+    } catch (error) {
+      if (!isEexist(error)) throw new PackError('STORE_IO', `cannot create ${path}`, { cause: error });
+    }
+  }
+
+  async #atomicWrite(path: string, data: Uint8Array | readonly Uint8Array[], dir: string): Promise<void> {
+    const tmp = `${dir}/tmp_obj_${Date.now().toString(36)}_${(tmpCounter++).toString(36)}`;
+    const bytes = data instanceof Uint8Array ? data : concat(data);
+    try {
+      await this.#fs.writeFile(tmp, bytes);
+      await this.#fs.rename(tmp, path);
+    } catch (error) {
+      await this.#fs.unlink(tmp).catch(() => undefined);
+      throw new PackError('STORE_IO', `cannot write ${path}`, { cause: error });
+    }
+  }
+
+  async writePack(pack: PackFile): Promise<void> {
+    await this.#ensureScanned();
+    const base = `pack-${pack.hash}`;
+    if (this.#packNames.has(base)) return;
+    const dir = `${this.#objects}/pack`;
+    await this.#mkdir(dir);
+    await this.#atomicWrite(`${dir}/${base}.pack`, pack.chunks, dir);
+    await this.#atomicWrite(`${dir}/${base}.idx`, writeIdx(pack.entries, pack.hash), dir);
+    await this.#loadPack(base);
+  }
+
+  /** Closes open pack files. */
+  async close(): Promise<void> {
+    for (const p of this.#packs) {
+      const h = p.handle;
+      p.handle = undefined;
+      await h?.close();
+    }
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+}
+
+function concat(chunks: readonly Uint8Array[]): Uint8Array {
+  let total = 0;
+  for (const c of chunks) total += c.length;
+  const out = new Uint8Array(total);
+  let o = 0;
+  for (const c of chunks) {
+    out.set(c, o);
+    o += c.length;
+  }
+  return out;
+}

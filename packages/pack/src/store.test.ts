@@ -1,0 +1,172 @@
+/**
+ * The ObjectStore conformance suite, run against every store: the memory store, the .git/objects
+ * store over Node's fs (positional reads), and over a minimal in-memory fs without `open`
+ * (whole-file reads, the path browser filesystems take).
+ */
+import * as nodeFs from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { FsObjectStore, type FsPromises } from './fs-store.js';
+import { bytesToHex, hashObject } from './object.js';
+import { importPack } from './pack-import.js';
+import { createPack, packObjects } from './pack-writer.js';
+import { MemoryObjectStore, type ObjectStore } from './store.js';
+import { serializeTree } from './tree.js';
+
+const enc = new TextEncoder();
+
+/** A tiny promise fs in memory, without `open` (whole-file reads). */
+function memoryFs(): FsPromises {
+  const files = new Map<string, Uint8Array>();
+  const dirs = new Set<string>(['/']);
+  const err = (code: string, path: string) => Object.assign(new Error(`${code}: ${path}`), { code });
+  const parent = (p: string) => p.slice(0, p.lastIndexOf('/')) || '/';
+  return {
+    async readFile(path) {
+      const f = files.get(path);
+      if (!f) throw err('ENOENT', path);
+      return f.slice();
+    },
+    async writeFile(path, data) {
+      if (!dirs.has(parent(path))) throw err('ENOENT', path);
+      files.set(path, data.slice());
+    },
+    async mkdir(path) {
+      const parts = path.split('/').filter(Boolean);
+      let cur = '';
+      for (const p of parts) {
+        cur += `/${p}`;
+        dirs.add(cur);
+      }
+    },
+    async readdir(path) {
+      if (!dirs.has(path)) throw err('ENOENT', path);
+      const out = new Set<string>();
+      for (const k of [...files.keys(), ...dirs])
+        if (parent(k) === path && k !== path) out.add(k.slice(path.length + 1));
+      return [...out];
+    },
+    async stat(path) {
+      const f = files.get(path);
+      if (f) return { size: f.length };
+      if (dirs.has(path)) return { size: 0 };
+      throw err('ENOENT', path);
+    },
+    async rename(from, to) {
+      const f = files.get(from);
+      if (!f) throw err('ENOENT', from);
+      files.delete(from);
+      files.set(to, f);
+    },
+    async unlink(path) {
+      if (!files.delete(path)) throw err('ENOENT', path);
+    },
+  };
+}
+
+const temps: string[] = [];
+afterAll(async () => {
+  for (const t of temps) await rm(t, { recursive: true, force: true });
+});
+
+const stores: [string, () => Promise<ObjectStore & { close?: () => Promise<void> }>][] = [
+  ['MemoryObjectStore', async () => new MemoryObjectStore()],
+  [
+    'FsObjectStore (node:fs, positional reads)',
+    async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'gitport-store-'));
+      temps.push(dir);
+      return new FsObjectStore(nodeFs, dir);
+    },
+  ],
+  ['FsObjectStore (whole-file fs)', async () => new FsObjectStore(memoryFs(), '/repo.git')],
+];
+
+function seededBlob(seed: number, size: number): Uint8Array {
+  const out = new Uint8Array(size);
+  let s = seed >>> 0;
+  for (let i = 0; i < size; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    out[i] = 97 + ((s >>> 24) % 26);
+  }
+  return out;
+}
+
+async function collect(it: AsyncIterable<Uint8Array>): Promise<Uint8Array[]> {
+  const out: Uint8Array[] = [];
+  for await (const c of it) out.push(c);
+  return out;
+}
+
+describe.each(stores)('ObjectStore conformance: %s', (_name, make) => {
+  it('write, has, read, readHeader; ids match hashObject; missing is undefined', async () => {
+    const store = await make();
+    const data = enc.encode('hello\n');
+    const oid = await store.write('blob', data);
+    expect(oid).toBe(await hashObject('blob', data));
+    expect(await store.has(oid)).toBe(true);
+    expect(await store.read(oid)).toEqual({ type: 'blob', data });
+    expect(await store.readHeader?.(oid)).toEqual({ type: 'blob', size: 6 });
+    expect(await store.write('blob', data)).toBe(oid);
+    const missing = 'ab'.repeat(20);
+    expect(await store.has(missing)).toBe(false);
+    expect(await store.read(missing)).toBeUndefined();
+    expect(await store.has('not an id')).toBe(false);
+    await store.close?.();
+  });
+
+  it('imports packs (with deltas) and serves every object back; createPack round-trips', async () => {
+    const source = new MemoryObjectStore();
+    const blobs: string[] = [];
+    let base = seededBlob(1, 20_000);
+    for (let i = 0; i < 12; i++) {
+      const next = base.slice();
+      next.set(enc.encode(`edit ${i}`), (i * 1543) % 19_000);
+      base = next;
+      blobs.push(await source.write('blob', next));
+    }
+    const tree = await source.write(
+      'tree',
+      serializeTree(blobs.map((oid, i) => ({ mode: '100644', name: `f${i}`, oid, type: 'blob' as const }))),
+    );
+    const commit = await source.write(
+      'commit',
+      enc.encode(`tree ${tree}\nauthor a <a@b> 1 +0000\ncommitter a <a@b> 1 +0000\n\nm\n`),
+    );
+    const pack = await collect(createPack(source, { wants: [commit] }));
+    const store = await make();
+    const result = await importPack(store, pack);
+    expect(new Set(result.objects)).toEqual(new Set([commit, tree, ...blobs]));
+    for (const oid of [commit, tree, ...blobs]) {
+      const a = await source.read(oid);
+      const b = await store.read(oid);
+      expect(b?.type).toBe(a?.type);
+      expect(bytesToHex(b!.data)).toBe(bytesToHex(a!.data));
+    }
+    // and out again, reusing whatever the store keeps
+    const again = await collect(packObjects(store, [commit, tree, ...blobs]));
+    const third = new MemoryObjectStore();
+    const r2 = await importPack(third, again);
+    expect(new Set(r2.objects)).toEqual(new Set(result.objects));
+    await store.close?.();
+  });
+
+  it('a pack that fails verification leaves nothing behind', async () => {
+    const source = new MemoryObjectStore();
+    const oid = await source.write('blob', enc.encode('only in the bad pack'));
+    const pack = await collect(packObjects(source, [oid]));
+    const bytes = new Uint8Array(pack.reduce((n, c) => n + c.length, 0));
+    let o = 0;
+    for (const c of pack) {
+      bytes.set(c, o);
+      o += c.length;
+    }
+    bytes[bytes.length - 1]! ^= 0xff;
+    const store = await make();
+    await expect(importPack(store, [bytes])).rejects.toMatchObject({ code: 'PACK_BAD_CHECKSUM' });
+    expect(await store.has(oid)).toBe(false);
+    await store.close?.();
+  });
+});
