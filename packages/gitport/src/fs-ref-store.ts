@@ -104,14 +104,17 @@ export class FsRefStore implements RefStore {
     return refs;
   }
 
-  async #readLoose(name: string): Promise<RefValue | undefined> {
+  async #readLoose(name: string): Promise<RefValue | undefined>;
+  async #readLoose(name: string, reportDirectory: true): Promise<RefValue | undefined | 'dir'>;
+  async #readLoose(name: string, reportDirectory = false): Promise<RefValue | undefined | 'dir'> {
     const path = this.#path(name);
     let bytes: Uint8Array | undefined;
     try {
       bytes = await this.fs.read(path);
     } catch (error) {
       // A directory in the way (refs/heads when asking for a one-level name) reads as missing.
-      if (errorCode((error as { cause?: unknown }).cause) === 'EISDIR') return undefined;
+      const code = errorCode((error as { cause?: unknown }).cause);
+      if (code === 'EISDIR' || code === 'TypeMismatchError') return reportDirectory ? 'dir' : undefined;
       throw error;
     }
     if (bytes === undefined) return undefined;
@@ -121,11 +124,11 @@ export class FsRefStore implements RefStore {
     throw new GitportError('REF_CORRUPT', `ref ${name} holds ${JSON.stringify(text.slice(0, 80))}`);
   }
 
-  async read(name: string): Promise<RefValue> {
+  async read(name: string, packedRefs?: Map<string, { oid: ObjectId }>): Promise<RefValue> {
     if (!isValidRefName(name, { allowOneLevel: true })) return { kind: 'missing' };
     const loose = await this.#readLoose(name);
     if (loose) return loose;
-    const packed = (await this.packedRefs()).get(name);
+    const packed = (packedRefs ?? (await this.packedRefs())).get(name);
     return packed ? { kind: 'direct', oid: packed.oid } : { kind: 'missing' };
   }
 
@@ -159,14 +162,18 @@ export class FsRefStore implements RefStore {
       const name = `${dir}/${entry}`;
       if (entry.endsWith('.lock') || entry.startsWith('.')) continue;
       if (!name.startsWith(prefix) && !prefix.startsWith(`${name}/`)) continue;
-      const st = await this.fs.stat(this.#path(name));
-      if (!st) continue;
-      if (st.isDirectory()) {
-        await this.#walk(name, prefix, into);
+      // Read first (one call per ref); a directory reads as EISDIR and is walked.
+      let value: RefValue | undefined | 'dir';
+      try {
+        value = isValidRefName(name) ? await this.#readLoose(name, true) : 'dir';
+      } catch (error) {
+        if ((error as { code?: string }).code !== 'REF_CORRUPT') throw error;
         continue;
       }
-      if (!isValidRefName(name)) continue;
-      const value = await this.#readLoose(name);
+      if (value === 'dir') {
+        if ((await this.fs.stat(this.#path(name)))?.isDirectory()) await this.#walk(name, prefix, into);
+        continue;
+      }
       if (value?.kind === 'direct') into.set(name, value.oid);
     }
   }
@@ -201,6 +208,7 @@ export class FsRefStore implements RefStore {
     const results: RefUpdateResult[] = new Array(updates.length);
     const locked: number[] = [];
     const seen = new Set<string>();
+    let packed: Map<string, { oid: ObjectId }> | undefined;
     try {
       for (let i = 0; i < updates.length; i++) {
         const update = updates[i]!;
@@ -210,13 +218,14 @@ export class FsRefStore implements RefStore {
           continue;
         }
         locked.push(i);
-        const current = await this.read(update.name);
+        packed ??= await this.packedRefs();
+        const current = await this.read(update.name, packed);
         const value = current.kind === 'direct' ? current.oid : null;
         if (current.kind === 'symbolic') {
           results[i] = reject(update.name, 'symbolic', 'cannot update a symbolic ref directly');
         } else if (update.old !== undefined && update.old !== value) {
           results[i] = reject(update.name, 'stale', 'incorrect old value provided');
-        } else if (value === null && update.new !== null && (await this.#conflicts(update.name))) {
+        } else if (value === null && update.new !== null && (await this.#conflicts(update.name, packed))) {
           results[i] = reject(update.name, 'invalid-name', 'a ref with a conflicting name exists (directory/file)');
         } else {
           results[i] = { name: update.name, status: 'ok', old: value, new: update.new };
@@ -274,10 +283,9 @@ export class FsRefStore implements RefStore {
   }
 
   /** Whether creating `name` would clash with an existing ref `name/...` or a prefix of it. */
-  async #conflicts(name: string): Promise<boolean> {
+  async #conflicts(name: string, packed: Map<string, { oid: ObjectId }>): Promise<boolean> {
     const st = await this.fs.stat(this.#path(name));
     if (st?.isDirectory()) return true;
-    const packed = await this.packedRefs();
     for (const other of packed.keys()) {
       if (other.startsWith(`${name}/`) || name.startsWith(`${other}/`)) return true;
     }

@@ -82,8 +82,9 @@ const decoder = new TextDecoder();
 
 function toBytes(data: Uint8Array | string): Uint8Array {
   if (typeof data === 'string') return encoder.encode(data);
-  // Node returns a Buffer (a Uint8Array subclass); present a plain view of the same bytes.
-  return data.constructor === Uint8Array ? data : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  // Node returns a Buffer (a Uint8Array subclass), lightning-fs a Uint8Array with its own
+  // toString: present a plain view of the same bytes (no copy).
+  return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
 }
 
 interface WebLocks {
@@ -145,7 +146,15 @@ export class GitFs {
 
   async read(path: string): Promise<Uint8Array | undefined> {
     try {
-      return toBytes(await this.raw.readFile(path));
+      const data = await this.raw.readFile(path);
+      if (data === undefined || data === null) {
+        // lightning-fs answers a read of a directory with undefined.
+        if ((await this.stat(path))?.isDirectory()) {
+          throw Object.assign(new Error(`EISDIR: ${path}`), { code: 'EISDIR' });
+        }
+        return undefined;
+      }
+      return toBytes(data);
     } catch (error) {
       if (isMissing(error)) return undefined;
       throw new GitportError('FS_READ_FAILED', `cannot read ${path}`, { cause: error });
