@@ -41,7 +41,7 @@ export async function* limitBody(
   let total = 0;
   try {
     for (;;) {
-      signal.throwIfAborted();
+      if (signal.aborted) throw abortError(signal);
       const step = await withIdle(it.next(), limits.idleMs, signal);
       if (step.done) return;
       total += step.value.byteLength;
@@ -57,17 +57,29 @@ export async function* limitBody(
       yield step.value;
     }
   } finally {
-    await it.return?.();
+    // not awaited: a generator with a next() still pending (a stalled client) would never return
+    void it.return?.()?.catch(() => {});
   }
 }
 
+function abortError(signal: AbortSignal): unknown {
+  const reason: unknown = signal.reason;
+  if (
+    typeof reason === 'object' &&
+    reason !== null &&
+    String((reason as { code?: unknown }).code).startsWith('GATEWAY_')
+  ) {
+    return reason;
+  }
+  return new GatewayError('GATEWAY_ABORTED', 'request aborted', { status: 499, cause: reason });
+}
+
 function withIdle<T>(promise: Promise<T>, idleMs: number, signal: AbortSignal): Promise<T> {
-  if (idleMs <= 0 && !signal) return promise;
   return new Promise<T>((resolve, reject) => {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const onAbort = () => {
       cleanup();
-      reject(new GatewayError('GATEWAY_ABORTED', 'request aborted', { status: 499, cause: signal.reason }));
+      reject(abortError(signal));
     };
     const cleanup = () => {
       if (timer !== undefined) clearTimeout(timer);
@@ -110,8 +122,8 @@ export async function* gunzipBody(
         if (step.done) controller.close();
         else controller.enqueue(step.value);
       },
-      async cancel() {
-        await input.return?.();
+      cancel() {
+        void input.return?.()?.catch(() => {});
       },
     },
     { highWaterMark: 0 },
@@ -200,7 +212,7 @@ export async function peek(
         yield step.value;
       }
     } finally {
-      await it.return?.();
+      void it.return?.()?.catch(() => {});
     }
   }
   return { head, ended, body: body() };

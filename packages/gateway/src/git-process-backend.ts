@@ -108,14 +108,19 @@ export function createGitProcessBackend(options: GitProcessBackendOptions): GitB
     }
     async function* output(): AsyncGenerator<Uint8Array> {
       let complete = false;
+      let wrote = false;
       try {
         for await (const chunk of child.stdout as AsyncIterable<Buffer>) {
+          wrote = true;
           yield new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
         }
         const result = await done;
-        if (result.code !== 0) {
-          throw new GatewayError('GATEWAY_BACKEND_FAILED', `git ${args[0]} failed: ${result.stderr.trim()}`, {
-            status: 500,
+        // after output, git has said what went wrong itself (ERR packets, report-status): end normally
+        if (result.code !== 0 && !(wrote && !signal.aborted)) {
+          // git refuses what it cannot parse: before any output, that is the request's fault
+          throw new GatewayError('GATEWAY_BACKEND_FAILED', 'the git service refused the request', {
+            status: 400,
+            cause: new Error(result.stderr.trim()),
           });
         }
         complete = true;

@@ -373,13 +373,19 @@ export function createGateway(options: GatewayOptions): Gateway {
         }
         body = peeked.body;
       }
-      const output = await backend.rpc(repo, service, body, {
-        protocol: protocolOf(request, service),
-        signal: controller.signal,
-      });
-      // wait for the first byte so a failure before it still gets a proper status
-      const first = await peek(output, 1);
-      return rpcReply(service, { kind: 'stream', chunks: guard(first.body, release, controller) });
+      const tracked = trackErrors(body);
+      try {
+        const output = await backend.rpc(repo, service, tracked.body, {
+          protocol: protocolOf(request, service),
+          signal: controller.signal,
+        });
+        // wait for the first byte so a failure before it still gets a proper status
+        const first = await peek(output, 1);
+        return rpcReply(service, { kind: 'stream', chunks: guard(first.body, release, controller) });
+      } catch (error) {
+        // the request body failing (too large, idle, bad gzip) is the cause the client should see
+        throw tracked.error() ?? error;
+      }
     } catch (error) {
       controller.abort(error);
       release();
@@ -397,7 +403,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       reply = isGatewayError(error)
         ? text(error.status === 499 ? 400 : error.status, error.message)
         : text(500, 'internal error');
-      if (!isGatewayError(error) || error.status >= 500) reportError(error);
+      if (!request.signal.aborted && (!isGatewayError(error) || error.status >= 500)) reportError(error);
     }
     if (cors !== undefined) Object.assign(reply.headers, cors);
     return reply;
@@ -459,6 +465,20 @@ async function* once(bytes: Uint8Array): AsyncGenerator<Uint8Array> {
 
 async function* empty(): AsyncGenerator<Uint8Array> {}
 
+/** Remembers the first error the body throws, so it can be reported instead of its consequences. */
+function trackErrors(source: AsyncIterable<Uint8Array>): { body: AsyncIterable<Uint8Array>; error(): unknown } {
+  let failure: unknown;
+  async function* body(): AsyncGenerator<Uint8Array> {
+    try {
+      yield* source;
+    } catch (error) {
+      failure ??= error;
+      throw error;
+    }
+  }
+  return { body: body(), error: () => failure };
+}
+
 /** Runs `release` exactly once when the response stream ends, fails or is cancelled. */
 async function* guard(
   chunks: AsyncIterable<Uint8Array>,
@@ -499,8 +519,8 @@ export function toResponse(reply: GatewayReply, hub: SseHub, signal?: AbortSigna
               controller.error(error);
             }
           },
-          async cancel() {
-            await it.return?.();
+          cancel() {
+            void it.return?.()?.catch(() => {});
           },
         },
         { highWaterMark: 0 },

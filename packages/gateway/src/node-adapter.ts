@@ -184,9 +184,10 @@ export function listen(gateway: Gateway, options: ListenOptions = {}): Promise<R
   );
   server.timeout = options.idleTimeout ?? 120_000;
   server.on('timeout', (socket) => socket.destroy());
-  server.on('clientError', (_error, socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
-    else socket.destroy();
+  server.on('clientError', (error: Error & { code?: string }, socket) => {
+    if (!socket.writable) return void socket.destroy();
+    const status = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : '400 Bad Request';
+    socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
   });
   return new Promise((resolve, reject) => {
     server.once('error', reject);
