@@ -1,0 +1,84 @@
+/**
+ * The stream protocol: the frames one transport multiplexer sends another over a bus
+ * connection (one bus event, {@link FRAME_EVENT}). A stream is named by the id its opener
+ * gave it; `i` says whether the sender of a frame is that opener (1) or the acceptor (0), so
+ * both sides can open streams without their ids colliding.
+ *
+ *   open    {t:'open',   s, n: name, w: window, v: 1}   opener -> acceptor
+ *   accept  {t:'accept', s, w: window}                   acceptor -> opener
+ *   refuse  {t:'refuse', s, c: code, m: message}         acceptor -> opener (nobody listens)
+ *   data    {t:'data',   s, i, b: Uint8Array}            costs b.byteLength credit
+ *   credit  {t:'credit', s, i, n: bytes}                 the reader consumed n more bytes
+ *   blocked {t:'blocked',s, i}                           the writer waits for credit: grant now
+ *   end     {t:'end',    s, i}                           the sender's write side is done
+ *   cancel  {t:'cancel', s, i, e: reason}                the sender's reader gave up: stop writing
+ *   abort   {t:'abort',  s, i, e: reason}                both directions fail on both sides
+ *
+ * Flow control: each side advertises a receive window in bytes (open/accept). A writer may
+ * have at most that many bytes sent and not yet granted back; the reader grants bytes back in
+ * batches as its consumer takes them. A reader that receives more than its window aborts the
+ * stream with TRANSPORT_PROTOCOL. Frames for unknown streams are ignored (they race with an
+ * abort or a finished stream).
+ */
+import type { WireReason } from './errors.js';
+
+/** The bus event every transport frame travels under. */
+export const FRAME_EVENT = 'gitport.transport';
+export const PROTOCOL_VERSION = 1;
+
+export type Side = 0 | 1;
+
+export type Frame =
+  | { t: 'open'; s: number; n: string; w: number; v: number }
+  | { t: 'accept'; s: number; w: number }
+  | { t: 'refuse'; s: number; c: string; m: string }
+  | { t: 'data'; s: number; i: Side; b: Uint8Array }
+  | { t: 'credit'; s: number; i: Side; n: number }
+  | { t: 'blocked'; s: number; i: Side }
+  | { t: 'end'; s: number; i: Side }
+  | { t: 'cancel'; s: number; i: Side; e: WireReason }
+  | { t: 'abort'; s: number; i: Side; e: WireReason };
+
+const MAX_NAME = 1024;
+export const MAX_WINDOW = 2 ** 30;
+
+const isId = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 2 ** 52;
+const isSide = (v: unknown): v is Side => v === 0 || v === 1;
+const isWindow = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= MAX_WINDOW;
+const isReason = (v: unknown): v is WireReason =>
+  typeof v === 'object' &&
+  v !== null &&
+  typeof (v as WireReason).name === 'string' &&
+  typeof (v as WireReason).message === 'string' &&
+  ((v as WireReason).code === undefined || typeof (v as WireReason).code === 'string');
+
+/** Checks a frame that came off the wire; anything malformed gives undefined. */
+export function parseFrame(value: unknown): Frame | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const f = value as Record<string, unknown>;
+  if (!isId(f.s)) return undefined;
+  switch (f.t) {
+    case 'data':
+      return isSide(f.i) && f.b instanceof Uint8Array ? (value as Frame) : undefined;
+    case 'credit':
+      return isSide(f.i) && typeof f.n === 'number' && Number.isInteger(f.n) && f.n > 0 && f.n <= MAX_WINDOW
+        ? (value as Frame)
+        : undefined;
+    case 'blocked':
+    case 'end':
+      return isSide(f.i) ? (value as Frame) : undefined;
+    case 'cancel':
+    case 'abort':
+      return isSide(f.i) && isReason(f.e) ? (value as Frame) : undefined;
+    case 'open':
+      return typeof f.n === 'string' && f.n.length <= MAX_NAME && isWindow(f.w) && typeof f.v === 'number'
+        ? (value as Frame)
+        : undefined;
+    case 'accept':
+      return isWindow(f.w) ? (value as Frame) : undefined;
+    case 'refuse':
+      return typeof f.c === 'string' && typeof f.m === 'string' ? (value as Frame) : undefined;
+    default:
+      return undefined;
+  }
+}

@@ -1,0 +1,335 @@
+/**
+ * Many duplex streams over one frame link (one per bus): routes frames to streams, answers
+ * open requests from the listeners, fails every stream of a lost peer, and flushes the
+ * streams' coalescing buffers together on one macrotask tick, round-robin.
+ */
+import { reasonToWire, TransportError } from './errors.js';
+import { type Frame, MAX_WINDOW, PROTOCOL_VERSION, parseFrame, type Side } from './frames.js';
+import type { FrameLink } from './link.js';
+import { type DuplexStream, Stream, type StreamHost } from './stream.js';
+
+/** The receive window a stream advertises unless told otherwise. */
+export const DEFAULT_WINDOW = 1024 * 1024;
+/** How long `open` waits for the peer to accept or refuse. */
+export const DEFAULT_OPEN_TIMEOUT = 30_000;
+/** Room left in a bus message for the frame around a data payload. */
+const FRAME_OVERHEAD = 1024;
+
+export interface ListenOptions {
+  /** Receive window in bytes of each accepted stream (default 1 MiB). */
+  window?: number;
+}
+
+export interface OpenOptions {
+  /** Receive window in bytes (default 1 MiB). */
+  window?: number;
+  signal?: AbortSignal;
+  /** Milliseconds to wait for the peer to accept (default 30 s). */
+  timeout?: number;
+}
+
+export interface TransportStats {
+  /** Open streams. */
+  streams: number;
+  /** Bytes received and not yet read, over all streams. */
+  queuedBytes: number;
+  /** Bytes sent and not yet granted back, over all streams. */
+  inFlightBytes: number;
+}
+
+interface PeerStreams {
+  /** Streams we opened (frames from the peer carry i = 0). */
+  opened: Map<number, Stream>;
+  /** Streams the peer opened (frames from the peer carry i = 1). */
+  accepted: Map<number, Stream>;
+}
+
+interface PendingOpen {
+  peer: string;
+  name: string;
+  window: number;
+  resolve: (stream: Stream) => void;
+  reject: (error: unknown) => void;
+  cleanup: () => void;
+}
+
+const scheduleMacrotask: (fn: () => void) => void = (() => {
+  const g = globalThis as { setImmediate?: (fn: () => void) => unknown };
+  if (typeof g.setImmediate === 'function') {
+    const setImmediate = g.setImmediate;
+    return (fn: () => void) => {
+      setImmediate(fn);
+    };
+  }
+  return (fn: () => void) => {
+    setTimeout(fn, 0);
+  };
+})();
+
+function checkWindow(window: number | undefined): number {
+  if (window === undefined) return DEFAULT_WINDOW;
+  if (!Number.isInteger(window) || window < 1 || window > MAX_WINDOW) {
+    throw new TransportError('TRANSPORT_INVALID_ARGUMENT', `window must be an integer in 1..${MAX_WINDOW}`);
+  }
+  return window;
+}
+
+export class Multiplexer {
+  #link: FrameLink;
+  #unsubscribe: () => void;
+  #peers = new Map<string, PeerStreams>();
+  #listeners = new Map<string, { onStream: (stream: DuplexStream) => void; window: number }>();
+  #pending = new Map<number, PendingOpen>();
+  #nextId = 1;
+  #flushQueue: Stream[] = [];
+  #flushScheduled = false;
+  #closed = false;
+
+  constructor(link: FrameLink) {
+    this.#link = link;
+    this.#unsubscribe = link.subscribe(
+      (peer, frame) => this.#onFrame(peer, frame),
+      (peer, reason) => this.#onLost(peer, reason),
+    );
+  }
+
+  listen(name: string, onStream: (stream: DuplexStream) => void, options: ListenOptions = {}): () => void {
+    if (typeof name !== 'string' || name.length === 0) {
+      throw new TransportError('TRANSPORT_INVALID_ARGUMENT', 'listen() needs a non-empty name');
+    }
+    if (this.#listeners.has(name)) {
+      throw new TransportError('TRANSPORT_INVALID_ARGUMENT', `somebody already listens on ${name}`);
+    }
+    const entry = { onStream, window: checkWindow(options.window) };
+    this.#listeners.set(name, entry);
+    return () => {
+      if (this.#listeners.get(name) === entry) this.#listeners.delete(name);
+    };
+  }
+
+  open(peer: string, name: string, options: OpenOptions = {}): Promise<DuplexStream> {
+    if (this.#closed) return Promise.reject(new TransportError('TRANSPORT_CLOSED', 'the transport is closed'));
+    let window: number;
+    try {
+      window = checkWindow(options.window);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const { signal } = options;
+    if (signal?.aborted) {
+      return Promise.reject(new TransportError('TRANSPORT_ABORTED', 'open aborted', { cause: signal.reason }));
+    }
+    const id = this.#nextId++;
+    return new Promise<DuplexStream>((resolve, reject) => {
+      const timeout = options.timeout ?? DEFAULT_OPEN_TIMEOUT;
+      const fail = (error: TransportError) => {
+        if (!this.#pending.delete(id)) return;
+        cleanup();
+        // If the peer accepts after all, it learns the stream is gone.
+        this.#trySend(peer, { t: 'abort', s: id, i: 1, e: reasonToWire(error) });
+        reject(error);
+      };
+      const timer = setTimeout(
+        () =>
+          fail(new TransportError('TRANSPORT_OPEN_TIMEOUT', `${peer} did not answer opening ${name} in ${timeout} ms`)),
+        timeout,
+      );
+      const onAbort = () =>
+        fail(new TransportError('TRANSPORT_ABORTED', `opening ${name} on ${peer} aborted`, { cause: signal?.reason }));
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const cleanup = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      this.#pending.set(id, { peer, name, window, resolve, reject, cleanup });
+      try {
+        this.#link.send(peer, { t: 'open', s: id, n: name, w: window, v: PROTOCOL_VERSION }, []);
+      } catch (error) {
+        this.#pending.delete(id);
+        cleanup();
+        reject(new TransportError('TRANSPORT_PEER_LOST', `cannot reach ${peer} to open ${name}`, { cause: error }));
+      }
+    });
+  }
+
+  get stats(): TransportStats {
+    let streams = 0;
+    let queuedBytes = 0;
+    let inFlightBytes = 0;
+    for (const peer of this.#peers.values()) {
+      for (const map of [peer.opened, peer.accepted]) {
+        for (const stream of map.values()) {
+          const s = stream.stats;
+          streams++;
+          queuedBytes += s.queuedBytes;
+          inFlightBytes += s.inFlightBytes;
+        }
+      }
+    }
+    return { streams, queuedBytes, inFlightBytes };
+  }
+
+  /** Fails every stream and pending open, and detaches from the link. */
+  close(reason?: unknown): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#unsubscribe();
+    const error = new TransportError('TRANSPORT_CLOSED', 'the transport was closed', { cause: reason });
+    for (const [id, pending] of this.#pending) {
+      this.#pending.delete(id);
+      pending.cleanup();
+      pending.reject(error);
+    }
+    for (const peer of [...this.#peers.keys()]) this.#failPeer(peer, error);
+  }
+
+  // ---------------------------------------------------------------- frames in
+
+  #onFrame(peer: string, raw: unknown): void {
+    const frame = parseFrame(raw);
+    if (frame === undefined) return;
+    switch (frame.t) {
+      case 'open':
+        this.#onOpen(peer, frame.s, frame.n, frame.w, frame.v);
+        return;
+      case 'accept':
+        this.#onAccept(peer, frame.s, frame.w);
+        return;
+      case 'refuse': {
+        const pending = this.#pending.get(frame.s);
+        if (pending === undefined || pending.peer !== peer) return;
+        this.#pending.delete(frame.s);
+        pending.cleanup();
+        pending.reject(
+          new TransportError(
+            frame.c === 'TRANSPORT_NO_LISTENER' ? 'TRANSPORT_NO_LISTENER' : 'TRANSPORT_PROTOCOL',
+            `${peer} refused to open ${pending.name}: ${frame.m}`,
+          ),
+        );
+        return;
+      }
+      default: {
+        const streams = this.#peers.get(peer);
+        const stream =
+          streams === undefined ? undefined : (frame.i === 1 ? streams.accepted : streams.opened).get(frame.s);
+        stream?.receive(frame);
+      }
+    }
+  }
+
+  #onOpen(peer: string, id: number, name: string, remoteWindow: number, version: number): void {
+    const refuse = (code: string, message: string) => this.#trySend(peer, { t: 'refuse', s: id, c: code, m: message });
+    if (version !== PROTOCOL_VERSION) {
+      refuse('TRANSPORT_PROTOCOL', `unsupported protocol version ${version}`);
+      return;
+    }
+    const listener = this.#listeners.get(name);
+    if (listener === undefined) {
+      refuse('TRANSPORT_NO_LISTENER', `nobody listens on ${name}`);
+      return;
+    }
+    const streams = this.#streamsOf(peer);
+    if (streams.accepted.has(id)) {
+      refuse('TRANSPORT_PROTOCOL', `stream ${id} is already open`);
+      return;
+    }
+    const stream = new Stream(this.#host(peer, 0), { peer, name, id, side: 0, window: listener.window, remoteWindow });
+    streams.accepted.set(id, stream);
+    if (!this.#trySend(peer, { t: 'accept', s: id, w: listener.window })) {
+      stream.fail(new TransportError('TRANSPORT_PEER_LOST', `cannot answer ${peer}`), true);
+      return;
+    }
+    try {
+      listener.onStream(stream);
+    } catch (error) {
+      stream.abort(error);
+    }
+  }
+
+  #onAccept(peer: string, id: number, remoteWindow: number): void {
+    const pending = this.#pending.get(id);
+    if (pending === undefined || pending.peer !== peer) {
+      this.#trySend(peer, { t: 'abort', s: id, i: 1, e: { name: 'Error', message: 'open abandoned' } });
+      return;
+    }
+    this.#pending.delete(id);
+    pending.cleanup();
+    const stream = new Stream(this.#host(peer, 1), {
+      peer,
+      name: pending.name,
+      id,
+      side: 1,
+      window: pending.window,
+      remoteWindow,
+    });
+    this.#streamsOf(peer).opened.set(id, stream);
+    pending.resolve(stream);
+  }
+
+  #onLost(peer: string, reason?: unknown): void {
+    const error = new TransportError('TRANSPORT_PEER_LOST', `lost the connection to ${peer}`, { cause: reason });
+    for (const [id, pending] of this.#pending) {
+      if (pending.peer !== peer) continue;
+      this.#pending.delete(id);
+      pending.cleanup();
+      pending.reject(error);
+    }
+    this.#failPeer(peer, error);
+  }
+
+  #failPeer(peer: string, error: TransportError): void {
+    const streams = this.#peers.get(peer);
+    if (streams === undefined) return;
+    this.#peers.delete(peer);
+    for (const stream of [...streams.opened.values(), ...streams.accepted.values()]) stream.fail(error, false);
+  }
+
+  // ---------------------------------------------------------------- helpers
+
+  #streamsOf(peer: string): PeerStreams {
+    let streams = this.#peers.get(peer);
+    if (streams === undefined) {
+      streams = { opened: new Map(), accepted: new Map() };
+      this.#peers.set(peer, streams);
+    }
+    return streams;
+  }
+
+  #trySend(peer: string, frame: Frame): boolean {
+    try {
+      this.#link.send(peer, frame, []);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  #host(peer: string, side: Side): StreamHost {
+    const link = this.#link;
+    const maxPayload = Math.max(1024, link.maxMessageSize - FRAME_OVERHEAD);
+    return {
+      send: (frame, transfer) => link.send(peer, frame, transfer ?? []),
+      maxPayload,
+      scheduleFlush: (stream) => this.#scheduleFlush(stream),
+      finished: (stream) => {
+        const streams = this.#peers.get(peer);
+        if (streams === undefined) return;
+        const map = side === 1 ? streams.opened : streams.accepted;
+        if (map.get(stream.id) === stream) map.delete(stream.id);
+        if (streams.opened.size === 0 && streams.accepted.size === 0) this.#peers.delete(peer);
+      },
+    };
+  }
+
+  #scheduleFlush(stream: Stream): void {
+    this.#flushQueue.push(stream);
+    if (this.#flushScheduled) return;
+    this.#flushScheduled = true;
+    scheduleMacrotask(() => {
+      this.#flushScheduled = false;
+      const queue = this.#flushQueue;
+      this.#flushQueue = [];
+      for (const s of queue) s.flush();
+    });
+  }
+}

@@ -1,0 +1,642 @@
+/**
+ * One duplex byte stream: the read side (a queue the other side fills, bounded by the window
+ * we advertised) and the write side (credit the other side grants, a coalescing buffer for
+ * small writes). See `frames.ts` for the wire protocol.
+ *
+ * Ownership: a chunk yielded by the read side belongs to the reader (it arrived in its own
+ * buffer). A chunk written with `{ transfer: true }` is given up by the writer: when it spans
+ * its whole ArrayBuffer, that buffer is transferred (detached here); any other chunk is copied.
+ */
+import {
+  isTransportError,
+  reasonFromWire,
+  reasonToWire,
+  TransportError,
+  type TransportErrorCode,
+  type WireReason,
+} from './errors.js';
+import type { Frame, Side } from './frames.js';
+
+export interface DuplexStream extends AsyncIterable<Uint8Array> {
+  /** The bus id of the other side. */
+  readonly peer: string;
+  /** The name the stream was opened under. */
+  readonly name: string;
+  /** The read side as a WHATWG stream (pull-based: nothing is taken before the consumer asks). */
+  readonly readable: ReadableStream<Uint8Array>;
+  /** The write side as a WHATWG stream (chunks are copied; close() ends, abort() aborts). */
+  readonly writable: WritableStream<Uint8Array>;
+  /**
+   * Writes a chunk; resolves once it is handed to the bus (awaiting credit when the window is
+   * spent). With `transfer: true` the caller gives the chunk up: do not touch it afterwards.
+   */
+  write(chunk: Uint8Array, options?: { transfer?: boolean }): Promise<void>;
+  /** Half-closes our write side (after pending writes); the other side's read ends. */
+  end(): Promise<void>;
+  /** Fails both directions on both sides; the other side sees TRANSPORT_ABORTED. */
+  abort(reason?: unknown): void;
+  /** Resolves when both directions finished cleanly; rejects on abort or peer loss. */
+  readonly closed: Promise<void>;
+}
+
+/** Figures a stream exposes for tests and monitoring (bytes, not timings). */
+export interface StreamStats {
+  /** Bytes received and not yet taken by the reader. */
+  queuedBytes: number;
+  /** The most bytes ever queued at once. */
+  maxQueuedBytes: number;
+  /** Bytes we sent (or buffered to send) that the other side has not granted back. */
+  inFlightBytes: number;
+  /** Bytes we may still send before waiting. */
+  credit: number;
+  /** Bytes written and not yet sent (the coalescing buffer). */
+  bufferedBytes: number;
+  /** The receive window we advertised and the other side's. */
+  window: number;
+  remoteWindow: number;
+}
+
+/** What a stream needs from its multiplexer. */
+export interface StreamHost {
+  send(frame: Frame, transfer?: Transferable[]): void;
+  /** The largest data payload one frame may carry. */
+  readonly maxPayload: number;
+  scheduleFlush(stream: Stream): void;
+  finished(stream: Stream): void;
+}
+
+type ReadState = 'open' | 'ended' | 'cancelled' | 'errored';
+type WriteState = 'open' | 'ending' | 'ended' | 'cancelled' | 'errored';
+
+/** Small writes are copied into a buffer of this size and sent together. */
+const COALESCE_BUFFER = 64 * 1024;
+/** Writes up to this size are coalesced. */
+const COALESCE_MAX = 16 * 1024;
+
+const RESOLVED: Promise<void> = Promise.resolve();
+const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
+
+const ownsWholeBuffer = (chunk: Uint8Array): boolean =>
+  chunk.byteOffset === 0 &&
+  chunk.byteLength === chunk.buffer.byteLength &&
+  Object.prototype.toString.call(chunk.buffer) === '[object ArrayBuffer]';
+
+export class Stream implements DuplexStream {
+  readonly peer: string;
+  readonly name: string;
+  /** The stream id (given by the opener) and which side we are. */
+  readonly id: number;
+  readonly side: Side;
+  readonly closed: Promise<void>;
+
+  #host: StreamHost;
+  #error: TransportError | undefined;
+  #resolveClosed!: () => void;
+  #rejectClosed!: (error: unknown) => void;
+  #done = false;
+
+  // read side
+  #readState: ReadState = 'open';
+  #queue: Uint8Array[] = [];
+  #head = 0;
+  #queued = 0;
+  #maxQueued = 0;
+  #ungranted = 0;
+  #window: number;
+  #grantAt: number;
+  #writerBlocked = false;
+  #waiter: { resolve: (r: IteratorResult<Uint8Array>) => void; reject: (e: unknown) => void } | undefined;
+  #readInterface: 'iterator' | 'readable' | undefined;
+  #readable: ReadableStream<Uint8Array> | undefined;
+  #readError: TransportError | undefined;
+
+  // write side
+  #writeState: WriteState = 'open';
+  #writeError: TransportError | undefined;
+  #remoteWindow: number;
+  #credit: number;
+  #coalesceMax: number;
+  #buffer: Uint8Array | undefined;
+  #fill = 0;
+  #flushScheduled = false;
+  #creditWaiter: { need: number; resolve: () => void; reject: (e: unknown) => void } | undefined;
+  #writeTail: Promise<void> | undefined;
+  #ending: Promise<void> | undefined;
+  #writable: WritableStream<Uint8Array> | undefined;
+
+  constructor(
+    host: StreamHost,
+    init: { peer: string; name: string; id: number; side: Side; window: number; remoteWindow: number },
+  ) {
+    this.#host = host;
+    this.peer = init.peer;
+    this.name = init.name;
+    this.id = init.id;
+    this.side = init.side;
+    this.#window = init.window;
+    this.#grantAt = Math.max(1, Math.floor(init.window / 4));
+    this.#remoteWindow = init.remoteWindow;
+    this.#credit = init.remoteWindow;
+    this.#coalesceMax = Math.min(COALESCE_MAX, init.remoteWindow);
+    this.closed = new Promise<void>((resolve, reject) => {
+      this.#resolveClosed = resolve;
+      this.#rejectClosed = reject;
+    });
+    // `closed` is informative: nobody has to await it, so its rejection is never unhandled.
+    this.closed.catch(() => {});
+  }
+
+  get stats(): StreamStats {
+    return {
+      queuedBytes: this.#queued,
+      maxQueuedBytes: this.#maxQueued,
+      inFlightBytes: this.#remoteWindow - this.#credit,
+      credit: this.#credit,
+      bufferedBytes: this.#fill,
+      window: this.#window,
+      remoteWindow: this.#remoteWindow,
+    };
+  }
+
+  // ---------------------------------------------------------------- read side
+
+  [Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
+    this.#lockRead('iterator');
+    return {
+      next: () => this.#read(),
+      return: () => {
+        this.#cancelRead(new TransportError('TRANSPORT_CANCELLED', 'the reader stopped iterating'));
+        return Promise.resolve(DONE);
+      },
+    };
+  }
+
+  get readable(): ReadableStream<Uint8Array> {
+    if (this.#readable) return this.#readable;
+    this.#lockRead('readable');
+    this.#readable = new ReadableStream<Uint8Array>(
+      {
+        pull: async (controller) => {
+          const result = await this.#read();
+          if (result.done) controller.close();
+          else controller.enqueue(result.value);
+        },
+        cancel: (reason) => {
+          this.#cancelRead(reason);
+        },
+      },
+      { highWaterMark: 0 },
+    );
+    return this.#readable;
+  }
+
+  #lockRead(kind: 'iterator' | 'readable'): void {
+    if (this.#readInterface !== undefined && this.#readInterface !== kind) {
+      throw new TransportError('TRANSPORT_LOCKED', `the read side is already consumed as ${this.#readInterface}`);
+    }
+    this.#readInterface = kind;
+  }
+
+  #read(): Promise<IteratorResult<Uint8Array>> {
+    if (this.#head < this.#queue.length) return Promise.resolve({ value: this.#dequeue(), done: false });
+    switch (this.#readState) {
+      case 'ended':
+      case 'cancelled':
+        return Promise.resolve(DONE);
+      case 'errored':
+        return Promise.reject(this.#readError);
+    }
+    if (this.#waiter) {
+      return Promise.reject(new TransportError('TRANSPORT_LOCKED', 'concurrent reads on one stream'));
+    }
+    return new Promise((resolve, reject) => {
+      this.#waiter = { resolve, reject };
+    });
+  }
+
+  #dequeue(): Uint8Array {
+    const chunk = this.#queue[this.#head]!;
+    this.#queue[this.#head] = undefined as unknown as Uint8Array;
+    this.#head++;
+    if (this.#head === this.#queue.length) {
+      this.#queue.length = 0;
+      this.#head = 0;
+    } else if (this.#head >= 1024 && this.#head * 2 >= this.#queue.length) {
+      this.#queue = this.#queue.slice(this.#head);
+      this.#head = 0;
+    }
+    this.#queued -= chunk.byteLength;
+    this.#consumed(chunk.byteLength);
+    return chunk;
+  }
+
+  #consumed(bytes: number): void {
+    this.#ungranted += bytes;
+    if (this.#ungranted >= this.#grantAt || this.#writerBlocked) this.#grant();
+  }
+
+  #grant(): void {
+    if (this.#ungranted === 0 || this.#readState !== 'open') return;
+    const n = this.#ungranted;
+    this.#ungranted = 0;
+    this.#writerBlocked = false;
+    this.#sendControl({ t: 'credit', s: this.id, i: this.side, n });
+  }
+
+  #cancelRead(reason: unknown): void {
+    if (this.#readState !== 'open') return;
+    this.#readState = 'cancelled';
+    this.#dropQueue();
+    const waiter = this.#waiter;
+    this.#waiter = undefined;
+    waiter?.resolve(DONE);
+    this.#sendControl({ t: 'cancel', s: this.id, i: this.side, e: reasonToWire(reason) });
+    this.#maybeFinish();
+  }
+
+  #dropQueue(): void {
+    this.#queue = [];
+    this.#head = 0;
+    this.#queued = 0;
+  }
+
+  // ---------------------------------------------------------------- incoming frames
+
+  /** Called by the multiplexer for every frame of this stream. */
+  receive(frame: Frame): void {
+    switch (frame.t) {
+      case 'data':
+        this.#onData(frame.b);
+        break;
+      case 'credit':
+        this.#onCredit(frame.n);
+        break;
+      case 'blocked':
+        this.#writerBlocked = true;
+        if (this.#ungranted > 0) this.#grant();
+        break;
+      case 'end':
+        this.#onEnd();
+        break;
+      case 'cancel':
+        this.#onCancel(frame.e);
+        break;
+      case 'abort':
+        this.fail(
+          new TransportError('TRANSPORT_ABORTED', `stream aborted by ${this.peer}: ${frame.e.message}`, {
+            cause: reasonFromWire(frame.e),
+          }),
+          true,
+        );
+        break;
+    }
+  }
+
+  #onData(chunk: Uint8Array): void {
+    const n = chunk.byteLength;
+    if (this.#readState !== 'open') {
+      if (this.#readState === 'ended') this.#protocolError('data after end');
+      return; // cancelled or errored: the writer learns it from our cancel/abort
+    }
+    if (this.#queued + this.#ungranted + n > this.#window) {
+      this.#protocolError(`the writer overran the window of ${this.#window} bytes`);
+      return;
+    }
+    if (n === 0) return;
+    const waiter = this.#waiter;
+    if (waiter) {
+      this.#waiter = undefined;
+      this.#consumed(n);
+      waiter.resolve({ value: chunk, done: false });
+      return;
+    }
+    this.#queue.push(chunk);
+    this.#queued += n;
+    if (this.#queued > this.#maxQueued) this.#maxQueued = this.#queued;
+  }
+
+  #onCredit(n: number): void {
+    if (this.#writeState === 'errored' || this.#writeState === 'cancelled') return;
+    this.#credit += n;
+    if (this.#credit > this.#remoteWindow) {
+      this.#protocolError('the reader granted more than it was sent');
+      return;
+    }
+    const waiter = this.#creditWaiter;
+    if (waiter && this.#credit >= waiter.need) {
+      this.#creditWaiter = undefined;
+      waiter.resolve();
+    } else if (waiter) {
+      this.#sendControl({ t: 'blocked', s: this.id, i: this.side });
+    }
+  }
+
+  #onEnd(): void {
+    if (this.#readState !== 'open') return;
+    this.#readState = 'ended';
+    const waiter = this.#waiter;
+    this.#waiter = undefined;
+    waiter?.resolve(DONE);
+    this.#maybeFinish();
+  }
+
+  #onCancel(reason: WireReason): void {
+    if (this.#writeState === 'ended' || this.#writeState === 'errored' || this.#writeState === 'cancelled') return;
+    this.#writeState = 'cancelled';
+    this.#writeError = new TransportError(
+      'TRANSPORT_CANCELLED',
+      `the reader on ${this.peer} cancelled: ${reason.message}`,
+      {
+        cause: reasonFromWire(reason),
+      },
+    );
+    this.#dropBuffer();
+    const waiter = this.#creditWaiter;
+    this.#creditWaiter = undefined;
+    waiter?.reject(this.#writeError);
+    this.#maybeFinish();
+  }
+
+  #protocolError(message: string): void {
+    const error = new TransportError('TRANSPORT_PROTOCOL', `stream ${this.name} from ${this.peer}: ${message}`);
+    this.#sendControl({ t: 'abort', s: this.id, i: this.side, e: reasonToWire(error) });
+    this.fail(error, true);
+  }
+
+  // ---------------------------------------------------------------- write side
+
+  get writable(): WritableStream<Uint8Array> {
+    if (this.#writable) return this.#writable;
+    this.#writable = new WritableStream<Uint8Array>({
+      write: (chunk) => this.write(chunk),
+      close: () => this.end(),
+      abort: (reason) => this.abort(reason),
+    });
+    return this.#writable;
+  }
+
+  write(chunk: Uint8Array, options?: { transfer?: boolean }): Promise<void> {
+    if (!(chunk instanceof Uint8Array)) {
+      return Promise.reject(new TransportError('TRANSPORT_INVALID_ARGUMENT', 'write() takes a Uint8Array'));
+    }
+    if (this.#writeState !== 'open') return Promise.reject(this.#writeClosedError());
+    const transfer = options?.transfer === true;
+    if (this.#writeTail !== undefined) {
+      return this.#track(this.#writeTail.then(() => this.#writeNow(chunk, transfer)));
+    }
+    let pending: Promise<void> | undefined;
+    try {
+      pending = this.#writeNow(chunk, transfer);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return pending === undefined ? RESOLVED : this.#track(pending);
+  }
+
+  #track(pending: Promise<void>): Promise<void> {
+    this.#writeTail = pending;
+    const clear = () => {
+      if (this.#writeTail === pending) this.#writeTail = undefined;
+    };
+    pending.then(clear, clear);
+    return pending;
+  }
+
+  #writeClosedError(): TransportError {
+    if (this.#writeError) return this.#writeError;
+    return new TransportError('TRANSPORT_CLOSED', `stream ${this.name}: write after end()`);
+  }
+
+  #checkWritable(): void {
+    if (this.#writeError) throw this.#writeError;
+  }
+
+  /** Sends (or buffers) one chunk; undefined when done synchronously, else a promise. */
+  #writeNow(chunk: Uint8Array, transfer: boolean): Promise<void> | undefined {
+    this.#checkWritable();
+    const len = chunk.byteLength;
+    if (len === 0) return undefined;
+    if (len <= this.#coalesceMax) {
+      if (this.#credit >= len) {
+        this.#append(chunk);
+        return undefined;
+      }
+      this.#flush();
+      return this.#waitCredit(len).then(() => {
+        this.#checkWritable();
+        this.#append(chunk);
+      });
+    }
+    this.#flush();
+    const whole = Math.min(this.#host.maxPayload, this.#remoteWindow);
+    if (transfer && len <= whole && ownsWholeBuffer(chunk)) {
+      if (this.#credit >= len) {
+        this.#sendData(chunk);
+        return undefined;
+      }
+      return this.#waitCredit(len).then(() => {
+        this.#checkWritable();
+        this.#sendData(chunk);
+      });
+    }
+    if (len <= whole && this.#credit >= len) {
+      this.#sendData(chunk.slice());
+      return undefined;
+    }
+    return this.#writeCopies(chunk);
+  }
+
+  /** A chunk that is copied anyway goes out in pieces as credit comes, so transfers overlap. */
+  async #writeCopies(chunk: Uint8Array): Promise<void> {
+    const minPiece = Math.max(1, Math.min(this.#grantAt, this.#host.maxPayload, Math.floor(this.#remoteWindow / 4)));
+    let offset = 0;
+    while (offset < chunk.byteLength) {
+      const left = chunk.byteLength - offset;
+      const want = Math.min(left, minPiece);
+      if (this.#credit < want) await this.#waitCredit(want);
+      this.#checkWritable();
+      const n = Math.min(left, this.#credit, this.#host.maxPayload);
+      this.#sendData(chunk.slice(offset, offset + n));
+      offset += n;
+    }
+  }
+
+  #waitCredit(need: number): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.#creditWaiter = { need, resolve, reject };
+      this.#sendControl({ t: 'blocked', s: this.id, i: this.side });
+    });
+  }
+
+  #append(chunk: Uint8Array): void {
+    const len = chunk.byteLength;
+    if (this.#buffer !== undefined && this.#fill + len > this.#buffer.byteLength) this.#flush();
+    if (this.#buffer === undefined) this.#buffer = new Uint8Array(COALESCE_BUFFER);
+    this.#buffer.set(chunk, this.#fill);
+    this.#fill += len;
+    this.#credit -= len;
+    if (this.#fill === this.#buffer.byteLength) this.#flush();
+    else if (!this.#flushScheduled) {
+      this.#flushScheduled = true;
+      this.#host.scheduleFlush(this);
+    }
+  }
+
+  /** Sends what the coalescing buffer holds (the multiplexer calls it on its flush tick). */
+  flush(): void {
+    this.#flushScheduled = false;
+    if (this.#writeError) return;
+    try {
+      this.#flush();
+    } catch (error) {
+      // #sendData already failed the stream; the next write reports it.
+      if (!isTransportError(error)) throw error;
+    }
+  }
+
+  #flush(): void {
+    const buffer = this.#buffer;
+    if (buffer === undefined || this.#fill === 0) return;
+    const fill = this.#fill;
+    this.#fill = 0;
+    if (fill * 2 >= buffer.byteLength) {
+      // Mostly full: give the whole buffer away (no copy) and start a new one later.
+      this.#buffer = undefined;
+      this.#sendData(fill === buffer.byteLength ? buffer : new Uint8Array(buffer.buffer, 0, fill), true);
+    } else {
+      // Mostly empty: copy out the bytes so no big buffer travels (and stays queued) for a few.
+      this.#sendData(buffer.slice(0, fill), true);
+    }
+  }
+
+  #dropBuffer(): void {
+    this.#buffer = undefined;
+    this.#fill = 0;
+  }
+
+  /**
+   * Sends a chunk we own (its whole ArrayBuffer is transferred). The caller checked the credit;
+   * coalesced bytes paid theirs when they were buffered.
+   */
+  #sendData(chunk: Uint8Array, paid = false): void {
+    if (!paid) this.#credit -= chunk.byteLength;
+    this.#send({ t: 'data', s: this.id, i: this.side, b: chunk }, [chunk.buffer as ArrayBuffer]);
+  }
+
+  end(): Promise<void> {
+    if (this.#ending) return this.#ending;
+    if (this.#writeState !== 'open') {
+      return this.#writeState === 'ended' ? RESOLVED : Promise.reject(this.#writeClosedError());
+    }
+    this.#writeState = 'ending';
+    const finish = () => {
+      this.#checkWritable();
+      this.#flush();
+      this.#sendControl({ t: 'end', s: this.id, i: this.side });
+      if (this.#writeState === 'ending') this.#writeState = 'ended';
+      this.#maybeFinish();
+    };
+    const tail = this.#writeTail;
+    if (tail === undefined) {
+      try {
+        finish();
+        this.#ending = RESOLVED;
+      } catch (error) {
+        this.#ending = Promise.reject(error);
+      }
+    } else {
+      this.#ending = tail.then(finish);
+    }
+    return this.#ending;
+  }
+
+  abort(reason?: unknown): void {
+    if (this.#done) return;
+    this.#sendControl({ t: 'abort', s: this.id, i: this.side, e: reasonToWire(reason) });
+    const message = typeof reason === 'object' && reason !== null && 'message' in reason ? reason.message : reason;
+    this.fail(
+      new TransportError('TRANSPORT_ABORTED', `stream ${this.name} aborted: ${String(message ?? 'aborted')}`, {
+        cause: reason,
+      }),
+      true,
+    );
+  }
+
+  // ---------------------------------------------------------------- lifecycle
+
+  /**
+   * Fails the directions that are not finished (all of them with `discard`, which also drops
+   * data already received): pending and later reads and writes reject with `error`.
+   */
+  fail(error: TransportError, discard: boolean): void {
+    if (this.#done) return;
+    this.#error = error;
+    if (this.#readState === 'open' || (discard && this.#readState !== 'errored')) {
+      this.#readState = 'errored';
+      this.#readError = error;
+      this.#dropQueue();
+      const waiter = this.#waiter;
+      this.#waiter = undefined;
+      waiter?.reject(error);
+    }
+    if (this.#writeState !== 'errored' && (discard || this.#writeState !== 'ended')) {
+      this.#writeState = 'errored';
+      this.#writeError = error;
+      this.#dropBuffer();
+      const waiter = this.#creditWaiter;
+      this.#creditWaiter = undefined;
+      waiter?.reject(error);
+    }
+    this.#done = true;
+    this.#rejectClosed(error);
+    this.#host.finished(this);
+  }
+
+  #maybeFinish(): void {
+    if (this.#done) return;
+    const readDone = this.#readState === 'ended' || this.#readState === 'cancelled';
+    const writeDone = this.#writeState === 'ended' || this.#writeState === 'cancelled';
+    if (!readDone || !writeDone) return;
+    this.#done = true;
+    this.#resolveClosed();
+    this.#host.finished(this);
+  }
+
+  #sendControl(frame: Frame): void {
+    try {
+      this.#host.send(frame);
+    } catch (error) {
+      if (frame.t !== 'abort') this.#sendFailed(error);
+    }
+  }
+
+  #send(frame: Frame, transfer: Transferable[]): void {
+    try {
+      this.#host.send(frame, transfer);
+    } catch (error) {
+      throw this.#sendFailed(error);
+    }
+  }
+
+  #sendFailed(error: unknown): TransportError {
+    const code: TransportErrorCode =
+      typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 'BUS_UNKNOWN_PEER'
+        ? 'TRANSPORT_PEER_LOST'
+        : 'TRANSPORT_SEND_FAILED';
+    const failure = new TransportError(code, `stream ${this.name} to ${this.peer}: the bus refused a frame`, {
+      cause: error,
+    });
+    this.fail(failure, false);
+    return this.#error ?? failure;
+  }
+
+  /** Whether the stream is finished (closed resolved or rejected). */
+  get done(): boolean {
+    return this.#done;
+  }
+
+  /** The error that failed the stream, if any. */
+  get error(): TransportError | undefined {
+    return this.#error;
+  }
+}

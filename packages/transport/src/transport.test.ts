@@ -1,0 +1,217 @@
+import { MessageChannel } from 'node:worker_threads';
+import { describe, expect, it } from 'vitest';
+import { portLink } from './link.js';
+import { Multiplexer } from './multiplexer.js';
+import { type ConformancePair, transportConformance } from './test-conformance.js';
+import { serveConformance, type TransportSide } from './test-conformance-service.js';
+
+const sideOf = (mux: Multiplexer): TransportSide => ({
+  listen: (name, onStream, options) => mux.listen(name, onStream, options),
+  open: (peer, name, options) => mux.open(peer, name, options),
+  stats: () => mux.stats,
+});
+
+/** Two multiplexers over the two ports of one MessageChannel, in this thread. */
+function rawPair(options: { maxMessageSize?: number } = {}): ConformancePair {
+  const channel = new MessageChannel();
+  const local = new Multiplexer(portLink(channel.port1, { peer: 'far', ...options }));
+  const far = new Multiplexer(portLink(channel.port2, { peer: 'near', ...options }));
+  const stop = serveConformance(sideOf(far));
+  return {
+    local: sideOf(local),
+    remotePeer: 'far',
+    async kill() {
+      stop();
+      far.close();
+      channel.port2.close();
+    },
+    async close() {
+      stop();
+      far.close();
+      local.close();
+      channel.port1.close();
+      channel.port2.close();
+    },
+  };
+}
+
+transportConformance('raw MessageChannel, one thread', async () => rawPair());
+transportConformance(
+  'raw MessageChannel, 200 KiB messages, 64 KiB window',
+  async () => rawPair({ maxMessageSize: 200 * 1024 }),
+  {
+    bigBytes: 20 * 1000 * 1000,
+    window: 64 * 1024,
+  },
+);
+
+/** A multiplexer on one port and a hand-driven far side on the other. */
+function manualPair(options: { maxMessageSize?: number } = {}) {
+  const channel = new MessageChannel();
+  const mux = new Multiplexer(portLink(channel.port1, { peer: 'far', ...options }));
+  const frames: Record<string, unknown>[] = [];
+  channel.port2.on('message', (frame) => frames.push(frame));
+  const next = async (type: string): Promise<Record<string, unknown>> => {
+    for (;;) {
+      const i = frames.findIndex((f) => f.t === type);
+      if (i >= 0) return frames.splice(i, 1)[0]!;
+      await new Promise((resolve) => channel.port2.once('message', resolve));
+    }
+  };
+  return {
+    mux,
+    frames,
+    next,
+    post: (frame: unknown, transfer: Transferable[] = []) => channel.port2.postMessage(frame, transfer as never),
+    close() {
+      mux.close();
+      channel.port1.close();
+      channel.port2.close();
+    },
+  };
+}
+
+describe('transport details', () => {
+  it('ignores malformed frames and keeps working', async () => {
+    const bad: unknown[] = [
+      null,
+      42,
+      'open',
+      { t: 'open' },
+      { t: 'open', s: -1, n: 'conformance', w: 10, v: 1 },
+      { t: 'open', s: 1, n: 'conformance', w: 0, v: 1 },
+      { t: 'data', s: 1, i: 1, b: 'not bytes' },
+      { t: 'credit', s: 1, i: 0, n: -5 },
+      { t: 'abort', s: 1, i: 1, e: { name: 1 } },
+      { t: 'whatever', s: 1 },
+    ];
+    const channel = new MessageChannel();
+    const mux = new Multiplexer(portLink(channel.port1, { peer: 'x' }));
+    const stop = serveConformance(sideOf(mux));
+    for (const frame of bad) channel.port2.postMessage(frame);
+    // A frame for a stream nobody has is ignored too.
+    channel.port2.postMessage({ t: 'data', s: 77, i: 1, b: new Uint8Array(3) });
+    const refused = new Promise<unknown>((resolve) => {
+      channel.port2.on('message', (frame) => {
+        if ((frame as { t?: string }).t === 'refuse') resolve(frame);
+      });
+    });
+    channel.port2.postMessage({ t: 'open', s: 5, n: 'nobody', w: 1024, v: 1 });
+    expect(await refused).toMatchObject({ t: 'refuse', s: 5, c: 'TRANSPORT_NO_LISTENER' });
+    expect(mux.stats.streams).toBe(0);
+    stop();
+    mux.close();
+    channel.port1.close();
+    channel.port2.close();
+  });
+
+  it('aborts with TRANSPORT_PROTOCOL when the writer overruns the window', async () => {
+    const m = manualPair();
+    const opening = m.mux.open('far', 'x', { window: 1000 });
+    const open = await m.next('open');
+    m.post({ t: 'accept', s: open.s, w: 4096 });
+    const stream = await opening;
+    m.post({ t: 'data', s: open.s, i: 0, b: new Uint8Array(600) });
+    m.post({ t: 'data', s: open.s, i: 0, b: new Uint8Array(600) });
+    await expect(stream.closed).rejects.toMatchObject({ code: 'TRANSPORT_PROTOCOL' });
+    expect(await m.next('abort')).toMatchObject({ s: open.s, i: 1, e: { code: 'TRANSPORT_PROTOCOL' } });
+    m.close();
+  });
+
+  it('grants credit in batches, and at once to a writer that says it is blocked', async () => {
+    const m = manualPair();
+    const opening = m.mux.open('far', 'x', { window: 4000 });
+    const open = await m.next('open');
+    m.post({ t: 'accept', s: open.s, w: 4096 });
+    const stream = await opening;
+    const it = stream[Symbol.asyncIterator]();
+    for (let i = 0; i < 3; i++) m.post({ t: 'data', s: open.s, i: 0, b: new Uint8Array(400) });
+    for (let i = 0; i < 2; i++) expect((await it.next()).value).toHaveLength(400);
+    // 800 consumed: below the batch (window / 4 = 1000), nothing granted yet.
+    expect(m.frames.filter((f) => f.t === 'credit')).toHaveLength(0);
+    expect((await it.next()).value).toHaveLength(400);
+    expect(await m.next('credit')).toMatchObject({ n: 1200 });
+    m.post({ t: 'data', s: open.s, i: 0, b: new Uint8Array(10) });
+    expect((await it.next()).value).toHaveLength(10);
+    m.post({ t: 'blocked', s: open.s, i: 0 });
+    expect(await m.next('credit')).toMatchObject({ n: 10 });
+    m.close();
+  });
+
+  it('transfers owned chunks, copies views and kept chunks, coalesces small writes, splits large ones', async () => {
+    const m = manualPair({ maxMessageSize: 100 * 1024 });
+    const opening = m.mux.open('far', 'x');
+    const open = await m.next('open');
+    m.post({ t: 'accept', s: open.s, w: 8 * 1024 * 1024 });
+    const stream = await opening;
+    const owned = new Uint8Array(64 * 1024).fill(1);
+    await stream.write(owned, { transfer: true });
+    expect(owned.byteLength).toBe(0); // detached: it went without a copy
+    const kept = new Uint8Array(64 * 1024).fill(2);
+    await stream.write(kept);
+    expect(kept.byteLength).toBe(64 * 1024);
+    const backing = new Uint8Array(128 * 1024);
+    const view = backing.subarray(1024, 1024 + 64 * 1024).fill(3);
+    await stream.write(view, { transfer: true });
+    expect(view.byteLength).toBe(64 * 1024);
+    expect(backing.byteLength).toBe(128 * 1024);
+    for (let i = 0; i < 1000; i++) await stream.write(new Uint8Array([i & 255, 7]));
+    await stream.write(new Uint8Array(1024 * 1024).fill(4));
+    await stream.end();
+    await m.next('end');
+    const data = m.frames.filter((f) => f.t === 'data').map((f) => f.b as Uint8Array);
+    expect(data.slice(0, 3).map((b) => [b.byteLength, b[0]])).toEqual([
+      [64 * 1024, 1],
+      [64 * 1024, 2],
+      [64 * 1024, 3],
+    ]);
+    // 1000 writes of 2 bytes went in one message.
+    expect(data[3]).toHaveLength(2000);
+    expect(data[3]![1998]).toBe(231);
+    // 1 MiB went in pieces below the message limit.
+    const pieces = data.slice(4);
+    expect(pieces.length).toBeGreaterThanOrEqual(11);
+    expect(pieces.every((b) => b.byteLength <= 100 * 1024 && b[0] === 4)).toBe(true);
+    expect(pieces.reduce((n, b) => n + b.byteLength, 0)).toBe(1024 * 1024);
+    m.close();
+  });
+
+  it('rejects bad arguments and double use with typed errors', async () => {
+    const pair = rawPair();
+    expect(() => pair.local.listen('', () => {})).toThrow(
+      expect.objectContaining({ code: 'TRANSPORT_INVALID_ARGUMENT' }),
+    );
+    const stop = pair.local.listen('twice', () => {});
+    expect(() => pair.local.listen('twice', () => {})).toThrow(
+      expect.objectContaining({ code: 'TRANSPORT_INVALID_ARGUMENT' }),
+    );
+    stop();
+    await expect(pair.local.open('far', 'conformance', { window: 0 })).rejects.toMatchObject({
+      code: 'TRANSPORT_INVALID_ARGUMENT',
+    });
+    const stream = await pair.local.open('far', 'conformance');
+    await expect(stream.write('text' as unknown as Uint8Array)).rejects.toMatchObject({
+      code: 'TRANSPORT_INVALID_ARGUMENT',
+    });
+    stream[Symbol.asyncIterator]();
+    expect(() => stream.readable).toThrow(expect.objectContaining({ code: 'TRANSPORT_LOCKED' }));
+    stream.abort(new Error('done'));
+    await pair.close();
+  });
+
+  it('gives up opening on timeout and on abort, with typed errors', async () => {
+    const channel = new MessageChannel();
+    const mux = new Multiplexer(portLink(channel.port1, { peer: 'silent' }));
+    channel.port2.start(); // nobody answers there
+    await expect(mux.open('silent', 'x', { timeout: 20 })).rejects.toMatchObject({ code: 'TRANSPORT_OPEN_TIMEOUT' });
+    const controller = new AbortController();
+    const opening = mux.open('silent', 'x', { signal: controller.signal });
+    controller.abort(new Error('stop'));
+    await expect(opening).rejects.toMatchObject({ code: 'TRANSPORT_ABORTED' });
+    await expect(mux.open('someone-else', 'x')).rejects.toMatchObject({ code: 'TRANSPORT_PEER_LOST' });
+    mux.close();
+    await expect(mux.open('silent', 'x')).rejects.toMatchObject({ code: 'TRANSPORT_CLOSED' });
+    channel.port1.close();
+    channel.port2.close();
+  });
+});

@@ -1,0 +1,19 @@
+/**
+ * Worker-thread entry: the far side of the transport conformance suite, a bus peer serving
+ * the conformance protocol (started with tests/src/ts-worker.ts).
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { createBus } from '@gitport/bus';
+import { type NodeMessagePortLike, nodeEndpoint } from '@gitport/bus/node';
+import { listen, open, transportStats } from '@gitport/transport';
+import { serveConformance } from '../../../packages/transport/src/test-conformance-service.js';
+
+const { id } = workerData as { id: string };
+const bus = createBus({ id });
+serveConformance({
+  listen: (name, onStream, options) => listen(bus, name, onStream, options),
+  open: (peer, name, options) => open(bus, peer, name, options),
+  stats: () => transportStats(bus),
+});
+// The bus's structural port type is narrower than @types/node's overloads; the object fits.
+await bus.connect(nodeEndpoint(parentPort as unknown as NodeMessagePortLike));

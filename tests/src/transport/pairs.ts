@@ -1,0 +1,69 @@
+/** Pairs of transports over a real bus for the conformance suite: one thread, or a worker thread. */
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import { type Bus, createBus } from '@gitport/bus';
+import { type NodeMessagePortLike, nodeEndpoint } from '@gitport/bus/node';
+import { listen, open, transportStats } from '@gitport/transport';
+import type { ConformancePair } from '../../../packages/transport/src/test-conformance.js';
+import { serveConformance, type TransportSide } from '../../../packages/transport/src/test-conformance-service.js';
+import { startTsWorker } from '../ts-worker.js';
+
+export const sideOf = (bus: Bus): TransportSide => ({
+  listen: (name, onStream, options) => listen(bus, name, onStream, options),
+  open: (peer, name, options) => open(bus, peer, name, options),
+  stats: () => transportStats(bus),
+});
+
+let pairs = 0;
+
+/** The bus's structural port type is narrower than @types/node's MessagePort overloads; the object fits. */
+export const portEndpoint = (port: MessagePort) => nodeEndpoint(port as unknown as NodeMessagePortLike);
+
+/** Two buses over a MessageChannel in this thread; kill() closes the far port. */
+export async function busChannelPair(): Promise<ConformancePair> {
+  const n = ++pairs;
+  const { port1, port2 } = new MessageChannel();
+  const near = createBus({ id: `near-${n}` });
+  const far = createBus({ id: `far-${n}` });
+  const stop = serveConformance(sideOf(far));
+  await Promise.all([near.connect(portEndpoint(port1)), far.connect(portEndpoint(port2))]);
+  return {
+    local: sideOf(near),
+    remotePeer: far.id,
+    async kill() {
+      stop();
+      port2.close();
+    },
+    async close() {
+      stop();
+      near.close();
+      far.close();
+      port1.close();
+      port2.close();
+    },
+  };
+}
+
+/** A bus here and a bus in a worker thread running the conformance service; kill() terminates it. */
+export async function busWorkerPair(): Promise<ConformancePair> {
+  const n = ++pairs;
+  const near = createBus({ id: `near-${n}` });
+  const farId = `far-worker-${n}`;
+  const worker = startTsWorker(new URL('./far-worker.ts', import.meta.url), { workerData: { id: farId } });
+  const failed = new Promise<never>((_, reject) => {
+    worker.once('error', reject);
+    worker.once('exit', (code) => reject(new Error(`worker exited with ${code}`)));
+  });
+  await Promise.race([near.connect(nodeEndpoint(worker)), failed]);
+  failed.catch(() => {});
+  return {
+    local: sideOf(near),
+    remotePeer: farId,
+    async kill() {
+      await worker.terminate();
+    },
+    async close() {
+      near.close();
+      await worker.terminate();
+    },
+  };
+}
