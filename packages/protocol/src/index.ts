@@ -1,5 +1,71 @@
-export { Capabilities, type Capability, DEFAULT_AGENT, formatCapability } from './capabilities.js';
+/**
+ * @gitport/protocol: both sides of git's smart protocol (v0/v1 and v2) over any duplex byte
+ * stream, stateful or stateless (smart HTTP): ref advertisement, negotiation, upload-pack and
+ * receive-pack servers, fetch/clone and push clients, and the RefStore interface.
+ */
+export {
+  type AdvertisedRef,
+  type Advertisement,
+  type AdvertisementV0,
+  type AdvertisementV2,
+  collectRefs,
+  decodeAdvertisement,
+  encodeAdvertisementV0,
+  encodeCapabilitiesV2,
+  encodeLsRefs,
+  parseLsRefsLine,
+} from './advertisement.js';
+export {
+  Capabilities,
+  type Capability,
+  DEFAULT_AGENT,
+  formatCapability,
+  receivePackCapabilities,
+  uploadPackCapabilities,
+  v2Capabilities,
+} from './capabilities.js';
+export { ByteChannel } from './channel.js';
+export { CommitGraph, type CommitNode, commitsToSend, computeShallow, type ShallowRequest } from './commit-graph.js';
+export type { Connection, Repository } from './connection.js';
 export { hasCode, ProtocolError } from './errors.js';
+export {
+  clone,
+  type FetchOptions,
+  type FetchResult,
+  fetch,
+  type LsRemoteOptions,
+  type LsRemoteResult,
+  lsRemote,
+} from './fetch-client.js';
+export {
+  advertiseRefsHttp,
+  type GitService,
+  type HttpReply,
+  handleReceivePackHttp,
+  handleUploadPackHttp,
+  isGitService,
+  protocolFromHeader,
+  rpcResultHeaders,
+} from './http.js';
+export { Negotiator } from './negotiator.js';
+export {
+  type PushOptions,
+  type PushRefStatus,
+  type PushResult,
+  type PushUpdate,
+  push,
+  readReport,
+} from './push-client.js';
+export {
+  type PushCommand,
+  type PushCommandResult,
+  type ReceivePackHooks,
+  type ReceivePackLimits,
+  type ReceivePackOptions,
+  type ReceivePackResult,
+  receivePackAdvertisement,
+  serveReceivePack,
+} from './receive-pack.js';
 export {
   assertValidRefName,
   compareRefNames,
@@ -15,3 +81,12 @@ export {
   type RefValue,
   ZERO_OID,
 } from './ref-store.js';
+export { matchRefspec, parseRefspec, type Refspec } from './refspec.js';
+export type { HttpFetch, HttpRequest, HttpResponse, Remote, Service } from './remote.js';
+export {
+  readV2Request,
+  serveUploadPack,
+  type UploadPackLimits,
+  type UploadPackOptions,
+  type V2Request,
+} from './upload-pack.js';

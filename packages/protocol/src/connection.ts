@@ -1,0 +1,68 @@
+/**
+ * The byte channels the servers and clients speak over, and the repository they serve.
+ *
+ * Stateful mode: one `Connection` for the whole exchange (a transport DuplexStream, a child
+ * process's stdio). Stateless mode (smart HTTP): one request body in and one response body out
+ * per round; see http.ts.
+ */
+import type { ObjectStore } from '@gitport/pack';
+import { type Packet, PacketReader, packetText } from '@gitport/pktline';
+import { ProtocolError } from './errors.js';
+import type { RefStore } from './ref-store.js';
+
+export interface Connection {
+  input: AsyncIterable<Uint8Array>;
+  write(bytes: Uint8Array): Promise<void>;
+  /** Half-closes our side (EOF for the peer). */
+  end(): Promise<void>;
+}
+
+export interface Repository {
+  objects: ObjectStore;
+  refs: RefStore;
+}
+
+/** A `Connection` that collects what is written (a stateless response body). */
+export class BufferedOutput {
+  readonly chunks: Uint8Array[] = [];
+  async write(bytes: Uint8Array): Promise<void> {
+    this.chunks.push(bytes);
+  }
+  async end(): Promise<void> {}
+}
+
+/** Reads the next packet; the peer hanging up is an error here. */
+export async function requirePacket(reader: PacketReader, what: string): Promise<Packet> {
+  const packet = await reader.read();
+  if (!packet) throw new ProtocolError('PROTOCOL_UNEXPECTED_EOF', `the remote end hung up while ${what}`);
+  return packet;
+}
+
+/** Reads one text line (data packet) or throws naming what was expected. */
+export async function requireLine(reader: PacketReader, what: string): Promise<string> {
+  const packet = await requirePacket(reader, what);
+  const text = packetText(packet);
+  if (text === undefined) throw new ProtocolError('PROTOCOL_UNEXPECTED', `expected ${what}, got ${packet.kind}`);
+  return text;
+}
+
+export function newReader(input: AsyncIterable<Uint8Array>, signal?: AbortSignal): PacketReader {
+  return signal ? new PacketReader(input, { signal }) : new PacketReader(input);
+}
+
+/** A single-chunk async iterable. */
+export async function* once(bytes: Uint8Array): AsyncIterable<Uint8Array> {
+  yield bytes;
+}
+
+export function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
+  let size = 0;
+  for (const p of parts) size += p.length;
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}

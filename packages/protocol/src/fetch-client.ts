@@ -1,0 +1,571 @@
+/**
+ * The fetch client (`lsRemote`, `fetch`, `clone`) over a Connection or smart HTTP, protocol v0/v1
+ * or v2. fetch-pack.c is the model: wants (with capabilities on the first), shallow and deepen
+ * lines, then rounds of haves chosen by the negotiator until the server is ready, the haves run
+ * out or 256 haves in a row found nothing new; then the pack, side-banded, into the local object
+ * store (thin packs completed), then the local refs, compare-and-swap.
+ *
+ * Stateless rounds (HTTP) repeat the wants, shallow/deepen lines and every have the server
+ * acknowledged, as the server keeps no state between POSTs.
+ */
+import { importPack, type ObjectId, type PackLimits } from '@gitport/pack';
+import { DELIM, demuxSideband, encodeText, FLUSH, type PacketReader, packetText } from '@gitport/pktline';
+import { type AdvertisedRef, parseLsRefsLine } from './advertisement.js';
+import { type Capabilities, DEFAULT_AGENT } from './capabilities.js';
+import { CommitGraph } from './commit-graph.js';
+import { concatBytes, type Repository, requireLine, requirePacket } from './connection.js';
+import { ProtocolError, throwIfAborted } from './errors.js';
+import { INITIAL_FLUSH, MAX_IN_VAIN, Negotiator, nextFlush } from './negotiator.js';
+import type { RefUpdateResult } from './ref-store.js';
+import { matchRefspec, parseRefspec, type Refspec, refspecPrefix } from './refspec.js';
+import { openSession, type Remote, remoteError, type ServiceSession } from './remote.js';
+
+export interface LsRemoteOptions {
+  protocol?: 0 | 2;
+  /** v2: only refs under these prefixes (the server may send more). */
+  prefixes?: string[];
+  agent?: string;
+  signal?: AbortSignal;
+}
+
+export interface LsRemoteResult {
+  version: 0 | 1 | 2;
+  refs: AdvertisedRef[];
+  /** The remote HEAD's target, when it is symbolic. */
+  head?: string;
+  capabilities: Capabilities;
+}
+
+export interface FetchOptions {
+  /** Default `+refs/heads/*:refs/remotes/origin/*`. */
+  refspecs?: string[];
+  /** `follow` (default): tags pointing into what was fetched; `all`; `none`. */
+  tags?: 'follow' | 'all' | 'none';
+  /** `--depth`: history depth from the fetched tips. */
+  depth?: number;
+  /** `--deepen`: deepen the current shallow boundary by this many commits. */
+  deepen?: number;
+  /** `--shallow-since`: seconds since the epoch. */
+  since?: number;
+  /** `--shallow-exclude`: refs (names) whose history is left out. */
+  exclude?: string[];
+  /** The local repository's shallow commits (its `.git/shallow`). */
+  shallow?: ObjectId[];
+  protocol?: 0 | 2;
+  agent?: string;
+  /** Ask for a thin pack (completed locally). Default true. */
+  thin?: boolean;
+  /** Default true: update local refs per the refspecs. */
+  updateRefs?: boolean;
+  maxInVain?: number;
+  limits?: PackLimits;
+  signal?: AbortSignal;
+  onProgress?: (text: string) => void;
+}
+
+export interface FetchResult {
+  version: 0 | 1 | 2;
+  /** The remote's refs (as advertised or listed). */
+  refs: AdvertisedRef[];
+  head?: string;
+  wants: ObjectId[];
+  /** Local ref updates (rejected ones say why). */
+  updates: RefUpdateResult[];
+  pack?: { hash: string; objects: number };
+  /** The local shallow list after this fetch (store it as `.git/shallow`). */
+  shallow: ObjectId[];
+  /** Negotiation figures: requests sent and haves offered. */
+  rounds: number;
+  haves: number;
+}
+
+function pkt(line: string): Uint8Array {
+  return encodeText(`${line}\n`);
+}
+
+function v2Request(command: string, agent: string, args: readonly string[]): Uint8Array {
+  const parts = [pkt(`command=${command}`), pkt(`agent=${agent}`), pkt('object-format=sha1'), DELIM];
+  for (const a of args) parts.push(pkt(a));
+  parts.push(FLUSH);
+  return concatBytes(parts);
+}
+
+async function listRefsV2(
+  session: ServiceSession,
+  agent: string,
+  prefixes: readonly string[] | undefined,
+): Promise<{ refs: AdvertisedRef[]; head?: string }> {
+  const args = ['symrefs', 'peel', 'unborn', ...(prefixes ?? []).map((p) => `ref-prefix ${p}`)];
+  const reader = await session.round(v2Request('ls-refs', agent, args));
+  const refs: AdvertisedRef[] = [];
+  let head: string | undefined;
+  for (;;) {
+    const p = await requirePacket(reader, 'reading ls-refs');
+    if (p.kind === 'flush') break;
+    const text = packetText(p);
+    if (text === undefined) throw new ProtocolError('PROTOCOL_UNEXPECTED', `unexpected ${p.kind} in ls-refs output`);
+    const ref = parseLsRefsLine(text);
+    if (ref.name === 'HEAD' && ref.target) head = ref.target;
+    if (ref.unborn) continue;
+    refs.push({
+      name: ref.name,
+      oid: ref.oid,
+      ...(ref.peeled ? { peeled: ref.peeled } : {}),
+      ...(ref.target ? { target: ref.target } : {}),
+    });
+  }
+  return head === undefined ? { refs } : { refs, head };
+}
+
+async function remoteRefs(
+  session: ServiceSession,
+  agent: string,
+  prefixes?: readonly string[],
+): Promise<{ refs: AdvertisedRef[]; head?: string }> {
+  const adv = session.advertisement;
+  if (adv.version === 2) return listRefsV2(session, agent, prefixes);
+  const head = adv.symrefs.get('HEAD');
+  return head === undefined ? { refs: adv.refs } : { refs: adv.refs, head };
+}
+
+/** Lists the remote's refs (`git ls-remote --symref`). */
+export async function lsRemote(remote: Remote, options: LsRemoteOptions = {}): Promise<LsRemoteResult> {
+  const agent = options.agent ?? DEFAULT_AGENT;
+  const session = await openSession(remote, 'git-upload-pack', options);
+  try {
+    const { refs, head } = await remoteRefs(session, agent, options.prefixes);
+    if (!session.stateless) await session.round(FLUSH).catch(() => undefined);
+    const adv = session.advertisement;
+    return { version: adv.version, refs, capabilities: adv.capabilities, ...(head ? { head } : {}) };
+  } catch (error) {
+    throw remoteError(error);
+  } finally {
+    await session.close().catch(() => {});
+  }
+}
+
+interface Want {
+  ref: AdvertisedRef;
+  dst?: string;
+  force: boolean;
+}
+
+/** Fetches from `remote` into `local` (objects, then refs). */
+export async function fetch(local: Repository, remote: Remote, options: FetchOptions = {}): Promise<FetchResult> {
+  const agent = options.agent ?? DEFAULT_AGENT;
+  const { signal } = options;
+  const specs: Refspec[] = (options.refspecs ?? ['+refs/heads/*:refs/remotes/origin/*']).map(parseRefspec);
+  const tagMode = options.tags ?? 'follow';
+  if (tagMode === 'all') specs.push({ force: true, src: 'refs/tags/*', dst: 'refs/tags/*' });
+  const session = await openSession(remote, 'git-upload-pack', options);
+  try {
+    const prefixes = [
+      ...new Set([...specs.map(refspecPrefix), ...(tagMode === 'follow' ? ['refs/tags/'] : []), 'HEAD']),
+    ];
+    const { refs, head } = await remoteRefs(session, agent, prefixes);
+    const graph = new CommitGraph(local.objects);
+    const selected: Want[] = [];
+    for (const ref of refs) {
+      for (const spec of specs) {
+        const m = matchRefspec(spec, ref.name);
+        if (!m) continue;
+        selected.push({ ref, force: spec.force, ...(m.dst !== undefined ? { dst: m.dst } : {}) });
+        break;
+      }
+    }
+    const deepening =
+      options.depth !== undefined ||
+      options.deepen !== undefined ||
+      options.since !== undefined ||
+      (options.exclude?.length ?? 0) > 0;
+    const wants: ObjectId[] = [];
+    for (const w of selected) {
+      if (wants.includes(w.ref.oid)) continue;
+      if (!deepening && (await local.objects.has(w.ref.oid))) continue;
+      wants.push(w.ref.oid);
+    }
+    let shallow = new Set(options.shallow ?? []);
+    const result: FetchResult = {
+      version: session.advertisement.version,
+      refs,
+      wants,
+      updates: [],
+      shallow: [],
+      rounds: 0,
+      haves: 0,
+      ...(head ? { head } : {}),
+    };
+    if (wants.length > 0) {
+      const exchange = new FetchExchange(session, local, graph, refs, wants, shallow, options, agent);
+      const outcome = await exchange.run();
+      result.rounds = exchange.rounds;
+      result.haves = exchange.havesSent;
+      result.pack = outcome.pack;
+      shallow = outcome.shallow;
+    } else if (!session.stateless) {
+      await session.round(FLUSH);
+    }
+    result.shallow = [...shallow];
+    throwIfAborted(signal);
+    if (options.updateRefs !== false) result.updates = await updateLocalRefs(local, graph, selected, refs, tagMode);
+    return result;
+  } catch (error) {
+    throw remoteError(error);
+  } finally {
+    await session.close().catch(() => {});
+  }
+}
+
+/** `clone`: fetch every branch and tag into the same names, then point HEAD like the remote's. */
+export async function clone(
+  local: Repository,
+  remote: Remote,
+  options: Omit<FetchOptions, 'refspecs' | 'tags'> & { bare?: boolean } = {},
+): Promise<FetchResult> {
+  const result = await fetch(local, remote, {
+    ...options,
+    refspecs: ['+refs/heads/*:refs/heads/*'],
+    tags: options.depth !== undefined ? 'follow' : 'all',
+  });
+  if (result.head) await local.refs.setSymbolic('HEAD', result.head);
+  return result;
+}
+
+async function updateLocalRefs(
+  local: Repository,
+  graph: CommitGraph,
+  selected: readonly Want[],
+  refs: readonly AdvertisedRef[],
+  tagMode: 'follow' | 'all' | 'none',
+): Promise<RefUpdateResult[]> {
+  const results: RefUpdateResult[] = [];
+  const targets = new Set<string>();
+  const apply = async (name: string, oid: ObjectId, force: boolean) => {
+    if (targets.has(name)) return;
+    targets.add(name);
+    const current = await local.refs.read(name);
+    const old = current.kind === 'direct' ? current.oid : null;
+    if (old === oid) return;
+    if (!(await local.objects.has(oid))) {
+      results.push({ name, status: 'rejected', reason: 'stale', message: `object ${oid} was not received` });
+      return;
+    }
+    if (old && !force) {
+      const ok = (await graph.reachableFrom([old], [oid])).has(old);
+      if (!ok) {
+        results.push({ name, status: 'rejected', reason: 'stale', message: 'non-fast-forward' });
+        return;
+      }
+    }
+    results.push(...(await local.refs.update([{ name, old, new: oid }])));
+  };
+  for (const w of selected) if (w.dst) await apply(w.dst, w.ref.oid, w.force);
+  if (tagMode === 'follow') {
+    for (const ref of refs) {
+      if (!ref.name.startsWith('refs/tags/') || ref.name.endsWith('^{}')) continue;
+      const current = await local.refs.read(ref.name);
+      if (current.kind !== 'missing') continue;
+      if (await local.objects.has(ref.oid)) await apply(ref.name, ref.oid, false);
+    }
+  }
+  return results;
+}
+
+/** One fetch negotiation and pack transfer (v0/v1 or v2, stateful or stateless). */
+class FetchExchange {
+  rounds = 0;
+  havesSent = 0;
+  readonly #v2: boolean;
+  readonly #caps: string[] = [];
+  readonly #common: ObjectId[] = [];
+  readonly #negotiator: Negotiator;
+  /** The shallow list we send (unchanged during the exchange). */
+  readonly #shallow: Set<ObjectId>;
+  /** The shallow list after the server's shallow/unshallow lines. */
+  #shallowAfter: Set<ObjectId>;
+  readonly #deepening: boolean;
+
+  constructor(
+    readonly session: ServiceSession,
+    readonly local: Repository,
+    readonly graph: CommitGraph,
+    readonly refs: readonly AdvertisedRef[],
+    readonly wants: readonly ObjectId[],
+    shallow: Set<ObjectId>,
+    readonly options: FetchOptions,
+    readonly agent: string,
+  ) {
+    this.#v2 = session.advertisement.version === 2;
+    this.#negotiator = new Negotiator(graph);
+    this.#shallow = new Set(shallow);
+    this.#shallowAfter = new Set(shallow);
+    this.#deepening =
+      options.depth !== undefined ||
+      options.deepen !== undefined ||
+      options.since !== undefined ||
+      (options.exclude?.length ?? 0) > 0;
+    const server = session.advertisement.capabilities;
+    const wanted = (name: string) => {
+      if (this.#v2 || server.has(name)) this.#caps.push(name);
+    };
+    if (this.#v2) {
+      const fetchFeatures = server.features('fetch');
+      if (this.#deepening && !fetchFeatures.has('shallow')) {
+        throw new ProtocolError('PROTOCOL_UNSUPPORTED', 'the server does not support shallow fetches');
+      }
+      if (options.thin !== false) this.#caps.push('thin-pack');
+      this.#caps.push('ofs-delta', 'include-tag');
+      if (!options.onProgress) this.#caps.push('no-progress');
+    } else {
+      if (server.has('multi_ack_detailed')) this.#caps.push('multi_ack_detailed');
+      else if (server.has('multi_ack')) this.#caps.push('multi_ack');
+      if (session.stateless && server.has('no-done')) this.#caps.push('no-done');
+      if (server.has('side-band-64k')) this.#caps.push('side-band-64k');
+      else if (server.has('side-band')) this.#caps.push('side-band');
+      if (options.thin !== false) wanted('thin-pack');
+      wanted('ofs-delta');
+      if (this.#deepening) {
+        if (!server.has('shallow'))
+          throw new ProtocolError('PROTOCOL_UNSUPPORTED', 'the server does not support shallow fetches');
+        this.#caps.push('shallow');
+        if (options.since !== undefined) wanted('deepen-since');
+        if (options.exclude?.length) wanted('deepen-not');
+        if (options.deepen !== undefined) wanted('deepen-relative');
+      }
+      if (!this.#deepening && this.#shallow.size > 0) wanted('shallow');
+      if (!options.onProgress) wanted('no-progress');
+      wanted('include-tag');
+      this.#caps.push(`agent=${agent}`);
+    }
+  }
+
+  get #multiAck(): number {
+    return this.#caps.includes('multi_ack_detailed') ? 2 : this.#caps.includes('multi_ack') ? 1 : 0;
+  }
+
+  /** want / shallow / deepen lines (v0: with capabilities on the first want). */
+  #head(): string[] {
+    const lines: string[] = [];
+    this.wants.forEach((oid, i) => {
+      lines.push(i === 0 && !this.#v2 ? `want ${oid} ${this.#caps.join(' ')}` : `want ${oid}`);
+    });
+    for (const oid of this.#shallow) lines.push(`shallow ${oid}`);
+    const o = this.options;
+    if (o.depth !== undefined) lines.push(`deepen ${o.depth}`);
+    if (o.deepen !== undefined) {
+      // v0 says deepen-relative as a capability, v2 as an argument
+      lines.push(`deepen ${o.deepen}`);
+      if (this.#v2) lines.push('deepen-relative');
+    }
+    if (o.since !== undefined) lines.push(`deepen-since ${Math.floor(o.since)}`);
+    for (const ex of o.exclude ?? []) lines.push(`deepen-not ${ex}`);
+    return lines;
+  }
+
+  async run(): Promise<{ pack?: { hash: string; objects: number }; shallow: Set<ObjectId> }> {
+    const { signal } = this.options;
+    for (const ref of this.refs) {
+      if (ref.name === 'HEAD') continue;
+      if (await this.local.objects.has(ref.oid)) await this.#negotiator.knownCommon(ref.oid);
+    }
+    for (const ref of await this.local.refs.list()) await this.#negotiator.addTip(ref.oid);
+    const headOid = await this.local.refs.resolve('HEAD');
+    if (headOid) await this.#negotiator.addTip(headOid);
+
+    const stateless = this.session.stateless;
+    const maxInVain = this.options.maxInVain ?? MAX_IN_VAIN;
+    let flushAt = INITIAL_FLUSH;
+    let inVain = 0;
+    let gotContinue = false;
+    let reader: PacketReader | undefined;
+    let packFollows = false;
+    let first = true;
+    if (!this.#v2 && !stateless) {
+      // stateful v0: the want list goes once; a deepen request is answered right away
+      const r = await this.session.round(concatBytes([...this.#head().map(pkt), FLUSH]));
+      if (this.#deepening) await this.#readShallowSection(r);
+    }
+    for (;;) {
+      throwIfAborted(signal);
+      const batch: ObjectId[] = [];
+      while (batch.length < flushAt) {
+        const oid = await this.#negotiator.next();
+        if (!oid) break;
+        batch.push(oid);
+      }
+      const exhausted = batch.length < flushAt;
+      if (batch.length === 0) break;
+      this.havesSent += batch.length;
+      const outcome = await this.#round(batch, false, first);
+      first = false;
+      reader = outcome.reader;
+      if (outcome.acked) {
+        inVain = 0;
+        gotContinue = true;
+      } else inVain += batch.length;
+      if (outcome.packFollows) {
+        packFollows = true;
+        break;
+      }
+      if (outcome.ready) break;
+      if (gotContinue && inVain >= maxInVain) break;
+      if (exhausted) break;
+      flushAt = nextFlush(stateless || this.#v2, flushAt);
+    }
+    if (!packFollows) {
+      const outcome = await this.#round([], true, first);
+      reader = outcome.reader;
+    }
+    const received = await this.#receivePack(reader as PacketReader);
+    return { ...received, shallow: this.#shallowAfter };
+  }
+
+  /** Sends one round; reads its acknowledgments. */
+  async #round(
+    haves: readonly ObjectId[],
+    done: boolean,
+    first: boolean,
+  ): Promise<{ reader: PacketReader; acked: boolean; ready: boolean; packFollows: boolean }> {
+    this.rounds++;
+    const stateless = this.session.stateless;
+    if (this.#v2) {
+      const args = [...this.#caps, ...this.#head()];
+      for (const oid of this.#common) args.push(`have ${oid}`);
+      for (const oid of haves) args.push(`have ${oid}`);
+      if (done) args.push('done');
+      const reader = await this.session.round(v2Request('fetch', this.agent, args));
+      if (done) return { reader, acked: false, ready: false, packFollows: true };
+      const header = await requireLine(reader, 'reading the fetch response');
+      if (header !== 'acknowledgments') {
+        throw new ProtocolError('PROTOCOL_UNEXPECTED', `expected acknowledgments, got ${JSON.stringify(header)}`);
+      }
+      let acked = false;
+      let ready = false;
+      for (;;) {
+        const p = await requirePacket(reader, 'reading acknowledgments');
+        if (p.kind === 'flush') return { reader, acked, ready, packFollows: false };
+        if (p.kind === 'delim') {
+          if (!ready) throw new ProtocolError('PROTOCOL_UNEXPECTED', 'sections after acknowledgments without ready');
+          return { reader, acked, ready, packFollows: true };
+        }
+        const text = packetText(p) as string;
+        if (text === 'NAK') continue;
+        if (text === 'ready') {
+          ready = true;
+          continue;
+        }
+        if (text.startsWith('ACK ')) {
+          const oid = text.slice(4, 44);
+          acked = true;
+          await this.#ack(oid);
+          continue;
+        }
+        throw new ProtocolError('PROTOCOL_BAD_LINE', `unexpected acknowledgment ${JSON.stringify(text)}`);
+      }
+    }
+    const lines: string[] = [];
+    if (stateless) {
+      lines.push(...this.#head());
+      const head = concatBytes([...lines.map(pkt), FLUSH]);
+      const body: Uint8Array[] = [head];
+      for (const oid of this.#common) body.push(pkt(`have ${oid}`));
+      for (const oid of haves) body.push(pkt(`have ${oid}`));
+      body.push(done ? pkt('done') : FLUSH);
+      const reader = await this.session.round(concatBytes(body));
+      if (this.#deepening) await this.#readShallowSection(reader);
+      return this.#readAcksV0(reader, done, true);
+    }
+    const body: Uint8Array[] = [];
+    for (const oid of haves) body.push(pkt(`have ${oid}`));
+    body.push(done ? pkt('done') : FLUSH);
+    const reader = await this.session.round(concatBytes(body));
+    return this.#readAcksV0(reader, done, false);
+  }
+
+  async #ack(oid: ObjectId): Promise<void> {
+    if (!this.#common.includes(oid)) this.#common.push(oid);
+    await this.#negotiator.ack(oid);
+  }
+
+  /** v0 acknowledgments of one round: ACK lines up to NAK (or the final ACK after done). */
+  async #readAcksV0(
+    reader: PacketReader,
+    done: boolean,
+    stateless: boolean,
+  ): Promise<{ reader: PacketReader; acked: boolean; ready: boolean; packFollows: boolean }> {
+    let acked = false;
+    let ready = false;
+    const multiAck = this.#multiAck;
+    const noDone = stateless && this.#caps.includes('no-done');
+    for (;;) {
+      const text = await requireLine(reader, 'reading acknowledgments');
+      if (text === 'NAK') {
+        if (done) return { reader, acked, ready, packFollows: true };
+        if (ready && noDone) {
+          // the server goes on with `ACK <oid>` and the pack
+          const last = await requireLine(reader, 'reading the final ACK');
+          if (!last.startsWith('ACK '))
+            throw new ProtocolError('PROTOCOL_BAD_LINE', `expected ACK, got ${JSON.stringify(last)}`);
+          return { reader, acked, ready, packFollows: true };
+        }
+        return { reader, acked, ready, packFollows: false };
+      }
+      if (!text.startsWith('ACK ')) throw new ProtocolError('PROTOCOL_BAD_LINE', `unexpected ${JSON.stringify(text)}`);
+      const oid = text.slice(4, 44);
+      const status = text.slice(45);
+      if (status === '') {
+        // a plain ACK: after done (or without multi_ack) the pack follows
+        await this.#ack(oid);
+        if (done || multiAck === 0) return { reader, acked: true, ready: true, packFollows: done };
+        continue;
+      }
+      acked = true;
+      await this.#ack(oid);
+      if (status === 'ready') ready = true;
+    }
+  }
+
+  /** `shallow <id>` / `unshallow <id>` lines up to the flush (v0) or delim (v2). */
+  async #readShallowSection(reader: PacketReader): Promise<void> {
+    // every stateless response repeats the whole answer: start from what we sent
+    this.#shallowAfter = new Set(this.#shallow);
+    for (;;) {
+      const p = await requirePacket(reader, 'reading shallow lines');
+      if (p.kind === 'flush' || p.kind === 'delim') return;
+      const text = packetText(p) as string;
+      if (text.startsWith('shallow ')) this.#shallowAfter.add(text.slice(8, 48));
+      else if (text.startsWith('unshallow ')) this.#shallowAfter.delete(text.slice(10, 50));
+      else throw new ProtocolError('PROTOCOL_BAD_LINE', `expected shallow lines, got ${JSON.stringify(text)}`);
+    }
+  }
+
+  async #receivePack(reader: PacketReader): Promise<{ pack: { hash: string; objects: number } }> {
+    const { signal, onProgress } = this.options;
+    let sideband: boolean;
+    if (this.#v2) {
+      for (;;) {
+        const section = await requireLine(reader, 'reading the fetch response');
+        if (section === 'packfile') break;
+        if (section === 'shallow-info') await this.#readShallowSection(reader);
+        else if (section === 'wanted-refs') {
+          for (;;) {
+            const p = await requirePacket(reader, 'reading wanted-refs');
+            if (p.kind === 'delim') break;
+          }
+        } else throw new ProtocolError('PROTOCOL_UNEXPECTED', `unexpected section ${JSON.stringify(section)}`);
+      }
+      sideband = true;
+    } else {
+      sideband = this.#caps.includes('side-band-64k') || this.#caps.includes('side-band');
+    }
+    const stream = sideband
+      ? demuxSideband(reader, { ...(onProgress ? { onProgress } : {}), ...(signal ? { signal } : {}) })
+      : reader.rest();
+    const imported = await importPack(this.local.objects, stream, {
+      fixThin: true,
+      ...(this.options.limits ? { limits: this.options.limits } : {}),
+      ...(signal ? { signal } : {}),
+    });
+    return { pack: { hash: imported.hash, objects: imported.objects.length } };
+  }
+}

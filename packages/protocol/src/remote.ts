@@ -1,0 +1,163 @@
+/**
+ * The client's view of a remote service, in both modes:
+ *
+ * - stateful: one `Connection` already attached to the service (a transport DuplexStream, the
+ *   stdio of `git upload-pack <dir>`); the advertisement arrives first, then rounds share the
+ *   connection;
+ * - stateless: smart HTTP through an HTTP-shaped function; `GET info/refs?service=` for the
+ *   advertisement, then one `POST` per round (gitprotocol-http(5)). `Git-Protocol: version=2`
+ *   asks for v2 on upload-pack.
+ */
+import { type PacketReader, PktLineRemoteError } from '@gitport/pktline';
+import { type Advertisement, decodeAdvertisement } from './advertisement.js';
+import type { Connection } from './connection.js';
+import { newReader, once } from './connection.js';
+import { hasCode, ProtocolError } from './errors.js';
+
+export interface HttpRequest {
+  url: string;
+  method: 'GET' | 'POST';
+  headers: Record<string, string>;
+  body?: Uint8Array | AsyncIterable<Uint8Array>;
+  signal?: AbortSignal;
+}
+
+export interface HttpResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: AsyncIterable<Uint8Array>;
+}
+
+/** An HTTP client in the shape the gateway, isomorphic-git's plugin and tests can provide. */
+export type HttpFetch = (request: HttpRequest) => Promise<HttpResponse>;
+
+export type Remote = { connection: Connection } | { url: string; http: HttpFetch; headers?: Record<string, string> };
+
+export type Service = 'git-upload-pack' | 'git-receive-pack';
+
+export interface ServiceSession {
+  readonly stateless: boolean;
+  readonly advertisement: Advertisement;
+  /** Sends one request; resolves with a reader over its response (stateful: the shared reader). */
+  round(request: Uint8Array | AsyncIterable<Uint8Array>): Promise<PacketReader>;
+  /** Ends the exchange (stateful: half-closes the connection). */
+  close(): Promise<void>;
+}
+
+function header(headers: Record<string, string>, name: string): string | undefined {
+  const lower = name.toLowerCase();
+  for (const [k, v] of Object.entries(headers)) if (k.toLowerCase() === lower) return v;
+  return undefined;
+}
+
+async function drain(body: AsyncIterable<Uint8Array>, max = 4096): Promise<string> {
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    parts.push(chunk);
+    size += chunk.length;
+    if (size >= max) break;
+  }
+  const out = new Uint8Array(Math.min(size, max));
+  let at = 0;
+  for (const p of parts) {
+    const n = Math.min(p.length, out.length - at);
+    out.set(p.subarray(0, n), at);
+    at += n;
+  }
+  return new TextDecoder().decode(out);
+}
+
+/** Turns `ERR` packets and side-band 3 into ProtocolError `PROTOCOL_REMOTE_ERROR`. */
+export function remoteError(error: unknown): unknown {
+  if (error instanceof PktLineRemoteError || hasCode(error, 'PKTLINE_REMOTE_ERROR')) {
+    return new ProtocolError('PROTOCOL_REMOTE_ERROR', `remote error: ${(error as Error).message}`, { cause: error });
+  }
+  return error;
+}
+
+export async function openSession(
+  remote: Remote,
+  service: Service,
+  options: { protocol?: 0 | 1 | 2; signal?: AbortSignal } = {},
+): Promise<ServiceSession> {
+  const { signal } = options;
+  try {
+    if ('connection' in remote) {
+      const conn = remote.connection;
+      const reader = newReader(conn.input, signal);
+      const advertisement = await decodeAdvertisement(reader);
+      return {
+        stateless: false,
+        advertisement,
+        async round(request) {
+          if (request instanceof Uint8Array) await conn.write(request);
+          else for await (const chunk of request) await conn.write(chunk);
+          return reader;
+        },
+        close: () => conn.end(),
+      };
+    }
+    const base = remote.url.replace(/\/+$/, '');
+    const extra = remote.headers ?? {};
+    const protocolHeader: Record<string, string> =
+      service === 'git-upload-pack' && options.protocol === 2 ? { 'Git-Protocol': 'version=2' } : {};
+    const get = await remote.http({
+      url: `${base}/info/refs?service=${service}`,
+      method: 'GET',
+      headers: { ...extra, Accept: '*/*', ...protocolHeader },
+      ...(signal ? { signal } : {}),
+    });
+    if (get.status !== 200) {
+      const text = await drain(get.body).catch(() => '');
+      throw new ProtocolError('PROTOCOL_HTTP', `GET info/refs failed with HTTP ${get.status}: ${text.trim()}`, {
+        data: { status: get.status },
+      });
+    }
+    const type = header(get.headers, 'content-type');
+    if (type !== `application/x-${service}-advertisement`) {
+      throw new ProtocolError('PROTOCOL_HTTP', `not a smart HTTP server (content type ${type ?? 'missing'})`, {
+        data: { status: get.status },
+      });
+    }
+    const advertisement = await decodeAdvertisement(newReader(get.body, signal));
+    return {
+      stateless: true,
+      advertisement,
+      async round(request) {
+        const response = await remote.http({
+          url: `${base}/${service}`,
+          method: 'POST',
+          headers: {
+            ...extra,
+            'Content-Type': `application/x-${service}-request`,
+            Accept: `application/x-${service}-result`,
+            ...(advertisement.version === 2 ? { 'Git-Protocol': 'version=2' } : {}),
+          },
+          body: request instanceof Uint8Array ? request : request,
+          ...(signal ? { signal } : {}),
+        });
+        if (response.status !== 200) {
+          const text = await drain(response.body).catch(() => '');
+          throw new ProtocolError(
+            'PROTOCOL_HTTP',
+            `POST ${service} failed with HTTP ${response.status}: ${text.trim()}`,
+            {
+              data: { status: response.status },
+            },
+          );
+        }
+        const rtype = header(response.headers, 'content-type');
+        if (rtype !== `application/x-${service}-result`) {
+          throw new ProtocolError('PROTOCOL_HTTP', `unexpected content type ${rtype ?? 'missing'} for ${service}`);
+        }
+        return newReader(response.body, signal);
+      },
+      async close() {},
+    };
+  } catch (error) {
+    throw remoteError(error);
+  }
+}
+
+export { once };

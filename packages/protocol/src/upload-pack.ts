@@ -1,0 +1,569 @@
+/**
+ * The upload-pack server (what `git fetch` and `git clone` talk to), v0/v1 and v2, stateful
+ * and stateless. gitprotocol-pack(5) "Packfile Negotiation", gitprotocol-v2(5) "fetch".
+ *
+ *   upload-request    =  want-list *shallow-line *1depth-request [filter-request] flush-pkt
+ *   want-list         =  first-want *additional-want
+ *   first-want        =  PKT-LINE("want" SP obj-id SP capability-list)
+ *   shallow-line      =  PKT-LINE("shallow" SP obj-id)
+ *   depth-request     =  PKT-LINE("deepen" SP depth) / PKT-LINE("deepen-since" SP timestamp) /
+ *                        PKT-LINE("deepen-not" SP ref)
+ *   upload-haves      =  have-list compute-end
+ *   have-list         =  *have-line
+ *   have-line         =  PKT-LINE("have" SP obj-id)
+ *   compute-end       =  flush-pkt / PKT-LINE("done")
+ *
+ * With multi_ack_detailed the server answers each round with `ACK <id> common` for every have it
+ * has, `ACK <id> ready` once every want reaches a common commit, then `NAK`; after `done` it
+ * sends `ACK <last common>` (or `NAK`) and the pack. With `no-done` (stateless only) it sends
+ * `NAK`, `ACK <id>` and the pack right after the round that said `ready`. This follows
+ * upload-pack.c's `get_common_commits`.
+ *
+ * v2 `fetch` response: [acknowledgments] [shallow-info] packfile, sections separated by delim;
+ * a round without `done` that is not ready ends with flush after the acknowledgments.
+ */
+import { createPack, type ObjectId } from '@gitport/pack';
+import { DELIM, encodeText, FLUSH, type Packet, type PacketReader, packetText, SidebandMuxer } from '@gitport/pktline';
+import {
+  type AdvertisedRef,
+  collectRefs,
+  encodeAdvertisementV0,
+  encodeCapabilitiesV2,
+  encodeLsRefs,
+} from './advertisement.js';
+import { Capabilities, DEFAULT_AGENT, uploadPackCapabilities, v2Capabilities } from './capabilities.js';
+import { CommitGraph, computeShallow, type ShallowRequest } from './commit-graph.js';
+import { type Connection, newReader, type Repository, requirePacket } from './connection.js';
+import { hasCode, ProtocolError, throwIfAborted } from './errors.js';
+import { isObjectId } from './ref-store.js';
+
+export interface UploadPackLimits {
+  /** Most `want` lines in one request (default 100,000). */
+  maxWants?: number;
+  /** Most `have` lines over a whole negotiation (default 1,000,000). */
+  maxHaves?: number;
+  /** Largest `deepen` (default 2^31-1). */
+  maxDepth?: number;
+}
+
+export interface UploadPackOptions {
+  agent?: string;
+  /** Stateless RPC (smart HTTP): one request in, one response out, no advertisement. */
+  stateless?: boolean;
+  /** Stateful only: send the advertisement first (default true). */
+  advertise?: boolean;
+  /** 0/1 (default) or 2. */
+  protocol?: 0 | 1 | 2;
+  signal?: AbortSignal;
+  limits?: UploadPackLimits;
+  /** Pack writing: deltas on by default. */
+  pack?: { deltas?: boolean; window?: number; depth?: number };
+}
+
+/** The state of one fetch negotiation on the server (shared by v0 and v2). */
+class UploadSession {
+  readonly graph: CommitGraph;
+  readonly wants: ObjectId[] = [];
+  /** Wants peeled to commits (for the negotiation and shallow walks). */
+  wantCommits: ObjectId[] = [];
+  readonly clientShallow = new Set<ObjectId>();
+  deepen: ShallowRequest | undefined;
+  deepenNot: string[] = [];
+  /** Haves that we have (the common objects, in the order received). */
+  readonly common: ObjectId[] = [];
+  readonly #commonSet = new Set<ObjectId>();
+  /** Commits the client has: its common haves and their parents (git's THEY_HAVE). */
+  readonly #theyHave = new Set<ObjectId>();
+  readonly #satisfied = new Set<ObjectId>();
+  #oldestHave = Number.POSITIVE_INFINITY;
+  havesSeen = 0;
+  newShallow = new Set<ObjectId>();
+  unshallow = new Set<ObjectId>();
+  refs: AdvertisedRef[] | undefined;
+
+  constructor(
+    readonly repo: Repository,
+    readonly options: UploadPackOptions,
+  ) {
+    this.graph = new CommitGraph(repo.objects);
+  }
+
+  get signal(): AbortSignal | undefined {
+    return this.options.signal;
+  }
+
+  async allRefs(): Promise<AdvertisedRef[]> {
+    if (!this.refs) this.refs = (await collectRefs(this.repo.refs, this.graph, { head: false })).refs;
+    return this.refs;
+  }
+
+  addWant(oid: string): void {
+    if (!isObjectId(oid)) throw new ProtocolError('PROTOCOL_BAD_LINE', `invalid want ${JSON.stringify(oid)}`);
+    const max = this.options.limits?.maxWants ?? 100_000;
+    if (this.wants.length >= max) throw new ProtocolError('PROTOCOL_LIMIT', `more than ${max} wants`);
+    if (!this.wants.includes(oid)) this.wants.push(oid);
+  }
+
+  addShallow(oid: string): void {
+    if (!isObjectId(oid)) throw new ProtocolError('PROTOCOL_BAD_LINE', `invalid shallow ${JSON.stringify(oid)}`);
+    this.clientShallow.add(oid);
+  }
+
+  setDeepen(line: string): boolean {
+    const d = (this.deepen ??= {});
+    if (line.startsWith('deepen ')) {
+      const n = Number(line.slice(7));
+      const max = this.options.limits?.maxDepth ?? 0x7fffffff;
+      if (!Number.isInteger(n) || n <= 0 || n > max) throw new ProtocolError('PROTOCOL_BAD_LINE', `invalid ${line}`);
+      d.depth = n;
+    } else if (line.startsWith('deepen-since ')) {
+      const t = Number(line.slice(13));
+      if (!Number.isFinite(t)) throw new ProtocolError('PROTOCOL_BAD_LINE', `invalid ${line}`);
+      d.since = t;
+    } else if (line.startsWith('deepen-not ')) {
+      this.deepenNot.push(line.slice(11));
+    } else if (line === 'deepen-relative') {
+      d.relative = true;
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  /**
+   * Every want must exist; a want that is not a ref tip must be reachable from one
+   * (allow-reachable-sha1-in-want; also what a stateless server needs when refs moved).
+   */
+  async validateWants(): Promise<void> {
+    const refs = await this.allRefs();
+    const tips = new Set<ObjectId>();
+    for (const r of refs) {
+      tips.add(r.oid);
+      if (r.peeled) tips.add(r.peeled);
+    }
+    const others: ObjectId[] = [];
+    for (const oid of this.wants) {
+      if (!(await this.repo.objects.has(oid))) throw notOurRef(oid);
+      if (!tips.has(oid)) others.push(oid);
+    }
+    if (others.length > 0) {
+      const found = await this.graph.reachableFrom(others, tips, this.signal);
+      for (const oid of others) if (!found.has(oid)) throw notOurRef(oid);
+    }
+    this.wantCommits = [];
+    for (const oid of this.wants) {
+      const peeled = await this.graph.peel(oid);
+      if (peeled?.type === 'commit') this.wantCommits.push(peeled.oid);
+    }
+  }
+
+  get deepening(): boolean {
+    return this.deepen !== undefined || this.deepenNot.length > 0;
+  }
+
+  /** Computes the shallow boundary; returns the `shallow`/`unshallow` lines to send. */
+  async processShallow(): Promise<string[]> {
+    if (!this.deepening) return [];
+    const request: ShallowRequest = { ...this.deepen };
+    if (request.depth !== undefined && (request.since !== undefined || this.deepenNot.length > 0)) {
+      throw new ProtocolError('PROTOCOL_BAD_LINE', 'deepen and deepen-since (or deepen-not) cannot be used together');
+    }
+    if (this.deepenNot.length > 0) {
+      const not: ObjectId[] = [];
+      for (const name of this.deepenNot) {
+        const oid = isObjectId(name) ? name : await this.resolveShortRef(name);
+        if (!oid) throw new ProtocolError('PROTOCOL_BAD_LINE', `git upload-pack: deepen-not is not a ref: ${name}`);
+        not.push(oid);
+      }
+      request.not = not;
+    }
+    const { shallow, unshallow } = await computeShallow(
+      this.graph,
+      this.wantCommits,
+      this.clientShallow,
+      request,
+      this.signal,
+    );
+    this.newShallow = shallow;
+    this.unshallow = unshallow;
+    const lines: string[] = [];
+    for (const oid of shallow) if (!this.clientShallow.has(oid)) lines.push(`shallow ${oid}`);
+    for (const oid of unshallow) lines.push(`unshallow ${oid}`);
+    return lines;
+  }
+
+  async resolveShortRef(name: string): Promise<ObjectId | undefined> {
+    for (const candidate of [name, `refs/${name}`, `refs/tags/${name}`, `refs/heads/${name}`]) {
+      const oid = await this.repo.refs.resolve(candidate);
+      if (oid) return oid;
+    }
+    return undefined;
+  }
+
+  /** Records one `have`; returns whether we have the object. */
+  async have(oid: string): Promise<boolean> {
+    if (!isObjectId(oid)) throw new ProtocolError('PROTOCOL_BAD_LINE', `invalid have ${JSON.stringify(oid)}`);
+    const max = this.options.limits?.maxHaves ?? 1_000_000;
+    if (++this.havesSeen > max) throw new ProtocolError('PROTOCOL_LIMIT', `more than ${max} haves`);
+    if (!(await this.repo.objects.has(oid))) return false;
+    if (!this.#commonSet.has(oid)) {
+      this.#commonSet.add(oid);
+      this.common.push(oid);
+      const c = await this.graph.commit(oid);
+      if (c) {
+        this.#theyHave.add(oid);
+        for (const p of c.parents) this.#theyHave.add(p);
+        if (c.time < this.#oldestHave) this.#oldestHave = c.time;
+      }
+    }
+    return true;
+  }
+
+  /** git's ok_to_give_up: every want reaches a commit the client has. */
+  async okToGiveUp(): Promise<boolean> {
+    if (this.common.length === 0) return false;
+    for (const want of this.wantCommits) {
+      if (this.#satisfied.has(want)) continue;
+      let reached = false;
+      const oldest = this.#oldestHave;
+      await this.graph.walk(
+        [want],
+        (c) => {
+          if (reached) return false;
+          if (this.#theyHave.has(c.oid)) {
+            reached = true;
+            return false;
+          }
+          return c.time >= oldest;
+        },
+        { signal: this.signal },
+      );
+      if (!reached) return false;
+      this.#satisfied.add(want);
+    }
+    return true;
+  }
+
+  /** Streams the pack to `write` (side-banded when `maxData` is given). */
+  async sendPack(
+    write: (bytes: Uint8Array) => Promise<void>,
+    features: { sideband: number; thin: boolean; ofsDelta: boolean; includeTag: boolean; progress: boolean },
+  ): Promise<void> {
+    const wants = [...this.wants];
+    const shallowBoundary = new Set<ObjectId>([...this.newShallow, ...this.clientShallow]);
+    for (const oid of this.unshallow) {
+      // the client gets the parents of commits that stop being shallow: walk them as wants
+      const c = await this.graph.commit(oid);
+      for (const p of c?.parents ?? []) if (!wants.includes(p)) wants.push(p);
+    }
+    const tags: ObjectId[] = [];
+    if (features.includeTag) {
+      for (const ref of await this.allRefs()) {
+        if (ref.name.startsWith('refs/tags/') && ref.peeled && !wants.includes(ref.oid)) tags.push(ref.oid);
+      }
+    }
+    const muxer = features.sideband > 0 ? new SidebandMuxer(write, { maxData: features.sideband }) : undefined;
+    const packOptions = this.options.pack ?? {};
+    try {
+      const pack = createPack(this.repo.objects, {
+        wants,
+        haves: [...this.common],
+        shallow: [...shallowBoundary],
+        includeTags: tags.length > 0,
+        tags,
+        thin: features.thin,
+        ofsDelta: features.ofsDelta,
+        deltas: packOptions.deltas ?? true,
+        ...(packOptions.window !== undefined ? { window: packOptions.window } : {}),
+        ...(packOptions.depth !== undefined ? { depth: packOptions.depth } : {}),
+        ...(this.signal ? { signal: this.signal } : {}),
+      });
+      for await (const chunk of pack) {
+        if (muxer) await muxer.data(chunk);
+        else await write(chunk);
+      }
+    } catch (error) {
+      if (muxer && !hasCode(error, 'PROTOCOL_ABORTED')) {
+        await muxer.error(`upload-pack: ${(error as Error).message}\n`).catch(() => {});
+      }
+      throw error;
+    }
+    if (muxer) await write(FLUSH);
+  }
+}
+
+function notOurRef(oid: ObjectId): ProtocolError {
+  return new ProtocolError('PROTOCOL_NOT_OUR_REF', `upload-pack: not our ref ${oid}`, { data: { oid } });
+}
+
+function line(text: string): Uint8Array {
+  return encodeText(`${text}\n`);
+}
+
+async function sendError(conn: Connection, error: unknown): Promise<void> {
+  const message = hasCode(error, 'PROTOCOL_NOT_OUR_REF')
+    ? (error as Error).message
+    : `upload-pack: ${(error as Error).message}`;
+  await conn.write(encodeText(`ERR ${message}\n`)).catch(() => {});
+}
+
+/**
+ * Serves one upload-pack exchange over `conn`: the advertisement (stateful), the request,
+ * negotiation and the pack. In stateless mode it answers exactly one round. Errors go to the
+ * client as `ERR` lines (or side-band 3 once the pack started) and are rethrown.
+ */
+export async function serveUploadPack(
+  repo: Repository,
+  conn: Connection,
+  options: UploadPackOptions = {},
+): Promise<void> {
+  try {
+    if (options.protocol === 2) await serveV2(repo, conn, options);
+    else await serveV0(repo, conn, options);
+  } finally {
+    await conn.end().catch(() => {});
+  }
+}
+
+async function serveV0(repo: Repository, conn: Connection, options: UploadPackOptions): Promise<void> {
+  const stateless = options.stateless === true;
+  const session = new UploadSession(repo, options);
+  const reader = newReader(conn.input, options.signal);
+  if (!stateless && options.advertise !== false) {
+    const { refs, symrefs } = await collectRefs(repo.refs, session.graph);
+    const caps = uploadPackCapabilities({ stateless, agent: options.agent ?? DEFAULT_AGENT, symrefs });
+    await conn.write(encodeAdvertisementV0(refs, caps));
+  }
+  let packetsSent = false;
+  try {
+    const first = await reader.read();
+    if (!first || first.kind === 'flush') return; // ls-remote, or nothing wanted
+    let caps = new Capabilities();
+    let packet: Packet = first;
+    let firstWant = true;
+    while (packet.kind !== 'flush') {
+      const text = packetText(packet);
+      if (text === undefined) throw new ProtocolError('PROTOCOL_UNEXPECTED', `unexpected ${packet.kind} in want list`);
+      if (text.startsWith('want ')) {
+        const oid = text.slice(5, 45);
+        if (firstWant) {
+          caps = Capabilities.parse(text.slice(46));
+          firstWant = false;
+        }
+        session.addWant(oid);
+      } else if (text.startsWith('shallow ')) session.addShallow(text.slice(8));
+      else if (!session.setDeepen(text)) {
+        throw new ProtocolError('PROTOCOL_BAD_LINE', `upload-pack: protocol error, unexpected ${JSON.stringify(text)}`);
+      }
+      packet = await requirePacket(reader, 'reading wants');
+    }
+    if (session.wants.length === 0) throw new ProtocolError('PROTOCOL_BAD_LINE', 'upload-pack: no wants');
+    if (caps.has('deepen-relative') && session.deepen) session.deepen.relative = true;
+    await session.validateWants();
+    if (session.deepening) {
+      const lines = await session.processShallow();
+      for (const l of lines) await conn.write(line(l));
+      await conn.write(FLUSH);
+      packetsSent = true;
+    }
+    const multiAck = caps.has('multi_ack_detailed') ? 2 : caps.has('multi_ack') ? 1 : 0;
+    const noDone = stateless && caps.has('no-done');
+    let lastHex: ObjectId | undefined;
+    let gotCommon = false;
+    let gotOther = false;
+    let sentReady = false;
+    for (;;) {
+      throwIfAborted(options.signal);
+      const p = await reader.read();
+      if (!p) {
+        if (stateless) return; // the client will come back with a new POST
+        throw new ProtocolError('PROTOCOL_UNEXPECTED_EOF', 'the remote end hung up during negotiation');
+      }
+      if (p.kind === 'flush') {
+        if (multiAck === 2 && gotCommon && !gotOther && (await session.okToGiveUp())) {
+          sentReady = true;
+          await conn.write(line(`ACK ${lastHex} ready`));
+        }
+        if (session.common.length === 0 || multiAck) await conn.write(line('NAK'));
+        if (noDone && sentReady) {
+          await conn.write(line(`ACK ${lastHex}`));
+          break;
+        }
+        if (stateless) return;
+        gotCommon = false;
+        gotOther = false;
+        continue;
+      }
+      const text = packetText(p);
+      if (text === undefined) throw new ProtocolError('PROTOCOL_UNEXPECTED', `unexpected ${p.kind} in negotiation`);
+      if (text.startsWith('have ')) {
+        const oid = text.slice(5);
+        if (await session.have(oid)) {
+          gotCommon = true;
+          lastHex = oid;
+          if (multiAck === 2) await conn.write(line(`ACK ${oid} common`));
+          else if (multiAck === 1) await conn.write(line(`ACK ${oid} continue`));
+          else if (session.common.length === 1) await conn.write(line(`ACK ${oid}`));
+        } else {
+          gotOther = true;
+          if (multiAck && (await session.okToGiveUp())) {
+            if (multiAck === 2) {
+              sentReady = true;
+              await conn.write(line(`ACK ${oid} ready`));
+            } else await conn.write(line(`ACK ${oid} continue`));
+          }
+        }
+        continue;
+      }
+      if (text === 'done') {
+        if (session.common.length > 0) {
+          if (multiAck) await conn.write(line(`ACK ${lastHex}`));
+        } else await conn.write(line('NAK'));
+        break;
+      }
+      throw new ProtocolError('PROTOCOL_BAD_LINE', `upload-pack: expected have or done, got ${JSON.stringify(text)}`);
+    }
+    packetsSent = true;
+    const sideband = caps.has('side-band-64k') ? 65515 : caps.has('side-band') ? 995 : 0;
+    await session.sendPack((b) => conn.write(b), {
+      sideband,
+      thin: caps.has('thin-pack'),
+      ofsDelta: caps.has('ofs-delta'),
+      includeTag: caps.has('include-tag'),
+      progress: !caps.has('no-progress'),
+    });
+  } catch (error) {
+    if (!packetsSent || !hasCode(error, 'PROTOCOL_ABORTED')) await sendError(conn, error);
+    throw error;
+  }
+}
+
+/** Reads one v2 request: `command=`, capabilities, delim, arguments, flush. */
+export interface V2Request {
+  command: string;
+  capabilities: string[];
+  args: string[];
+}
+
+export async function readV2Request(reader: PacketReader): Promise<V2Request | undefined> {
+  const first = await reader.read();
+  if (!first || first.kind === 'flush') return undefined;
+  const head = packetText(first);
+  if (!head?.startsWith('command=')) throw new ProtocolError('PROTOCOL_BAD_LINE', 'expected command=<name>');
+  const request: V2Request = { command: head.slice(8), capabilities: [], args: [] };
+  let inArgs = false;
+  for (;;) {
+    const p = await requirePacket(reader, 'reading a v2 request');
+    if (p.kind === 'flush') break;
+    if (p.kind === 'delim') {
+      if (inArgs) throw new ProtocolError('PROTOCOL_UNEXPECTED', 'second delim in a v2 request');
+      inArgs = true;
+      continue;
+    }
+    const text = packetText(p);
+    if (text === undefined) throw new ProtocolError('PROTOCOL_UNEXPECTED', `unexpected ${p.kind} in a v2 request`);
+    (inArgs ? request.args : request.capabilities).push(text);
+  }
+  return request;
+}
+
+async function serveV2(repo: Repository, conn: Connection, options: UploadPackOptions): Promise<void> {
+  const stateless = options.stateless === true;
+  const reader = newReader(conn.input, options.signal);
+  if (!stateless && options.advertise !== false) {
+    await conn.write(encodeCapabilitiesV2(v2Capabilities({ agent: options.agent ?? DEFAULT_AGENT })));
+  }
+  try {
+    for (;;) {
+      throwIfAborted(options.signal);
+      const request = await readV2Request(reader);
+      if (!request) return;
+      if (request.command === 'ls-refs') await lsRefs(repo, conn, request);
+      else if (request.command === 'fetch') await fetchV2(repo, conn, request, options);
+      else throw new ProtocolError('PROTOCOL_UNSUPPORTED', `unknown command ${JSON.stringify(request.command)}`);
+      if (stateless) return;
+    }
+  } catch (error) {
+    await sendError(conn, error);
+    throw error;
+  }
+}
+
+async function lsRefs(repo: Repository, conn: Connection, request: V2Request): Promise<void> {
+  let symrefs = false;
+  let peel = false;
+  let unborn = false;
+  const prefixes: string[] = [];
+  for (const arg of request.args) {
+    if (arg === 'symrefs') symrefs = true;
+    else if (arg === 'peel') peel = true;
+    else if (arg === 'unborn') unborn = true;
+    else if (arg.startsWith('ref-prefix ')) prefixes.push(arg.slice(11));
+    else throw new ProtocolError('PROTOCOL_BAD_LINE', `ls-refs: unexpected argument ${JSON.stringify(arg)}`);
+  }
+  const graph = new CommitGraph(repo.objects);
+  const collected = await collectRefs(repo.refs, graph, {
+    peel,
+    ...(prefixes.length > 0 ? { prefixes } : {}),
+  });
+  const headWanted = prefixes.length === 0 || prefixes.some((p) => 'HEAD'.startsWith(p));
+  await conn.write(
+    encodeLsRefs(collected.refs, {
+      symrefs,
+      peel,
+      ...(unborn && headWanted && collected.unbornHead !== undefined ? { unbornHead: collected.unbornHead } : {}),
+    }),
+  );
+}
+
+async function fetchV2(
+  repo: Repository,
+  conn: Connection,
+  request: V2Request,
+  options: UploadPackOptions,
+): Promise<void> {
+  const session = new UploadSession(repo, options);
+  const haves: string[] = [];
+  let done = false;
+  const features = { sideband: 65515, thin: false, ofsDelta: false, includeTag: false, progress: true };
+  let waitForDone = false;
+  for (const arg of request.args) {
+    if (arg.startsWith('want ')) session.addWant(arg.slice(5));
+    else if (arg.startsWith('have ')) haves.push(arg.slice(5));
+    else if (arg === 'done') done = true;
+    else if (arg === 'thin-pack') features.thin = true;
+    else if (arg === 'ofs-delta') features.ofsDelta = true;
+    else if (arg === 'include-tag') features.includeTag = true;
+    else if (arg === 'no-progress') features.progress = false;
+    else if (arg === 'wait-for-done') waitForDone = true;
+    else if (arg.startsWith('shallow ')) session.addShallow(arg.slice(8));
+    else if (!session.setDeepen(arg)) {
+      throw new ProtocolError('PROTOCOL_BAD_LINE', `fetch: unexpected argument ${JSON.stringify(arg)}`);
+    }
+  }
+  if (session.wants.length === 0) throw new ProtocolError('PROTOCOL_BAD_LINE', 'fetch: no wants');
+  await session.validateWants();
+  if (!done) {
+    const acks: ObjectId[] = [];
+    for (const oid of haves) if (await session.have(oid)) acks.push(oid);
+    await conn.write(line('acknowledgments'));
+    if (acks.length === 0) await conn.write(line('NAK'));
+    for (const oid of acks) await conn.write(line(`ACK ${oid}`));
+    if (waitForDone || !(await session.okToGiveUp())) {
+      await conn.write(FLUSH);
+      return;
+    }
+    await conn.write(line('ready'));
+    await conn.write(DELIM);
+  } else {
+    for (const oid of haves) await session.have(oid);
+  }
+  if (session.deepening || session.clientShallow.size > 0) {
+    const lines = await session.processShallow();
+    await conn.write(line('shallow-info'));
+    for (const l of lines) await conn.write(line(l));
+    await conn.write(DELIM);
+  }
+  await conn.write(line('packfile'));
+  await session.sendPack((b) => conn.write(b), features);
+}
