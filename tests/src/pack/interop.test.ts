@@ -1,0 +1,308 @@
+/**
+ * @gitport/pack against real git: packs written by git (OFS and REF deltas, thin, a 5 MB random
+ * blob) imported over random chunking and checked object by object against `git cat-file`;
+ * packs and indexes written by gitport checked by `git index-pack --strict`, `git verify-pack -v`
+ * and `git fsck`; enumeration compared with `git rev-list --objects`.
+ */
+import { randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  createPack,
+  enumerateObjects,
+  FsObjectStore,
+  importPack,
+  MemoryObjectStore,
+  type ObjectStore,
+  PackReader,
+} from '@gitport/pack';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createGitSandbox, type GitSandbox } from '../git.js';
+import { ensureHistory } from '../history.js';
+import { allObjects, chunked, collect, type GitObjectRecord, verifyPackStats } from './helpers.js';
+
+let sandbox: GitSandbox;
+let gitDir: string;
+let objects: Map<string, GitObjectRecord>;
+let refs: Map<string, string>;
+const decoder = new TextDecoder();
+
+async function gitPack(dir: string, revs: string, flags: string[]): Promise<Uint8Array> {
+  const { stdout } = await sandbox.run(['--git-dir', dir, 'pack-objects', '--revs', '--stdout', '-q', ...flags], {
+    input: revs,
+  });
+  return stdout;
+}
+
+async function expectSameObjects(store: ObjectStore, expected: Map<string, GitObjectRecord>, oids: Iterable<string>) {
+  let n = 0;
+  for (const oid of oids) {
+    const want = expected.get(oid);
+    expect(want, `git knows ${oid}`).toBeDefined();
+    const got = await store.read(oid);
+    expect(got?.type).toBe(want!.type);
+    expect(Buffer.from(got!.data).equals(Buffer.from(want!.data)), `content of ${oid}`).toBe(true);
+    n++;
+  }
+  return n;
+}
+
+async function countKinds(pack: Uint8Array) {
+  const counts = { whole: 0, 'ofs-delta': 0, 'ref-delta': 0 };
+  const bases: string[] = [];
+  const oids = new Set<string>();
+  for await (const e of new PackReader([pack]).entries()) {
+    counts[e.kind]++;
+    if (e.kind === 'ref-delta') bases.push(e.baseOid);
+    if (e.kind === 'whole') oids.add(e.oid);
+  }
+  return { counts, bases, oids };
+}
+
+beforeAll(async () => {
+  sandbox = await createGitSandbox('gitport-pack-');
+  const history = await ensureHistory({ commits: 160, seed: 11, largeEvery: 60, largeSize: 300_000 });
+  gitDir = history.gitDir;
+  objects = await allObjects(sandbox, gitDir);
+  refs = new Map();
+  const text = await sandbox.git(['--git-dir', gitDir, 'show-ref']);
+  for (const line of text.split('\n')) {
+    const [oid, name] = line.split(' ');
+    refs.set(name!, oid!);
+  }
+});
+
+afterAll(async () => {
+  await sandbox?.cleanup();
+});
+
+describe('importing packs written by git', () => {
+  it('OFS_DELTA pack over random chunking: every object equals git cat-file', async () => {
+    const pack = await gitPack(gitDir, '', ['--all', '--delta-base-offset']);
+    const { counts } = await countKinds(pack);
+    expect(counts['ofs-delta']).toBeGreaterThan(100);
+    for (const seed of [1, 2]) {
+      const store = new MemoryObjectStore();
+      const result = await importPack(store, chunked(pack, seed));
+      expect(new Set(result.objects)).toEqual(new Set(objects.keys()));
+      expect(await expectSameObjects(store, objects, result.objects)).toBe(objects.size);
+    }
+  });
+
+  it('REF_DELTA pack (no --delta-base-offset), including bases after their deltas', async () => {
+    const pack = await gitPack(gitDir, '', ['--all', '--no-reuse-delta']);
+    const { counts } = await countKinds(pack);
+    expect(counts['ref-delta']).toBeGreaterThan(100);
+    expect(counts['ofs-delta']).toBe(0);
+    const store = new MemoryObjectStore();
+    const result = await importPack(store, chunked(pack, 3, 1000));
+    expect(await expectSameObjects(store, objects, result.objects)).toBe(objects.size);
+  });
+
+  it('stores .pack and an .idx byte-identical to git index-pack; git fsck --strict accepts the repository', async () => {
+    const pack = await gitPack(gitDir, '', ['--all', '--delta-base-offset']);
+    const repo = sandbox.path('stored.git');
+    await sandbox.git(['init', '-q', '--bare', repo]);
+    const store = new FsObjectStore(fs, repo);
+    const { hash } = await importPack(store, chunked(pack, 4));
+    await store.close();
+    const file = join(repo, 'objects', 'pack', `pack-${hash}`);
+    await writeFile(sandbox.path('copy.pack'), await readFile(`${file}.pack`));
+    await sandbox.git(['index-pack', '--strict', '-o', sandbox.path('copy.idx'), sandbox.path('copy.pack')]);
+    expect(Buffer.compare(await readFile(`${file}.idx`), await readFile(sandbox.path('copy.idx')))).toBe(0);
+    await sandbox.git(['--git-dir', repo, 'update-ref', 'refs/heads/main', refs.get('refs/heads/main')!]);
+    await sandbox.git(['--git-dir', repo, 'fsck', '--strict', '--no-dangling']);
+    // the store reads what it stored, through the index
+    const again = new FsObjectStore(fs, repo);
+    expect(await expectSameObjects(again, objects, objects.keys())).toBe(objects.size);
+    await again.close();
+  });
+
+  it('thin packs: completed from the store (fixThin) into a self-contained pack git accepts', async () => {
+    const repo = sandbox.path('thin.git');
+    await sandbox.git(['init', '-q', '--bare', repo]);
+    const old = await gitPack(gitDir, 'HEAD~30\n', ['--delta-base-offset']);
+    await sandbox.run(['--git-dir', repo, 'index-pack', '--stdin'], { input: old });
+    const oldHead = await sandbox.git(['--git-dir', gitDir, 'rev-parse', 'HEAD~30']);
+    await sandbox.git(['--git-dir', repo, 'update-ref', 'refs/heads/main', oldHead]);
+
+    const thin = await gitPack(gitDir, 'HEAD\n^HEAD~30\n', ['--thin', '--delta-base-offset']);
+    const { bases, oids } = await countKinds(thin);
+    const external = bases.filter((b) => !oids.has(b));
+    expect(external.length).toBeGreaterThan(0);
+
+    await expect(importPack(new MemoryObjectStore(), chunked(thin, 5))).rejects.toMatchObject({
+      code: 'PACK_MISSING_BASE',
+    });
+    const store = new FsObjectStore(fs, repo);
+    await expect(importPack(store, chunked(thin, 6))).rejects.toMatchObject({ code: 'PACK_MISSING_BASE' });
+    const { hash, objects: imported } = await importPack(store, chunked(thin, 6), { fixThin: true });
+    await store.close();
+    const stored = join(repo, 'objects', 'pack', `pack-${hash}`);
+    const verify = await sandbox.git(['verify-pack', '-v', `${stored}.idx`]);
+    expect(verify).toContain(': ok');
+    // self-contained: git indexes it without --fix-thin (strict checks need the repository's
+    // objects for links outside the pack), to the same .idx
+    await writeFile(sandbox.path('thin-copy.pack'), await readFile(`${stored}.pack`));
+    await sandbox.git([
+      '--git-dir',
+      repo,
+      'index-pack',
+      '--strict',
+      '-o',
+      sandbox.path('thin-copy.idx'),
+      sandbox.path('thin-copy.pack'),
+    ]);
+    expect(Buffer.compare(await readFile(`${stored}.idx`), await readFile(sandbox.path('thin-copy.idx')))).toBe(0);
+    expect(verifyPackStats(verify).objects).toBe(imported.length);
+    await sandbox.git(['--git-dir', repo, 'update-ref', 'refs/heads/main', refs.get('refs/heads/main')!]);
+    await sandbox.git(['--git-dir', repo, 'fsck', '--strict', '--no-dangling']);
+  });
+
+  it('a 5 MB random blob and an edited copy, inflated whole and in pieces', async () => {
+    const work = sandbox.path('big');
+    await sandbox.git(['init', '-q', work]);
+    const blob = randomBytes(5 * 1024 * 1024);
+    await writeFile(join(work, 'big.bin'), blob);
+    await sandbox.git(['add', '.'], { cwd: work });
+    await sandbox.git(['commit', '-qm', 'big'], { cwd: work });
+    blob.write('an edit in the middle', 2_500_000);
+    await writeFile(join(work, 'big.bin'), blob);
+    await sandbox.git(['commit', '-qam', 'edit'], { cwd: work });
+    const bigDir = join(work, '.git');
+    const pack = await gitPack(bigDir, 'HEAD\n', ['--delta-base-offset', '--window-memory=0']);
+    const { counts } = await countKinds(pack);
+    expect(counts['ofs-delta']).toBeGreaterThan(0);
+    const expected = await allObjects(sandbox, bigDir);
+    for (const streamThreshold of [undefined, 256 * 1024]) {
+      const store = new MemoryObjectStore();
+      const result = await importPack(store, chunked(pack, 7), streamThreshold ? { streamThreshold } : {});
+      expect(await expectSameObjects(store, expected, result.objects)).toBe(expected.size);
+      // and back out: git accepts our pack, with the edit as a small delta
+      const ours = await collect(createPack(store, { wants: [await sandbox.git(['-C', work, 'rev-parse', 'HEAD'])] }));
+      expect(ours.length).toBeLessThan(blob.length + 64 * 1024);
+      await writeFile(sandbox.path('big-ours.pack'), ours);
+      await sandbox.git(['index-pack', '--strict', '-o', sandbox.path('big-ours.idx'), sandbox.path('big-ours.pack')]);
+    }
+  });
+});
+
+describe('packs written by gitport, checked by git', () => {
+  const variants: [string, { ofsDelta?: boolean; fromDisk?: boolean; deltas?: boolean }][] = [
+    ['computed deltas, OFS_DELTA', {}],
+    ['computed deltas, REF_DELTA', { ofsDelta: false }],
+    ['no deltas', { deltas: false }],
+    ['deltas reused from the repository packs', { fromDisk: true }],
+  ];
+  it.each(variants)('%s: index-pack --strict, verify-pack -v, fsck', async (name, variant) => {
+    let store: ObjectStore;
+    let close = async () => {};
+    if (variant.fromDisk) {
+      const s = new FsObjectStore(fs, gitDir);
+      store = s;
+      close = () => s.close();
+    } else {
+      store = new MemoryObjectStore();
+      await importPack(store, [await gitPack(gitDir, '', ['--all', '--delta-base-offset'])]);
+    }
+    const pack = await collect(
+      createPack(store, {
+        wants: [...new Set(refs.values())],
+        ...(variant.ofsDelta === false ? { ofsDelta: false } : {}),
+        ...(variant.deltas === false ? { deltas: false } : {}),
+      }),
+    );
+    await close();
+    const file = sandbox.path(`ours-${name.replace(/\W+/g, '-')}.pack`);
+    await writeFile(file, pack);
+    await sandbox.git(['index-pack', '--strict', '-o', file.replace(/\.pack$/, '.idx'), file]);
+    const verify = await sandbox.git(['verify-pack', '-v', file.replace(/\.pack$/, '.idx')]);
+    const stats = verifyPackStats(verify);
+    expect(stats.objects).toBe(objects.size);
+    if (variant.deltas === false) expect(stats.deltas).toBe(0);
+    else expect(stats.deltas).toBeGreaterThan(objects.size / 4);
+    const { counts } = await countKinds(pack);
+    if (variant.ofsDelta === false) expect(counts['ofs-delta']).toBe(0);
+    // a fresh repository built from our pack alone passes fsck with every ref
+    const repo = sandbox.path(`fsck-${name.replace(/\W+/g, '-')}.git`);
+    await sandbox.git(['init', '-q', '--bare', repo]);
+    await sandbox.run(['--git-dir', repo, 'index-pack', '--stdin', '--strict'], { input: pack });
+    for (const [ref, oid] of refs) await sandbox.git(['--git-dir', repo, 'update-ref', ref, oid]);
+    await sandbox.git(['--git-dir', repo, 'fsck', '--strict', '--full', '--no-dangling']);
+  });
+});
+
+describe('enumeration matches git rev-list --objects', () => {
+  const listed = async (args: string[]) =>
+    new Set(
+      (await sandbox.git(['--git-dir', gitDir, 'rev-list', '--objects', ...args]))
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => l.slice(0, 40)),
+    );
+  const resolve = (rev: string) => sandbox.git(['--git-dir', gitDir, 'rev-parse', rev]);
+
+  it.each([
+    ['HEAD', '^HEAD~7'],
+    ['HEAD', '^HEAD~60'],
+    ['HEAD~3', '^HEAD~40'],
+  ])('%s %s', async (want, have) => {
+    const store = new FsObjectStore(fs, gitDir);
+    const e = await enumerateObjects(store, { wants: [await resolve(want)], haves: [await resolve(have.slice(1))] });
+    await store.close();
+    const ours = new Set(e.objects.map((o) => o.oid));
+    expect(ours.size).toBe(e.objects.length);
+    expect(ours).toEqual(await listed([want, have]));
+  });
+
+  it('--all with annotated tags', async () => {
+    const store = new FsObjectStore(fs, gitDir);
+    const e = await enumerateObjects(store, { wants: [...refs.values()] });
+    await store.close();
+    const ours = new Set(e.objects.map((o) => o.oid));
+    expect(ours).toEqual(await listed(['--all']));
+    expect(e.objects.some((o) => o.type === 'tag')).toBe(true);
+  });
+
+  it('include-tag adds annotated tags pointing at sent commits only', async () => {
+    const tagRefs = [...refs].filter(([name]) => name.startsWith('refs/tags/'));
+    const annotated: string[] = [];
+    for (const [, oid] of tagRefs) {
+      if ((await sandbox.git(['--git-dir', gitDir, 'cat-file', '-t', oid])) === 'tag') annotated.push(oid);
+    }
+    expect(annotated.length).toBeGreaterThan(0);
+    const store = new FsObjectStore(fs, gitDir);
+    const head = await resolve('HEAD');
+    const withTags = await enumerateObjects(store, { wants: [head], tags: annotated });
+    const without = await enumerateObjects(store, { wants: [head] });
+    await store.close();
+    const added = withTags.objects.filter((o) => o.type === 'tag').map((o) => o.oid);
+    expect(without.objects.some((o) => o.type === 'tag')).toBe(false);
+    for (const t of annotated) {
+      const target = await sandbox.git(['--git-dir', gitDir, 'rev-parse', `${t}^{}`]);
+      const reachable =
+        (await sandbox.run(['--git-dir', gitDir, 'merge-base', '--is-ancestor', target, head], { allowFailure: true }))
+          .code === 0;
+      expect(added.includes(t)).toBe(reachable);
+    }
+  });
+
+  it('shallow commits: their parents are not walked', async () => {
+    const store = new FsObjectStore(fs, gitDir);
+    const head = await resolve('HEAD');
+    const first = (await sandbox.git(['--git-dir', gitDir, 'rev-list', '--first-parent', '-n', '3', 'HEAD'])).split(
+      '\n',
+    );
+    const e = await enumerateObjects(store, { wants: [head], shallow: [first[2]!] });
+    await store.close();
+    const commits = e.objects.filter((o) => o.type === 'commit').map((o) => o.oid);
+    expect(commits).toContain(first[2]);
+    const expected = new Set(
+      (await sandbox.git(['--git-dir', gitDir, 'rev-list', 'HEAD', `^${first[2]}~1`])).split('\n').filter(Boolean),
+    );
+    // everything reachable without crossing the shallow commit's parents
+    expect(new Set(commits)).toEqual(expected);
+    void decoder;
+  });
+});
