@@ -41,7 +41,13 @@ describe('SseHub', () => {
   it('formats one event exactly and shares the bytes between subscribers', () => {
     const hub = new SseHub({ epoch: 'e1', heartbeatMs: 0 });
     const written: Uint8Array[][] = [[], []];
-    const sinks = written.map((list) => ({ write: (b: Uint8Array) => (list.push(b), true), close() {} }));
+    const sinks = written.map((list) => ({
+      write(b: Uint8Array) {
+        list.push(b);
+        return true;
+      },
+      close() {},
+    }));
     for (const s of sinks) hub.subscribe(s, { repos: ['a'] });
     const id = hub.publish(update('a', 1));
     expect(id).toBe('e1-1');
@@ -167,7 +173,14 @@ describe('SseHub', () => {
     const one = new RecordingSink();
     hub.subscribe(many, { repos: ['a', 'b', 'c'] });
     await new Promise<void>((resolve) => {
-      hub.subscribe({ write: (b) => (one.write(b), decoder.decode(b) === ':\n\n' && resolve(), true), close() {} });
+      hub.subscribe({
+        write(b) {
+          one.write(b);
+          if (decoder.decode(b) === ':\n\n') resolve();
+          return true;
+        },
+        close() {},
+      });
     });
     hub.beat();
     const beats = (s: RecordingSink) => s.frames.filter((f) => f === ':\n\n').length;

@@ -1,0 +1,109 @@
+/**
+ * `gitport serve` as a user runs it: one line on stdout once listening, demo.git in an empty
+ * root (readable by real git), SSE, and a clean exit on SIGTERM and SIGINT.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { createGitSandbox } from '../git.js';
+import { spawnTsNode } from '../ts-worker.js';
+import { rawRequest } from './server.js';
+import { connectSse } from './sse-client.js';
+
+const entry = new URL('./serve-entry.ts', import.meta.url);
+
+interface Started {
+  child: ChildProcess;
+  url: string;
+  host: string;
+  port: number;
+  stdout: () => string;
+  stderr: () => string;
+  exit: Promise<number | null>;
+}
+
+function start(args: string[]): Promise<Started> {
+  const child = spawnTsNode(entry, ['serve', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stderr!.on('data', (b: Buffer) => (err += b.toString()));
+  const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    child.stdout!.on('data', (b: Buffer) => {
+      out += b.toString();
+      const m = /^gitport listening on (http:\/\/([\d.]+):(\d+))\n/.exec(out);
+      if (m) {
+        resolve({ child, url: m[1]!, host: m[2]!, port: Number(m[3]), stdout: () => out, stderr: () => err, exit });
+      }
+    });
+    void exit.then((code) => reject(new Error(`gitport serve exited ${code}: ${err}`)));
+  });
+}
+
+describe('gitport serve', () => {
+  it('creates demo.git in a missing root, serves it to real git, and exits cleanly on SIGTERM', async () => {
+    await using sandbox = await createGitSandbox();
+    const root = sandbox.path('missing', 'repos');
+    const server = await start(['--root', root, '--port', '0', '--token', 't0k']);
+    expect(server.host).toBe('127.0.0.1');
+    const clone = sandbox.path('demo');
+    await sandbox.git(['clone', '--quiet', `${server.url}/demo.git`, clone]);
+    expect(Number(await sandbox.git(['-C', clone, 'rev-list', '--count', 'HEAD']))).toBeGreaterThanOrEqual(3);
+    await sandbox.git(['--git-dir', join(root, 'demo.git'), 'fsck', '--strict']);
+    await sandbox.git(['-C', clone, 'fsck', '--strict']);
+    const remote = await sandbox.git(['ls-remote', `${server.url}/demo.git`]);
+    expect(remote).toMatch(/\trefs\/heads\/main$/m);
+    expect(remote).toMatch(/\trefs\/tags\/v1\.0$/m);
+    expect((await rawRequest(server, 'GET', '/healthz')).status).toBe(200);
+
+    const events = await connectSse(server, '/demo.git/events');
+    await events.waitFor((f) => f.comment === true);
+    await sandbox.git(['-C', clone, 'commit', '--quiet', '--allow-empty', '-m', 'empty']);
+    await sandbox.git([
+      '-C',
+      clone,
+      'push',
+      '--quiet',
+      `http://u:t0k@${server.host}:${server.port}/demo.git`,
+      'HEAD:main',
+    ]);
+    await events.waitFor((f) => f.event === 'ref-update');
+
+    server.child.kill('SIGTERM');
+    expect(await server.exit).toBe(0);
+    await events.ended;
+    expect(server.stdout()).toBe(`gitport listening on ${server.url}\n`);
+  });
+
+  it('keeps an existing root as it is and stops on SIGINT', async () => {
+    await using sandbox = await createGitSandbox();
+    const root = sandbox.path('root');
+    await sandbox.git(['init', '--quiet', '--bare', join(root, 'mine.git')]);
+    const server = await start(['--root', root, '--port=0', '--workers', '1', '--cors', 'https://app.example']);
+    expect((await rawRequest(server, 'GET', '/demo.git/info/refs?service=git-upload-pack')).status).toBe(404);
+    expect((await rawRequest(server, 'GET', '/mine.git/info/refs?service=git-upload-pack')).status).toBe(200);
+    const preflight = await rawRequest(server, 'OPTIONS', '/mine.git/git-upload-pack', {
+      headers: {
+        origin: 'https://app.example',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'content-type, git-protocol, authorization',
+      },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers['access-control-allow-origin']).toBe('https://app.example');
+    expect(preflight.headers['access-control-allow-headers']).toMatch(/git-protocol/);
+    server.child.kill('SIGINT');
+    expect(await server.exit).toBe(0);
+  });
+
+  it('refuses bad arguments with exit code 2', async () => {
+    for (const args of [['--port', 'x'], ['--private'], ['--bogus'], ['--workers', '0']]) {
+      const child = spawnTsNode(entry, ['serve', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let err = '';
+      child.stderr!.on('data', (b: Buffer) => (err += b.toString()));
+      const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+      expect(code, args.join(' ')).toBe(2);
+      expect(err).toMatch(/gitport serve:/);
+    }
+  });
+});
