@@ -11,6 +11,7 @@
  *   PKTLINE_SIDEBAND_BAD_BAND   demux: a frame with no band byte or a band other than 1, 2, 3
  *   PKTLINE_SIDEBAND_UNEXPECTED demux: a delim or response-end packet inside side-band data
  *   PKTLINE_HANDED_OFF          read() after rest() took over the raw bytes
+ *   PKTLINE_CONCURRENT_READ     read() while another read() of the same reader is pending
  *   PKTLINE_ABORTED             the AbortSignal fired (`cause` is its reason)
  */
 export type PktLineErrorCode =
@@ -23,6 +24,7 @@ export type PktLineErrorCode =
   | 'PKTLINE_SIDEBAND_BAD_BAND'
   | 'PKTLINE_SIDEBAND_UNEXPECTED'
   | 'PKTLINE_HANDED_OFF'
+  | 'PKTLINE_CONCURRENT_READ'
   | 'PKTLINE_ABORTED';
 
 export class PktLineError extends Error {

@@ -21,7 +21,13 @@ export {
   RESPONSE_END,
   responseEndPacket,
 } from './packet.js';
-export { decodePackets, MAX_READ_PACKET_DATA, PacketReader, type PacketReaderOptions } from './reader.js';
+export {
+  type ByteSource,
+  decodePackets,
+  MAX_READ_PACKET_DATA,
+  PacketReader,
+  type PacketReaderOptions,
+} from './reader.js';
 export {
   type Band,
   type DemuxOptions,

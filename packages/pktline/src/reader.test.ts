@@ -121,6 +121,40 @@ describe('decoding', () => {
     expect(await reader.read()).toBeUndefined();
   });
 
+  it('reads a WHATWG ReadableStream through its reader, and cancels it', async () => {
+    let cancelled = false;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        controller.enqueue(text('0006a\n'));
+      },
+      cancel() {
+        cancelled = true;
+      },
+    });
+    // only getReader(), as in browsers without async iteration of streams
+    const readerOnly = { getReader: () => stream.getReader() } as unknown as ReadableStream<Uint8Array>;
+    const reader = new PacketReader(readerOnly);
+    expect(await reader.readText()).toBe('a');
+    expect(await reader.readText()).toBe('a');
+    await reader.cancel();
+    expect(cancelled).toBe(true);
+  });
+
+  it('rejects a second read() while one is pending', async () => {
+    let release: () => void = () => {};
+    async function* slow() {
+      await new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      yield text('0006a\n');
+    }
+    const reader = new PacketReader(slow());
+    const first = reader.read();
+    expect((await failure(reader.read())).code).toBe('PKTLINE_CONCURRENT_READ');
+    release();
+    expect(await first).toEqual({ kind: 'data', payload: text('a\n') });
+  });
+
   it('reads upper-case hex lengths as git does', async () => {
     expect(await collect(once(text('000Ahello\n')))).toEqual([{ kind: 'data', payload: text('hello\n') }]);
   });

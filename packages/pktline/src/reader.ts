@@ -82,13 +82,29 @@ function remoteMessage(payload: Uint8Array): string {
 
 type State = 'reading' | 'handed-off';
 
+/** Bytes in: any async iterable, or a WHATWG ReadableStream (iterated through its reader). */
+export type ByteSource = AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>;
+
+function iterate(source: ByteSource): AsyncIterator<Uint8Array> {
+  if (Symbol.asyncIterator in source) return (source as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+  const reader = (source as ReadableStream<Uint8Array>).getReader();
+  return {
+    next: () => reader.read() as Promise<IteratorResult<Uint8Array>>,
+    async return() {
+      await reader.cancel();
+      reader.releaseLock();
+      return { done: true, value: undefined };
+    },
+  };
+}
+
 /**
  * Pulls packets one at a time from a byte source. `read()` resolves `undefined` at a clean end
  * of input (between packets); `rest()` hands the remaining raw bytes (buffered ones first) to
  * a consumer, e.g. the pack that follows receive-pack's commands.
  */
 export class PacketReader implements AsyncIterable<Packet> {
-  readonly #source: AsyncIterable<Uint8Array>;
+  readonly #source: ByteSource;
   #iterator: AsyncIterator<Uint8Array> | undefined;
   #chunk: Uint8Array = EMPTY;
   #pos = 0;
@@ -97,10 +113,12 @@ export class PacketReader implements AsyncIterable<Packet> {
   #ended = false;
   #state: State = 'reading';
   #failure: PktLineError | undefined;
+  /** A slow read is waiting for input: reads are one at a time. */
+  #busy = false;
   readonly #tracer: PacketTracer | undefined;
   readonly #signal: AbortSignal | undefined;
 
-  constructor(source: AsyncIterable<Uint8Array>, options: PacketReaderOptions = {}) {
+  constructor(source: ByteSource, options: PacketReaderOptions = {}) {
     this.#source = source;
     this.#signal = options.signal;
     this.#tracer = options.trace ? new PacketTracer(options.trace, '<', options.traceIdentity) : undefined;
@@ -116,7 +134,7 @@ export class PacketReader implements AsyncIterable<Packet> {
     // Fast path: a whole packet inside the current chunk, no await needed for the bytes.
     const chunk = this.#chunk;
     const pos = this.#pos;
-    if (this.#state === 'reading' && this.#failure === undefined && chunk.byteLength - pos >= 4) {
+    if (this.#state === 'reading' && !this.#busy && this.#failure === undefined && chunk.byteLength - pos >= 4) {
       const length = parseLength(chunk, pos);
       if (length >= 4 && length <= MAX_READ_LENGTH && chunk.byteLength - pos >= length) {
         if (this.#signal?.aborted) return Promise.reject(this.#abortError());
@@ -171,7 +189,7 @@ export class PacketReader implements AsyncIterable<Packet> {
   async *#restIterable(buffered: Uint8Array): AsyncGenerator<Uint8Array> {
     if (buffered.byteLength > 0) yield buffered;
     if (this.#ended) return;
-    const iterator = this.#iterator ?? this.#source[Symbol.asyncIterator]();
+    const iterator = this.#iterator ?? iterate(this.#source);
     this.#iterator = iterator;
     try {
       for (;;) {
@@ -208,6 +226,18 @@ export class PacketReader implements AsyncIterable<Packet> {
   }
 
   async #readSlow(): Promise<Packet | undefined> {
+    if (this.#busy) {
+      throw new PktLineError('PKTLINE_CONCURRENT_READ', 'read() called while another read() is pending');
+    }
+    this.#busy = true;
+    try {
+      return await this.#readSlowUnguarded();
+    } finally {
+      this.#busy = false;
+    }
+  }
+
+  async #readSlowUnguarded(): Promise<Packet | undefined> {
     if (this.#failure) throw this.#failure;
     if (this.#state === 'handed-off') {
       throw new PktLineError('PKTLINE_HANDED_OFF', 'read() after rest() handed the raw bytes over');
@@ -307,7 +337,7 @@ export class PacketReader implements AsyncIterable<Packet> {
   /** Replaces the (exhausted) current chunk with the next non-empty one; false at the end. */
   async #fill(): Promise<boolean> {
     if (this.#ended) return false;
-    const iterator = this.#iterator ?? this.#source[Symbol.asyncIterator]();
+    const iterator = this.#iterator ?? iterate(this.#source);
     this.#iterator = iterator;
     for (;;) {
       const next = await this.#next(iterator);
@@ -356,7 +386,7 @@ export class PacketReader implements AsyncIterable<Packet> {
 
 /** Every packet of `source` (an `ERR` packet throws `PktLineRemoteError`). */
 export async function* decodePackets(
-  source: AsyncIterable<Uint8Array>,
+  source: ByteSource,
   options?: PacketReaderOptions,
 ): AsyncGenerator<Packet, void, undefined> {
   const reader = new PacketReader(source, options);
