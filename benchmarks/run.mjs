@@ -279,7 +279,11 @@ function escapeXml(text) {
 export function renderSvg(rows) {
   const charted = rows.filter((r) => advantage(r) !== null);
   const rowHeight = 22;
-  const labelWidth = 330;
+  // about 6.6 px per character of 12 px sans-serif
+  const labelWidth = Math.max(
+    200,
+    Math.ceil(Math.max(0, ...charted.map((r) => `${r.id} vs ${r.peer}`.length)) * 6.6) + 16,
+  );
   const plotWidth = 520;
   const valueWidth = 80;
   const top = 40;
