@@ -215,7 +215,7 @@ function escapeMd(text) {
   return String(text).replace(/\|/g, '\\|').replace(/\n/g, ' ');
 }
 
-export function renderMarkdown({ rows, files, quick, generated, problems }) {
+export function renderMarkdown({ rows, files, quick, generated, problems, totalSeconds }) {
   const out = [];
   out.push('# Benchmark results', '');
   out.push(
@@ -254,6 +254,12 @@ export function renderMarkdown({ rows, files, quick, generated, problems }) {
     out.push(`| ${escapeMd(ref.row)} | ${escapeMd(ref.figure)} | ${escapeMd(text)} |`);
   }
   out.push('', '## Bench files', '');
+  if (totalSeconds !== undefined) {
+    out.push(
+      `${files.length} files in ${totalSeconds.toFixed(0)} s${!quick && totalSeconds > 600 ? ' (over the 10-minute budget)' : ''}.`,
+      '',
+    );
+  }
   out.push('| file | status | seconds | rows |');
   out.push('| --- | --- | ---: | ---: |');
   for (const f of files) {
@@ -343,12 +349,14 @@ async function main() {
   if (options.quick) env.GITPORT_BENCH_QUICK = '1';
   const timeoutMs = (options.quick ? 3 : 10) * 60_000;
 
+  const suiteStart = performance.now();
   const results = [];
   for (const file of files) {
     console.log(`\n==> ${relative(root, file)}${options.quick ? ' (quick)' : ''}`);
     results.push(await runFile(file, env, timeoutMs, join(cacheDir, 'vitest-report.json')));
   }
 
+  const totalSeconds = (performance.now() - suiteStart) / 1000;
   const { rows, problems } = readRows(rowsDir);
   const generated = new Date().toISOString();
   const json = {
@@ -364,12 +372,13 @@ async function main() {
     generated,
     quick: options.quick,
     node: process.version,
+    seconds: totalSeconds,
     files: results.map(({ file, ok, reason, seconds }) => ({ file, ok, reason: reason ?? null, seconds })),
   };
   writeFileSync(join(outDir, 'results.json'), `${JSON.stringify(json, null, 2)}\n`);
   writeFileSync(
     join(outDir, 'RESULTS.md'),
-    renderMarkdown({ rows, files: results, quick: options.quick, generated, problems }),
+    renderMarkdown({ rows, files: results, quick: options.quick, generated, problems, totalSeconds }),
   );
   writeFileSync(join(outDir, 'chart.svg'), renderSvg(rows));
 
