@@ -84,6 +84,11 @@ export interface PackReaderOptions {
   onBytes?: (bytes: Uint8Array) => void;
 }
 
+/** The longest zlib stream accepted for `size` inflated bytes (stored blocks cost 5 bytes per 64 KiB). */
+function maxCompressed(size: number): number {
+  return size * 2 + 64 * 1024;
+}
+
 export class PackReader {
   readonly #it: AsyncIterator<Uint8Array>;
   readonly #limits: Required<PackLimits>;
@@ -319,7 +324,12 @@ export class PackReader {
         if (this.#eof && this.#available < want) {
           throw new PackError('PACK_TRUNCATED', 'pack ends inside a zlib stream', { offset: this.#offset });
         }
-        want = this.#available * 2 + 1024;
+        if (this.#available > maxCompressed(size)) {
+          throw new PackError('PACK_CORRUPT_ZLIB', `zlib stream of a ${size}-byte entry is too long`, {
+            offset: this.#offset,
+          });
+        }
+        want = Math.min(this.#available * 2 + 1024, maxCompressed(size) + 1);
       }
     }
     const chunks: Uint8Array[] = [];
@@ -332,11 +342,18 @@ export class PackReader {
       hasher?.update(chunk);
       if (keep) chunks.push(chunk.slice());
     });
+    let used = 0;
     while (!inflater.done) {
       throwIfAborted(this.#signal);
       if (this.#available === 0) await this.#need(1, 'a zlib stream');
-      const used = inflater.push(this.#buf.subarray(this.#pos));
-      this.#consume(used);
+      const n = inflater.push(this.#buf.subarray(this.#pos, this.#pos + 1024 * 1024));
+      this.#consume(n);
+      used += n;
+      if (used > maxCompressed(size)) {
+        throw new PackError('PACK_CORRUPT_ZLIB', `zlib stream of a ${size}-byte entry is too long`, {
+          offset: this.#offset,
+        });
+      }
     }
     if (total !== size) throw new PackError('PACK_SIZE_MISMATCH', `inflated ${total} bytes, header declared ${size}`);
     if (!keep) return undefined;

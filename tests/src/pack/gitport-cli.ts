@@ -1,0 +1,4 @@
+/** Runs the `gitport` command from its TypeScript sources (for tests, through tsx). */
+import { main } from '../../../packages/cli/src/index.js';
+
+process.exitCode = await main(process.argv.slice(2));
