@@ -113,9 +113,33 @@ function median(name: string): number {
   return list[Math.floor(list.length / 2)]!;
 }
 
+/** Short text lines (a ref advertisement's shape): per-packet overhead dominates. */
+function smallLinesStream(): { bytes: Uint8Array; payloadBytes: number } {
+  const total = sized(16 * 1024 * 1024, 256 * 1024);
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  let payloadBytes = 0;
+  for (let i = 0; size < total; i++) {
+    const line = encodeData(`${(i * 2654435761).toString(16).padStart(40, '0').slice(0, 40)} refs/heads/branch-${i}\n`);
+    parts.push(line);
+    size += line.byteLength;
+    payloadBytes += line.byteLength - 4;
+  }
+  parts.push(FLUSH);
+  const bytes = new Uint8Array(size + FLUSH.byteLength);
+  let at = 0;
+  for (const p of parts) {
+    bytes.set(p, at);
+    at += p.byteLength;
+  }
+  return { bytes, payloadBytes };
+}
+
 const decodeInput = pktlineStream();
 const decodeChunks = chunksOf(decodeInput.bytes);
 const demuxInput = sidebandStream();
+const smallInput = smallLinesStream();
+const smallChunks = chunksOf(smallInput.bytes);
 const demuxChunks = chunksOf(demuxInput.bytes);
 
 describe(`pkt-line decode, ${(decodeInput.bytes.byteLength / 2 ** 20).toFixed(0)} MiB in 64 KiB chunks`, () => {
@@ -147,6 +171,40 @@ describe(`pkt-line decode, ${(decodeInput.bytes.byteLength / 2 ** 20).toFixed(0)
       }
       if (input.error) throw input.error;
       check('isomorphic-git decode', bytes, decodeInput.payloadBytes);
+    }),
+    benchOptions,
+  );
+});
+
+describe(`pkt-line decode of short lines, ${(smallInput.bytes.byteLength / 2 ** 20).toFixed(0)} MiB`, () => {
+  bench(
+    'gitport PacketReader',
+    timed('small:gitport', async () => {
+      const reader = new PacketReader(source(smallChunks));
+      let bytes = 0;
+      for (;;) {
+        const packet = await reader.read();
+        if (packet === undefined) break;
+        if (packet.kind === 'data') bytes += packet.payload.byteLength;
+      }
+      check('gitport short lines', bytes, smallInput.payloadBytes);
+    }),
+    benchOptions,
+  );
+
+  bench(
+    'isomorphic-git GitPktLine.streamReader',
+    timed('small:iso', async () => {
+      const input = source(smallChunks);
+      const read = iso.GitPktLine.streamReader(input);
+      let bytes = 0;
+      for (;;) {
+        const line = await read();
+        if (line === true) break;
+        if (line !== null) bytes += line.byteLength;
+      }
+      if (input.error) throw input.error;
+      check('isomorphic-git short lines', bytes, smallInput.payloadBytes);
     }),
     benchOptions,
   );
@@ -192,6 +250,16 @@ afterAll(() => {
     better: 'higher',
     goal: { min: 1000, source: 'issue 2' },
     note: `65520-byte packets; ${note}`,
+  });
+  const lines = Math.round(smallInput.bytes.byteLength / 70);
+  record({
+    id: 'pktline.decode-lines.mbps',
+    value: mbps(smallInput.bytes.byteLength, median('small:gitport')),
+    unit: 'MB/s',
+    peer: 'isomorphic-git GitPktLine',
+    peerValue: mbps(smallInput.bytes.byteLength, median('small:iso')),
+    better: 'higher',
+    note: `~${lines.toLocaleString('en')} ref-advertisement-like lines of about 70 bytes; 64 KiB chunks${QUICK ? ' (quick)' : ''}`,
   });
   record({
     id: 'pktline.sideband-demux.mbps',

@@ -334,12 +334,14 @@ export function renderSvg(rows) {
 async function main() {
   const options = parseArgs(process.argv.slice(2));
   const cacheDir = join(benchDir, '.cache');
-  const rowsDir = join(cacheDir, 'rows');
+  // A directory of its own, so that bench files run by hand meanwhile (into .cache/rows) do not mix in.
+  const rowsDir = join(cacheDir, `rows-run-${process.pid}`);
   // Only a full, unfiltered run replaces the committed report.
   const outDir =
     options.out ??
     (options.quick ? join(cacheDir, 'quick') : options.filters.length > 0 ? join(cacheDir, 'partial') : benchDir);
   rmSync(rowsDir, { recursive: true, force: true });
+  rmSync(join(cacheDir, `vitest-report-${process.pid}.json`), { force: true });
   mkdirSync(rowsDir, { recursive: true });
   mkdirSync(outDir, { recursive: true });
 
@@ -353,7 +355,7 @@ async function main() {
   const results = [];
   for (const file of files) {
     console.log(`\n==> ${relative(root, file)}${options.quick ? ' (quick)' : ''}`);
-    results.push(await runFile(file, env, timeoutMs, join(cacheDir, 'vitest-report.json')));
+    results.push(await runFile(file, env, timeoutMs, join(cacheDir, `vitest-report-${process.pid}.json`)));
   }
 
   const totalSeconds = (performance.now() - suiteStart) / 1000;
@@ -381,6 +383,7 @@ async function main() {
     renderMarkdown({ rows, files: results, quick: options.quick, generated, problems, totalSeconds }),
   );
   writeFileSync(join(outDir, 'chart.svg'), renderSvg(rows));
+  rmSync(rowsDir, { recursive: true, force: true });
 
   const failed = results.filter((r) => !r.ok);
   console.log(
