@@ -341,7 +341,6 @@ async function main() {
     options.out ??
     (options.quick ? join(cacheDir, 'quick') : options.filters.length > 0 ? join(cacheDir, 'partial') : benchDir);
   rmSync(rowsDir, { recursive: true, force: true });
-  rmSync(join(cacheDir, `vitest-report-${process.pid}.json`), { force: true });
   mkdirSync(rowsDir, { recursive: true });
   mkdirSync(outDir, { recursive: true });
 
@@ -384,6 +383,7 @@ async function main() {
   );
   writeFileSync(join(outDir, 'chart.svg'), renderSvg(rows));
   rmSync(rowsDir, { recursive: true, force: true });
+  rmSync(join(cacheDir, `vitest-report-${process.pid}.json`), { force: true });
 
   const failed = results.filter((r) => !r.ok);
   console.log(
