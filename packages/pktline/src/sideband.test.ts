@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGitSandbox, type GitSandbox } from '../../../tests/src/git.js';
 import {
@@ -123,6 +124,34 @@ describe('side-band demux', () => {
   it('ignores keepalive frames', async () => {
     const stream = concat([text('0005\x01'), ...muxSideband(1, text('x')), text('0005\x02'), FLUSH]);
     expect(ascii(await concatAsync(demuxSideband(new PacketReader(chunked(stream, [])))))).toBe('x');
+  });
+});
+
+describe('side-band demux fuzz (fast-check)', () => {
+  it('gives band-1 bytes or a typed error for any frames, never a hang or an untyped throw', async () => {
+    const frame = fc.oneof(
+      fc
+        .tuple(fc.constantFrom(0, 1, 1, 1, 2, 3, 4, 255), fc.uint8Array({ maxLength: 30 }))
+        .map(([band, data]) =>
+          concat([text((data.byteLength + 5).toString(16).padStart(4, '0')), Uint8Array.of(band), data]),
+        ),
+      fc.constantFrom(text('0000'), text('0001'), text('0002'), text('0004'), text('0003'), text('zzzz')),
+      fc.uint8Array({ maxLength: 8 }),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(frame, { maxLength: 12 }), fc.nat({ max: 400 }), async (frames, cut) => {
+        const input = concat(frames);
+        try {
+          const bytes = await concatAsync(
+            demuxSideband(new PacketReader(chunked(input, [cut % (input.byteLength + 1)])), { onProgress: () => {} }),
+          );
+          expect(bytes.byteLength).toBeLessThanOrEqual(input.byteLength);
+        } catch (error) {
+          if (!isPktLineError(error)) throw error;
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 });
 
