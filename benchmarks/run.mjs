@@ -86,6 +86,17 @@ function runFile(file, env, timeoutMs, jsonPath) {
     rmSync(jsonPath, { force: true });
     const started = performance.now();
     const child = spawn(process.execPath, args, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    // The child leads its own process group (so a timeout can end its workers too): pass Ctrl-C on.
+    const onSignal = (signal) => {
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+      process.exit(signal === 'SIGINT' ? 130 : 143);
+    };
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
     let output = '';
     const keep = (chunk) => {
       process.stdout.write(chunk);
@@ -104,6 +115,8 @@ function runFile(file, env, timeoutMs, jsonPath) {
     }, timeoutMs);
     child.on('close', (code, signal) => {
       clearTimeout(timer);
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
       const seconds = (performance.now() - started) / 1000;
       const reason = timedOut
         ? `timed out after ${Math.round(timeoutMs / 1000)} s`
