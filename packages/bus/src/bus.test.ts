@@ -1,30 +1,388 @@
-import { MessageChannel } from 'node:worker_threads';
-import { describe, expect, it } from 'vitest';
-import { createBus } from './index.js';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import {
+  type Bus,
+  type BusMessageEvent,
+  type BusOptions,
+  createBus,
+  createHub,
+  type Endpoint,
+  PROTOCOL_VERSION,
+} from './index.js';
 import { nodeEndpoint } from './node.js';
 
-async function pair(optionsA = {}, optionsB = {}) {
-  const channel = new MessageChannel();
-  const a = createBus({ id: 'a', ...optionsA });
-  const b = createBus({ id: 'b', ...optionsB });
-  const [pa, pb] = await Promise.all([a.connect(nodeEndpoint(channel.port1)), b.connect(nodeEndpoint(channel.port2))]);
-  return { a, b, pa, pb, channel };
+const cleanups: (() => void)[] = [];
+afterEach(() => {
+  for (const cleanup of cleanups.splice(0).reverse()) cleanup();
+});
+
+function bus(options: BusOptions): Bus {
+  const b = createBus(options);
+  cleanups.push(() => b.close());
+  return b;
 }
 
-describe('bus basics', () => {
-  it('connects, sends, requests, loses', async () => {
-    const { a, b, pa, pb, channel } = await pair();
-    expect(pa.id).toBe('b');
-    expect(pb.id).toBe('a');
-    const got = new Promise((resolve) => b.on('hi', (payload, meta) => resolve([payload, meta.from])));
-    a.send('b', 'hi', { x: 1 });
-    expect(await got).toEqual([{ x: 1 }, 'a']);
-    b.handle('add', (p) => (p as number[])[0]! + (p as number[])[1]!);
-    expect(await a.request('b', 'add', [2, 3])).toBe(5);
-    const lost = new Promise((resolve) => a.onPeer('lost', (peer, reason) => resolve([peer, reason?.code])));
-    channel.port2.close();
-    expect(await lost).toEqual(['b', 'BUS_PEER_LOST']);
+function channel(): { port1: MessagePort; port2: MessagePort } {
+  const c = new MessageChannel();
+  cleanups.push(() => {
+    c.port1.close();
+    c.port2.close();
+  });
+  return c;
+}
+
+async function link(a: Bus, b: Bus) {
+  const { port1, port2 } = channel();
+  const [pa, pb] = await Promise.all([a.connect(nodeEndpoint(port1)), b.connect(nodeEndpoint(port2))]);
+  return { pa, pb, port1, port2 };
+}
+
+function codeOf(promise: Promise<unknown>): Promise<string | undefined> {
+  return promise.then(
+    () => 'resolved',
+    (error: { code?: string }) => error.code,
+  );
+}
+
+/** A hand-driven peer speaking the wire format directly, to play a misbehaving party. */
+class RawPeer {
+  readonly inbox: Record<string, unknown>[] = [];
+  private waiters: (() => void)[] = [];
+  private seq = 0;
+  constructor(
+    readonly port: MessagePort,
+    readonly id: string,
+  ) {
+    port.on('message', (data: unknown) => {
+      if (Array.isArray(data)) this.inbox.push(...(data as Record<string, unknown>[]));
+      else this.inbox.push(data as Record<string, unknown>);
+      for (const w of this.waiters.splice(0)) w();
+    });
+  }
+  hello(extra: Record<string, unknown> = {}): void {
+    this.port.postMessage({ $gitportBus: 'hello', id: this.id, v: PROTOCOL_VERSION, hub: false, ...extra });
+    this.port.postMessage({ $gitportBus: 'ack', id: this.id, v: PROTOCOL_VERSION, hub: false, ...extra });
+  }
+  send(envelope: Record<string, unknown>): void {
+    this.port.postMessage([{ s: this.id, h: 4, q: ++this.seq, ...envelope }]);
+  }
+  async next(predicate: (m: Record<string, unknown>) => boolean): Promise<Record<string, unknown>> {
+    for (;;) {
+      const at = this.inbox.findIndex(predicate);
+      if (at !== -1) return this.inbox.splice(at, 1)[0]!;
+      await new Promise<void>((resolve) => this.waiters.push(resolve));
+    }
+  }
+}
+
+async function rawPeer(b: Bus, id: string, extra: Record<string, unknown> = {}) {
+  const { port1, port2 } = channel();
+  const raw = new RawPeer(port2, id);
+  const connected = b.connect(nodeEndpoint(port1));
+  raw.hello(extra);
+  return { raw, connected };
+}
+
+describe('handshake and limits', () => {
+  it('refuses a duplicate id, its own id and another protocol version, on both sides', async () => {
+    const a = bus({ id: 'a' });
+    await link(a, bus({ id: 'b' }));
+    const { port1, port2 } = channel();
+    const dup = bus({ id: 'b' });
+    const codes = await Promise.all([codeOf(a.connect(nodeEndpoint(port1))), codeOf(dup.connect(nodeEndpoint(port2)))]);
+    expect(codes).toEqual(['BUS_HANDSHAKE', 'BUS_HANDSHAKE']);
+    const self = await rawPeer(a, 'a');
+    expect(await codeOf(self.connected)).toBe('BUS_HANDSHAKE');
+    const old = await rawPeer(a, 'c', { v: PROTOCOL_VERSION + 1 });
+    expect(await codeOf(old.connected)).toBe('BUS_HANDSHAKE');
+    expect((await old.raw.next((m) => m.$gitportBus === 'refuse')).code).toBe('BUS_HANDSHAKE');
+    expect([...a.peers.keys()]).toEqual(['b']);
+  });
+
+  it('enforces maxPeers', async () => {
+    const a = bus({ id: 'a', maxPeers: 2 });
+    await link(a, bus({ id: 'b' }));
+    await link(a, bus({ id: 'c' }));
+    const { port1, port2 } = channel();
+    const d = bus({ id: 'd' });
+    const codes = await Promise.all([codeOf(a.connect(nodeEndpoint(port1))), codeOf(d.connect(nodeEndpoint(port2)))]);
+    expect(codes).toEqual(['BUS_TOO_MANY_PEERS', 'BUS_TOO_MANY_PEERS']);
+    expect(a.peers.size).toBe(2);
+  });
+
+  it('enforces maxPendingRequests', async () => {
+    const a = bus({ id: 'a', maxPendingRequests: 3 });
+    const b = bus({ id: 'b' });
+    await link(a, b);
+    b.handle('hang', (_p, meta) => new Promise((resolve) => meta.signal.addEventListener('abort', resolve)));
+    const held = [1, 2, 3].map(() => codeOf(a.request('b', 'hang', null)));
+    expect(await codeOf(a.request('b', 'hang', null))).toBe('BUS_TOO_MANY_PENDING');
+    expect(a.pendingRequests).toBe(3);
     a.close();
+    expect(await Promise.all(held)).toEqual(['BUS_CLOSED', 'BUS_CLOSED', 'BUS_CLOSED']);
+  });
+
+  it('times a handshake out, and aborts one', async () => {
+    const a = bus({ id: 'a' });
+    const { port1 } = channel();
+    expect(await codeOf(a.connect(nodeEndpoint(port1), { timeout: 30 }))).toBe('BUS_TIMEOUT');
+    const controller = new AbortController();
+    const pending = codeOf(a.connect(nodeEndpoint(channel().port1), { signal: controller.signal }));
+    controller.abort();
+    expect(await pending).toBe('BUS_ABORTED');
+  });
+
+  it('rejects bad ids and handler names with typed errors', () => {
+    expect(() => createBus({ id: '' })).toThrow(expect.objectContaining({ code: 'BUS_INVALID_ARGUMENT' }));
+    const a = bus({ id: 'a' });
+    a.handle('x', () => 1);
+    expect(() => a.handle('x', () => 2)).toThrow(expect.objectContaining({ code: 'BUS_INVALID_ARGUMENT' }));
+    expect(() => a.send('nobody', 'x', 1)).toThrow(expect.objectContaining({ code: 'BUS_UNKNOWN_PEER' }));
+  });
+});
+
+describe('trust', () => {
+  it('accepts a response only from the peer the request went to', async () => {
+    const a = bus({ id: 'a' });
+    const b = await rawPeer(a, 'b');
+    await b.connected;
+    const c = await rawPeer(a, 'c');
+    await c.connected;
+    const answer = a.request('b', 'question', { q: 1 });
+    const request = await b.raw.next((m) => m.k === 'rq');
+    expect(request.e).toBe('question');
+    expect(request.t).toBe('b');
+    expect(typeof request.i).toBe('string');
+    expect((request.i as string).length).toBeGreaterThanOrEqual(12);
+    // A third peer answers in its own name, then pretending to be b: both ignored.
+    c.raw.send({ k: 'rs', t: 'a', i: request.i, p: 'from c' });
+    c.raw.send({ k: 'rs', s: 'b', t: 'a', i: request.i, p: 'c as b' });
+    c.raw.send({ k: 're', s: 'b', t: 'a', i: request.i, x: { message: 'c as b' } });
+    // c's traffic has been processed once a's answer to c's ping comes back.
+    c.raw.send({ k: 'hp', t: 'a' });
+    await c.raw.next((m) => m.k === 'ho');
+    b.raw.send({ k: 'rs', t: 'a', i: request.i, p: 'from b' });
+    expect(await answer).toBe('from b');
+  });
+
+  it('drops events that claim another source, and replayed sequence numbers', async () => {
+    const a = bus({ id: 'a' });
+    const b = await rawPeer(a, 'b');
+    await b.connected;
+    const seen: [unknown, string][] = [];
+    a.on('e', (payload, meta) => seen.push([payload, meta.from]));
+    b.raw.send({ k: 'ev', s: 'c', t: 'a', e: 'e', p: 'spoofed' });
+    b.raw.port.postMessage([{ k: 'ev', s: 'b', t: 'a', h: 4, q: 1, e: 'e', p: 'replayed' }]);
+    b.raw.send({ k: 'ev', t: 'a', e: 'e', p: 'genuine' });
+    b.raw.send({ k: 'ev', t: 'a', e: '__proto__', p: 'proto' });
+    b.raw.send({ k: 'hp', t: 'a' });
+    await b.raw.next((m) => m.k === 'ho');
+    expect(seen).toEqual([['genuine', 'b']]);
+    expect(({} as Record<string, unknown>).e).toBeUndefined();
+  });
+
+  it('survives garbage on the wire', async () => {
+    const a = bus({ id: 'a' });
+    const b = await rawPeer(a, 'b');
+    await b.connected;
+    for (const junk of [
+      null,
+      1,
+      'x',
+      [null],
+      [1, 'x'],
+      [{}],
+      [{ k: 'rq', s: 'b', q: 'x' }],
+      [{ k: 'rq', s: 'b', q: Number.NaN }],
+      { $gitportBus: 'nope' },
+    ]) {
+      b.raw.port.postMessage(junk);
+    }
+    b.raw.send({ k: 'rq', t: 'a', e: 'constructor', i: 'id-1' });
+    const reply = await b.raw.next((m) => m.k === 're');
+    expect(reply.x).toMatchObject({ code: 'BUS_NO_HANDLER' });
+    expect(a.peers.has('b')).toBe(true);
+  });
+});
+
+describe('hub routing', () => {
+  async function star() {
+    const hub = createHub({ id: 'hub' });
+    cleanups.push(() => hub.close());
+    const a = bus({ id: 'a' });
+    const b = bus({ id: 'b' });
+    await link(a, hub);
+    const bSeesA = new Promise<void>((resolve) => b.onPeer('connected', (peer) => peer === 'a' && resolve()));
+    await link(b, hub);
+    await bSeesA;
+    return { hub, a, b };
+  }
+
+  it('forwards events and requests between peers that are not directly connected', async () => {
+    const { a, b } = await star();
+    expect(a.peers.get('b')).toEqual({ id: 'b', via: 'hub' });
+    expect(b.peers.get('a')).toEqual({ id: 'a', via: 'hub' });
+    b.handle('who', (_p, meta) => `b answers ${meta.from}`);
+    expect(await a.request('b', 'who', null)).toBe('b answers a');
+    const got = new Promise((resolve) => b.on('hello', (payload, meta) => resolve([payload, meta.from])));
+    a.send('b', 'hello', { x: 1 });
+    expect(await got).toEqual([{ x: 1 }, 'a']);
+  });
+
+  it('tells peers when a peer behind the hub is lost', async () => {
+    const { a, b } = await star();
+    b.handle('hang', () => new Promise(() => {}));
+    const pending = codeOf(a.request('b', 'hang', null, { timeout: 0 }));
+    const lost = new Promise((resolve) => a.onPeer('lost', (peer, reason) => resolve([peer, reason?.code])));
+    await a.request('hub', 'nothing', null).catch(() => {});
     b.close();
+    expect(await lost).toEqual(['b', 'BUS_PEER_LOST']);
+    expect(await pending).toBe('BUS_PEER_LOST');
+  });
+
+  it('answers for an unknown target and honours the hop limit', async () => {
+    const hub = createHub({ id: 'hub' });
+    cleanups.push(() => hub.close());
+    const raw = await rawPeer(hub, 'r');
+    await raw.connected;
+    raw.raw.send({ k: 'rq', t: 'ghost', e: 'x', i: 'q1' });
+    expect(await raw.raw.next((m) => m.k === 're' && m.i === 'q1')).toMatchObject({
+      s: 'ghost',
+      x: { code: 'BUS_UNKNOWN_PEER' },
+    });
+    const b = bus({ id: 'b' });
+    await link(b, hub);
+    const seen: unknown[] = [];
+    b.on('e', (p) => seen.push(p));
+    raw.raw.send({ k: 'ev', t: 'b', e: 'e', p: 'no hops', h: 0 });
+    raw.raw.send({ k: 'ev', t: 'b', e: 'e', p: 'hop', h: 1 });
+    b.handle('ping', () => 'pong');
+    raw.raw.send({ k: 'rq', t: 'b', e: 'ping', i: 'q2' });
+    await raw.raw.next((m) => m.k === 'rs' && m.i === 'q2');
+    expect(seen).toEqual(['hop']);
+  });
+
+  it('forwards comlink-style channel messages with transferred ports', async () => {
+    const { a, b } = await star();
+    const port = new MessageChannel();
+    cleanups.push(() => port.port1.close());
+    const got = new Promise<unknown>((resolve) => {
+      const ep = b.endpoint('a', 'ch');
+      ep.addEventListener('message', (event: BusMessageEvent) => resolve(event.data));
+    });
+    a.endpoint('b', 'ch').postMessage({ port: port.port2 }, [port.port2 as unknown as Transferable]);
+    const data = (await got) as { port: MessagePort };
+    const echoed = new Promise((resolve) => port.port1.once('message', resolve));
+    data.port.postMessage('through the hub');
+    expect(await echoed).toBe('through the hub');
+    data.port.close();
+  });
+});
+
+describe('origins', () => {
+  /** A window-like endpoint pair: messages carry the origin the sending side is configured with. */
+  function windows(originA: string, originB: string): [Endpoint, Endpoint] {
+    const { port1, port2 } = channel();
+    const make = (port: MessagePort, origin: string): Endpoint => {
+      const listeners = new Map<unknown, (data: unknown) => void>();
+      return {
+        postMessage: (message) => port.postMessage({ message, origin }),
+        addEventListener: (_t, l) => {
+          const f = (data: unknown) => {
+            const d = data as { message: unknown; origin: string };
+            l({ data: d.message, origin: d.origin });
+          };
+          listeners.set(l, f);
+          port.on('message', f);
+        },
+        removeEventListener: (_t, l) => {
+          const f = listeners.get(l);
+          if (f) port.off('message', f);
+        },
+      };
+    };
+    // Each side sees the *other* side's origin on incoming messages.
+    return [make(port1, originA), make(port2, originB)];
+  }
+
+  it('accepts allowed origins (wildcard label) and ignores others', async () => {
+    const a = bus({ id: 'a', allowedOrigins: ['https://*.example.com'] });
+    const [ea, eb] = windows('https://app.example.com', 'https://w.example.com');
+    const b = bus({ id: 'b' });
+    const [pa] = await Promise.all([a.connect(ea), b.connect(eb)]);
+    expect(pa.id).toBe('b');
+
+    const evil = bus({ id: 'evil' });
+    const [ea2, eb2] = windows('https://app.example.com', 'https://evilexample.com');
+    const codes = await Promise.all([
+      codeOf(a.connect(ea2, { timeout: 100 })),
+      codeOf(evil.connect(eb2, { timeout: 100 })),
+    ]);
+    expect(codes).toEqual(['BUS_TIMEOUT', 'BUS_TIMEOUT']);
+    expect([...a.peers.keys()]).toEqual(['b']);
+  });
+});
+
+describe('lifecycle', () => {
+  it('leaves no timer behind once requests settle, and refs none', async () => {
+    const a = bus({ id: 'a' });
+    const b = bus({ id: 'b' });
+    await link(a, b);
+    b.handle('echo', (p) => p);
+    const created: NodeJS.Timeout[] = [];
+    const original = globalThis.setTimeout;
+    const spy = vi.spyOn(globalThis, 'setTimeout').mockImplementation(((fn: () => void, ms?: number) => {
+      const timer = original(fn, ms);
+      created.push(timer);
+      return timer;
+    }) as typeof setTimeout);
+    try {
+      const inFlight = Promise.all(Array.from({ length: 10 }, (_, i) => a.request('b', 'echo', i)));
+      expect(created.length).toBe(10);
+      expect(created.every((t) => !t.hasRef())).toBe(true);
+      expect(await inFlight).toEqual(Array.from({ length: 10 }, (_, i) => i));
+      expect(created.every((t) => (t as unknown as { _destroyed: boolean })._destroyed)).toBe(true);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
+  it('a closed bus says goodbye: the peer loses it at once', async () => {
+    const a = bus({ id: 'a' });
+    const b = bus({ id: 'b' });
+    await link(a, b);
+    const lost = new Promise((resolve) => b.onPeer('lost', (peer, reason) => resolve([peer, reason?.code])));
+    a.close();
+    expect(await lost).toEqual(['a', 'BUS_PEER_LOST']);
+    expect(b.peers.size).toBe(0);
+  });
+
+  it('disconnects one peer', async () => {
+    const a = bus({ id: 'a' });
+    const b = bus({ id: 'b' });
+    await link(a, b);
+    const lost = new Promise((resolve) => b.onPeer('lost', resolve));
+    a.disconnect('b');
+    expect(await lost).toBe('a');
+    expect(a.peers.size).toBe(0);
+  });
+
+  it('reports listener errors without breaking delivery', async () => {
+    const errors: unknown[] = [];
+    const a = bus({ id: 'a' });
+    const b = bus({ id: 'b', onError: (e) => errors.push(e) });
+    await link(a, b);
+    const got: unknown[] = [];
+    b.on('e', () => {
+      throw new Error('listener bug');
+    });
+    b.on('e', (p) => got.push(p));
+    a.send('b', 'e', 1);
+    a.send('b', 'e', 2);
+    const done = new Promise<void>((resolve) => b.on('done', () => resolve()));
+    a.send('b', 'done', null);
+    await done;
+    expect(got).toEqual([1, 2]);
+    expect(errors.map((e) => (e as Error).message)).toEqual(['listener bug', 'listener bug']);
   });
 });

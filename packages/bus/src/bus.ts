@@ -14,10 +14,11 @@
  *                   | "hp" heartbeat ping | "ho" heartbeat pong | "by" bye
  *
  * Handshake: each side posts `hello` (retried with backoff until answered: a window may not listen
- * yet) and answers every `hello` with `ack`; a side is connected at the first `hello` or `ack` of the
- * other. Protocol versions must be equal, ids distinct, and `maxPeers` not reached; otherwise the
- * side that decides posts `refuse` and both `connect` calls reject with BusError `BUS_HANDSHAKE` or
- * `BUS_TOO_MANY_PEERS`.
+ * yet). A side that accepts the other (from its `hello` or `ack`: same protocol version, distinct
+ * ids, `maxPeers` not reached, origin allowed) posts `ack` once, and again for every later `hello`;
+ * a side is connected when it has accepted the other and received its `ack`. A side that does not
+ * accept posts `refuse`, and both `connect` calls reject with BusError `BUS_HANDSHAKE` or
+ * `BUS_TOO_MANY_PEERS` (a window whose origin is not allowed is ignored: its connect times out).
  *
  * Trust: an envelope is accepted from a link only if its source is the link's peer, or a peer the
  * link's hub announced. A response settles a request only if it comes from the peer the request went
@@ -25,7 +26,7 @@
  */
 
 import { EmitterCore, type OnOptions } from './emitter.js';
-import type { BusMessageEvent, Endpoint, MessageListener } from './endpoint.js';
+import type { AnyMessageListener, BusMessageEvent, ChannelEndpoint, Endpoint, MessageListener } from './endpoint.js';
 import { BusError, errorFromWire, errorToWire, type WireError } from './errors.js';
 import { originMatcher } from './origin.js';
 import { messageSize } from './size.js';
@@ -100,7 +101,8 @@ export interface Bus {
     payload: unknown,
     options?: { timeout?: number; signal?: AbortSignal; transfer?: Transferable[] },
   ): Promise<T>;
-  endpoint(peer: string, channel: string): Endpoint;
+  /** A comlink-compatible Endpoint carried over the bus to `peer`, separate per `channel` name. */
+  endpoint(peer: string, channel: string): ChannelEndpoint;
   /** Disconnects one directly connected peer (it sees the bus as lost). */
   disconnect(peer: string): void;
   /** Number of outgoing requests still pending. */
@@ -258,7 +260,7 @@ class BusImpl implements Bus {
   private readonly handlers: Record<string, Handler> = Object.create(null);
   private readonly pending = new Map<string, Pending>();
   private readonly incoming = new Map<string, IncomingRequest>();
-  private readonly channels = new Map<string, Set<MessageListener>>();
+  private readonly channels = new Map<string, Set<AnyMessageListener>>();
   private readonly channelBuffers = new Map<string, unknown[]>();
   private readonly handshakes = new Set<Handshake>();
 
@@ -298,6 +300,8 @@ class BusImpl implements Bus {
     }
     return new Promise<Peer>((resolve, reject) => {
       let link: Link | undefined;
+      let accepted: string | undefined;
+      let sentAck = false;
       let settled = false;
       let retry: ReturnType<typeof setTimeout> | undefined;
       let delay = 20;
@@ -363,9 +367,22 @@ class BusImpl implements Bus {
           refuse('BUS_TOO_MANY_PEERS', `maxPeers (${this.maxPeers}) reached`);
           return;
         }
-        if (kind === 'hello') {
-          endpoint.postMessage({ [TAG]: 'ack', id: this.id, v: PROTOCOL_VERSION, hub: this.isHub });
+        if (accepted !== undefined && accepted !== id) return; // a third party on a shared channel
+        if (accepted === undefined) {
+          // We accept them: say so once (again for every hello: they may have missed our ack).
+          accepted = id;
+          sentAck = false;
         }
+        if (kind === 'hello' || !sentAck) {
+          try {
+            endpoint.postMessage({ [TAG]: 'ack', id: this.id, v: PROTOCOL_VERSION, hub: this.isHub });
+            sentAck = true;
+          } catch (error) {
+            handshake.fail(new BusError('BUS_HANDSHAKE', 'cannot post on the endpoint', { cause: error }));
+            return;
+          }
+        }
+        if (kind !== 'ack') return; // connected once they have accepted us too
         cleanup();
         link = new Link(id, endpoint, frame.hub === true, listener, this);
         resolve(this.establish(link));
@@ -544,6 +561,11 @@ class BusImpl implements Bus {
       if (transfers === null) link.endpoint.postMessage(queue);
       else link.endpoint.postMessage(queue, transfers);
     } catch (error) {
+      if ((error as { name?: unknown } | null)?.name !== 'DataCloneError') {
+        // The endpoint itself is unusable (closed port or channel): the peer is gone.
+        this.lose(link, new BusError('BUS_PEER_LOST', `cannot post to ${JSON.stringify(link.peer)}`, { cause: error }));
+        return;
+      }
       if (queue.length === 1) this.undeliverable(link, queue[0]!, error);
       else {
         // One bad envelope must not sink the batch: post them one by one.
@@ -786,9 +808,15 @@ class BusImpl implements Bus {
         }
         if (link.dead) return;
       }
+    } else if (isHandshake(data) && data[TAG] === 'refuse' && data.id === link.peer) {
+      this.lose(link, new BusError('BUS_HANDSHAKE', `the peer dropped the connection: ${String(data.message)}`));
     } else if (isHandshake(data) && data[TAG] === 'hello' && data.id === link.peer) {
       // The other side's hello retries (sent before our ack reached it): answer again.
-      link.endpoint.postMessage({ [TAG]: 'ack', id: this.id, v: PROTOCOL_VERSION, hub: this.isHub });
+      try {
+        link.endpoint.postMessage({ [TAG]: 'ack', id: this.id, v: PROTOCOL_VERSION, hub: this.isHub });
+      } catch (error) {
+        this.lose(link, new BusError('BUS_PEER_LOST', `cannot post to ${JSON.stringify(link.peer)}`, { cause: error }));
+      }
     }
   }
 
@@ -912,19 +940,20 @@ class BusImpl implements Bus {
 
   // ---------------------------------------------------------------- channels (comlink)
 
-  endpoint(peer: string, channel: string): Endpoint {
+  endpoint(peer: string, channel: string): ChannelEndpoint {
     if (typeof peer !== 'string' || typeof channel !== 'string') {
       throw new BusError('BUS_INVALID_ARGUMENT', 'endpoint(peer, channel) takes two strings');
     }
     const key = `${peer}\n${channel}`;
-    const own = new Set<MessageListener>();
+    const own = new Set<AnyMessageListener>();
     return {
       postMessage: (message, transfer) => {
         const link = this.route(peer);
         this.checkSize(channel, message);
         this.enqueue(link, { k: 'ch', s: this.id, t: peer, q: 0, h: this.maxHops, c: channel, p: message }, transfer);
       },
-      addEventListener: (_type, listener) => {
+      addEventListener: (type, listener) => {
+        if (type !== 'message') return;
         let set = this.channels.get(key);
         if (set === undefined) {
           set = new Set();
@@ -940,7 +969,8 @@ class BusImpl implements Bus {
           });
         }
       },
-      removeEventListener: (_type, listener) => {
+      removeEventListener: (type, listener) => {
+        if (type !== 'message') return;
         own.delete(listener);
         const set = this.channels.get(key);
         if (set === undefined) return;
@@ -996,7 +1026,8 @@ class BusImpl implements Bus {
     const event = { data };
     for (const listener of [...set]) {
       try {
-        listener(event);
+        if (typeof listener === 'function') (listener as MessageListener)(event);
+        else (listener as { handleEvent(event: BusMessageEvent): void }).handleEvent(event);
       } catch (error) {
         this.reportError(error);
       }

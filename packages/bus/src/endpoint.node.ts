@@ -8,21 +8,24 @@
  */
 import type { BusMessageEvent, Endpoint, MessageListener } from './endpoint.js';
 
-interface NodeEmitterLike {
-  postMessage(message: unknown, transfer?: readonly unknown[]): void;
-  on(event: 'message', listener: (data: unknown) => void): unknown;
-  off(event: string, listener: (...args: never[]) => void): unknown;
-  once(event: string, listener: () => void): unknown;
-}
-
 /** The parts of a worker_threads MessagePort the adapter uses. */
-export interface NodeMessagePortLike extends NodeEmitterLike {
+export interface NodeMessagePortLike {
+  postMessage(message: unknown, transfer?: readonly Transferable[]): void;
+  on(event: 'message', listener: (value: unknown) => void): unknown;
+  off(event: 'message', listener: (value: unknown) => void): unknown;
+  off(event: 'close', listener: () => void): unknown;
+  once(event: 'close', listener: () => void): unknown;
   start(): void;
   close(): void;
 }
 
 /** The parts of a worker_threads Worker the adapter uses. */
-export interface NodeWorkerLike extends NodeEmitterLike {
+export interface NodeWorkerLike {
+  postMessage(message: unknown, transfer?: readonly Transferable[]): void;
+  on(event: 'message', listener: (value: unknown) => void): unknown;
+  off(event: 'message', listener: (value: unknown) => void): unknown;
+  off(event: 'exit', listener: () => void): unknown;
+  once(event: 'exit', listener: () => void): unknown;
   terminate(): unknown;
 }
 
@@ -51,17 +54,18 @@ export function nodeEndpoint(target: NodeMessagePortLike | NodeWorkerLike): Endp
       if (!isWorker(target)) target.start();
     },
     onClose: (listener) => {
-      const event = isWorker(target) ? 'exit' : 'close';
       let called = false;
       const once = (): void => {
         if (called) return;
         called = true;
         listener();
       };
-      target.once(event, once);
-      return () => {
-        target.off(event, once);
-      };
+      if (isWorker(target)) {
+        target.once('exit', once);
+        return () => target.off('exit', once);
+      }
+      target.once('close', once);
+      return () => target.off('close', once);
     },
   };
   if (!isWorker(target)) endpoint.close = () => target.close();

@@ -16,6 +16,9 @@ export interface BusMessageEvent {
 
 export type MessageListener = (event: BusMessageEvent) => void;
 
+/** What a DOM-style `addEventListener` takes: a function or an object with `handleEvent` (comlink passes either). */
+export type AnyMessageListener = ((event: never) => void) | { handleEvent(event: never): void };
+
 export interface Endpoint {
   postMessage(message: unknown, transfer?: Transferable[]): void;
   addEventListener(type: 'message', listener: MessageListener): void;
@@ -24,6 +27,15 @@ export interface Endpoint {
   close?(): void;
   /** Calls `listener` once when the other side is known to be gone; returns an unsubscribe function. */
   onClose?(listener: () => void): () => void;
+}
+
+/**
+ * The endpoint `bus.endpoint(peer, channel)` returns: an Endpoint whose listener methods take any
+ * DOM-style listener, so it is also a comlink `Endpoint` (no cast needed for `Comlink.wrap/expose`).
+ */
+export interface ChannelEndpoint extends Endpoint {
+  addEventListener(type: string, listener: AnyMessageListener): void;
+  removeEventListener(type: string, listener: AnyMessageListener): void;
 }
 
 interface MessageTargetLike {

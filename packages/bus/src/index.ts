@@ -17,8 +17,10 @@ export {
 } from './bus.js';
 export { createEmitter, type Emitter, type Listener, type OnOptions } from './emitter.js';
 export {
+  type AnyMessageListener,
   type BusMessageEvent,
   broadcastChannelEndpoint,
+  type ChannelEndpoint,
   type Endpoint,
   type MessageListener,
   messagePortEndpoint,

@@ -1,0 +1,107 @@
+import { BroadcastChannel, MessageChannel, type Worker } from 'node:worker_threads';
+import { startTsWorker } from '../../../tests/src/ts-worker.js';
+import type { Endpoint } from './index.js';
+import { nodeEndpoint } from './node.js';
+import { busConformance } from './test-conformance.js';
+import { startTestPeer } from './test-peer.js';
+
+let counter = 0;
+
+busConformance('worker_threads MessageChannel in one thread (nodeEndpoint)', async () => {
+  const { port1, port2 } = new MessageChannel();
+  const remote = startTestPeer(nodeEndpoint(port2), { id: 'remote' });
+  return {
+    endpoint: nodeEndpoint(port1),
+    remoteId: 'remote',
+    ready: remote,
+    kill: () => port2.close(),
+    dispose: async () => {
+      (await remote).close();
+      port1.close();
+      port2.close();
+    },
+  };
+});
+
+busConformance(
+  'raw MessagePort, no close event (heartbeats)',
+  async () => {
+    const { port1, port2 } = new MessageChannel();
+    // Node's MessagePort is an EventTarget: used as is, it is a DOM-shaped Endpoint without onClose.
+    const remote = startTestPeer(port2 as unknown as Endpoint, { id: 'remote' });
+    return {
+      endpoint: port1 as unknown as Endpoint,
+      remoteId: 'remote',
+      ready: remote,
+      kill: async () => {
+        // The remote stops listening and answering without saying goodbye.
+        (await remote).close = () => {};
+        port2.close();
+      },
+      dispose: async () => {
+        port1.close();
+        port2.close();
+      },
+    };
+  },
+  { bus: { heartbeatInterval: 20, heartbeatMisses: 2 } },
+);
+
+busConformance(
+  'BroadcastChannel',
+  async () => {
+    const name = `gitport-bus-conformance-${process.pid}-${counter++}`;
+    const local = new BroadcastChannel(name);
+    const far = new BroadcastChannel(name);
+    const remote = startTestPeer(far as unknown as Endpoint, { id: 'remote' });
+    return {
+      endpoint: local as unknown as Endpoint,
+      remoteId: 'remote',
+      ready: remote,
+      kill: () => far.close(),
+      dispose: async () => {
+        local.close();
+        far.close();
+        (await remote).close();
+      },
+    };
+  },
+  { transfer: false, bus: { heartbeatInterval: 20, heartbeatMisses: 2 } },
+);
+
+function worker(id: string, port?: import('node:worker_threads').MessagePort): Worker {
+  return startTsWorker(new URL('./test-peer-worker.ts', import.meta.url), {
+    workerData: { id, port },
+    transferList: port ? [port] : [],
+  });
+}
+
+busConformance('worker_threads Worker (nodeEndpoint on both sides)', async () => {
+  const thread = worker('worker');
+  return {
+    endpoint: nodeEndpoint(thread),
+    remoteId: 'worker',
+    kill: async () => {
+      await thread.terminate();
+    },
+    dispose: async () => {
+      await thread.terminate();
+    },
+  };
+});
+
+busConformance('worker_threads MessagePort transferred to a worker', async () => {
+  const { port1, port2 } = new MessageChannel();
+  const thread = worker('worker-port', port2);
+  return {
+    endpoint: nodeEndpoint(port1),
+    remoteId: 'worker-port',
+    kill: async () => {
+      await thread.terminate();
+    },
+    dispose: async () => {
+      port1.close();
+      await thread.terminate();
+    },
+  };
+});
