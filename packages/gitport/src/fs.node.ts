@@ -8,7 +8,7 @@ import type { FsLike, FsPromisesLike } from './fs.js';
 
 export function nodeFs(): FsLike {
   const p = fs.promises;
-  const promises: FsPromisesLike = {
+  const promises: FsPromisesLike & { chmod(path: string, mode: number): Promise<void> } = {
     readFile: (path, options) => p.readFile(path, options),
     writeFile: (path, data, options) => p.writeFile(path, data, options),
     unlink: (path) => p.unlink(path),
@@ -19,6 +19,9 @@ export function nodeFs(): FsLike {
     lstat: (path) => p.lstat(path),
     rename: (from, to) => p.rename(from, to),
     open: (path, flags) => p.open(path, flags),
+    readlink: (path) => p.readlink(path),
+    symlink: (target, path) => p.symlink(target, path),
+    chmod: (path: string, mode: number) => p.chmod(path, mode),
     async readRange(path, offset, length) {
       const handle = await p.open(path, 'r');
       try {

@@ -25,8 +25,10 @@ export interface FsStat {
   ino?: number | bigint;
 }
 
+/** What `open()` returns: Node's FileHandle shape (write for locks, positional read for packs). */
 export interface FileHandleLike {
   write(data: Uint8Array | string): Promise<unknown>;
+  read?(buffer: Uint8Array, offset: number, length: number, position: number): Promise<{ bytesRead: number } | number>;
   close(): Promise<void>;
 }
 
@@ -47,6 +49,9 @@ export interface FsPromisesLike {
   rename?(from: string, to: string): Promise<unknown>;
   open?(path: string, flags: string): Promise<FileHandleLike>;
   readRange?(path: string, offset: number, length: number): Promise<Uint8Array>;
+  /** isomorphic-git binds these two; file systems without links throw. */
+  readlink?(path: string): Promise<string | Uint8Array>;
+  symlink?(target: string, path: string): Promise<unknown>;
 }
 
 /** isomorphic-git's fs shape: an object with `promises`. */

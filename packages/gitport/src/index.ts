@@ -1,7 +1,9 @@
 /**
- * gitport: repositories on disk or in the browser, hosting a repository on a bus peer, and
- * clone/fetch/push from another context.
+ * gitport: repositories on disk or in the browser, hosting a repository on a bus peer,
+ * clone/fetch/push from another context, an isomorphic-git `http` plugin over the transport, and
+ * a comlink control API. Node's fs adapter lives in `gitport/node`.
  */
+export { CONTROL_CHANNEL, type ControlApi, control, exposeControl, type RepositoryRefs } from './control.js';
 export { GitportError, type GitportErrorCode, isGitportError } from './errors.js';
 export {
   type FileHandleLike,
@@ -12,5 +14,54 @@ export {
   type GitFsOptions,
 } from './fs.js';
 export { FsRefStore, isValidRefName } from './fs-ref-store.js';
+export {
+  encodeGitRequest,
+  GIT_STREAM,
+  type GitRequest,
+  type GitService,
+  type Host,
+  type HostOptions,
+  host,
+  parseGitRequest,
+} from './host.js';
+export {
+  defaultResolver,
+  type GitHttpRequest,
+  type GitHttpResponse,
+  HTTP_STREAM,
+  type HttpClient,
+  type HttpClientOptions,
+  httpClient,
+  resolveUrl,
+  type UrlResolver,
+} from './http-plugin.js';
 export { MemoryFs } from './memory-fs.js';
 export { OpfsFs } from './opfs-fs.js';
+export { isRefUpdateEvent, REF_UPDATE_EVENT, type RefUpdateEvent, refUpdateEvents, ZERO_OID } from './ref-events.js';
+export {
+  assertRepositoryName,
+  FsRepositoryRegistry,
+  type HostedRepository,
+  isValidRepositoryName,
+  type RepositoryRegistry,
+  staticRepositories,
+} from './registry.js';
+export {
+  type CloneOptions,
+  type GitRemote,
+  type OperationOptions,
+  type ProgressEvent,
+  type RemoteFetchOptions,
+  type RemoteOptions,
+  type RemotePushOptions,
+  remote,
+} from './remote.js';
+export {
+  type GitRepository,
+  type InitOptions,
+  initRepository,
+  type ObjectStoreFactory,
+  type OpenOptions,
+  openRepository,
+  packFs,
+} from './repository.js';

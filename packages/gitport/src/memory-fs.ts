@@ -127,6 +127,20 @@ export class MemoryFs implements FsLike {
         this.#nodes.set(t, { ...node, mtimeMs: this.#now() });
       },
       open: async (path: string, flags: string) => {
+        if (flags === 'r') {
+          const node = this.#file(path, 'open');
+          return {
+            read: async (buffer: Uint8Array, offset: number, length: number, position: number) => {
+              const part = node.data.subarray(position, position + length);
+              buffer.set(part, offset);
+              return { bytesRead: part.byteLength };
+            },
+            write: async () => {
+              throw new FsError('EBADF', 'write', path);
+            },
+            close: async () => {},
+          };
+        }
         if (flags !== 'wx' && flags !== 'w') throw new FsError('EINVAL', 'open', path);
         this.#put(path, new Uint8Array(0), flags === 'wx');
         const chunks: Uint8Array[] = [];
@@ -146,6 +160,13 @@ export class MemoryFs implements FsLike {
             if (node?.kind === 'file') node.data = all;
           },
         };
+      },
+      readlink: async (path: string) => {
+        this.#file(path, 'readlink');
+        throw new FsError('EINVAL', 'readlink', path);
+      },
+      symlink: async (_target: string, path: string) => {
+        throw new FsError('ENOSYS', 'symlink', path);
       },
       readRange: async (path: string, offset: number, length: number) =>
         this.#file(path, 'read').data.slice(offset, offset + length),

@@ -149,6 +149,13 @@ export class OpfsFs implements FsLike {
         await self.promises.writeFile(to, bytes);
         await self.promises.unlink(from);
       },
+      async readlink(path: string) {
+        await self.#file(path, 'readlink');
+        throw new OpfsError('EINVAL', 'readlink', path);
+      },
+      async symlink(_target: string, path: string) {
+        throw new OpfsError('ENOSYS', 'symlink', path);
+      },
       async readRange(path: string, offset: number, length: number) {
         const file = await (await self.#file(path, 'read')).getFile();
         return new Uint8Array(await file.slice(offset, offset + length).arrayBuffer());

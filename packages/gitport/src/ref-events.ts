@@ -4,7 +4,6 @@
  * the same shape the gateway sends over SSE.
  */
 import type { RefUpdateResult } from '@gitport/protocol';
-import type { RefStoreLike } from './fs-ref-store.js';
 
 export const REF_UPDATE_EVENT = 'ref-update';
 export const ZERO_OID = '0000000000000000000000000000000000000000';
@@ -32,24 +31,4 @@ export function refUpdateEvents(repo: string, results: readonly RefUpdateResult[
     events.push({ repo, ref: r.name, old: r.old ?? ZERO_OID, new: r.new ?? ZERO_OID });
   }
   return events;
-}
-
-/**
- * The same store, reporting every applied update to `onUpdate` after it is on disk. Every other
- * member (including store-specific extras such as `peeled`) is the store's own.
- */
-export function observeRefs<T extends RefStoreLike>(refs: T, onUpdate: (results: RefUpdateResult[]) => void): T {
-  return new Proxy(refs, {
-    get(target, property) {
-      if (property === 'update') {
-        return async (...args: Parameters<RefStoreLike['update']>) => {
-          const results = await target.update(...args);
-          onUpdate(results);
-          return results;
-        };
-      }
-      const value = Reflect.get(target, property, target);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
 }

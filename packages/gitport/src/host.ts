@@ -1,0 +1,256 @@
+/**
+ * Hosting repositories on a bus peer.
+ *
+ * Stateful git (one transport stream per session, listener `gitport.git`): the client opens a
+ * stream and sends one pkt-line naming the service and the repository, in the shape of git's
+ * daemon request (gitprotocol-pack: "Git Transport"):
+ *
+ *   git-proto-request = request-command SP pathname NUL [ host-parameter NUL ] [ NUL extra-parameters ]
+ *   request-command   = "git-upload-pack" / "git-receive-pack"
+ *   pathname          = "/" <repository name> ".git"
+ *   extra-parameters  = "version=2" NUL     (protocol v2 for upload-pack)
+ *
+ * after which the stream carries exactly what git's upload-pack / receive-pack speak over
+ * git:// or ssh. An unknown repository or service gets `ERR <message>` and the stream ends.
+ *
+ * Stateless smart HTTP (listener `gitport.http`, see http-plugin.ts): one stream per request.
+ *
+ * After every successful ref update a `ref-update` signal `{ repo, ref, old, new }` goes to every
+ * peer of the bus (and to `onRefUpdate` listeners).
+ */
+import type { Bus } from '@gitport/bus';
+import { encodeData, encodeText, PacketReader, packetText } from '@gitport/pktline';
+import {
+  advertiseRefsHttp,
+  handleReceivePackHttp,
+  handleUploadPackHttp,
+  type PushCommand,
+  protocolFromHeader,
+  type ReceivePackOptions,
+  type Repository,
+  rpcResultHeaders,
+  serveReceivePack,
+  serveUploadPack,
+  type UploadPackOptions,
+} from '@gitport/protocol';
+import { type DuplexStream, listen } from '@gitport/transport';
+import { exposeControl } from './control.js';
+import { GitportError } from './errors.js';
+import { encodeHead, HTTP_STREAM, type HttpRequestHead, readHead } from './http-plugin.js';
+import { REF_UPDATE_EVENT, type RefUpdateEvent, ZERO_OID } from './ref-events.js';
+import { type HostedRepository, type RepositoryRegistry, staticRepositories } from './registry.js';
+
+export const GIT_STREAM = 'gitport.git';
+
+export type GitService = 'git-upload-pack' | 'git-receive-pack';
+
+export interface HostOptions {
+  uploadPack?: UploadPackOptions;
+  receivePack?: ReceivePackOptions;
+  /** Expose the comlink control API to every peer (default true). */
+  control?: boolean;
+  /** Whether the control API may create and delete repositories (default true). */
+  manage?: boolean;
+  /** The transport receive window for incoming streams. */
+  window?: number;
+  /** Called when serving one stream fails (the stream itself is already failed or answered). */
+  onError?: (error: unknown, context: { peer: string; service: string; repository: string }) => void;
+}
+
+export interface Host {
+  readonly repositories: RepositoryRegistry;
+  /** Ref updates made through this host. */
+  onRefUpdate(listener: (event: RefUpdateEvent) => void): () => void;
+  /** Stops listening; streams in flight finish. */
+  close(): void;
+}
+
+export interface GitRequest {
+  service: GitService;
+  repository: string;
+  /** Extra parameters (`version=2`). */
+  parameters: string[];
+}
+
+const encoder = new TextEncoder();
+
+/** The first pkt-line of a stateful session. */
+export function encodeGitRequest(request: GitRequest): Uint8Array {
+  const extra = request.parameters.length > 0 ? `\0${request.parameters.map((p) => `${p}\0`).join('')}` : '';
+  return encodeData(encoder.encode(`${request.service} /${request.repository}.git\0host=gitport\0${extra}`));
+}
+
+export function parseGitRequest(line: string): GitRequest {
+  const nul = line.indexOf('\0');
+  const head = nul >= 0 ? line.slice(0, nul) : line;
+  const space = head.indexOf(' ');
+  const service = head.slice(0, space);
+  const path = head.slice(space + 1);
+  if ((service !== 'git-upload-pack' && service !== 'git-receive-pack') || !/^\/.+\.git$/.test(path)) {
+    throw new GitportError('HTTP_BAD_REQUEST', `bad git request ${JSON.stringify(head.slice(0, 200))}`);
+  }
+  const fields = nul >= 0 ? line.slice(nul + 1).split('\0') : [];
+  // host-parameter first, then an empty field, then the extra parameters.
+  const blank = fields.indexOf('');
+  const parameters = blank >= 0 ? fields.slice(blank + 1).filter((f) => f !== '') : [];
+  return { service, repository: path.slice(1, -4), parameters };
+}
+
+export function host(
+  bus: Bus,
+  repositories: RepositoryRegistry | Record<string, HostedRepository>,
+  options: HostOptions = {},
+): Host {
+  const registry: RepositoryRegistry =
+    typeof (repositories as RepositoryRegistry).open === 'function' &&
+    typeof (repositories as RepositoryRegistry).list === 'function'
+      ? (repositories as RepositoryRegistry)
+      : staticRepositories(repositories as Record<string, HostedRepository>);
+  const listeners = new Set<(event: RefUpdateEvent) => void>();
+  const publish = (event: RefUpdateEvent) => {
+    try {
+      bus.signal(REF_UPDATE_EVENT, event);
+    } catch (error) {
+      options.onError?.(error, { peer: '*', service: 'ref-update', repository: event.repo });
+    }
+    for (const listener of [...listeners]) {
+      try {
+        listener(event);
+      } catch (error) {
+        options.onError?.(error, { peer: '*', service: 'ref-update', repository: event.repo });
+      }
+    }
+  };
+  const published = (name: string, updated: readonly PushCommand[]) => {
+    for (const command of updated) {
+      publish({ repo: name, ref: command.name, old: command.old ?? ZERO_OID, new: command.new ?? ZERO_OID });
+    }
+  };
+  const listenOptions = options.window !== undefined ? { window: options.window } : {};
+
+  const serveGit = async (stream: DuplexStream) => {
+    const context = { peer: stream.peer, service: '?', repository: '?' };
+    try {
+      const reader = new PacketReader(stream);
+      const first = await reader.read();
+      const line = first ? packetText(first) : undefined;
+      if (line === undefined) throw new GitportError('HTTP_BAD_REQUEST', 'expected a git request line');
+      const request = parseGitRequest(line);
+      context.service = request.service;
+      context.repository = request.repository;
+      const repo = await registry.open(request.repository);
+      if (!repo) {
+        await stream.write(encodeText(`ERR repository ${request.repository} not found`));
+        await stream.end();
+        return;
+      }
+      const conn = {
+        input: reader.rest(),
+        write: (bytes: Uint8Array) => stream.write(bytes),
+        end: () => stream.end(),
+      };
+      if (request.service === 'git-upload-pack') {
+        const protocol = request.parameters.includes('version=2') ? 2 : 0;
+        await serveUploadPack(repo as Repository, conn, { ...options.uploadPack, protocol });
+      } else {
+        const result = await serveReceivePack(repo as Repository, conn, { ...options.receivePack });
+        published(request.repository, result.updated);
+      }
+    } catch (error) {
+      options.onError?.(error, context);
+      stream.abort(error);
+    }
+  };
+
+  const serveHttp = async (stream: DuplexStream) => {
+    const context = { peer: stream.peer, service: 'http', repository: '?' };
+    try {
+      const reader = new PacketReader(stream);
+      const head = await readHead<HttpRequestHead>(reader, 'HTTP request');
+      context.repository = String(head.repository);
+      const reply = async (statusCode: number, headers: Record<string, string>, body: AsyncIterable<Uint8Array>) => {
+        await stream.write(encodeHead({ statusCode, statusMessage: statusText(statusCode), headers }));
+        for await (const chunk of body) await stream.write(chunk);
+        await stream.end();
+      };
+      const text = (statusCode: number, message: string) =>
+        reply(statusCode, { 'content-type': 'text/plain' }, single(encoder.encode(`${message}\n`)));
+      const repo = typeof head.repository === 'string' ? await registry.open(head.repository) : undefined;
+      if (!repo) return await text(404, 'repository not found');
+      const query = new URLSearchParams(head.query ?? '');
+      const headers = lowerCase(head.headers ?? {});
+      const protocol = protocolFromHeader(headers['git-protocol']);
+      if (head.method === 'GET' && head.path === 'info/refs') {
+        const service = query.get('service');
+        if (service !== 'git-upload-pack' && service !== 'git-receive-pack')
+          return await text(403, 'dumb HTTP is not served');
+        context.service = service;
+        const advertisement = await advertiseRefsHttp(repo as Repository, service, {
+          protocol: service === 'git-upload-pack' ? protocol : 0,
+        });
+        return await reply(advertisement.status, advertisement.headers, single(advertisement.body));
+      }
+      if (head.method === 'POST' && head.path === 'git-upload-pack') {
+        context.service = head.path;
+        const round = handleUploadPackHttp(repo as Repository, reader.rest(), { ...options.uploadPack, protocol });
+        await reply(200, rpcResultHeaders(head.path), round.body);
+        await round.done;
+        return;
+      }
+      if (head.method === 'POST' && head.path === 'git-receive-pack') {
+        context.service = head.path;
+        const round = handleReceivePackHttp(repo as Repository, reader.rest(), { ...options.receivePack });
+        await reply(200, rpcResultHeaders(head.path), round.body);
+        published(head.repository, (await round.result).updated);
+        return;
+      }
+      return await text(405, 'method not allowed');
+    } catch (error) {
+      options.onError?.(error, context);
+      stream.abort(error);
+    }
+  };
+
+  const stops = [
+    listen(bus, GIT_STREAM, (stream) => void serveGit(stream), listenOptions),
+    listen(bus, HTTP_STREAM, (stream) => void serveHttp(stream), listenOptions),
+  ];
+  if (options.control !== false) {
+    stops.push(
+      exposeControl(bus, {
+        registry,
+        manage: options.manage !== false,
+        onRefUpdate: (listener) => {
+          listeners.add(listener);
+          return () => listeners.delete(listener);
+        },
+      }),
+    );
+  }
+  return {
+    repositories: registry,
+    onRefUpdate(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    close() {
+      for (const stop of stops.splice(0)) stop();
+      listeners.clear();
+    },
+  };
+}
+
+async function* single(bytes: Uint8Array): AsyncIterable<Uint8Array> {
+  yield bytes;
+}
+
+function lowerCase(headers: Record<string, unknown>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(headers)) if (typeof v === 'string') out[k.toLowerCase()] = v;
+  return out;
+}
+
+function statusText(code: number): string {
+  const texts: Record<number, string> = { 200: 'OK', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed' };
+  return texts[code] ?? '';
+}

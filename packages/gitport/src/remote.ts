@@ -1,0 +1,185 @@
+/**
+ * The client side: a repository hosted on another bus peer, reached with the stateful protocol
+ * over one transport stream per operation (the stream starts with the daemon-style request line
+ * of host.ts, then speaks upload-pack or receive-pack exactly as git does over git:// or ssh).
+ *
+ *   const origin = remote(bus, 'editor-worker', 'notes');
+ *   await origin.lsRefs();
+ *   const repo = await origin.clone(fs, '/notes', { onProgress });
+ *   await origin.push(repo, { refspecs: ['refs/heads/main:refs/heads/main'] });
+ *   await origin.fetch(repo);
+ *
+ * Every operation takes an AbortSignal: aborting fails the stream, the host sees
+ * TRANSPORT_ABORTED and moves no ref (receive-pack applies ref updates only after the whole pack
+ * is stored). Progress: `onProgress` gets the remote's progress text (side-band 2) and, for
+ * clones, phase events.
+ */
+import type { Bus } from '@gitport/bus';
+import {
+  clone as cloneInto,
+  type FetchOptions,
+  type FetchResult,
+  fetch as fetchInto,
+  type LsRemoteOptions,
+  type LsRemoteResult,
+  lsRemote,
+  type PushOptions,
+  type PushResult,
+  push as pushFrom,
+  type Remote,
+  type Repository,
+} from '@gitport/protocol';
+import { type DuplexStream, open } from '@gitport/transport';
+import { GitportError } from './errors.js';
+import type { FsLike, FsPromisesLike, GitFs } from './fs.js';
+import { encodeGitRequest, GIT_STREAM, type GitService } from './host.js';
+import { type GitRepository, type InitOptions, initRepository } from './repository.js';
+
+export interface ProgressEvent {
+  /** `remote`: a line of the remote's progress output; the others are this side's phases. */
+  phase: 'connect' | 'remote' | 'refs' | 'checkout' | 'done';
+  message: string;
+}
+
+export interface OperationOptions {
+  signal?: AbortSignal;
+  onProgress?: (event: ProgressEvent) => void;
+  /** Use protocol v2 for upload-pack (default true). */
+  protocolV2?: boolean;
+}
+
+export type RemoteFetchOptions = Omit<FetchOptions, 'signal' | 'onProgress' | 'protocol'> & OperationOptions;
+export type RemotePushOptions = Omit<PushOptions, 'signal' | 'onProgress'> & OperationOptions;
+
+export interface CloneOptions extends Omit<RemoteFetchOptions, 'refspecs' | 'tags'> {
+  /** Default true. A non-bare clone checks out HEAD's tree with isomorphic-git. */
+  bare?: boolean;
+  objects?: InitOptions['objects'];
+}
+
+export interface GitRemote {
+  readonly peer: string;
+  readonly name: string;
+  lsRefs(options?: Omit<LsRemoteOptions, 'signal' | 'protocol'> & OperationOptions): Promise<LsRemoteResult>;
+  fetch(local: Repository, options?: RemoteFetchOptions): Promise<FetchResult>;
+  /** Creates a repository at `dir` (bare unless told) and fetches every branch and tag into it. */
+  clone(fs: FsLike | FsPromisesLike | GitFs, dir: string, options?: CloneOptions): Promise<GitRepository>;
+  push(local: Repository, options: RemotePushOptions): Promise<PushResult>;
+}
+
+export interface RemoteOptions {
+  /** The transport receive window of each stream (bytes). */
+  window?: number;
+}
+
+/** A repository named `name` hosted by the bus peer `peer`. */
+export function remote(bus: Bus, peer: string, name: string, remoteOptions: RemoteOptions = {}): GitRemote {
+  /** Runs `fn` over a fresh stream to the host's service; the stream is failed if `fn` fails. */
+  const session = async <T>(
+    service: GitService,
+    options: OperationOptions,
+    fn: (remote: Remote, signal: AbortSignal | undefined) => Promise<T>,
+  ): Promise<T> => {
+    const { signal } = options;
+    if (signal?.aborted) throw new GitportError('ABORTED', 'aborted', { cause: signal.reason });
+    options.onProgress?.({ phase: 'connect', message: `connecting to ${peer}/${name}` });
+    const stream: DuplexStream = await open(bus, peer, GIT_STREAM, {
+      ...(remoteOptions.window !== undefined ? { window: remoteOptions.window } : {}),
+      ...(signal ? { signal } : {}),
+    });
+    const onAbort = () => stream.abort(new GitportError('ABORTED', 'aborted', { cause: signal?.reason }));
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      const v2 = service === 'git-upload-pack' && options.protocolV2 !== false;
+      await stream.write(encodeGitRequest({ service, repository: name, parameters: v2 ? ['version=2'] : [] }));
+      const connection = {
+        input: stream,
+        write: (bytes: Uint8Array) => stream.write(bytes),
+        end: () => stream.end(),
+      };
+      const result = await fn({ connection }, signal);
+      await stream.end().catch(() => {});
+      return result;
+    } catch (error) {
+      stream.abort(error);
+      if (signal?.aborted) throw new GitportError('ABORTED', 'aborted', { cause: error });
+      throw error;
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+  };
+
+  const progress = (options: OperationOptions) =>
+    options.onProgress
+      ? { onProgress: (text: string) => options.onProgress?.({ phase: 'remote', message: text }) }
+      : {};
+  const protocolOf = (options: OperationOptions) => (options.protocolV2 === false ? 0 : 2) as 0 | 2;
+
+  return {
+    peer,
+    name,
+    lsRefs(options = {}) {
+      const { signal: _s, onProgress: _p, protocolV2: _v, ...rest } = options;
+      return session('git-upload-pack', options, (remote, signal) =>
+        lsRemote(remote, { ...rest, protocol: protocolOf(options), ...(signal ? { signal } : {}) }),
+      );
+    },
+    fetch(local, options = {}) {
+      const { signal: _s, onProgress: _p, protocolV2: _v, ...rest } = options;
+      return session('git-upload-pack', options, (remote, signal) =>
+        fetchInto(local, remote, {
+          ...rest,
+          protocol: protocolOf(options),
+          ...progress(options),
+          ...(signal ? { signal } : {}),
+        }),
+      );
+    },
+    async clone(fs, dir, options = {}) {
+      const { signal: _s, onProgress: _p, protocolV2: _v, bare = true, objects, ...rest } = options;
+      const repository = await initRepository(fs, dir, { bare, ...(objects ? { objects } : {}) });
+      try {
+        await session('git-upload-pack', options, (remote, signal) =>
+          cloneInto(repository, remote, {
+            ...rest,
+            bare,
+            protocol: protocolOf(options),
+            ...progress(options),
+            ...(signal ? { signal } : {}),
+          }),
+        );
+        if (!bare) {
+          options.onProgress?.({ phase: 'checkout', message: 'checking out HEAD' });
+          await checkout(repository, dir);
+        }
+      } catch (error) {
+        // A failed clone leaves nothing behind, as git does.
+        await repository.fs.removeTree(bare ? repository.gitDir : dir).catch(() => {});
+        throw error;
+      }
+      options.onProgress?.({ phase: 'done', message: 'clone complete' });
+      return repository;
+    },
+    push(local, options) {
+      const { signal: _s, onProgress: _p, protocolV2: _v, ...rest } = options;
+      return session('git-receive-pack', options, (remote, signal) =>
+        pushFrom(local, remote, { ...rest, ...progress(options), ...(signal ? { signal } : {}) }),
+      );
+    },
+  };
+}
+
+/** Checks out HEAD into the working tree with isomorphic-git (loaded only for non-bare clones). */
+async function checkout(repository: GitRepository, dir: string): Promise<void> {
+  const head = await repository.refs.read('HEAD');
+  if (head.kind !== 'symbolic' || (await repository.refs.resolve('HEAD')) === undefined) return;
+  const git = await import('isomorphic-git');
+  const branch = head.target.replace(/^refs\/heads\//, '');
+  await git.checkout({
+    fs: { promises: repository.fs.raw } as unknown as Parameters<typeof git.checkout>[0]['fs'],
+    dir,
+    gitdir: repository.gitDir,
+    ref: branch,
+    force: true,
+  });
+}

@@ -1,0 +1,144 @@
+/**
+ * A repository in standard git layout (gitrepository-layout(5)) over an injected fs:
+ *
+ *   <gitDir>/HEAD          "ref: refs/heads/<default branch>\n"
+ *   <gitDir>/config        [core] repositoryformatversion = 0, bare = true|false
+ *   <gitDir>/description, info/exclude, hooks/ (as git init writes them; optional for readers)
+ *   <gitDir>/objects/      loose objects, info/, pack/ (pack-*.pack + pack-*.idx)
+ *   <gitDir>/refs/heads/, refs/tags/, packed-refs
+ *
+ * A bare repository is the directory itself; a non-bare one keeps it in `<dir>/.git`.
+ * `openRepository` composes `{ objects, refs }`: the objects are the pack package's
+ * `FsObjectStore` over `<gitDir>` (or whatever `objects` factory is given), the refs are
+ * `FsRefStore`.
+ */
+import { FsObjectStore, type ObjectStore } from '@gitport/pack';
+import { GitportError } from './errors.js';
+import { type FsLike, type FsPromisesLike, GitFs, joinPath } from './fs.js';
+import { FsRefStore, isValidRefName } from './fs-ref-store.js';
+
+export interface GitRepository {
+  readonly objects: ObjectStore;
+  readonly refs: FsRefStore;
+  readonly fs: GitFs;
+  /** The git directory (`<dir>` when bare, `<dir>/.git` otherwise). */
+  readonly gitDir: string;
+  readonly bare: boolean;
+}
+
+export type ObjectStoreFactory = (fs: GitFs, gitDir: string) => ObjectStore;
+
+export interface OpenOptions {
+  /** Builds the object store; defaults to `@gitport/pack`'s `FsObjectStore` over the git directory. */
+  objects?: ObjectStoreFactory;
+}
+
+export interface InitOptions extends OpenOptions {
+  /** Default true. */
+  bare?: boolean;
+  /** The branch HEAD points at; default `main`. */
+  defaultBranch?: string;
+}
+
+/**
+ * The fs as the pack store wants it: `rename` always present (GitFs copies where the fs cannot
+ * rename), and `open` only where it gives positional reads (Node's), so OPFS and lightning-fs
+ * read packs whole.
+ */
+export function packFs(fs: GitFs): ConstructorParameters<typeof FsObjectStore>[0] {
+  const raw = fs.raw;
+  return {
+    readFile: (path, options) => raw.readFile(path, options),
+    writeFile: async (path, data, options) => {
+      await raw.writeFile(path, data, options);
+    },
+    mkdir: (path, options) => raw.mkdir(path, options),
+    readdir: (path) => raw.readdir(path),
+    stat: (path) => raw.stat(path),
+    rename: (from, to) => fs.rename(from, to),
+    unlink: async (path) => {
+      await raw.unlink(path);
+    },
+    ...(raw.open
+      ? {
+          open: async (path: string, flags: string) => {
+            const handle = await raw.open!(path, flags);
+            if (!handle.read) throw Object.assign(new Error('no positional read'), { code: 'ENOSYS' });
+            return handle as Required<Pick<typeof handle, 'read' | 'close'>>;
+          },
+        }
+      : {}),
+  };
+}
+
+const defaultObjects: ObjectStoreFactory = (fs, gitDir) => new FsObjectStore(packFs(fs), gitDir);
+
+function toGitFs(fs: FsLike | FsPromisesLike | GitFs): GitFs {
+  return fs instanceof GitFs ? fs : new GitFs(fs);
+}
+
+/** Creates a repository (refusing a directory that already holds one) and opens it. */
+export async function initRepository(
+  fsIn: FsLike | FsPromisesLike | GitFs,
+  dir: string,
+  options: InitOptions = {},
+): Promise<GitRepository> {
+  const fs = toGitFs(fsIn);
+  const bare = options.bare ?? true;
+  const branch = options.defaultBranch ?? 'main';
+  if (!isValidRefName(`refs/heads/${branch}`)) {
+    throw new GitportError('REF_INVALID_NAME', `invalid default branch ${JSON.stringify(branch)}`);
+  }
+  const gitDir = bare ? dir.replace(/\/+$/, '') : joinPath(dir, '.git');
+  if (await fs.exists(joinPath(gitDir, 'HEAD'))) {
+    throw new GitportError('REPO_EXISTS', `a repository already exists at ${gitDir}`);
+  }
+  for (const sub of ['objects/info', 'objects/pack', 'refs/heads', 'refs/tags', 'info']) {
+    await fs.mkdirp(joinPath(gitDir, sub));
+  }
+  const config = [
+    '[core]',
+    '\trepositoryformatversion = 0',
+    '\tfilemode = true',
+    `\tbare = ${bare}`,
+    ...(bare ? [] : ['\tlogallrefupdates = true']),
+    '',
+  ].join('\n');
+  await fs.write(joinPath(gitDir, 'config'), config);
+  await fs.write(
+    joinPath(gitDir, 'description'),
+    "Unnamed repository; edit this file 'description' to name the repository.\n",
+  );
+  await fs.write(joinPath(gitDir, 'info/exclude'), '# git ls-files --others --exclude-from=.git/info/exclude\n');
+  // HEAD last: its presence is what makes the directory a repository.
+  await fs.write(joinPath(gitDir, 'HEAD'), `ref: refs/heads/${branch}\n`);
+  return openGitDir(fs, gitDir, bare, options);
+}
+
+/**
+ * Opens an existing repository: `path` is either a git directory (bare, or `.git` itself) or a
+ * working tree holding `.git`. Throws `REPO_NOT_FOUND` otherwise.
+ */
+export async function openRepository(
+  fsIn: FsLike | FsPromisesLike | GitFs,
+  path: string,
+  options: OpenOptions = {},
+): Promise<GitRepository> {
+  const fs = toGitFs(fsIn);
+  const clean = path.replace(/\/+$/, '') || '/';
+  const nested = joinPath(clean, '.git');
+  if ((await fs.stat(joinPath(nested, 'HEAD')))?.isFile()) return openGitDir(fs, nested, false, options);
+  const head = await fs.stat(joinPath(clean, 'HEAD'));
+  const objects = await fs.stat(joinPath(clean, 'objects'));
+  if (!head?.isFile() || !objects?.isDirectory()) {
+    throw new GitportError('REPO_NOT_FOUND', `no git repository at ${path}`);
+  }
+  const config = (await fs.readText(joinPath(clean, 'config'))) ?? '';
+  const bare = !/^\s*bare\s*=\s*false\s*$/im.test(config);
+  return openGitDir(fs, clean, bare, options);
+}
+
+function openGitDir(fs: GitFs, gitDir: string, bare: boolean, options: OpenOptions): GitRepository {
+  const objects = (options.objects ?? defaultObjects)(fs, gitDir);
+  return { objects, refs: new FsRefStore(fs, gitDir), fs, gitDir, bare };
+}

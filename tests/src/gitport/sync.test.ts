@@ -1,0 +1,123 @@
+/**
+ * gitport end to end in one thread (two buses over a MessageChannel): a host serving bare
+ * repositories that real git made, a remote that clones, pushes and fetches, checked by real git.
+ */
+
+import * as nodeFsModule from 'node:fs';
+import { cp, readFile, writeFile } from 'node:fs/promises';
+import { FsRepositoryRegistry, host, openRepository, REF_UPDATE_EVENT, remote } from 'gitport';
+import { nodeFs } from 'gitport/node';
+import git from 'isomorphic-git';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createGitSandbox, type GitSandbox } from '../git.js';
+import { ensureHistory } from '../history.js';
+import { connectedBuses } from './helpers.js';
+
+describe('host and remote over a bus', () => {
+  let sandbox: GitSandbox;
+  let buses: Awaited<ReturnType<typeof connectedBuses>>;
+
+  beforeEach(async () => {
+    sandbox = await createGitSandbox('gitport-sync-');
+    const history = await ensureHistory({ commits: 60, seed: 7 });
+    await cp(history.gitDir, sandbox.path('root', 'demo.git'), { recursive: true });
+    buses = await connectedBuses('host', 'client');
+  });
+  afterEach(async () => {
+    buses.close();
+    await sandbox.cleanup();
+  });
+
+  it('clones (bare and with a working tree) what git clones, byte for byte in refs and objects', async () => {
+    const registry = new FsRepositoryRegistry(nodeFs(), sandbox.path('root'));
+    const served = host(buses.left, registry);
+    try {
+      const origin = remote(buses.right, 'host', 'demo');
+      const listed = await origin.lsRefs();
+      const expected = await sandbox.git(['ls-remote', sandbox.path('root', 'demo.git')]);
+      const expectedRefs = expected
+        .split('\n')
+        .map((l) => l.split('\t'))
+        .filter(([, name]) => !name!.endsWith('^{}'))
+        .map(([oid, name]) => ({ name, oid }));
+      expect(listed.refs.map((r) => ({ name: r.name, oid: r.oid }))).toEqual(expectedRefs);
+      expect(listed.head).toBe('refs/heads/main');
+
+      const events: string[] = [];
+      const progress = (e: { phase: string }) => events.push(e.phase);
+      const bare = await origin.clone(nodeFs(), sandbox.path('bare.git'), { onProgress: progress });
+      expect(events).toContain('done');
+      await sandbox.git(['fsck', '--full', '--strict'], { cwd: bare.gitDir });
+      const theirs = await sandbox.git(['for-each-ref', '--format=%(objectname) %(refname)'], {
+        cwd: sandbox.path('root', 'demo.git'),
+      });
+      const ours = await sandbox.git(['for-each-ref', '--format=%(objectname) %(refname)'], { cwd: bare.gitDir });
+      expect(ours).toBe(theirs);
+      const count = async (cwd: string) =>
+        (await sandbox.git(['rev-list', '--all', '--objects'], { cwd })).split('\n').sort().join('\n');
+      expect(await count(bare.gitDir)).toBe(await count(sandbox.path('root', 'demo.git')));
+      // A fetched pack is stored as a pack with its index, not exploded into loose objects.
+      const packs = (await sandbox.git(['count-objects', '-v'], { cwd: bare.gitDir })).split('\n');
+      expect(packs).toContain('count: 0');
+
+      const work = await origin.clone(nodeFs(), sandbox.path('work'), { bare: false });
+      expect(work.bare).toBe(false);
+      expect(await sandbox.git(['status', '--porcelain'], { cwd: sandbox.path('work') })).toBe('');
+      expect(await sandbox.git(['rev-parse', 'HEAD'], { cwd: sandbox.path('work') })).toBe(
+        await sandbox.git(['rev-parse', 'HEAD'], { cwd: sandbox.path('root', 'demo.git') }),
+      );
+    } finally {
+      served.close();
+    }
+  });
+
+  it('pushes a commit made with isomorphic-git, signals ref-update, and fetches it back elsewhere', async () => {
+    const registry = new FsRepositoryRegistry(nodeFs(), sandbox.path('root'));
+    const served = host(buses.left, registry);
+    try {
+      const origin = remote(buses.right, 'host', 'demo');
+      const dir = sandbox.path('work');
+      const repo = await origin.clone(nodeFs(), dir, { bare: false });
+      await writeFile(`${dir}/pushed.txt`, 'from the client\n');
+      await git.add({ fs: nodeFsModule, dir, filepath: 'pushed.txt' });
+      const commit = await git.commit({
+        fs: nodeFsModule,
+        dir,
+        message: 'pushed over the bus',
+        author: { name: 'client', email: 'client@gitport.invalid', timestamp: 1_700_000_000, timezoneOffset: 0 },
+      });
+      const before = await sandbox.git(['rev-parse', 'main'], { cwd: sandbox.path('root', 'demo.git') });
+      const signalled = new Promise((resolve) => buses.right.on(REF_UPDATE_EVENT, (payload) => resolve(payload)));
+      const result = await origin.push(repo, { refspecs: ['refs/heads/main:refs/heads/main'] });
+      expect(result.ok).toBe(true);
+      expect(await signalled).toEqual({ repo: 'demo', ref: 'refs/heads/main', old: before, new: commit });
+      expect(await sandbox.git(['rev-parse', 'main'], { cwd: sandbox.path('root', 'demo.git') })).toBe(commit);
+      await sandbox.git(['fsck', '--full', '--strict'], { cwd: sandbox.path('root', 'demo.git') });
+      expect(await sandbox.git(['show', 'main:pushed.txt'], { cwd: sandbox.path('root', 'demo.git') })).toBe(
+        'from the client',
+      );
+
+      // A second clone made before the push fetches the new commit.
+      const other = await openRepository(nodeFs(), sandbox.path('root', 'demo.git'));
+      expect(await other.refs.resolve('refs/heads/main')).toBe(commit);
+      const mirror = await origin.clone(nodeFs(), sandbox.path('mirror.git'));
+      const fetched = await origin.fetch(mirror, { refspecs: ['+refs/heads/*:refs/remotes/origin/*'] });
+      expect(fetched.updates.every((u) => u.status === 'ok')).toBe(true);
+      expect(await mirror.refs.resolve('refs/remotes/origin/main')).toBe(commit);
+      expect(await readFile(`${dir}/pushed.txt`, 'utf8')).toBe('from the client\n');
+    } finally {
+      served.close();
+    }
+  });
+
+  it('reports a missing repository as a typed remote error', async () => {
+    const served = host(buses.left, new FsRepositoryRegistry(nodeFs(), sandbox.path('root')));
+    try {
+      await expect(remote(buses.right, 'host', 'nope').lsRefs()).rejects.toMatchObject({
+        code: 'PROTOCOL_REMOTE_ERROR',
+      });
+    } finally {
+      served.close();
+    }
+  });
+});
