@@ -38,14 +38,21 @@ function parentOf(path: string): string {
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-function statOf(node: Node): FsStat {
+/** Node's Stats fields (isomorphic-git reads ctime/mtime, dev, ino, mode, uid, gid and size). */
+function statOf(node: Node): FsStat & Record<string, unknown> {
   return {
     isFile: () => node.kind === 'file',
     isDirectory: () => node.kind === 'dir',
     isSymbolicLink: () => false,
+    type: node.kind,
     size: node.kind === 'file' ? node.data.byteLength : 0,
     mtimeMs: node.mtimeMs,
+    ctimeMs: node.mtimeMs,
+    mode: node.kind === 'file' ? 0o100644 : 0o040755,
+    dev: 1,
     ino: node.ino,
+    uid: 1,
+    gid: 1,
   };
 }
 

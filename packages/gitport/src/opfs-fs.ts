@@ -125,9 +125,16 @@ export class OpfsFs implements FsLike {
             isFile: () => true,
             isDirectory: () => false,
             isSymbolicLink: () => false,
+            type: 'file',
             size: file.size,
             mtimeMs: file.lastModified,
-          };
+            ctimeMs: file.lastModified,
+            mode: 0o100644,
+            dev: 1,
+            ino: 0,
+            uid: 1,
+            gid: 1,
+          } as FsStat;
         } catch (error) {
           if ((error as { name?: string }).name !== 'TypeMismatchError') throw translate(error, 'stat', path);
         }
@@ -190,5 +197,6 @@ export class OpfsFs implements FsLike {
 }
 
 function dirStat(): FsStat {
-  return { isFile: () => false, isDirectory: () => true, isSymbolicLink: () => false, size: 0, mtimeMs: 0 };
+  const stat = { isFile: () => false, isDirectory: () => true, isSymbolicLink: () => false, type: 'dir', size: 0 };
+  return { ...stat, mtimeMs: 0, ctimeMs: 0, mode: 0o040755, dev: 1, ino: 0, uid: 1, gid: 1 } as FsStat;
 }
