@@ -16,7 +16,9 @@
  *
  * Flow control: each side advertises a receive window in bytes (open/accept). A writer may
  * have at most that many bytes sent and not yet granted back; the reader grants bytes back in
- * batches as its consumer takes them. A reader that receives more than its window aborts the
+ * batches as its consumer takes them, at the latest once a quarter of its window is consumed
+ * and not granted. A writer that waits for more than the other three quarters (a big chunk it
+ * sends whole) says `blocked`, and the reader then grants what its consumer took at once. A reader that receives more than its window aborts the
  * stream with TRANSPORT_PROTOCOL. Frames for unknown streams are ignored (they race with an
  * abort or a finished stream).
  */
@@ -41,6 +43,12 @@ export type Frame =
 
 const MAX_NAME = 1024;
 export const MAX_WINDOW = 2 ** 30;
+
+/** The most a reader keeps consumed and not granted: a quarter of its window. */
+export const grantBatch = (window: number): number => Math.max(1, Math.floor(window / 4));
+/** Whether a writer waiting for `need` bytes of credit must say `blocked` (see the header). */
+export const mustSayBlocked = (need: number, remoteWindow: number): boolean =>
+  need > remoteWindow - grantBatch(remoteWindow);
 
 const isId = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 2 ** 52;
 const isSide = (v: unknown): v is Side => v === 0 || v === 1;

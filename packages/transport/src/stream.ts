@@ -15,7 +15,7 @@ import {
   type TransportErrorCode,
   type WireReason,
 } from './errors.js';
-import type { Frame, Side } from './frames.js';
+import { type Frame, grantBatch, mustSayBlocked, type Side } from './frames.js';
 
 export interface DuplexStream extends AsyncIterable<Uint8Array> {
   /** The bus id of the other side. */
@@ -79,7 +79,8 @@ const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
 const ownsWholeBuffer = (chunk: Uint8Array): boolean =>
   chunk.byteOffset === 0 &&
   chunk.byteLength === chunk.buffer.byteLength &&
-  Object.prototype.toString.call(chunk.buffer) === '[object ArrayBuffer]';
+  // instanceof first (this realm, the common case); the tag for buffers of another realm.
+  (chunk.buffer instanceof ArrayBuffer || Object.prototype.toString.call(chunk.buffer) === '[object ArrayBuffer]');
 
 export class Stream implements DuplexStream {
   readonly peer: string;
@@ -134,7 +135,7 @@ export class Stream implements DuplexStream {
     this.id = init.id;
     this.side = init.side;
     this.#window = init.window;
-    this.#grantAt = Math.max(1, Math.floor(init.window / 4));
+    this.#grantAt = grantBatch(init.window);
     this.#remoteWindow = init.remoteWindow;
     this.#credit = init.remoteWindow;
     this.#coalesceMax = Math.min(COALESCE_MAX, init.remoteWindow);
@@ -326,7 +327,7 @@ export class Stream implements DuplexStream {
     if (waiter && this.#credit >= waiter.need) {
       this.#creditWaiter = undefined;
       waiter.resolve();
-    } else if (waiter) {
+    } else if (waiter && mustSayBlocked(waiter.need, this.#remoteWindow)) {
       this.#sendControl({ t: 'blocked', s: this.id, i: this.side });
     }
   }
@@ -464,7 +465,7 @@ export class Stream implements DuplexStream {
   #waitCredit(need: number): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.#creditWaiter = { need, resolve, reject };
-      this.#sendControl({ t: 'blocked', s: this.id, i: this.side });
+      if (mustSayBlocked(need, this.#remoteWindow)) this.#sendControl({ t: 'blocked', s: this.id, i: this.side });
     });
   }
 
