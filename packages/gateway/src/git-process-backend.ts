@@ -36,6 +36,7 @@ export function createGitProcessBackend(options: GitProcessBackendOptions): GitB
   const git = options.git ?? 'git';
   const listeners = new Set<(event: RefUpdateEvent) => void>();
   const cache = new Map<string, CachedAdvertisement>();
+  const revalidating = new Map<string, Promise<Uint8Array>>();
   const pushLocks = new Map<string, Promise<void>>();
   const children = new Set<import('node:child_process').ChildProcess>();
   let closed = false;
@@ -166,23 +167,32 @@ export function createGitProcessBackend(options: GitProcessBackendOptions): GitB
     },
 
     async advertise(repo: string, service: GitService, { protocol, signal }: RpcOptions) {
-      const dir = await dirOf(repo);
       const key = `${repo}\0${service}\0${protocol ?? ''}`;
-      const now = Date.now();
       const hit = cache.get(key);
-      if (hit !== undefined && now - hit.checkedAt < revalidateMs) return hit.bytes;
-      const fingerprint = await refsFingerprint(dir);
-      if (hit !== undefined && hit.fingerprint === fingerprint) {
-        hit.checkedAt = now;
-        return hit.bytes;
+      if (hit !== undefined && Date.now() - hit.checkedAt < revalidateMs) return hit.bytes;
+      // one revalidation at a time per key: a burst of requests shares it
+      let pending = revalidating.get(key);
+      if (pending === undefined) {
+        pending = (async () => {
+          const dir = await dirOf(repo);
+          const now = Date.now();
+          const fingerprint = await refsFingerprint(dir);
+          const current = cache.get(key);
+          if (current !== undefined && current.fingerprint === fingerprint) {
+            current.checkedAt = now;
+            return current.bytes;
+          }
+          const { output } = run([service.slice(4), '--stateless-rpc', '--advertise-refs', dir], protocol, signal);
+          const chunks: Uint8Array[] = [];
+          for await (const c of output) chunks.push(c);
+          const bytes = new Uint8Array(Buffer.concat(chunks));
+          if (cache.size > 1000) cache.clear();
+          cache.set(key, { bytes, fingerprint, checkedAt: now });
+          return bytes;
+        })().finally(() => revalidating.delete(key));
+        revalidating.set(key, pending);
       }
-      const { output } = run([service.slice(4), '--stateless-rpc', '--advertise-refs', dir], protocol, signal);
-      const chunks: Uint8Array[] = [];
-      for await (const c of output) chunks.push(c);
-      const bytes = new Uint8Array(Buffer.concat(chunks));
-      if (cache.size > 1000) cache.clear();
-      cache.set(key, { bytes, fingerprint, checkedAt: now });
-      return bytes;
+      return pending;
     },
 
     async rpc(repo, service, body, { protocol, signal }) {

@@ -55,7 +55,7 @@ export interface GatewayLimits {
   maxInflatedBytes?: number;
   /** Longest pause between request body chunks in ms (default 30 000). */
   bodyIdleMs?: number;
-  /** Git requests (advertisements and RPCs) in flight at once (default 64); more get 503. */
+  /** Upload-pack and receive-pack requests in flight at once (default 64); more get 503. */
   maxConcurrentRequests?: number;
 }
 
@@ -94,6 +94,7 @@ const SERVICE_HEADERS: Record<GitService, Uint8Array> = {
   'git-receive-pack': encoder.encode('001f# service=git-receive-pack\n0000'),
 };
 const NO_CACHE = 'no-cache, max-age=0, must-revalidate';
+const withServiceHeader = new WeakMap<Uint8Array, Uint8Array>();
 const PROBE = '0000';
 
 function text(status: number, message: string, headers: Record<string, string> = {}): GatewayReply {
@@ -265,8 +266,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     if (!(await backend.exists(repo, request.signal))) return text(404, 'not found');
     if (kind === 'events') return events(request, [repo], params);
     if (closed) return text(503, 'shutting down');
-    if (inFlight >= limits.maxConcurrentRequests) return text(503, 'too many requests', { 'retry-after': '1' });
+    // advertisements come from a cache with one revalidation per key at a time: only RPCs hold the backend
     if (kind === 'advertise') return advertise(request, repo, service);
+    if (inFlight >= limits.maxConcurrentRequests) return text(503, 'too many requests', { 'retry-after': '1' });
     return rpc(request, repo, service);
   }
 
@@ -292,20 +294,20 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   async function advertise(request: GatewayRequest, repo: string, service: GitService): Promise<GatewayReply> {
     const protocol = protocolOf(request, service);
-    inFlight++;
-    let ad: Uint8Array;
-    try {
-      ad = await backend.advertise(repo, service, { protocol, signal: request.signal });
-    } finally {
-      inFlight--;
-    }
+    const ad = await backend.advertise(repo, service, { protocol, signal: request.signal });
     const v2 = protocol?.split(':').includes('version=2') ?? false;
     let bytes = ad;
     if (!v2) {
-      const header = SERVICE_HEADERS[service];
-      bytes = new Uint8Array(header.byteLength + ad.byteLength);
-      bytes.set(header, 0);
-      bytes.set(ad, header.byteLength);
+      // a cached advertisement is the same array each time: prefix it once
+      const prefixed = withServiceHeader.get(ad);
+      if (prefixed !== undefined) bytes = prefixed;
+      else {
+        const header = SERVICE_HEADERS[service];
+        bytes = new Uint8Array(header.byteLength + ad.byteLength);
+        bytes.set(header, 0);
+        bytes.set(ad, header.byteLength);
+        withServiceHeader.set(ad, bytes);
+      }
     }
     return {
       status: 200,

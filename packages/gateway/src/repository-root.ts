@@ -10,6 +10,7 @@ import { isValidRepoName } from './repo-name.js';
 export class RepositoryRoot {
   private realRoot: string | undefined;
   private readonly known = new Map<string, { dir: string | undefined; checkedAt: number }>();
+  private readonly pending = new Map<string, Promise<string | undefined>>();
 
   constructor(
     readonly root: string,
@@ -23,10 +24,18 @@ export class RepositoryRoot {
     const now = Date.now();
     const hit = this.known.get(name);
     if (hit !== undefined && now - hit.checkedAt < this.revalidateMs) return hit.dir;
-    const dir = await this.lookup(name);
-    if (this.known.size > 10_000) this.known.clear();
-    this.known.set(name, { dir, checkedAt: now });
-    return dir;
+    // one lookup at a time per name: a burst of requests shares it
+    let pending = this.pending.get(name);
+    if (pending === undefined) {
+      pending = this.lookup(name).then((dir) => {
+        this.pending.delete(name);
+        if (this.known.size > 10_000) this.known.clear();
+        this.known.set(name, { dir, checkedAt: Date.now() });
+        return dir;
+      });
+      this.pending.set(name, pending);
+    }
+    return pending;
   }
 
   /** Forgets cached lookups (after creating or deleting a repository). */

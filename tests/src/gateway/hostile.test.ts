@@ -357,11 +357,20 @@ describe('hostile input', () => {
       held.push(req);
     }
     while (server.gateway.inFlight < 8) await new Promise((r) => setTimeout(r, 5));
-    const refused = await rawRequest(server, 'GET', '/r.git/info/refs?service=git-upload-pack');
+    const refused = await rawRequest(server, 'POST', '/r.git/git-upload-pack', {
+      headers: { 'content-type': 'application/x-git-upload-pack-request' },
+      body: '0000',
+    });
     expect(refused.status).toBe(503);
+    // discovery is served from the advertisement cache meanwhile
+    expect((await rawRequest(server, 'GET', '/r.git/info/refs?service=git-upload-pack')).status).toBe(200);
     for (const req of held) req.destroy();
     await settled();
-    expect((await rawRequest(server, 'GET', '/r.git/info/refs?service=git-upload-pack')).status).toBe(200);
+    const again = await rawRequest(server, 'POST', '/r.git/git-upload-pack', {
+      headers: { 'content-type': 'application/x-git-upload-pack-request' },
+      body: '0000',
+    });
+    expect(again.status).toBe(200);
   });
 
   it('sends the 401 challenge for receive-pack discovery and POST, 404 for unknown, 415 for wrong types', async () => {
