@@ -7,6 +7,9 @@
  *   `demuxSideband`, and streamed into `importPack`. Sampled on every chunk:
  *   heapUsed + arrayBuffers + external (process.memoryUsage()); reported as the peak over the
  *   gc'd baseline, and what stays after gc (the received objects themselves).
+ * - `memory.heap.fetch-*`: the same corpus cloned with the full protocol (`clone` against
+ *   `serveUploadPack`) over a transport stream over the bus over a MessageChannel, both ends in
+ *   this thread: the reference report's own setting for this row.
  * - `memory.leak.*`: the same create-pack-import cycle repeated into a fresh store each time,
  *   gc'd after each cycle; reported as growth from the first to the last sample (after two
  *   warm-up cycles) and as the least-squares slope per cycle.
@@ -14,6 +17,9 @@
  * No peer ran these rows in the report's table, and none runs here (peer null).
  * Workers run with --expose-gc (benchmarks/vitest.config.ts).
  */
+import { MessageChannel } from 'node:worker_threads';
+import { createBus } from '@gitport/bus';
+import { type NodeMessagePortLike, nodeEndpoint } from '@gitport/bus/node';
 import {
   createPack,
   importPack,
@@ -23,6 +29,8 @@ import {
   serializeTree,
 } from '@gitport/pack';
 import { demuxSideband, PacketReader, SidebandMuxer } from '@gitport/pktline';
+import { type Connection, clone, MemoryRefStore, serveUploadPack } from '@gitport/protocol';
+import { type DuplexStream, listen, open } from '@gitport/transport';
 import { bench, describe } from 'vitest';
 import { memoryBytes, QUICK, record, sized } from './report.js';
 
@@ -172,6 +180,62 @@ async function transfer(source: MemoryObjectStore, head: ObjectId, sample?: () =
   return { target, packBytes };
 }
 
+/** A protocol Connection over a transport stream; `sample` runs on every chunk received. */
+function connection(stream: DuplexStream, sample?: () => void): Connection {
+  const input: AsyncIterable<Uint8Array> = sample
+    ? {
+        async *[Symbol.asyncIterator]() {
+          for await (const chunk of stream) {
+            sample();
+            yield chunk;
+          }
+        },
+      }
+    : stream;
+  return { input, write: (bytes) => stream.write(bytes), end: () => stream.end() };
+}
+
+/** A clone of `head` over gitport's whole stack (protocol, pktline, transport, bus), one thread. */
+async function fetchOverBus(source: MemoryObjectStore, head: ObjectId, sample: () => void) {
+  const channel = new MessageChannel();
+  const server = createBus({ id: 'server' });
+  const client = createBus({ id: 'client' });
+  try {
+    await Promise.all([
+      server.connect(nodeEndpoint(channel.port1 as unknown as NodeMessagePortLike)),
+      client.connect(nodeEndpoint(channel.port2 as unknown as NodeMessagePortLike)),
+    ]);
+    const repo = {
+      objects: source,
+      refs: new MemoryRefStore({ refs: { 'refs/heads/main': head }, head: 'refs/heads/main' }),
+    };
+    const served: Promise<void>[] = [];
+    const stop = listen(server, 'git-upload-pack', (stream) => {
+      served.push(serveUploadPack(repo, connection(stream)));
+    });
+    const local = { objects: new MemoryObjectStore(), refs: new MemoryRefStore() };
+    const timer = setInterval(sample, 1);
+    try {
+      const stream = await open(client, 'server', 'git-upload-pack');
+      await clone(local, { connection: connection(stream, sample) });
+      await Promise.all(served);
+    } finally {
+      clearInterval(timer);
+      stop();
+    }
+    sample();
+    if (local.objects.size !== source.size || (await local.refs.resolve('refs/heads/main')) !== head) {
+      throw new Error(`clone incomplete: ${local.objects.size} of ${source.size} objects`);
+    }
+    return local;
+  } finally {
+    client.close();
+    server.close();
+    channel.port1.close();
+    channel.port2.close();
+  }
+}
+
 const corpus = await buildCorpus();
 
 describe(`memory: ${COMMITS} commits of ${BLOB_SIZE / 1024} KB random blobs${QUICK ? ' (quick)' : ''}`, () => {
@@ -207,6 +271,41 @@ describe(`memory: ${COMMITS} commits of ${BLOB_SIZE / 1024} KB random blobs${QUI
         peerValue: null,
         better: 'lower',
         note: `after gc, with the receiving store (${target.size} objects, ${((COMMITS * BLOB_SIZE) / MB).toFixed(1)} MiB of blobs) still alive`,
+      });
+    },
+    { iterations: 1, warmupIterations: 0, time: 0, warmupTime: 0 },
+  );
+
+  bench(
+    'fetch over MessagePort, full protocol: peak over the baseline',
+    async () => {
+      await settle();
+      const baseline = memoryBytes();
+      let peak = baseline;
+      const local = await fetchOverBus(corpus.store, corpus.head, () => {
+        const now = memoryBytes();
+        if (now > peak) peak = now;
+      });
+      await settle();
+      const retained = memoryBytes() - baseline;
+      record({
+        id: 'memory.heap.fetch-peak.mb',
+        value: (peak - baseline) / MB,
+        unit: 'MB',
+        peer: null,
+        peerValue: null,
+        better: 'lower',
+        goal: { max: 50, source: 'reference report 004' },
+        note: `clone of ${corpus.objects} objects (${((COMMITS * BLOB_SIZE) / MB).toFixed(1)} MiB of random blobs) through protocol, transport and bus over a MessageChannel in one thread; sampled on every chunk the client receives, every millisecond, and after`,
+      });
+      record({
+        id: 'memory.heap.fetch-retained.mb',
+        value: retained / MB,
+        unit: 'MB',
+        peer: null,
+        peerValue: null,
+        better: 'lower',
+        note: `after gc, with the clone (${local.objects.size} objects) still alive`,
       });
     },
     { iterations: 1, warmupIterations: 0, time: 0, warmupTime: 0 },
