@@ -32,6 +32,10 @@ describe('object ids', () => {
 });
 
 describe('zlib implementations', () => {
+  it('Node uses the reused native inflate context (the fast path the benchmarks measure)', () => {
+    expect(nodeZlib.zlibImplementation()).toBe('node:zlib (reused native context)');
+  });
+
   it('pako and node:zlib inflate one stream followed by other bytes, and agree on consumed length', () => {
     fc.assert(
       fc.property(fc.uint8Array({ maxLength: 5000 }), fc.uint8Array({ maxLength: 50 }), (data, tail) => {

@@ -31,8 +31,21 @@ export const ZERO_ID: ObjectId = '0'.repeat(40);
 
 const encoder = new TextEncoder();
 
+const TYPE_BYTES: Record<ObjectType, Uint8Array> = {
+  commit: encoder.encode('commit '),
+  tree: encoder.encode('tree '),
+  blob: encoder.encode('blob '),
+  tag: encoder.encode('tag '),
+};
+
+/** `<type> SP <size> NUL` (ASCII). */
 export function objectHeader(type: ObjectType, size: number): Uint8Array {
-  return encoder.encode(`${type} ${size}\0`);
+  const t = TYPE_BYTES[type];
+  const digits = String(size);
+  const out = new Uint8Array(t.length + digits.length + 1);
+  out.set(t);
+  for (let i = 0; i < digits.length; i++) out[t.length + i] = digits.charCodeAt(i);
+  return out;
 }
 
 export function isObjectType(value: unknown): value is ObjectType {

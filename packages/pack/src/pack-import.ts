@@ -147,10 +147,13 @@ export async function importPack(
       if (!keepPack) collected.push({ oid: s.oid, type: s.type!, data });
       if (!byOid.has(s.oid)) byOid.set(s.oid, index);
       cache.set(index, data);
-      const children = [...(waiting.get(index) ?? []), ...(waiting.get(s.oid) ?? [])];
+      if (waiting.size === 0) continue;
+      const byIndex = waiting.get(index);
+      const byId = waiting.get(s.oid);
+      if (!byIndex && !byId) continue;
       waiting.delete(index);
       waiting.delete(s.oid);
-      for (const c of children) {
+      for (const c of byIndex && byId ? [...byIndex, ...byId] : (byIndex ?? byId)!) {
         const child = slots[c]!;
         child.base = index;
         child.type = s.type;

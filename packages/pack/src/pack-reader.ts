@@ -15,7 +15,7 @@ import { createSha1, type Sha1 } from '#sha1';
 import { crc32, inflateOne } from '#zlib';
 import { PackError, throwIfAborted } from './errors.js';
 import { StreamInflater } from './inflate-stream.js';
-import { bytesToHex, CODE_TYPES, type ObjectId, type ObjectType, objectHeader } from './object.js';
+import { bytesToHex, CODE_TYPES, hashObjectSync, type ObjectId, type ObjectType, objectHeader } from './object.js';
 
 export interface PackLimits {
   /** Objects a pack may declare (default 2^26). */
@@ -301,6 +301,11 @@ export class PackReader {
     const type = CODE_TYPES[code];
     if (!type) throw new PackError('PACK_BAD_TYPE', `entry type ${code} is not valid`, { offset });
     const dataOffset = this.#offset;
+    if (size <= this.#threshold) {
+      const data = (await this.#inflate(size, true, undefined))!;
+      const oid = hashObjectSync(type, data);
+      return { kind: 'whole', offset, dataOffset, end: this.#offset, crc32: this.#crc >>> 0, type, size, oid, data };
+    }
     const hasher = createSha1().update(objectHeader(type, size));
     const data = await this.#inflate(size, this.#keepLarge, hasher);
     const oid = bytesToHex(hasher.digest());

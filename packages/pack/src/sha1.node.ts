@@ -25,9 +25,25 @@ export function createSha1(): Sha1 {
   return new NodeSha1();
 }
 
+let scratch = new Uint8Array(64 * 1024);
+
 export function sha1(...parts: Uint8Array[]): Uint8Array {
-  if (parts.length === 1) {
-    const b = hash('sha1', parts[0]!, 'buffer');
+  let input: Uint8Array | undefined = parts.length === 1 ? parts[0] : undefined;
+  if (!input) {
+    let total = 0;
+    for (const p of parts) total += p.length;
+    if (total <= 1 << 20) {
+      if (scratch.length < total) scratch = new Uint8Array(Math.max(total, scratch.length * 2));
+      let o = 0;
+      for (const p of parts) {
+        scratch.set(p, o);
+        o += p.length;
+      }
+      input = scratch.subarray(0, total);
+    }
+  }
+  if (input) {
+    const b = hash('sha1', input, 'buffer');
     return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
   }
   const h = createHash('sha1');

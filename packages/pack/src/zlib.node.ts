@@ -3,7 +3,7 @@
  * `inflateSync(..., { info: true })` stops at the end of the zlib stream and reports the input
  * bytes it used, so one call inflates one pack entry followed by anything.
  */
-import { deflateSync, inflateSync, crc32 as nodeCrc32 } from 'node:zlib';
+import { constants, deflateSync, Inflate, inflateSync, crc32 as nodeCrc32 } from 'node:zlib';
 import { PackError } from './errors.js';
 
 export type InflateOutcome = { kind: 'done'; data: Uint8Array; consumed: number } | { kind: 'need-more' };
@@ -13,7 +13,86 @@ interface InflateInfo {
   engine: { bytesWritten: number };
 }
 
+/**
+ * A reusable native inflate context. `inflateSync` builds (and tears down) a zlib context per
+ * call, which dominates for the many small entries of a pack; driving one context's handle
+ * (`writeSync` + `reset`, what `inflateSync` itself does internally) is 2-3x faster. Node does
+ * not document the handle, so it is feature-detected and `inflateSync` remains the fallback.
+ */
+interface NativeHandle {
+  writeSync(
+    flush: number,
+    input: Uint8Array,
+    inOff: number,
+    inLen: number,
+    out: Uint8Array,
+    outOff: number,
+    outLen: number,
+  ): void;
+  reset(): void;
+  onerror: (message: string, errno: number) => void;
+}
+
+let native:
+  | { handle: NativeHandle; state: Uint32Array; error: { message: string; errno: number } | undefined }
+  | undefined;
+
+function nativeInflater() {
+  if (native !== undefined) return native;
+  try {
+    const engine = new Inflate() as unknown as { _handle?: NativeHandle; _writeState?: Uint32Array };
+    const handle = engine._handle;
+    const state = engine._writeState;
+    if (!handle || typeof handle.writeSync !== 'function' || typeof handle.reset !== 'function' || !state) {
+      return undefined;
+    }
+    const ctx = { handle, state, error: undefined as { message: string; errno: number } | undefined };
+    handle.onerror = (message: string, errno: number) => {
+      ctx.error = { message, errno };
+    };
+    // self-test before trusting it
+    const probe = deflateSync(Buffer.from('gitport'));
+    const out = new Uint8Array(8);
+    handle.writeSync(constants.Z_FINISH, probe, 0, probe.length, out, 0, out.length);
+    handle.reset();
+    if (ctx.error || state[0] !== 1 || state[1] !== 0) return undefined;
+    native = ctx;
+    return native;
+  } catch {
+    return undefined;
+  }
+}
+
 export function inflateOne(input: Uint8Array, expectedSize: number, final: boolean): InflateOutcome {
+  const ctx = nativeInflater();
+  if (!ctx) return inflateOneSync(input, expectedSize, final);
+  const out = new Uint8Array(expectedSize + 1);
+  ctx.error = undefined;
+  ctx.handle.writeSync(constants.Z_FINISH, input, 0, input.length, out, 0, out.length);
+  const error = ctx.error as { message: string; errno: number } | undefined;
+  const availOut = ctx.state[0]!;
+  const availIn = ctx.state[1]!;
+  ctx.handle.reset();
+  if (error) {
+    if (error.errno === constants.Z_BUF_ERROR) {
+      if (final) throw new PackError('PACK_TRUNCATED', 'pack ends inside a zlib stream');
+      return { kind: 'need-more' };
+    }
+    throw new PackError('PACK_CORRUPT_ZLIB', `zlib: ${error.message}`);
+  }
+  const produced = out.length - availOut;
+  if (produced !== expectedSize) {
+    throw new PackError(
+      'PACK_SIZE_MISMATCH',
+      produced > expectedSize
+        ? `inflated data exceeds declared ${expectedSize}`
+        : `inflated ${produced} bytes, header declared ${expectedSize}`,
+    );
+  }
+  return { kind: 'done', data: out.subarray(0, expectedSize), consumed: input.length - availIn };
+}
+
+function inflateOneSync(input: Uint8Array, expectedSize: number, final: boolean): InflateOutcome {
   let result: InflateInfo;
   try {
     result = inflateSync(input, {
@@ -64,4 +143,7 @@ export function crc32(data: Uint8Array, crc = 0): number {
   return nodeCrc32(data, crc);
 }
 
-export const zlibImplementation = 'node:zlib';
+/** Which inflate path is in use (reported by tests and benchmarks). */
+export function zlibImplementation(): string {
+  return nativeInflater() ? 'node:zlib (reused native context)' : 'node:zlib (inflateSync)';
+}

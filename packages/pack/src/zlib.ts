@@ -87,4 +87,6 @@ export function crc32(data: Uint8Array, crc = 0): number {
   return ~c >>> 0;
 }
 
-export const zlibImplementation = 'pako';
+export function zlibImplementation(): string {
+  return 'pako';
+}
