@@ -7,7 +7,10 @@ export async function connectedBuses(a: string, b: string): Promise<{ left: Bus;
   const channel = new MessageChannel();
   const left = createBus({ id: a });
   const right = createBus({ id: b });
-  await Promise.all([left.connect(nodeEndpoint(channel.port1 as unknown as NodeMessagePortLike)), right.connect(nodeEndpoint(channel.port2 as unknown as NodeMessagePortLike))]);
+  await Promise.all([
+    left.connect(nodeEndpoint(channel.port1 as unknown as NodeMessagePortLike)),
+    right.connect(nodeEndpoint(channel.port2 as unknown as NodeMessagePortLike)),
+  ]);
   return {
     left,
     right,
