@@ -4,8 +4,8 @@
  * gave it; `i` says whether the sender of a frame is that opener (1) or the acceptor (0), so
  * both sides can open streams without their ids colliding.
  *
- *   open    {t:'open',   s, n: name, w: window, v: 1}   opener -> acceptor
- *   accept  {t:'accept', s, w: window}                   acceptor -> opener
+ *   open    {t:'open',   s, n: name, w: window, m: max, v: 1}  opener -> acceptor
+ *   accept  {t:'accept', s, w: window, m: max}                acceptor -> opener
  *   refuse  {t:'refuse', s, c: code, m: message}         acceptor -> opener (nobody listens)
  *   data    {t:'data',   s, i, b: Uint8Array}            costs b.byteLength credit
  *   credit  {t:'credit', s, i, n: bytes}                 the reader consumed n more bytes
@@ -13,6 +13,9 @@
  *   end     {t:'end',    s, i}                           the sender's write side is done
  *   cancel  {t:'cancel', s, i, e: reason}                the sender's reader gave up: stop writing
  *   abort   {t:'abort',  s, i, e: reason}                both directions fail on both sides
+ *
+ * `m` is the largest data payload the sender's bus accepts in one message; each writer splits
+ * its data below the smaller of its own limit and the other side's.
  *
  * Flow control: each side advertises a receive window in bytes (open/accept). A writer may
  * have at most that many bytes sent and not yet granted back; the reader grants bytes back in
@@ -31,8 +34,8 @@ export const PROTOCOL_VERSION = 1;
 export type Side = 0 | 1;
 
 export type Frame =
-  | { t: 'open'; s: number; n: string; w: number; v: number }
-  | { t: 'accept'; s: number; w: number }
+  | { t: 'open'; s: number; n: string; w: number; m: number; v: number }
+  | { t: 'accept'; s: number; w: number; m: number }
   | { t: 'refuse'; s: number; c: string; m: string }
   | { t: 'data'; s: number; i: Side; b: Uint8Array }
   | { t: 'credit'; s: number; i: Side; n: number }
@@ -53,6 +56,9 @@ export const mustSayBlocked = (need: number, remoteWindow: number): boolean =>
 const isId = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 2 ** 52;
 const isSide = (v: unknown): v is Side => v === 0 || v === 1;
 const isWindow = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= MAX_WINDOW;
+/** The smallest payload limit a side may announce. */
+export const MIN_PAYLOAD = 1024;
+const isPayloadLimit = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= MIN_PAYLOAD;
 const isReason = (v: unknown): v is WireReason =>
   typeof v === 'object' &&
   v !== null &&
@@ -79,11 +85,15 @@ export function parseFrame(value: unknown): Frame | undefined {
     case 'abort':
       return isSide(f.i) && isReason(f.e) ? (value as Frame) : undefined;
     case 'open':
-      return typeof f.n === 'string' && f.n.length <= MAX_NAME && isWindow(f.w) && typeof f.v === 'number'
+      return typeof f.n === 'string' &&
+        f.n.length <= MAX_NAME &&
+        isWindow(f.w) &&
+        isPayloadLimit(f.m) &&
+        typeof f.v === 'number'
         ? (value as Frame)
         : undefined;
     case 'accept':
-      return isWindow(f.w) ? (value as Frame) : undefined;
+      return isWindow(f.w) && isPayloadLimit(f.m) ? (value as Frame) : undefined;
     case 'refuse':
       return typeof f.c === 'string' && typeof f.m === 'string' ? (value as Frame) : undefined;
     default:

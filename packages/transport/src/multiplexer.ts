@@ -4,7 +4,7 @@
  * streams' coalescing buffers together on one macrotask tick, round-robin.
  */
 import { reasonToWire, TransportError } from './errors.js';
-import { type Frame, MAX_WINDOW, PROTOCOL_VERSION, parseFrame, type Side } from './frames.js';
+import { type Frame, MAX_WINDOW, MIN_PAYLOAD, PROTOCOL_VERSION, parseFrame, type Side } from './frames.js';
 import type { FrameLink } from './link.js';
 import { type DuplexStream, Stream, type StreamHost } from './stream.js';
 
@@ -53,12 +53,30 @@ interface PendingOpen {
   cleanup: () => void;
 }
 
+/**
+ * Runs `fn` on the next macrotask: setImmediate where there is one (Node), else a message to
+ * ourselves on a private MessageChannel (browsers: no 4 ms clamp as with nested setTimeout).
+ */
 const scheduleMacrotask: (fn: () => void) => void = (() => {
   const g = globalThis as { setImmediate?: (fn: () => void) => unknown };
   if (typeof g.setImmediate === 'function') {
     const setImmediate = g.setImmediate;
     return (fn: () => void) => {
       setImmediate(fn);
+    };
+  }
+  if (typeof MessageChannel === 'function') {
+    let channel: MessageChannel | undefined;
+    const queue: (() => void)[] = [];
+    return (fn: () => void) => {
+      if (channel === undefined) {
+        channel = new MessageChannel();
+        channel.port1.onmessage = () => {
+          for (const task of queue.splice(0)) task();
+        };
+      }
+      queue.push(fn);
+      if (queue.length === 1) channel.port2.postMessage(null);
     };
   }
   return (fn: () => void) => {
@@ -143,7 +161,7 @@ export class Multiplexer {
       };
       this.#pending.set(id, { peer, name, window, resolve, reject, cleanup });
       try {
-        this.#link.send(peer, { t: 'open', s: id, n: name, w: window, v: PROTOCOL_VERSION }, []);
+        this.#link.send(peer, { t: 'open', s: id, n: name, w: window, m: this.#maxPayload, v: PROTOCOL_VERSION }, []);
       } catch (error) {
         this.#pending.delete(id);
         cleanup();
@@ -190,10 +208,10 @@ export class Multiplexer {
     if (frame === undefined) return;
     switch (frame.t) {
       case 'open':
-        this.#onOpen(peer, frame.s, frame.n, frame.w, frame.v);
+        this.#onOpen(peer, frame);
         return;
       case 'accept':
-        this.#onAccept(peer, frame.s, frame.w);
+        this.#onAccept(peer, frame.s, frame.w, frame.m);
         return;
       case 'refuse': {
         const pending = this.#pending.get(frame.s);
@@ -217,7 +235,8 @@ export class Multiplexer {
     }
   }
 
-  #onOpen(peer: string, id: number, name: string, remoteWindow: number, version: number): void {
+  #onOpen(peer: string, frame: Extract<Frame, { t: 'open' }>): void {
+    const { s: id, n: name, w: remoteWindow, v: version } = frame;
     const refuse = (code: string, message: string) => this.#trySend(peer, { t: 'refuse', s: id, c: code, m: message });
     if (version !== PROTOCOL_VERSION) {
       refuse('TRANSPORT_PROTOCOL', `unsupported protocol version ${version}`);
@@ -233,9 +252,16 @@ export class Multiplexer {
       refuse('TRANSPORT_PROTOCOL', `stream ${id} is already open`);
       return;
     }
-    const stream = new Stream(this.#host(peer, 0), { peer, name, id, side: 0, window: listener.window, remoteWindow });
+    const stream = new Stream(this.#host(peer, 0, frame.m), {
+      peer,
+      name,
+      id,
+      side: 0,
+      window: listener.window,
+      remoteWindow,
+    });
     streams.accepted.set(id, stream);
-    if (!this.#trySend(peer, { t: 'accept', s: id, w: listener.window })) {
+    if (!this.#trySend(peer, { t: 'accept', s: id, w: listener.window, m: this.#maxPayload })) {
       stream.fail(new TransportError('TRANSPORT_PEER_LOST', `cannot answer ${peer}`), true);
       return;
     }
@@ -246,7 +272,7 @@ export class Multiplexer {
     }
   }
 
-  #onAccept(peer: string, id: number, remoteWindow: number): void {
+  #onAccept(peer: string, id: number, remoteWindow: number, remoteMaxPayload: number): void {
     const pending = this.#pending.get(id);
     if (pending === undefined || pending.peer !== peer) {
       this.#trySend(peer, { t: 'abort', s: id, i: 1, e: { name: 'Error', message: 'open abandoned' } });
@@ -254,7 +280,7 @@ export class Multiplexer {
     }
     this.#pending.delete(id);
     pending.cleanup();
-    const stream = new Stream(this.#host(peer, 1), {
+    const stream = new Stream(this.#host(peer, 1, remoteMaxPayload), {
       peer,
       name: pending.name,
       id,
@@ -304,9 +330,15 @@ export class Multiplexer {
     }
   }
 
-  #host(peer: string, side: Side): StreamHost {
+  /** The largest data payload our side of the link carries in one message. */
+  get #maxPayload(): number {
+    const limit = this.#link.maxMessageSize - FRAME_OVERHEAD;
+    return Number.isFinite(limit) ? Math.max(MIN_PAYLOAD, Math.min(MAX_WINDOW, Math.floor(limit))) : MAX_WINDOW;
+  }
+
+  #host(peer: string, side: Side, remoteMaxPayload: number): StreamHost {
     const link = this.#link;
-    const maxPayload = Math.max(1024, link.maxMessageSize - FRAME_OVERHEAD);
+    const maxPayload = Math.min(this.#maxPayload, remoteMaxPayload);
     return {
       send: (frame, transfer) => link.send(peer, frame, transfer ?? []),
       maxPayload,

@@ -186,6 +186,25 @@ export function transportConformance(
       await stream.closed;
     });
 
+    it('delivers small writes without end(): request/response rounds', async () => {
+      const stream = await start(pair, { op: 'echo' }, window);
+      const it = stream[Symbol.asyncIterator]();
+      for (let round = 0; round < 20; round++) {
+        const request = new TextEncoder().encode(`request ${round}\n`);
+        await stream.write(request);
+        let got = 0;
+        while (got < request.byteLength) {
+          const r = await it.next();
+          if (r.done) throw new Error('ended early');
+          got += r.value.byteLength;
+        }
+        expect(got).toBe(request.byteLength);
+      }
+      await stream.end();
+      expect((await it.next()).done).toBe(true);
+      await stream.closed;
+    });
+
     it('bounds memory with a stalled reader: the writer waits, queues stay within the window', async () => {
       const id = nextId('stall');
       const stream = await start(pair, { op: 'stall', id }, window);

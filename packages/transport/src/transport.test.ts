@@ -79,7 +79,8 @@ describe('transport details', () => {
       'open',
       { t: 'open' },
       { t: 'open', s: -1, n: 'conformance', w: 10, v: 1 },
-      { t: 'open', s: 1, n: 'conformance', w: 0, v: 1 },
+      { t: 'open', s: 1, n: 'conformance', w: 0, m: 65536, v: 1 },
+      { t: 'open', s: 1, n: 'conformance', w: 10, m: 3, v: 1 },
       { t: 'data', s: 1, i: 1, b: 'not bytes' },
       { t: 'credit', s: 1, i: 0, n: -5 },
       { t: 'abort', s: 1, i: 1, e: { name: 1 } },
@@ -96,7 +97,7 @@ describe('transport details', () => {
         if ((frame as { t?: string }).t === 'refuse') resolve(frame);
       });
     });
-    channel.port2.postMessage({ t: 'open', s: 5, n: 'nobody', w: 1024, v: 1 });
+    channel.port2.postMessage({ t: 'open', s: 5, n: 'nobody', w: 1024, m: 65536, v: 1 });
     expect(await refused).toMatchObject({ t: 'refuse', s: 5, c: 'TRANSPORT_NO_LISTENER' });
     expect(mux.stats.streams).toBe(0);
     stop();
@@ -109,7 +110,7 @@ describe('transport details', () => {
     const m = manualPair();
     const opening = m.mux.open('far', 'x', { window: 1000 });
     const open = await m.next('open');
-    m.post({ t: 'accept', s: open.s, w: 4096 });
+    m.post({ t: 'accept', s: open.s, w: 4096, m: 65536 });
     const stream = await opening;
     m.post({ t: 'data', s: open.s, i: 0, b: new Uint8Array(600) });
     m.post({ t: 'data', s: open.s, i: 0, b: new Uint8Array(600) });
@@ -122,7 +123,7 @@ describe('transport details', () => {
     const m = manualPair();
     const opening = m.mux.open('far', 'x', { window: 4000 });
     const open = await m.next('open');
-    m.post({ t: 'accept', s: open.s, w: 4096 });
+    m.post({ t: 'accept', s: open.s, w: 4096, m: 65536 });
     const stream = await opening;
     const it = stream[Symbol.asyncIterator]();
     for (let i = 0; i < 3; i++) m.post({ t: 'data', s: open.s, i: 0, b: new Uint8Array(400) });
@@ -142,7 +143,7 @@ describe('transport details', () => {
     const m = manualPair({ maxMessageSize: 100 * 1024 });
     const opening = m.mux.open('far', 'x');
     const open = await m.next('open');
-    m.post({ t: 'accept', s: open.s, w: 8 * 1024 * 1024 });
+    m.post({ t: 'accept', s: open.s, w: 8 * 1024 * 1024, m: 1024 * 1024 });
     const stream = await opening;
     const owned = new Uint8Array(64 * 1024).fill(1);
     await stream.write(owned, { transfer: true });
@@ -173,6 +174,24 @@ describe('transport details', () => {
     expect(pieces.length).toBeGreaterThanOrEqual(11);
     expect(pieces.every((b) => b.byteLength <= 100 * 1024 && b[0] === 4)).toBe(true);
     expect(pieces.reduce((n, b) => n + b.byteLength, 0)).toBe(1024 * 1024);
+    m.close();
+  });
+
+  it("splits data below the other side's message limit when it is the smaller one", async () => {
+    const m = manualPair();
+    const opening = m.mux.open('far', 'x');
+    const open = await m.next('open');
+    expect(open.m).toBe(64 * 1024 * 1024 - 1024);
+    m.post({ t: 'accept', s: open.s, w: 1024 * 1024, m: 50_000 });
+    const stream = await opening;
+    const whole = new Uint8Array(200_000).fill(9);
+    await stream.write(whole, { transfer: true });
+    await stream.write(new Uint8Array(120_000).fill(8));
+    await stream.end();
+    await m.next('end');
+    const data = m.frames.filter((f) => f.t === 'data').map((f) => f.b as Uint8Array);
+    expect(data.every((b) => b.byteLength <= 50_000)).toBe(true);
+    expect(data.reduce((n, b) => n + b.byteLength, 0)).toBe(320_000);
     m.close();
   });
 

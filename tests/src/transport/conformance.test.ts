@@ -1,5 +1,6 @@
 import { transportConformance } from '../../../packages/transport/src/test-conformance.js';
-import { busChannelPair, busWorkerPair } from './pairs.js';
+import { busChannelPair, busHubPair, busWorkerPair } from './pairs.js';
 
 transportConformance('bus over MessageChannel, one thread', busChannelPair);
 transportConformance('bus to a worker thread', busWorkerPair);
+transportConformance('bus through a hub, one thread', busHubPair, { bigBytes: 20 * 1000 * 1000 });

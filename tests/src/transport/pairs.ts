@@ -1,6 +1,6 @@
 /** Pairs of transports over a real bus for the conformance suite: one thread, or a worker thread. */
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
-import { type Bus, createBus } from '@gitport/bus';
+import { type Bus, createBus, createHub } from '@gitport/bus';
 import { type NodeMessagePortLike, nodeEndpoint } from '@gitport/bus/node';
 import { listen, open, transportStats } from '@gitport/transport';
 import type { ConformancePair } from '../../../packages/transport/src/test-conformance.js';
@@ -39,6 +39,45 @@ export async function busChannelPair(): Promise<ConformancePair> {
       far.close();
       port1.close();
       port2.close();
+    },
+  };
+}
+
+/** This bus and the far one each connected to a hub in this thread; frames are routed through it. */
+export async function busHubPair(): Promise<ConformancePair> {
+  const n = ++pairs;
+  const a = new MessageChannel();
+  const b = new MessageChannel();
+  const near = createBus({ id: `near-${n}` });
+  const hub = createHub({ id: `hub-${n}` });
+  const far = createBus({ id: `far-${n}` });
+  const stop = serveConformance(sideOf(far));
+  // The hub announces the far peer to this one: wait until this bus can route to it.
+  const routed = new Promise<void>((resolve) => {
+    const off = near.onPeer('connected', (peer) => {
+      if (peer !== far.id) return;
+      off();
+      resolve();
+    });
+  });
+  await Promise.all([
+    routed,
+    near.connect(portEndpoint(a.port1)),
+    hub.connect(portEndpoint(a.port2)),
+    far.connect(portEndpoint(b.port1)),
+    hub.connect(portEndpoint(b.port2)),
+  ]);
+  return {
+    local: sideOf(near),
+    remotePeer: far.id,
+    async kill() {
+      stop();
+      b.port1.close();
+    },
+    async close() {
+      stop();
+      for (const bus of [near, hub, far]) bus.close();
+      for (const port of [a.port1, a.port2, b.port1, b.port2]) port.close();
     },
   };
 }
