@@ -1,0 +1,77 @@
+/**
+ * The bus conformance suite in Chromium: over a DOM MessageChannel in this thread, over a Web
+ * Worker, and over a MessageChannel transferred to a Web Worker. None of these endpoints has a
+ * close event, so peer loss is found by heartbeats.
+ */
+import { messagePortEndpoint, workerEndpoint } from '@gitport/bus';
+import { busConformance } from '../../packages/bus/src/test-conformance.js';
+import { startTestPeer } from '../../packages/bus/src/test-peer.js';
+
+type WorkerLike = Parameters<typeof workerEndpoint>[0];
+type PortLike = Parameters<typeof messagePortEndpoint>[0];
+
+const heartbeats = { bus: { heartbeatInterval: 50, heartbeatMisses: 3 } };
+let counter = 0;
+
+busConformance(
+  'DOM MessageChannel in one thread (Chromium)',
+  async () => {
+    const { port1, port2 } = new MessageChannel();
+    const remote = startTestPeer(messagePortEndpoint(port2 as unknown as PortLike), { id: 'remote' });
+    return {
+      endpoint: messagePortEndpoint(port1 as unknown as PortLike),
+      remoteId: 'remote',
+      ready: remote,
+      kill: async () => {
+        (await remote).close = () => {};
+        port2.close();
+      },
+      dispose: async () => {
+        port1.close();
+        port2.close();
+      },
+    };
+  },
+  heartbeats,
+);
+
+function peerWorker(via: 'worker' | 'port', id: string): Worker {
+  const url = new URL('./bus-peer.worker.ts', import.meta.url);
+  url.searchParams.set('via', via);
+  return new Worker(url, { type: 'module', name: id });
+}
+
+busConformance(
+  'Web Worker (Chromium)',
+  async () => {
+    const id = `worker-${counter++}`;
+    const worker = peerWorker('worker', id);
+    return {
+      endpoint: workerEndpoint(worker as unknown as WorkerLike),
+      remoteId: id,
+      kill: () => worker.terminate(),
+      dispose: () => worker.terminate(),
+    };
+  },
+  heartbeats,
+);
+
+busConformance(
+  'MessageChannel transferred to a Web Worker (Chromium)',
+  async () => {
+    const id = `worker-port-${counter++}`;
+    const worker = peerWorker('port', id);
+    const { port1, port2 } = new MessageChannel();
+    worker.postMessage({ type: 'port', port: port2 }, [port2]);
+    return {
+      endpoint: messagePortEndpoint(port1 as unknown as PortLike),
+      remoteId: id,
+      kill: () => worker.terminate(),
+      dispose: () => {
+        port1.close();
+        worker.terminate();
+      },
+    };
+  },
+  heartbeats,
+);

@@ -1,0 +1,19 @@
+/**
+ * The far side of the bus conformance suite in a Web Worker: the bus package's test peer, named
+ * by the worker's `name`, joined over the worker scope or over a MessagePort the parent sends.
+ */
+import { type Endpoint, messagePortEndpoint, workerEndpoint } from '@gitport/bus';
+import { startTestPeer } from '../../packages/bus/src/test-peer.js';
+
+type WorkerLike = Parameters<typeof workerEndpoint>[0];
+type PortLike = Parameters<typeof messagePortEndpoint>[0];
+
+const start = (endpoint: Endpoint) => void startTestPeer(endpoint, { id: self.name });
+if (new URL(self.location.href).searchParams.get('via') === 'port') {
+  self.addEventListener('message', (event: MessageEvent) => {
+    const data = event.data as { type?: string; port?: MessagePort };
+    if (data?.type === 'port' && data.port) start(messagePortEndpoint(data.port as unknown as PortLike));
+  });
+} else {
+  start(workerEndpoint(self as unknown as WorkerLike));
+}
