@@ -6,6 +6,7 @@
  *   TRANSPORT_ABORTED           the stream was aborted (locally, or by the other side: `cause`
  *                               carries the reason the other side gave)
  *   TRANSPORT_NO_LISTENER       `open` reached the peer, but nobody listens on that name there
+ *   TRANSPORT_TOO_MANY_STREAMS  the listener there already has its maximum of open streams
  *   TRANSPORT_OPEN_TIMEOUT      the peer never answered the open request
  *   TRANSPORT_PEER_LOST         the bus lost the peer (worker terminated, port closed, ...)
  *   TRANSPORT_CLOSED            write after `end()`, or the transport was closed
@@ -18,6 +19,7 @@
 export type TransportErrorCode =
   | 'TRANSPORT_ABORTED'
   | 'TRANSPORT_NO_LISTENER'
+  | 'TRANSPORT_TOO_MANY_STREAMS'
   | 'TRANSPORT_OPEN_TIMEOUT'
   | 'TRANSPORT_PEER_LOST'
   | 'TRANSPORT_CLOSED'

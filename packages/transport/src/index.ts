@@ -13,6 +13,7 @@
 import { FRAME_EVENT } from './frames.js';
 import type { FrameLink } from './link.js';
 import {
+  DEFAULT_MAX_STREAMS,
   DEFAULT_OPEN_TIMEOUT,
   DEFAULT_WINDOW,
   type ListenOptions,
@@ -24,7 +25,14 @@ import type { DuplexStream } from './stream.js';
 
 export { isTransportError, TransportError, type TransportErrorCode } from './errors.js';
 export type { DuplexStream, StreamStats } from './stream.js';
-export { DEFAULT_OPEN_TIMEOUT, DEFAULT_WINDOW, type ListenOptions, type OpenOptions, type TransportStats };
+export {
+  DEFAULT_MAX_STREAMS,
+  DEFAULT_OPEN_TIMEOUT,
+  DEFAULT_WINDOW,
+  type ListenOptions,
+  type OpenOptions,
+  type TransportStats,
+};
 
 /** The part of a `@gitport/bus` Bus the transport uses. */
 export interface TransportBus {

@@ -18,7 +18,15 @@ const FRAME_OVERHEAD = 1024;
 export interface ListenOptions {
   /** Receive window in bytes of each accepted stream (default 1 MiB). */
   window?: number;
+  /**
+   * How many streams of this listener may be open at once (default 256); more are refused
+   * with TRANSPORT_TOO_MANY_STREAMS. With the window, it bounds what peers can make us queue.
+   */
+  maxStreams?: number;
 }
+
+/** Streams a listener accepts at once unless told otherwise. */
+export const DEFAULT_MAX_STREAMS = 256;
 
 export interface OpenOptions {
   /** Receive window in bytes (default 1 MiB). */
@@ -42,6 +50,13 @@ interface PeerStreams {
   opened: Map<number, Stream>;
   /** Streams the peer opened (frames from the peer carry i = 1). */
   accepted: Map<number, Stream>;
+}
+
+interface Listener {
+  onStream: (stream: DuplexStream) => void;
+  window: number;
+  maxStreams: number;
+  open: number;
 }
 
 interface PendingOpen {
@@ -96,7 +111,7 @@ export class Multiplexer {
   #link: FrameLink;
   #unsubscribe: () => void;
   #peers = new Map<string, PeerStreams>();
-  #listeners = new Map<string, { onStream: (stream: DuplexStream) => void; window: number }>();
+  #listeners = new Map<string, Listener>();
   #pending = new Map<number, PendingOpen>();
   #nextId = 1;
   #flushQueue: Stream[] = [];
@@ -118,7 +133,11 @@ export class Multiplexer {
     if (this.#listeners.has(name)) {
       throw new TransportError('TRANSPORT_INVALID_ARGUMENT', `somebody already listens on ${name}`);
     }
-    const entry = { onStream, window: checkWindow(options.window) };
+    const maxStreams = options.maxStreams ?? DEFAULT_MAX_STREAMS;
+    if (!Number.isInteger(maxStreams) || maxStreams < 1) {
+      throw new TransportError('TRANSPORT_INVALID_ARGUMENT', 'maxStreams must be a positive integer');
+    }
+    const entry: Listener = { onStream, window: checkWindow(options.window), maxStreams, open: 0 };
     this.#listeners.set(name, entry);
     return () => {
       if (this.#listeners.get(name) === entry) this.#listeners.delete(name);
@@ -165,7 +184,14 @@ export class Multiplexer {
       } catch (error) {
         this.#pending.delete(id);
         cleanup();
-        reject(new TransportError('TRANSPORT_PEER_LOST', `cannot reach ${peer} to open ${name}`, { cause: error }));
+        const closed = (error as { code?: unknown } | null)?.code === 'BUS_CLOSED';
+        reject(
+          new TransportError(
+            closed ? 'TRANSPORT_CLOSED' : 'TRANSPORT_PEER_LOST',
+            closed ? `the bus is closed: cannot open ${name}` : `cannot reach ${peer} to open ${name}`,
+            { cause: error },
+          ),
+        );
       }
     });
   }
@@ -220,7 +246,9 @@ export class Multiplexer {
         pending.cleanup();
         pending.reject(
           new TransportError(
-            frame.c === 'TRANSPORT_NO_LISTENER' ? 'TRANSPORT_NO_LISTENER' : 'TRANSPORT_PROTOCOL',
+            frame.c === 'TRANSPORT_NO_LISTENER' || frame.c === 'TRANSPORT_TOO_MANY_STREAMS'
+              ? frame.c
+              : 'TRANSPORT_PROTOCOL',
             `${peer} refused to open ${pending.name}: ${frame.m}`,
           ),
         );
@@ -247,26 +275,38 @@ export class Multiplexer {
       refuse('TRANSPORT_NO_LISTENER', `nobody listens on ${name}`);
       return;
     }
+    if (listener.open >= listener.maxStreams) {
+      refuse('TRANSPORT_TOO_MANY_STREAMS', `${name} already has ${listener.open} open streams`);
+      return;
+    }
     const streams = this.#streamsOf(peer);
     if (streams.accepted.has(id)) {
       refuse('TRANSPORT_PROTOCOL', `stream ${id} is already open`);
       return;
     }
-    const stream = new Stream(this.#host(peer, 0, frame.m), {
-      peer,
-      name,
-      id,
-      side: 0,
-      window: listener.window,
-      remoteWindow,
-    });
+    listener.open++;
+    const stream = new Stream(
+      this.#host(peer, 0, frame.m, () => listener.open--),
+      {
+        peer,
+        name,
+        id,
+        side: 0,
+        window: listener.window,
+        remoteWindow,
+      },
+    );
     streams.accepted.set(id, stream);
     if (!this.#trySend(peer, { t: 'accept', s: id, w: listener.window, m: this.#maxPayload })) {
       stream.fail(new TransportError('TRANSPORT_PEER_LOST', `cannot answer ${peer}`), true);
       return;
     }
     try {
-      listener.onStream(stream);
+      const result = listener.onStream(stream) as unknown;
+      // An async handler that fails aborts its stream instead of leaving it open.
+      if (typeof (result as PromiseLike<unknown> | undefined)?.then === 'function') {
+        (result as PromiseLike<unknown>).then(undefined, (error: unknown) => stream.abort(error));
+      }
     } catch (error) {
       stream.abort(error);
     }
@@ -336,7 +376,7 @@ export class Multiplexer {
     return Number.isFinite(limit) ? Math.max(MIN_PAYLOAD, Math.min(MAX_WINDOW, Math.floor(limit))) : MAX_WINDOW;
   }
 
-  #host(peer: string, side: Side, remoteMaxPayload: number): StreamHost {
+  #host(peer: string, side: Side, remoteMaxPayload: number, onFinished?: () => void): StreamHost {
     const link = this.#link;
     const maxPayload = Math.min(this.#maxPayload, remoteMaxPayload);
     return {
@@ -344,6 +384,7 @@ export class Multiplexer {
       maxPayload,
       scheduleFlush: (stream) => this.#scheduleFlush(stream),
       finished: (stream) => {
+        onFinished?.();
         const streams = this.#peers.get(peer);
         if (streams === undefined) return;
         const map = side === 1 ? streams.opened : streams.accepted;

@@ -1,5 +1,6 @@
 import { MessageChannel } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
+import type { DuplexStream } from './index.js';
 import { portLink } from './link.js';
 import { Multiplexer } from './multiplexer.js';
 import { type ConformancePair, transportConformance } from './test-conformance.js';
@@ -216,6 +217,33 @@ describe('transport details', () => {
     expect(() => stream.readable).toThrow(expect.objectContaining({ code: 'TRANSPORT_LOCKED' }));
     stream.abort(new Error('done'));
     await pair.close();
+  });
+
+  it('refuses streams past maxStreams, and aborts the stream of a handler that rejects', async () => {
+    const channel = new MessageChannel();
+    const near = new Multiplexer(portLink(channel.port1, { peer: 'far' }));
+    const far = new Multiplexer(portLink(channel.port2, { peer: 'near' }));
+    const accepted: DuplexStream[] = [];
+    far.listen('limited', (stream) => accepted.push(stream), { maxStreams: 2 });
+    far.listen('failing', async () => {
+      await Promise.resolve();
+      throw new Error('handler failed');
+    });
+    const first = await near.open('far', 'limited');
+    await near.open('far', 'limited');
+    await expect(near.open('far', 'limited')).rejects.toMatchObject({ code: 'TRANSPORT_TOO_MANY_STREAMS' });
+    first.abort(new Error('make room'));
+    await expect(accepted[0]!.closed).rejects.toMatchObject({ code: 'TRANSPORT_ABORTED' });
+    await near.open('far', 'limited');
+    const failing = await near.open('far', 'failing');
+    await expect(failing.closed).rejects.toMatchObject({
+      code: 'TRANSPORT_ABORTED',
+      cause: { message: 'handler failed' },
+    });
+    near.close();
+    far.close();
+    channel.port1.close();
+    channel.port2.close();
   });
 
   it('gives up opening on timeout and on abort, with typed errors', async () => {
