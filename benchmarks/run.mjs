@@ -164,6 +164,42 @@ function lastLines(text, n) {
   return text.trimEnd().split('\n').slice(-n).join('\n');
 }
 
+/** Topics in the order of issue 9 (layers bottom up, then the gateway and the browser). */
+const TOPIC_ORDER = [
+  'emitter',
+  'rpc',
+  'transport',
+  'pktline',
+  'pack.create',
+  'pack.import',
+  'clone',
+  'refs',
+  'negotiation',
+  'memory.heap',
+  'memory.leak',
+  'concurrency',
+  'incremental',
+  'gateway',
+  'sse',
+  'browser',
+];
+
+function topicIndex(id) {
+  let best = TOPIC_ORDER.length;
+  let bestLength = 0;
+  TOPIC_ORDER.forEach((topic, i) => {
+    if (id.startsWith(`${topic}.`) && topic.length > bestLength) {
+      best = i;
+      bestLength = topic.length;
+    }
+  });
+  return best;
+}
+
+function byTopic(a, b) {
+  return topicIndex(a.id) - topicIndex(b.id) || a.id.localeCompare(b.id);
+}
+
 function readRows(dir) {
   const rows = new Map();
   const problems = [];
@@ -180,7 +216,7 @@ function readRows(dir) {
       }
     }
   }
-  return { rows: [...rows.values()].sort((a, b) => a.id.localeCompare(b.id)), problems };
+  return { rows: [...rows.values()].sort(byTopic), problems };
 }
 
 /** How many times better than the peer gitport is (> 1 wins), whichever direction is better. */
@@ -400,7 +436,7 @@ async function main() {
 
   const failed = results.filter((r) => !r.ok);
   console.log(
-    `\n${rows.length} figures from ${results.length} bench files; report in ${relative(root, outDir) || '.'}/`,
+    `\n${rows.length} figures from ${results.length} bench files in ${totalSeconds.toFixed(0)} s; report in ${relative(root, outDir) || '.'}/`,
   );
   for (const row of rows) {
     const adv = advantage(row);
