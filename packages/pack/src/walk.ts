@@ -159,7 +159,8 @@ export async function walkCommits(
     const hidden = (f & UNINTERESTING) !== 0;
     if (!hidden) interestingQueued--;
     popped.push(c);
-    if (!hidden && shallow.has(c.oid)) continue;
+    // shallow commits bound both walks: the receiver has no parents of its shallow commits
+    if (shallow.has(c.oid)) continue;
     parentsOf.set(c.oid, c.parents);
     for (const p of c.parents) await enqueue(p, hidden);
   }

@@ -118,8 +118,13 @@ export function spawnGitService(
   child.stderr!.on('data', (d: Buffer) => {
     stderr += d.toString();
   });
+  const stderrDone = new Promise<void>((resolve) => child.stderr!.on('close', () => resolve()));
+  // 'exit', not 'close': the client may leave bytes it does not need unread on stdout
   const exit = new Promise<{ code: number | null; stderr: string }>((resolve) => {
-    child.on('close', (code) => resolve({ code, stderr }));
+    child.on('exit', (code) => {
+      child.stdout!.resume();
+      stderrDone.then(() => resolve({ code, stderr }));
+    });
   });
   return { connection: processConnection(child), child, exit };
 }

@@ -1,0 +1,262 @@
+/**
+ * Real git against gitport's servers: stateful over stdio (`git clone "ext::node serve-stdio.ts
+ * %s <dir>"`) and stateless over a small node:http server (gitport's smart-HTTP handlers),
+ * protocol v0 and v2. git's own view of the result (`for-each-ref`, `rev-list`, `fsck`) is the
+ * judge.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createGitSandbox, type GitSandbox } from '../git.js';
+import { tsNodeCommand } from '../ts-worker.js';
+import {
+  addCommits,
+  loadRepository,
+  type MemoryRepository,
+  makeSampleRepo,
+  startGitportHttp,
+  type TestServer,
+} from './helpers.js';
+
+let sandbox: GitSandbox;
+const servers: TestServer[] = [];
+
+beforeAll(async () => {
+  sandbox = await createGitSandbox('gitport-protocol-server-');
+});
+afterAll(async () => {
+  for (const s of servers) await s.close();
+  await sandbox?.cleanup();
+});
+
+type Mode = { name: string; protocol: 0 | 2; http: boolean };
+const modes: Mode[] = [
+  { name: 'ext v0', protocol: 0, http: false },
+  { name: 'ext v2', protocol: 2, http: false },
+  { name: 'http v0', protocol: 0, http: true },
+  { name: 'http v2', protocol: 2, http: true },
+];
+
+const serveScript = new URL('./serve-stdio.ts', import.meta.url);
+
+interface Served {
+  url: string;
+  /** The repository the server works on, as git sees it (http: written out on demand). */
+  gitDir: () => Promise<string>;
+  memory?: MemoryRepository;
+}
+
+async function serve(mode: Mode, bare: string, options: { denyNonFastForward?: boolean } = {}): Promise<Served> {
+  if (!mode.http) {
+    // remote-ext does not pass GIT_PROTOCOL on: the command line asks the server for v2
+    const env: string[] = [];
+    if (mode.protocol === 2) env.push('GIT_PROTOCOL=version=2');
+    if (options.denyNonFastForward) env.push('GITPORT_DENY_NON_FF=1');
+    const command = [...(env.length > 0 ? ['/usr/bin/env', ...env] : []), ...tsNodeCommand(serveScript), '%s', bare];
+    return { url: `ext::${command.join(' ')}`, gitDir: async () => bare };
+  }
+  const memory = await loadRepository(sandbox, bare);
+  const server = await startGitportHttp(memory, { allowNonFastForward: !options.denyNonFastForward });
+  servers.push(server);
+  const out = `${bare}-served-${servers.length}.git`;
+  return {
+    url: `${server.url}/repo.git`,
+    memory,
+    gitDir: async () => {
+      const { saveRepository } = await import('./helpers.js');
+      await sandbox.git(['init', '-q', '--bare', out]);
+      await saveRepository(sandbox, memory, out);
+      return out;
+    },
+  };
+}
+
+const slugOf = (mode: Mode, what: string) => `${what}-${mode.name.replace(' ', '-')}`;
+const v = (mode: Mode) => ['-c', `protocol.version=${mode.protocol}`];
+const refs = (gitDir: string, prefix = 'refs/') =>
+  sandbox.git(['--git-dir', gitDir, 'for-each-ref', '--format=%(objectname) %(refname)', prefix]);
+
+describe.each(modes)('real git against gitport servers ($name)', (mode) => {
+  it('ls-remote --symref, clone, tags and fsck', async () => {
+    const { bare } = await makeSampleRepo(sandbox, slugOf(mode, 'clone'));
+    const served = await serve(mode, bare);
+    const trace = await sandbox.run([...v(mode), 'ls-remote', '--symref', served.url], {
+      env: { GIT_TRACE_PACKET: '1' },
+    });
+    const listed = new TextDecoder().decode(trace.stdout);
+    expect(listed).toBe(new TextDecoder().decode((await sandbox.run(['ls-remote', '--symref', bare])).stdout));
+    if (mode.protocol === 2) expect(trace.stderr).toContain('version 2');
+    else expect(trace.stderr).not.toContain('< version 2');
+
+    const dest = sandbox.path(`${slugOf(mode, 'clone')}-dest`);
+    await sandbox.git([...v(mode), 'clone', '-q', '--bare', served.url, dest]);
+    await sandbox.git(['--git-dir', dest, 'fsck', '--full', '--strict']);
+    expect(await refs(dest)).toBe(await refs(bare));
+    expect(await sandbox.git(['--git-dir', dest, 'symbolic-ref', 'HEAD'])).toBe('refs/heads/main');
+    // an annotated tag followed on a narrow fetch
+    const narrow = sandbox.path(`${slugOf(mode, 'clone')}-narrow`);
+    await sandbox.git(['init', '-q', narrow]);
+    await sandbox.git([...v(mode), 'fetch', '-q', '--depth', '1', served.url, 'refs/tags/v1:refs/tags/v1'], {
+      cwd: narrow,
+    });
+    expect(await sandbox.git(['rev-parse', 'v1'], { cwd: narrow })).toBe(
+      await sandbox.git(['--git-dir', bare, 'rev-parse', 'v1']),
+    );
+    await sandbox.git(['fsck', '--full'], { cwd: narrow });
+  });
+
+  it('shallow clone, deepen, shallow-since, shallow-exclude, unshallow', async () => {
+    const slug = slugOf(mode, 'shallow');
+    const { bare } = await makeSampleRepo(sandbox, slug);
+    const served = await serve(mode, bare);
+    const dest = sandbox.path(`${slug}-dest`);
+    const url = mode.http ? served.url : served.url;
+    await sandbox.git([...v(mode), 'clone', '-q', '--depth', '1', url, dest]);
+    expect(await sandbox.git(['rev-list', '--count', 'HEAD'], { cwd: dest })).toBe('1');
+    await sandbox.git(['fsck', '--full'], { cwd: dest });
+    await sandbox.git([...v(mode), 'fetch', '-q', '--deepen=2'], { cwd: dest });
+    expect(await sandbox.git(['rev-list', '--count', 'HEAD'], { cwd: dest })).toBe('3');
+    await sandbox.git(['fsck', '--full'], { cwd: dest });
+    await sandbox.git([...v(mode), 'fetch', '-q', '--unshallow'], { cwd: dest });
+    expect(await sandbox.git(['rev-list', '--count', 'HEAD'], { cwd: dest })).toBe('4');
+    expect(await sandbox.git(['rev-parse', '--is-shallow-repository'], { cwd: dest })).toBe('false');
+    await sandbox.git(['fsck', '--full'], { cwd: dest });
+
+    const since = sandbox.path(`${slug}-since`);
+    // commits are dated 1600001000 + i*1000: since 1600002500 keeps commits 3 and 4
+    await sandbox.git([...v(mode), 'clone', '-q', '--shallow-since=1600002500', url, since]);
+    expect(await sandbox.git(['rev-list', '--count', 'HEAD'], { cwd: since })).toBe('2');
+    await sandbox.git(['fsck', '--full'], { cwd: since });
+
+    const exclude = sandbox.path(`${slug}-exclude`);
+    await sandbox.git([...v(mode), 'clone', '-q', '--shallow-exclude=v1', url, exclude]);
+    expect(await sandbox.git(['rev-list', '--count', 'HEAD'], { cwd: exclude })).toBe('2');
+    await sandbox.git(['fsck', '--full'], { cwd: exclude });
+  });
+
+  it('incremental fetch sends a small pack', async () => {
+    const slug = slugOf(mode, 'incr');
+    const { work, bare } = await makeSampleRepo(sandbox, slug);
+    const dest = sandbox.path(`${slug}-dest`);
+    let served = await serve(mode, bare);
+    await sandbox.git([...v(mode), 'clone', '-q', served.url, dest]);
+    await addCommits(sandbox, work, 5);
+    await sandbox.git(['push', '-q', bare, 'main'], { cwd: work });
+    served = await serve(mode, bare);
+    await sandbox.git(['remote', 'set-url', 'origin', served.url], { cwd: dest });
+    const loose = async () =>
+      Number(/^count: (\d+)$/m.exec(await sandbox.git(['count-objects', '-v'], { cwd: dest }))?.[1]);
+    const looseBefore = await loose();
+    const fetched = await sandbox.run([...v(mode), 'fetch', 'origin'], { cwd: dest });
+    expect(fetched.code, fetched.stderr).toBe(0);
+    expect(await sandbox.git(['rev-parse', 'origin/main'], { cwd: dest })).toBe(
+      await sandbox.git(['--git-dir', bare, 'rev-parse', 'main']),
+    );
+    await sandbox.git(['fsck', '--full'], { cwd: dest });
+    // fewer than fetch.unpackLimit objects arrive as loose objects: count them
+    const objects = (await loose()) - looseBefore;
+    // 5 commits, 5 trees, 5 blobs at most: nothing of the old history
+    expect(objects).toBeGreaterThan(0);
+    expect(objects).toBeLessThanOrEqual(15);
+  });
+
+  it('fetches 2,000 tags', async () => {
+    const slug = slugOf(mode, 'tags');
+    const { work, bare } = await makeSampleRepo(sandbox, slug);
+    const lines = Array.from(
+      { length: 2000 },
+      (_, i) => `create refs/tags/t${String(i).padStart(4, '0')} HEAD~${i % 4}`,
+    );
+    await sandbox.git(['update-ref', '--stdin'], { cwd: work, input: `${lines.join('\n')}\n` });
+    await sandbox.git(['push', '-q', bare, '--tags'], { cwd: work });
+    const served = await serve(mode, bare);
+    const dest = sandbox.path(`${slug}-dest`);
+    await sandbox.git([...v(mode), 'clone', '-q', '--bare', served.url, dest]);
+    expect(await refs(dest, 'refs/tags/')).toBe(await refs(bare, 'refs/tags/'));
+    expect((await refs(dest, 'refs/tags/')).split('\n').length).toBe(2002);
+  });
+
+  it('clones an empty repository', async () => {
+    const slug = slugOf(mode, 'empty');
+    const bare = sandbox.path(`${slug}.git`);
+    await sandbox.git(['init', '-q', '--bare', bare]);
+    const served = await serve(mode, bare);
+    const dest = sandbox.path(`${slug}-dest`);
+    const result = await sandbox.run([...v(mode), 'clone', served.url, dest]);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toContain('empty repository');
+    expect(await sandbox.git(['symbolic-ref', 'HEAD'], { cwd: dest })).toBe('refs/heads/main');
+  });
+});
+
+describe.each(modes.filter((m) => m.protocol === 0))('real git pushes to gitport ($name)', (mode) => {
+  it('push fast-forward, refused non-fast-forward, force, delete, new branch without objects', async () => {
+    const slug = slugOf(mode, 'push');
+    const { bare } = await makeSampleRepo(sandbox, slug);
+    const served = await serve(mode, bare);
+    const work = sandbox.path(`${slug}-work`);
+    await sandbox.git(['clone', '-q', served.url, work]);
+    await addCommits(sandbox, work, 2, 'pushed');
+    const ff = await sandbox.run(['push', 'origin', 'main'], { cwd: work });
+    expect(ff.code, ff.stderr).toBe(0);
+    let gitDir = await served.gitDir();
+    await sandbox.git(['--git-dir', gitDir, 'fsck', '--full', '--strict']);
+    expect(await sandbox.git(['--git-dir', gitDir, 'rev-parse', 'main'])).toBe(
+      await sandbox.git(['rev-parse', 'main'], { cwd: work }),
+    );
+
+    await sandbox.git(['reset', '-q', '--hard', 'HEAD~1'], { cwd: work });
+    await addCommits(sandbox, work, 1, 'diverged');
+    const refused = await sandbox.run(['push', 'origin', 'main'], { cwd: work, allowFailure: true });
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/non-fast-forward|fetch first|rejected/);
+    const forced = await sandbox.run(['push', '--force', 'origin', 'main'], { cwd: work });
+    expect(forced.code, forced.stderr).toBe(0);
+    const copy = await sandbox.run(['push', 'origin', 'HEAD:refs/heads/copy', 'v1'], { cwd: work });
+    expect(copy.code, copy.stderr).toBe(0);
+    const del = await sandbox.run(['push', 'origin', '--delete', 'feature'], { cwd: work });
+    expect(del.code, del.stderr).toBe(0);
+    gitDir = await served.gitDir();
+    await sandbox.git(['--git-dir', gitDir, 'fsck', '--full', '--strict']);
+    const after = await refs(gitDir);
+    const main = await sandbox.git(['rev-parse', 'main'], { cwd: work });
+    expect(after).toContain(`${main} refs/heads/main`);
+    expect(after).toContain(`${main} refs/heads/copy`);
+    expect(after).not.toContain('refs/heads/feature');
+  });
+
+  it('atomic push with one bad ref moves nothing; push --all into an empty repository', async () => {
+    const slug = slugOf(mode, 'atomic');
+    const { bare } = await makeSampleRepo(sandbox, slug);
+    const served = await serve(mode, bare);
+    const work = sandbox.path(`${slug}-work`);
+    await sandbox.git(['clone', '-q', served.url, work]);
+    await addCommits(sandbox, work, 1, 'atomic');
+    await sandbox.git(['branch', '-f', 'feature', 'HEAD~4'], { cwd: work }); // behind the remote's feature
+    const strict = await serve(mode, bare, { denyNonFastForward: true });
+    const before = await refs(await strict.gitDir());
+    // the server refuses the forced non-fast-forward of feature, so main must not move either
+    const atomic = await sandbox.run(['push', '--atomic', '--force', strict.url, 'main', 'feature'], {
+      cwd: work,
+      allowFailure: true,
+    });
+    expect(atomic.code).not.toBe(0);
+    expect(atomic.stderr).toMatch(/non-fast-forward/);
+    expect(atomic.stderr).toMatch(/atomic/);
+    expect(await refs(await strict.gitDir())).toBe(before);
+
+    const emptyBare = sandbox.path(`${slug}-empty.git`);
+    await sandbox.git(['init', '-q', '--bare', emptyBare]);
+    const emptyServed = await serve(mode, emptyBare);
+    const all = await sandbox.run(['push', emptyServed.url, '--all'], { cwd: work });
+    expect(all.code, all.stderr).toBe(0);
+    const tags = await sandbox.run(['push', emptyServed.url, '--tags'], { cwd: work });
+    expect(tags.code, tags.stderr).toBe(0);
+    const out = await emptyServed.gitDir();
+    await sandbox.git(['--git-dir', out, 'fsck', '--full', '--strict']);
+    expect(await sandbox.git(['--git-dir', out, 'rev-parse', 'main'])).toBe(
+      await sandbox.git(['rev-parse', 'main'], { cwd: work }),
+    );
+    expect(await sandbox.git(['--git-dir', out, 'rev-parse', 'v1'])).toBe(
+      await sandbox.git(['rev-parse', 'v1'], { cwd: work }),
+    );
+  });
+});
