@@ -12,7 +12,7 @@ const conditions = ['source', 'browser', 'module', 'import', 'development|produc
 export default defineProject({
   resolve: { conditions },
   worker: { format: 'es' },
-  optimizeDeps: { include: ['isomorphic-git', 'comlink', '@isomorphic-git/lightning-fs'] },
+  optimizeDeps: { include: ['isomorphic-git', 'comlink', '@isomorphic-git/lightning-fs', 'buffer'] },
   test: {
     name: 'browser',
     include: ['**/*.test.ts'],
