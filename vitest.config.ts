@@ -23,6 +23,7 @@ export default defineConfig({
         test: { name, include: [`packages/${name}/src/**/*.test.ts`] },
       })),
       { extends: true as const, test: { name: 'tests', include: ['tests/src/**/*.test.ts'] } },
+      { extends: true as const, test: { name: 'benchmarks', include: ['benchmarks/*.test.ts'] } },
       'tests/browser/vitest.config.ts',
     ],
   },

@@ -2,7 +2,7 @@
 /**
  * The performance suite runner (`pnpm bench`, after `pnpm build`).
  *
- *   node benchmarks/run.mjs [--quick] [--out <dir>] [filter...]
+ *   node benchmarks/run.mjs [--quick] [--out <dir>] [--dir <bench dir under the root>] [filter...]
  *
  * Runs `vitest bench --run --config benchmarks/vitest.config.ts` once per `benchmarks/**\/*.bench.ts`
  * file (one process per file, one file at a time, so figures do not disturb each other and a
@@ -55,11 +55,12 @@ const REFERENCE_ROWS = [
 ];
 
 function parseArgs(argv) {
-  const options = { quick: false, out: undefined, filters: [] };
+  const options = { quick: false, out: undefined, dir: undefined, filters: [] };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === '--quick') options.quick = true;
     else if (arg === '--out') options.out = argv[++i];
+    else if (arg === '--dir') options.dir = argv[++i];
     else if (arg === '--') continue;
     else if (arg.startsWith('--')) throw new Error(`unknown option ${arg}`);
     else options.filters.push(arg);
@@ -70,7 +71,8 @@ function parseArgs(argv) {
 function findBenchFiles(dir) {
   const found = [];
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    if (entry.name === 'node_modules' || entry.name.startsWith('.')) continue;
+    // fixtures/ holds the runner's own test inputs (benchmarks/run.test.ts), not benchmarks
+    if (entry.name === 'node_modules' || entry.name === 'fixtures' || entry.name.startsWith('.')) continue;
     const path = join(dir, entry.name);
     if (entry.isDirectory()) found.push(...findBenchFiles(path));
     else if (/\.bench\.[cm]?[jt]s$/.test(entry.name)) found.push(path);
@@ -388,12 +390,16 @@ async function main() {
   // Only a full, unfiltered run replaces the committed report.
   const outDir =
     options.out ??
-    (options.quick ? join(cacheDir, 'quick') : options.filters.length > 0 ? join(cacheDir, 'partial') : benchDir);
+    (options.quick
+      ? join(cacheDir, 'quick')
+      : options.filters.length > 0 || options.dir
+        ? join(cacheDir, 'partial')
+        : benchDir);
   rmSync(rowsDir, { recursive: true, force: true });
   mkdirSync(rowsDir, { recursive: true });
   mkdirSync(outDir, { recursive: true });
 
-  let files = findBenchFiles(benchDir);
+  let files = findBenchFiles(options.dir ? join(root, options.dir) : benchDir);
   if (options.filters.length > 0) files = files.filter((f) => options.filters.some((flt) => f.includes(flt)));
   const env = { ...process.env, GITPORT_BENCH_ROWS: rowsDir };
   if (options.quick) env.GITPORT_BENCH_QUICK = '1';
