@@ -1,7 +1,8 @@
 /**
  * The local emitter: `on(name, fn, { once, priority, signal })` returns an unsubscribe function,
  * `emit(name, payload)` calls the listeners of `name`, then the wildcard listeners whose pattern
- * matches (`ns:*` for every name starting with `ns:`, `*` for every name).
+ * matches (`ns:*` for every name starting with `ns:`, `*` for every name), pattern by pattern in
+ * the order the patterns were first registered.
  *
  * Guarantees, whichever way a listener was added:
  * - an emit calls the listeners registered when it started, in order (higher `priority` first, then
@@ -12,8 +13,12 @@
  * - calling an unsubscribe function twice is harmless; registering the same function twice gives two
  *   registrations, each removed by its own unsubscribe function.
  *
- * Speed: lists are mutated in place when no emit is walking them and copied only when one is
- * (copy-on-write guarded by an `emitting` counter), so on+off costs one push and one pop.
+ * Speed: one plain object maps names to listener lists (a monomorphic keyed load, like the fastest
+ * small emitters); lists are created only as own properties (`__proto__` through defineProperty)
+ * and a value without a listener array counts as no listeners, so inherited names (`constructor`,
+ * `toString`, `__proto__`) are never called; lists are mutated in place when no emit is walking
+ * them and copied only when one is (copy-on-write behind an `emitting` counter), and emptied lists
+ * are kept for reuse (swept when many pile up), so on+off is a push and a pop.
  */
 
 export type Listener<P = unknown, M = string> = (payload: P, meta: M) => void;
@@ -28,165 +33,189 @@ export interface OnOptions {
 }
 
 class ListenerList<M> {
-  fns: Listener<unknown, M>[] = [];
-  /** Parallel priorities; null while every priority is 0. */
+  /** The only listener, while there is exactly one (and no priorities): no array at all. */
+  one: Listener<unknown, M> | null = null;
+  /** Two or more listeners (or any with a priority), in call order; null otherwise. */
+  fns: Listener<unknown, M>[] | null = null;
+  /** Parallel to `fns`; null while every priority is 0. */
   prios: number[] | null = null;
+  /** Emits walking `fns` right now: while non-zero, `fns` is replaced, never mutated. */
   emitting = 0;
+  constructor(
+    /** The emitter that made this list: an unforgeable brand (a polluted prototype cannot fake it). */
+    readonly owner: EmitterCore<M>,
+    readonly prefix: string | undefined,
+  ) {}
+
+  get size(): number {
+    return this.one !== null ? 1 : this.fns === null ? 0 : this.fns.length;
+  }
+
+  snapshot(): Listener<unknown, M>[] {
+    return this.one !== null ? [this.one] : this.fns === null ? [] : this.fns;
+  }
 }
 
 const noop = (): void => {};
+const SWEEP_AT = 256;
 
-/** True for `*` and `prefix:*` patterns. */
+/** '' for `*`, 'ns:' for `ns:*`, undefined for an exact name. */
 function wildcardPrefix(name: string): string | undefined {
   if (name === '*') return '';
-  if (name.length > 2 && name.charCodeAt(name.length - 1) === 42 && name.charCodeAt(name.length - 2) === 58) {
-    return name.slice(0, -1);
-  }
+  const n = name.length;
+  if (n > 2 && name.charCodeAt(n - 1) === 42 && name.charCodeAt(n - 2) === 58) return name.slice(0, -1);
   return undefined;
+}
+
+type Lists<M> = Record<string, ListenerList<M> | undefined>;
+
+function setList<M>(lists: Lists<M>, name: string, list: ListenerList<M>): void {
+  if (name === '__proto__') Object.defineProperty(lists, name, { value: list, writable: true, enumerable: true });
+  else lists[name] = list;
+}
+
+function own<M>(lists: Lists<M>, name: string): ListenerList<M> | undefined {
+  return Object.hasOwn(lists, name) ? lists[name] : undefined;
 }
 
 /** The emitter core, generic over what listeners receive as their second argument. */
 export class EmitterCore<M = string> {
-  private readonly exact = new Map<string, ListenerList<M>>();
-  private readonly wild = new Map<string, ListenerList<M>>();
+  private lists: Lists<M> = {};
+  private wild: ListenerList<M>[] = [];
+  private empties = 0;
 
   on(name: string, fn: Listener<unknown, M>, options?: OnOptions): () => void {
     if (typeof fn !== 'function') throw new TypeError('listener must be a function');
-    if (options?.signal?.aborted) return noop;
-    const prefix = wildcardPrefix(name);
-    const map = prefix === undefined ? this.exact : this.wild;
-    const key = prefix === undefined ? name : prefix;
-    let list = map.get(key);
-    if (list === undefined) {
-      list = new ListenerList<M>();
-      map.set(key, list);
+    if (options !== undefined) return this.onWithOptions(name, fn, options);
+    const list = this.list(name);
+    if (list.one === null && list.fns === null) {
+      list.one = fn;
+      this.empties--;
+    } else {
+      insert(list, fn, 0);
     }
-    let registered: Listener<unknown, M> = fn;
+    let registered: Listener<unknown, M> | null = fn; // null once unsubscribed
+    return () => {
+      if (registered !== null) {
+        const removing = registered;
+        registered = null;
+        this.remove(list, removing, 0);
+      }
+    };
+  }
+
+  private onWithOptions(name: string, fn: Listener<unknown, M>, options: OnOptions): () => void {
+    const signal = options.signal;
+    if (signal?.aborted) return noop;
+    const priority = options.priority ?? 0;
+    if (typeof priority !== 'number' || Number.isNaN(priority)) throw new TypeError('priority must be a number');
+    const list = this.list(name);
+    let registered = fn;
     let active = true;
-    const priority = options?.priority ?? 0;
-    const signal = options?.signal;
     const off = (): void => {
       if (!active) return;
       active = false;
-      if (signal !== undefined) signal.removeEventListener('abort', off);
-      this.remove(map, key, registered, priority);
+      signal?.removeEventListener('abort', off);
+      this.remove(list, registered, priority);
     };
-    if (options !== undefined) {
-      if (options.once === true) {
-        let fired = false;
-        registered = (payload, meta) => {
-          if (fired) return;
-          fired = true;
-          off();
-          fn(payload, meta);
-        };
-      }
-      if (signal !== undefined) signal.addEventListener('abort', off, { once: true });
+    if (options.once === true) {
+      registered = (payload, meta) => {
+        if (!active) return;
+        off();
+        fn(payload, meta);
+      };
     }
-    this.insert(list, registered, priority);
+    signal?.addEventListener('abort', off, { once: true });
+    if (list.size === 0) this.empties--;
+    if (priority === 0 && list.one === null && list.fns === null) list.one = registered;
+    else insert(list, registered, priority);
     return off;
   }
 
-  private insert(list: ListenerList<M>, fn: Listener<unknown, M>, priority: number): void {
-    let fns = list.fns;
-    let prios = list.prios;
-    if (priority === 0 && prios === null) {
-      if (list.emitting === 0) fns.push(fn);
-      else list.fns = [...fns, fn];
-      return;
+  private list(name: string): ListenerList<M> {
+    const existing = this.lists[name];
+    if (existing !== undefined && existing.owner === this) return existing;
+    const prefix = wildcardPrefix(name);
+    if (prefix !== undefined) {
+      for (const list of this.wild) if (list.prefix === prefix) return list;
+      const list = new ListenerList<M>(this, prefix);
+      this.wild = [...this.wild, list];
+      this.empties++;
+      return list;
     }
-    if (prios === null) prios = new Array<number>(fns.length).fill(0);
-    else if (list.emitting !== 0) prios = prios.slice();
-    if (list.emitting !== 0) fns = fns.slice();
-    let at = fns.length;
-    while (at > 0 && prios[at - 1]! < priority) at--;
-    fns.splice(at, 0, fn);
-    prios.splice(at, 0, priority);
-    list.fns = fns;
-    list.prios = prios;
+    const list = new ListenerList<M>(this, undefined);
+    setList(this.lists, name, list);
+    this.empties++;
+    return list;
   }
 
-  private remove(map: Map<string, ListenerList<M>>, key: string, fn: Listener<unknown, M>, priority: number): void {
-    const list = map.get(key);
-    if (list === undefined) return;
-    let fns = list.fns;
-    let prios = list.prios;
-    let at = fns.length - 1;
-    while (at >= 0 && (fns[at] !== fn || (prios !== null && prios[at] !== priority))) at--;
-    if (at < 0) return;
-    if (fns.length === 1) {
-      map.delete(key);
-      if (list.emitting === 0) fns.pop();
-      return;
-    }
-    if (list.emitting !== 0) {
-      fns = fns.slice();
-      if (prios !== null) prios = prios.slice();
-    }
-    if (at === fns.length - 1) {
-      fns.pop();
-      prios?.pop();
+  private remove(list: ListenerList<M>, fn: Listener<unknown, M>, priority: number): void {
+    if (list.one !== null) {
+      if (list.one !== fn || priority !== 0) return;
+      list.one = null;
     } else {
+      let fns = list.fns;
+      if (fns === null) return;
+      let prios = list.prios;
+      let at = fns.length - 1;
+      while (at >= 0 && (fns[at] !== fn || (prios !== null ? prios[at] : 0) !== priority)) at--;
+      if (at < 0) return;
+      if (list.emitting !== 0) {
+        fns = fns.slice();
+        if (prios !== null) prios = prios.slice();
+      }
       fns.splice(at, 1);
       prios?.splice(at, 1);
+      if (fns.length === 0) {
+        list.fns = null;
+        list.prios = null;
+      } else if (fns.length === 1 && prios === null) {
+        list.one = fns[0]!;
+        list.fns = null;
+      } else {
+        list.fns = fns;
+        list.prios = prios;
+      }
     }
-    list.fns = fns;
-    list.prios = prios;
+    if (list.one === null && list.fns === null && ++this.empties > SWEEP_AT) this.sweep();
+  }
+
+  /** Forgets emptied lists (kept until now so that on+off cycles reuse them). */
+  private sweep(): void {
+    const lists: Lists<M> = {};
+    for (const name of Object.keys(this.lists)) {
+      const list = own(this.lists, name);
+      if (list !== undefined && list.size > 0) setList(lists, name, list);
+    }
+    this.lists = lists;
+    this.wild = this.wild.filter((list) => list.size > 0);
+    this.empties = 0;
   }
 
   /** Calls the listeners of `name` (then matching wildcard listeners) with `(payload, meta)`. */
   dispatch(name: string, payload: unknown, meta: M): void {
-    const list = this.exact.get(name);
-    if (list !== undefined) {
-      const fns = list.fns;
-      if (fns.length === 1) {
-        if (this.wild.size === 0) {
-          fns[0]!(payload, meta);
-          return;
-        }
-        try {
-          fns[0]!(payload, meta);
-        } catch (error) {
-          this.dispatchWild(name, payload, meta, [error]);
-          return;
-        }
-      } else {
-        const errors = this.callAll(list, payload, meta, undefined);
-        if (errors !== undefined) {
-          this.dispatchWild(name, payload, meta, errors);
-          return;
-        }
+    // A plain object's keyed load is the fastest lookup V8 has; inherited names (`constructor`,
+    // `__proto__`, `toString`) yield values that are not our lists and count as "no listeners".
+    const list = this.lists[name];
+    if (list !== undefined && list.owner === this) {
+      const one = list.one;
+      if (one !== null && this.wild.length === 0) {
+        one(payload, meta);
+        return;
       }
+      this.slow(list, name, payload, meta);
+    } else if (this.wild.length !== 0) {
+      this.slow(undefined, name, payload, meta);
     }
-    if (this.wild.size !== 0) this.dispatchWild(name, payload, meta, undefined);
   }
 
-  private callAll(
-    list: ListenerList<M>,
-    payload: unknown,
-    meta: M,
-    errors: unknown[] | undefined,
-  ): unknown[] | undefined {
-    const fns = list.fns;
-    const n = fns.length;
-    list.emitting++;
-    for (let i = 0; i < n; i++) {
-      try {
-        fns[i]!(payload, meta);
-      } catch (error) {
-        (errors ??= []).push(error);
-      }
-    }
-    list.emitting--;
-    return errors;
-  }
-
-  private dispatchWild(name: string, payload: unknown, meta: M, errors: unknown[] | undefined): void {
-    if (this.wild.size !== 0) {
-      // Snapshot the matching lists first: listeners may add or remove patterns while we call.
-      const lists: ListenerList<M>[] = [];
-      for (const [prefix, list] of this.wild) if (name.startsWith(prefix)) lists.push(list);
-      for (const list of lists) errors = this.callAll(list, payload, meta, errors);
+  private slow(list: ListenerList<M> | undefined, name: string, payload: unknown, meta: M): void {
+    let errors: unknown[] | undefined;
+    if (list !== undefined) errors = callAll(list, payload, meta, errors);
+    const wild = this.wild; // replaced, never mutated: a stable snapshot
+    for (let i = 0; i < wild.length; i++) {
+      const w = wild[i]!;
+      if (name.startsWith(w.prefix!)) errors = callAll(w, payload, meta, errors);
     }
     if (errors === undefined) return;
     if (errors.length === 1) throw errors[0];
@@ -196,15 +225,79 @@ export class EmitterCore<M = string> {
   /** Number of listeners registered exactly under `name` (a pattern such as `ns:*` counts its own). */
   listenerCount(name: string): number {
     const prefix = wildcardPrefix(name);
-    const list = prefix === undefined ? this.exact.get(name) : this.wild.get(prefix);
-    return list === undefined ? 0 : list.fns.length;
+    if (prefix !== undefined) return this.wild.find((list) => list.prefix === prefix)?.size ?? 0;
+    return own(this.lists, name)?.size ?? 0;
   }
 
   /** Removes every listener (unsubscribe functions already handed out stay harmless). */
   clear(): void {
-    this.exact.clear();
-    this.wild.clear();
+    for (const name of Object.keys(this.lists)) {
+      const list = own(this.lists, name);
+      if (list !== undefined) {
+        list.one = null;
+        list.fns = null;
+        list.prios = null;
+      }
+    }
+    for (const list of this.wild) {
+      list.one = null;
+      list.fns = null;
+      list.prios = null;
+    }
+    this.lists = {};
+    this.wild = [];
+    this.empties = 0;
   }
+}
+
+function insert<M>(list: ListenerList<M>, fn: Listener<unknown, M>, priority: number): void {
+  let fns: Listener<unknown, M>[];
+  let prios = list.prios;
+  if (list.one !== null) {
+    fns = [list.one];
+    list.one = null;
+  } else {
+    fns = list.fns === null ? [] : list.emitting !== 0 ? list.fns.slice() : list.fns;
+  }
+  if (priority === 0 && prios === null) {
+    fns.push(fn);
+    list.fns = fns;
+    return;
+  }
+  prios = prios === null ? new Array<number>(fns.length).fill(0) : list.emitting !== 0 ? prios.slice() : prios;
+  let at = fns.length;
+  while (at > 0 && prios[at - 1]! < priority) at--;
+  fns.splice(at, 0, fn);
+  prios.splice(at, 0, priority);
+  list.fns = fns;
+  list.prios = prios;
+}
+
+function callAll<M>(list: ListenerList<M>, payload: unknown, meta: M, errors: unknown[] | undefined) {
+  const one = list.one;
+  if (one !== null) {
+    try {
+      one(payload, meta);
+    } catch (error) {
+      (errors ??= []).push(error);
+    }
+    return errors;
+  }
+  const fns = list.fns;
+  if (fns === null) return errors;
+  const n = fns.length;
+  let i = 0;
+  list.emitting++;
+  while (i < n) {
+    try {
+      for (; i < n; i++) fns[i]!(payload, meta);
+    } catch (error) {
+      (errors ??= []).push(error);
+      i++;
+    }
+  }
+  list.emitting--;
+  return errors;
 }
 
 export interface Emitter {

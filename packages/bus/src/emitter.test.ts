@@ -1,0 +1,224 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { createEmitter } from './index.js';
+
+describe('createEmitter', () => {
+  it('calls listeners in registration order with payload and name', () => {
+    const e = createEmitter();
+    const calls: unknown[] = [];
+    e.on('a', (p, name) => calls.push(['1', p, name]));
+    e.on('a', (p) => calls.push(['2', p]));
+    e.on('b', (p) => calls.push(['b', p]));
+    e.emit('a', 1);
+    expect(calls).toEqual([
+      ['1', 1, 'a'],
+      ['2', 1],
+    ]);
+  });
+
+  it('orders by priority, then registration', () => {
+    const e = createEmitter();
+    const calls: string[] = [];
+    e.on('a', () => calls.push('p0-first'));
+    e.on('a', () => calls.push('p5'), { priority: 5 });
+    e.on('a', () => calls.push('p-1'), { priority: -1 });
+    e.on('a', () => calls.push('p0-second'));
+    e.on('a', () => calls.push('p5-second'), { priority: 5 });
+    e.emit('a');
+    expect(calls).toEqual(['p5', 'p5-second', 'p0-first', 'p0-second', 'p-1']);
+  });
+
+  it('unsubscribes each registration separately, twice harmlessly', () => {
+    const e = createEmitter();
+    let n = 0;
+    const fn = () => n++;
+    const off1 = e.on('a', fn);
+    const off2 = e.on('a', fn);
+    e.emit('a');
+    expect(n).toBe(2);
+    off1();
+    off1();
+    e.emit('a');
+    expect(n).toBe(3);
+    off2();
+    e.emit('a');
+    expect(n).toBe(3);
+    expect(e.listenerCount('a')).toBe(0);
+  });
+
+  it('once listeners run once, even when re-emitted from inside a listener', () => {
+    const e = createEmitter();
+    let once = 0;
+    let nested = false;
+    e.on('a', () => {
+      if (!nested) {
+        nested = true;
+        e.emit('a');
+      }
+    });
+    e.on('a', () => once++, { once: true });
+    e.emit('a');
+    e.emit('a');
+    expect(once).toBe(1);
+    expect(e.listenerCount('a')).toBe(1);
+    const single = createEmitter();
+    let count = 0;
+    single.on(
+      'x',
+      () => {
+        count++;
+        single.emit('x');
+      },
+      { once: true },
+    );
+    single.emit('x');
+    expect(count).toBe(1);
+  });
+
+  it('an AbortSignal removes the listener; an aborted one never registers', () => {
+    const e = createEmitter();
+    const controller = new AbortController();
+    let n = 0;
+    e.on('a', () => n++, { signal: controller.signal });
+    e.emit('a');
+    controller.abort();
+    e.emit('a');
+    expect(n).toBe(1);
+    e.on('a', () => n++, { signal: controller.signal });
+    e.emit('a');
+    expect(n).toBe(1);
+  });
+
+  it('listeners added or removed during an emit take effect from the next emit', () => {
+    const e = createEmitter();
+    const calls: string[] = [];
+    let offB: () => void = () => {};
+    e.on('a', () => {
+      calls.push('a');
+      offB();
+      e.on('a', () => calls.push('late'));
+    });
+    offB = e.on('a', () => calls.push('b'));
+    e.emit('a');
+    expect(calls).toEqual(['a', 'b']);
+    calls.length = 0;
+    e.emit('a');
+    expect(calls).toEqual(['a', 'late']);
+  });
+
+  it('a single listener that adds another does not disturb the current emit', () => {
+    const e = createEmitter();
+    const calls: string[] = [];
+    e.on('a', () => {
+      calls.push('first');
+      e.on('a', () => calls.push('added'));
+    });
+    e.emit('a');
+    expect(calls).toEqual(['first']);
+    e.emit('a');
+    expect(calls).toEqual(['first', 'first', 'added']);
+  });
+
+  it('wildcards: * and ns:*, after exact listeners', () => {
+    const e = createEmitter();
+    const calls: string[] = [];
+    e.on('*', (_p, name) => calls.push(`*:${name}`));
+    e.on('ns:*', (_p, name) => calls.push(`ns*:${name}`));
+    e.on('ns:x', () => calls.push('exact'));
+    e.emit('ns:x');
+    e.emit('other');
+    e.emit('nsx');
+    // exact listeners first, then the patterns in the order they were first registered
+    expect(calls).toEqual(['exact', '*:ns:x', 'ns*:ns:x', '*:other', '*:nsx']);
+    expect(e.listenerCount('ns:*')).toBe(1);
+  });
+
+  it('never drops a listener when one throws; rethrows after the last', () => {
+    const e = createEmitter();
+    const calls: string[] = [];
+    e.on('a', () => {
+      throw new Error('one');
+    });
+    e.on('a', () => calls.push('after'));
+    e.on('*', () => calls.push('wild'));
+    expect(() => e.emit('a')).toThrow('one');
+    expect(calls).toEqual(['after', 'wild']);
+    e.on('a', () => {
+      throw new Error('two');
+    });
+    expect(() => e.emit('a')).toThrow(AggregateError);
+  });
+
+  it('inherited names are plain event names', () => {
+    const e = createEmitter();
+    for (const name of ['__proto__', 'constructor', 'toString', 'hasOwnProperty']) e.emit(name, 1);
+    const calls: string[] = [];
+    for (const name of ['__proto__', 'constructor', 'toString']) e.on(name, () => calls.push(name));
+    for (const name of ['__proto__', 'constructor', 'toString', 'valueOf']) e.emit(name);
+    expect(calls).toEqual(['__proto__', 'constructor', 'toString']);
+    expect(Object.getPrototypeOf({})).toBe(Object.prototype);
+  });
+
+  it('reuses and sweeps emptied lists without losing live listeners', () => {
+    const e = createEmitter();
+    let live = 0;
+    e.on('keep', () => live++);
+    for (let i = 0; i < 2000; i++) e.on(`tmp-${i}`, () => {})();
+    e.emit('keep');
+    expect(live).toBe(1);
+    expect(e.listenerCount('tmp-5')).toBe(0);
+  });
+
+  it('matches a model under random on/off/emit sequences (seeded)', () => {
+    const seed = 4242;
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.oneof(
+            fc.record({
+              op: fc.constant('on' as const),
+              name: fc.constantFrom('a', 'b'),
+              prio: fc.constantFrom(0, 0, 1, -1),
+              once: fc.boolean(),
+            }),
+            fc.record({ op: fc.constant('off' as const), index: fc.nat(20) }),
+            fc.record({ op: fc.constant('emit' as const), name: fc.constantFrom('a', 'b') }),
+          ),
+          { maxLength: 60 },
+        ),
+        (ops) => {
+          const e = createEmitter();
+          type Reg = { id: number; name: string; prio: number; once: boolean; off: () => void; live: boolean };
+          const regs: Reg[] = [];
+          const got: number[] = [];
+          const want: number[] = [];
+          for (const op of ops) {
+            if (op.op === 'on') {
+              const id = regs.length;
+              const reg: Reg = { id, name: op.name, prio: op.prio, once: op.once, live: true, off: () => {} };
+              reg.off = e.on(op.name, () => got.push(id), { priority: op.prio, once: op.once });
+              regs.push(reg);
+            } else if (op.op === 'off') {
+              const reg = regs[op.index];
+              if (reg) {
+                reg.off();
+                reg.live = false;
+              }
+            } else {
+              const listeners = regs
+                .filter((r) => r.live && r.name === op.name)
+                .sort((x, y) => y.prio - x.prio || x.id - y.id);
+              for (const r of listeners) {
+                want.push(r.id);
+                if (r.once) r.live = false;
+              }
+              e.emit(op.name);
+            }
+          }
+          expect(got).toEqual(want);
+        },
+      ),
+      { seed, numRuns: 300 },
+    );
+  });
+});

@@ -1,0 +1,62 @@
+import { describe, expect, it } from 'vitest';
+import { BusError, errorFromWire, errorToWire, isBusError, messageSize } from './index.js';
+
+describe('errors on the wire', () => {
+  it('keeps name, message, code, custom data and a cause chain', () => {
+    const error = Object.assign(new RangeError('out', { cause: Object.assign(new Error('inner'), { code: 'E_IN' }) }), {
+      code: 'E_OUT',
+      extra: { n: [1, 2] },
+      fn: () => 1,
+    });
+    const wire = structuredClone(errorToWire(error));
+    const back = errorFromWire(wire);
+    expect(back).toMatchObject({
+      name: 'RangeError',
+      message: 'out',
+      code: 'E_OUT',
+      remote: true,
+      data: { extra: { n: [1, 2] } },
+    });
+    expect(back.data).not.toHaveProperty('fn');
+    expect(back.cause).toMatchObject({ message: 'inner', code: 'E_IN' });
+    expect(isBusError(back)).toBe(true);
+    expect(isBusError(new Error('x'))).toBe(false);
+    expect(isBusError(new BusError('BUS_CLOSED', 'x'), 'BUS_CLOSED')).toBe(true);
+  });
+
+  it('copes with non-errors, cycles and hostile shapes', () => {
+    expect(errorFromWire(errorToWire('text'))).toMatchObject({ message: 'text', code: 'BUS_REMOTE_ERROR' });
+    expect(errorFromWire(errorToWire(42))).toMatchObject({ message: '42', data: { value: 42 } });
+    const cyclic = new Error('loop') as Error & { cause?: unknown };
+    cyclic.cause = cyclic;
+    expect(() => structuredClone(errorToWire(cyclic))).not.toThrow();
+    for (const junk of [null, undefined, 1, 'x', { code: 5 }, { message: {} }]) {
+      expect(errorFromWire(junk).code).toBe('BUS_REMOTE_ERROR');
+    }
+    const evil = JSON.parse('{"message":"m","data":{"__proto__":{"polluted":1}}}');
+    errorFromWire(evil);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+});
+
+describe('messageSize', () => {
+  it('counts bytes, strings and structure; refuses functions and symbols', () => {
+    expect(messageSize(new Uint8Array(1000))).toBe(1000);
+    expect(messageSize(new ArrayBuffer(10))).toBe(10);
+    expect(messageSize('abc')).toBe(3);
+    expect(messageSize({ a: new Uint8Array(100), b: 'xy' })).toBe(8 + 1 + 100 + 1 + 2);
+    const shared = new Uint8Array(500);
+    expect(messageSize([shared, shared])).toBe(8 + 500);
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    expect(messageSize(cyclic)).toBe(8 + 4);
+    expect(() => messageSize({ f: () => 1 })).toThrow(expect.objectContaining({ code: 'BUS_DATA_CLONE' }));
+    expect(() => messageSize([Symbol('s')])).toThrow(expect.objectContaining({ code: 'BUS_DATA_CLONE' }));
+    expect(
+      messageSize(
+        Array.from({ length: 1000 }, () => new Uint8Array(1000)),
+        5000,
+      ),
+    ).toBeGreaterThan(5000);
+  });
+});
