@@ -82,6 +82,9 @@ function toBytes(data: Uint8Array | string): Uint8Array {
 
 let tmpCounter = 0;
 
+/** Pack page size for positional reads. */
+const PAGE = 256 * 1024;
+
 export class FsObjectStore implements ObjectStore {
   readonly gitDir: string;
   readonly #fs: FsPromises;
@@ -92,11 +95,14 @@ export class FsObjectStore implements ObjectStore {
   readonly #cache = new Map<string, GitObject>();
   #cacheBytes = 0;
   readonly #cacheLimit: number;
+  readonly #pages = new Map<string, Uint8Array>();
+  readonly #maxPages: number;
 
-  constructor(fs: FsLike, gitDir: string, options: { cacheBytes?: number } = {}) {
+  constructor(fs: FsLike, gitDir: string, options: { cacheBytes?: number; pageCacheBytes?: number } = {}) {
     this.#fs = 'promises' in fs ? fs.promises : fs;
     this.gitDir = gitDir.replace(/\/+$/, '');
     this.#cacheLimit = options.cacheBytes ?? 32 * 2 ** 20;
+    this.#maxPages = Math.max(4, Math.floor((options.pageCacheBytes ?? 64 * 2 ** 20) / PAGE));
   }
 
   get #objects(): string {
@@ -161,22 +167,54 @@ export class FsObjectStore implements ObjectStore {
     if (position < 0 || position + length > pack.size) {
       throw new PackError('OBJECT_CORRUPT', `read outside ${pack.name}.pack`);
     }
-    if (!pack.bytes && !pack.handle && this.#fs.open) {
+    if (pack.bytes) return pack.bytes.subarray(position, position + length);
+    if (!pack.handle && this.#fs.open) {
       pack.handle = await this.#fs.open(`${this.#objects}/pack/${pack.name}.pack`, 'r');
     }
-    if (pack.handle) {
-      const out = new Uint8Array(length);
-      let got = 0;
-      while (got < length) {
-        const r = await pack.handle.read(out, got, length - got, position + got);
-        const n = typeof r === 'number' ? r : r.bytesRead;
-        if (n <= 0) throw new PackError('OBJECT_CORRUPT', `${pack.name}.pack is shorter than its index says`);
-        got += n;
-      }
-      return out;
+    if (!pack.handle) {
+      pack.bytes = toBytes(await this.#fs.readFile(`${this.#objects}/pack/${pack.name}.pack`));
+      return pack.bytes.subarray(position, position + length);
     }
-    if (!pack.bytes) pack.bytes = toBytes(await this.#fs.readFile(`${this.#objects}/pack/${pack.name}.pack`));
-    return pack.bytes.subarray(position, position + length);
+    // small reads go through a cache of aligned pages: entries are read in clusters
+    const first = Math.floor(position / PAGE);
+    const last = Math.floor((position + length - 1) / PAGE);
+    if (length === 0) return new Uint8Array(0);
+    if (last - first > 1) return this.#readDirect(pack, position, length);
+    const a = await this.#page(pack, first);
+    const from = position - first * PAGE;
+    if (first === last) return a.subarray(from, from + length);
+    const b = await this.#page(pack, last);
+    const out = new Uint8Array(length);
+    out.set(a.subarray(from));
+    out.set(b.subarray(0, length - (a.length - from)), a.length - from);
+    return out;
+  }
+
+  async #page(pack: LoadedPack, index: number): Promise<Uint8Array> {
+    const key = `${pack.name}:${index}`;
+    const hit = this.#pages.get(key);
+    if (hit) {
+      this.#pages.delete(key);
+      this.#pages.set(key, hit);
+      return hit;
+    }
+    const start = index * PAGE;
+    const page = await this.#readDirect(pack, start, Math.min(PAGE, pack.size - start));
+    this.#pages.set(key, page);
+    if (this.#pages.size > this.#maxPages) this.#pages.delete(this.#pages.keys().next().value!);
+    return page;
+  }
+
+  async #readDirect(pack: LoadedPack, position: number, length: number): Promise<Uint8Array> {
+    const out = new Uint8Array(length);
+    let got = 0;
+    while (got < length) {
+      const r = await pack.handle!.read(out, got, length - got, position + got);
+      const n = typeof r === 'number' ? r : r.bytesRead;
+      if (n <= 0) throw new PackError('OBJECT_CORRUPT', `${pack.name}.pack is shorter than its index says`);
+      got += n;
+    }
+    return out;
   }
 
   #entryEnd(pack: LoadedPack, offset: number): number {

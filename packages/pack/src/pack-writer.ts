@@ -133,17 +133,26 @@ async function* writeStream(
     }
   }
   // reused deltas: base in this pack (or known to the receiver when thin), depth within limit
+  const depthMemo = new Map<ObjectId, number>();
   const reusedDepth = (item: Item): number => {
-    let d = 0;
+    const chain: Item[] = [];
     let cur: Item | undefined = item;
-    const seen = new Set<ObjectId>();
+    let d = 0;
     while (cur?.raw?.kind === 'delta' && cur.base !== undefined) {
-      if (seen.has(cur.oid)) return Number.POSITIVE_INFINITY;
-      seen.add(cur.oid);
-      d++;
+      const memo = depthMemo.get(cur.oid);
+      if (memo !== undefined) {
+        d = memo;
+        break;
+      }
+      if (chain.length > maxDepth + 1 || chain.includes(cur)) {
+        d = Number.POSITIVE_INFINITY;
+        break;
+      }
+      chain.push(cur);
       cur = items.get(cur.base);
     }
-    return d;
+    for (let i = chain.length - 1; i >= 0; i--) depthMemo.set(chain[i]!.oid, ++d);
+    return depthMemo.get(item.oid) ?? d;
   };
   if (deltas) {
     for (const item of order) {
@@ -159,19 +168,16 @@ async function* writeStream(
       }
     }
   }
-  // types of reused deltas come from their base
   for (const item of order) {
     if (item.raw?.kind === 'delta' && item.base === undefined) item.raw = undefined;
   }
-  for (const item of order) {
-    if (item.raw?.kind === 'delta') {
-      let cur: Item | undefined = item;
-      while (cur?.raw?.kind === 'delta' && cur.base !== undefined) cur = items.get(cur.base) ?? edges.get(cur.base);
-      if (cur && cur.raw?.kind !== 'delta') item.type = cur.type;
-      if (cur?.edge) {
-        const h = await store.readHeader?.(cur.oid);
-        if (h) item.type = h.type;
-      }
+  // objects given by id alone: the type of a reused delta is its chain's base type
+  if (!enumeration) {
+    for (const item of order) {
+      if (item.raw?.kind !== 'delta') continue;
+      const h = store.readHeader ? await store.readHeader(item.oid) : await store.read(item.oid);
+      if (!h) throw new PackError('OBJECT_NOT_FOUND', `object ${item.oid} is missing`);
+      item.type = h.type;
     }
   }
   // 2. delta search over the objects without a stored delta
@@ -194,26 +200,43 @@ async function* writeStream(
         b.size - a.size ||
         (a.edge === b.edge ? 0 : a.edge ? -1 : 1),
     );
-    const window: { item: Item; index: DeltaIndex }[] = [];
+    interface Slot {
+      item: Item;
+      index?: DeltaIndex;
+    }
+    const window: Slot[] = [];
+    const indexOf = async (slot: Slot): Promise<DeltaIndex> => {
+      if (!slot.index) slot.index = new DeltaIndex(await readData(slot.item));
+      return slot.index;
+    };
+    const readData = async (item: Item): Promise<Uint8Array> => {
+      const obj = await store.read(item.oid);
+      if (!obj) throw new PackError('OBJECT_NOT_FOUND', `object ${item.oid} is missing`);
+      return obj.data;
+    };
     let k = 0;
     for (const target of candidates) {
       throwIfAborted(signal);
       if (++k % 256 === 0) options.onProgress?.({ phase: 'compressing', done: k, total: candidates.length });
-      const obj = await store.read(target.oid);
-      if (!obj) throw new PackError('OBJECT_NOT_FOUND', `object ${target.oid} is missing`);
-      const data = obj.data;
-      if (!target.edge && target.base === undefined) {
+      const slot: Slot = { item: target };
+      const usable = (base: Item) =>
+        base.type === target.type &&
+        base.depth < maxDepth &&
+        // both stored whole in the source's packs: the repack that wrote them already tried (as git does)
+        !(target.raw?.kind === 'whole' && base.raw?.kind === 'whole');
+      if (!target.edge && target.base === undefined && window.some((w) => usable(w.item))) {
+        const data = await readData(target);
         let best: Uint8Array | undefined;
         let bestBase: Item | undefined;
         for (let w = window.length - 1; w >= 0; w--) {
-          const { item: base, index } = window[w]!;
-          if (base.type !== target.type || base.depth >= maxDepth) continue;
-          const bsize = index.base.length;
+          const base = window[w]!.item;
+          if (!usable(base)) continue;
+          const bsize = base.size;
           if (data.length < bsize / 32) continue;
           let max = Math.floor(data.length / 2) - 20;
           if (best) max = Math.min(max, best.length - 1);
           if (max <= 0 || Math.abs(data.length - bsize) >= max) continue;
-          const d = index.createDelta(data, max);
+          const d = (await indexOf(window[w]!)).createDelta(data, max);
           if (d && (!best || d.length < best.length)) {
             best = d;
             bestBase = base;
@@ -224,8 +247,9 @@ async function* writeStream(
           target.delta = best;
           target.depth = bestBase.depth + 1;
         }
+        slot.index = new DeltaIndex(data);
       }
-      window.push({ item: target, index: new DeltaIndex(data) });
+      window.push(slot);
       if (window.length > windowSize) window.shift();
     }
   }
@@ -242,7 +266,6 @@ async function* writeStream(
   let pending: Uint8Array[] = [];
   let pendingBytes = 0;
   const emit = (bytes: Uint8Array) => {
-    hash.update(bytes);
     pending.push(bytes);
     pendingBytes += bytes.length;
     offset += bytes.length;
@@ -297,18 +320,24 @@ async function* writeStream(
       if (++done % 1024 === 0) options.onProgress?.({ phase: 'writing', done, total });
     }
     if (pendingBytes >= 64 * 1024) {
-      yield concatChunks(pending, pendingBytes);
+      const chunk = concatChunks(pending, pendingBytes);
+      hash.update(chunk);
+      yield chunk;
       pending = [];
       pendingBytes = 0;
     }
   }
-  pending.push(hash.digest());
-  pendingBytes += 20;
-  yield concatChunks(pending, pendingBytes);
+  const last = concatChunks(pending, pendingBytes);
+  hash.update(last);
+  const trailer = hash.digest();
+  const out = new Uint8Array(last.length + 20);
+  out.set(last);
+  out.set(trailer, last.length);
+  yield out;
 }
 
+/** Always a fresh buffer: chunks may be views of the store's caches, and consumers may transfer what they get. */
 function concatChunks(chunks: Uint8Array[], total: number): Uint8Array {
-  if (chunks.length === 1) return chunks[0]!;
   const out = new Uint8Array(total);
   let o = 0;
   for (const c of chunks) {
