@@ -10,7 +10,9 @@
  * on the Worker); the raw sender posts `{s, b}` on a bare MessageChannel port.
  *
  * Figures are medians of the timed runs: MB/s (10^6 bytes per second) and messages (chunks)
- * per second; each timed transfer includes opening the stream and waiting for the answer.
+ * per second; each timed transfer includes opening the stream and waiting for the answer. The
+ * transport and the raw sender run alternately within each iteration, so a change of load on
+ * the (shared, 2-core) machine hits both alike.
  */
 import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
 import { type Bus, createBus } from '@gitport/bus';
@@ -23,7 +25,9 @@ import { mbps, record, sized } from './report.js';
 
 const KiB = 1024;
 const MiB = 1024 * 1024;
-const benchOptions = { iterations: sized(10, 1), warmupIterations: sized(2, 1), time: 0, warmupTime: 0 };
+const WARMUP = sized(2, 1);
+/** Timed runs of a case: at least 10, more for small transfers (about 1 GB per side), at most 50. */
+const iterationsFor = (bytes: number) => sized(Math.max(10, Math.min(50, Math.floor(1e9 / bytes))), 1);
 
 const checksums = new Map<string, number>();
 /** The checksum the receiver must answer for `count` chunks of `size` bytes. */
@@ -66,6 +70,8 @@ async function setup(): Promise<{ bus: Bus; raw: RawSender }> {
 
 interface RawSender {
   send(total: number, chunk: number, window: number): Promise<void>;
+  /** The other way: the worker sends, this thread reads every byte and grants credit. */
+  receive(total: number, chunk: number, window: number): Promise<void>;
 }
 
 let rawSenderCache: RawSender | undefined;
@@ -78,7 +84,27 @@ function rawSender(port: MessagePort): RawSender {
     number,
     { credit: number; wake?: () => void; done?: (answer: { total: number; sum: number }) => void }
   >();
-  port.on('message', (m: { s: number; credit?: number; total?: number; sum?: number }) => {
+  const incoming = new Map<
+    number,
+    { window: number; ungranted: number; total: number; sum: number; done: (a: { total: number; sum: number }) => void }
+  >();
+  port.on('message', (m: { s: number; credit?: number; total?: number; sum?: number; b?: Uint8Array; fin?: true }) => {
+    const inbound = incoming.get(m.s);
+    if (inbound !== undefined) {
+      if (m.b !== undefined) {
+        inbound.sum = (inbound.sum + readEveryByte(m.b)) | 0;
+        inbound.total += m.b.byteLength;
+        inbound.ungranted += m.b.byteLength;
+        if (inbound.ungranted >= inbound.window / 4) {
+          port.postMessage({ s: m.s, credit: inbound.ungranted });
+          inbound.ungranted = 0;
+        }
+      } else {
+        incoming.delete(m.s);
+        inbound.done({ total: inbound.total, sum: inbound.sum });
+      }
+      return;
+    }
     const state = streams.get(m.s);
     if (state === undefined) return;
     if (m.credit !== undefined) {
@@ -116,6 +142,14 @@ function rawSender(port: MessagePort): RawSender {
       port.postMessage({ s, end: true });
       check(await answer, total, chunk);
     },
+    async receive(total, chunk, window) {
+      const s = ++rawIds;
+      const answer = new Promise<{ total: number; sum: number }>((done) => {
+        incoming.set(s, { window, ungranted: 0, total: 0, sum: 0, done });
+      });
+      port.postMessage({ s, pull: { total, chunk, window } });
+      check(await answer, total, chunk);
+    },
   };
   return rawSenderCache;
 }
@@ -142,11 +176,27 @@ async function sendTransport(b: Bus, total: number, chunk: number, name: string)
   check(JSON.parse(text) as { total: number; sum: number }, total, chunk);
 }
 
+/** The other way: ask the worker for `total` bytes in `chunk`s and read every byte. */
+async function receiveTransport(b: Bus, total: number, chunk: number): Promise<void> {
+  const stream = await open(b, PEER, 'bench-source');
+  await stream.write(new TextEncoder().encode(JSON.stringify({ total, chunk })));
+  await stream.end();
+  let got = 0;
+  let sum = 0;
+  for await (const part of stream) {
+    sum = (sum + readEveryByte(part)) | 0;
+    got += part.byteLength;
+  }
+  check({ total: got, sum }, total, chunk);
+}
+
 // ---------------------------------------------------------------- the runs
 
 interface Case {
   id: string;
   label: string;
+  /** Which way the bytes go (main thread -> worker unless told). */
+  toMain?: boolean;
   chunk: number;
   total: number;
   streams: number;
@@ -171,6 +221,16 @@ const cases: Case[] = [
     total: sized(512 * MiB, 8 * MiB),
     streams: 1,
     window: 4 * MiB,
+    goal: { ratio: 0.8 },
+  },
+  {
+    id: 'transport.worker-to-main.64k',
+    label: '64 KiB chunks, worker thread -> main thread',
+    toMain: true,
+    chunk: 64 * KiB,
+    total: sized(256 * MiB, 4 * MiB),
+    streams: 1,
+    window: MiB,
     goal: { ratio: 0.8 },
   },
   {
@@ -219,20 +279,28 @@ const median = (xs: number[]) => {
 
 for (const c of cases) {
   const name = c.window === 4 * MiB ? 'bench-sink-4m' : 'bench-sink';
-  describe(`${c.label}, main thread -> worker thread`, () => {
+  describe(c.toMain ? c.label : `${c.label}, main thread -> worker thread`, () => {
     // One bench runs both, alternating, so a change of load on the machine hits both alike.
     bench(
       '@gitport/transport, then raw MessagePort with a credit window',
       async () => {
         const { bus: b, raw } = await setup();
         let start = performance.now();
-        await Promise.all(Array.from({ length: c.streams }, () => sendTransport(b, c.total, c.chunk, name)));
+        await Promise.all(
+          Array.from({ length: c.streams }, () =>
+            c.toMain ? receiveTransport(b, c.total, c.chunk) : sendTransport(b, c.total, c.chunk, name),
+          ),
+        );
         timesOf(c.id).transport.push(performance.now() - start);
         start = performance.now();
-        await Promise.all(Array.from({ length: c.streams }, () => raw.send(c.total, c.chunk, c.window)));
+        await Promise.all(
+          Array.from({ length: c.streams }, () =>
+            c.toMain ? raw.receive(c.total, c.chunk, c.window) : raw.send(c.total, c.chunk, c.window),
+          ),
+        );
         timesOf(c.id).raw.push(performance.now() - start);
       },
-      benchOptions,
+      { iterations: iterationsFor(c.total * c.streams), warmupIterations: WARMUP, time: 0, warmupTime: 0 },
     );
   });
 }
@@ -240,12 +308,12 @@ for (const c of cases) {
 afterAll(async () => {
   for (const c of cases) {
     const t = times.get(c.id);
-    if (t === undefined || t.transport.length <= benchOptions.warmupIterations) continue;
+    if (t === undefined || t.transport.length <= WARMUP) continue;
     const bytes = c.total * c.streams;
     const messages = bytes / c.chunk;
     // The first runs are vitest's warmup.
-    const ms = median(t.transport.slice(benchOptions.warmupIterations));
-    const rawMs = median(t.raw.slice(benchOptions.warmupIterations));
+    const ms = median(t.transport.slice(WARMUP));
+    const rawMs = median(t.raw.slice(WARMUP));
     const note = `${c.label}, ${c.streams} stream(s), window ${c.window / KiB} KiB${c.goal?.reference ? `; ${c.goal.reference}` : ''}`;
     record({
       id: `${c.id}.mbps`,
