@@ -10,7 +10,7 @@
 import { mkdir } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
-import { createDemoRepository, createGateway, createGitProcessBackend, listen, RepositoryRoot } from '@gitport/gateway';
+import { createDemoRepository, createGateway, createWorkerPoolBackend, listen, RepositoryRoot } from '@gitport/gateway';
 
 export interface ServeOptions {
   root: string;
@@ -117,7 +117,7 @@ export async function serve(args: readonly string[]): Promise<number> {
     process.stderr.write(`gitport: created ${resolve(root, 'demo.git')}\n`);
   }
 
-  const backend = createGitProcessBackend({ root });
+  const backend = await createWorkerPoolBackend({ root, workers: options.workers });
   const gateway = createGateway({
     backend,
     token: options.token,

@@ -10,9 +10,10 @@
  * may change the repository directly).
  */
 import { spawn } from 'node:child_process';
+import { AdvertisementCache } from './advertisement-cache.js';
 import type { GitBackend, GitService, RpcOptions } from './backend.js';
 import { GatewayError } from './errors.js';
-import { RepositoryRoot, refsFingerprint } from './repository-root.js';
+import { RepositoryRoot } from './repository-root.js';
 import type { RefUpdateEvent } from './sse-hub.js';
 import { ZERO_ID } from './sse-hub.js';
 
@@ -24,19 +25,12 @@ export interface GitProcessBackendOptions {
   git?: string;
 }
 
-interface CachedAdvertisement {
-  bytes: Uint8Array;
-  fingerprint: string;
-  checkedAt: number;
-}
-
 export function createGitProcessBackend(options: GitProcessBackendOptions): GitBackend & { root: RepositoryRoot } {
   const revalidateMs = options.revalidateMs ?? 1000;
   const root = new RepositoryRoot(options.root, revalidateMs);
   const git = options.git ?? 'git';
   const listeners = new Set<(event: RefUpdateEvent) => void>();
-  const cache = new Map<string, CachedAdvertisement>();
-  const revalidating = new Map<string, Promise<Uint8Array>>();
+  const cache = new AdvertisementCache(revalidateMs);
   const pushLocks = new Map<string, Promise<void>>();
   const children = new Set<import('node:child_process').ChildProcess>();
   let closed = false;
@@ -156,9 +150,7 @@ export function createGitProcessBackend(options: GitProcessBackendOptions): GitB
     }
   }
 
-  function dropCache(repo: string): void {
-    for (const key of cache.keys()) if (key.startsWith(`${repo}\0`)) cache.delete(key);
-  }
+  const dropCache = (repo: string) => cache.drop(repo);
 
   return {
     root,
@@ -166,33 +158,23 @@ export function createGitProcessBackend(options: GitProcessBackendOptions): GitB
       return (await root.resolve(repo)) !== undefined;
     },
 
-    async advertise(repo: string, service: GitService, { protocol, signal }: RpcOptions) {
-      const key = `${repo}\0${service}\0${protocol ?? ''}`;
-      const hit = cache.get(key);
-      if (hit !== undefined && Date.now() - hit.checkedAt < revalidateMs) return hit.bytes;
-      // one revalidation at a time per key: a burst of requests shares it
-      let pending = revalidating.get(key);
-      if (pending === undefined) {
-        pending = (async () => {
+    async advertise(repo: string, service: GitService, { protocol }: RpcOptions) {
+      return cache.get(
+        repo,
+        `${service}\0${protocol ?? ''}`,
+        () => dirOf(repo),
+        async () => {
           const dir = await dirOf(repo);
-          const now = Date.now();
-          const fingerprint = await refsFingerprint(dir);
-          const current = cache.get(key);
-          if (current !== undefined && current.fingerprint === fingerprint) {
-            current.checkedAt = now;
-            return current.bytes;
-          }
-          const { output } = run([service.slice(4), '--stateless-rpc', '--advertise-refs', dir], protocol, signal);
+          const { output } = run(
+            [service.slice(4), '--stateless-rpc', '--advertise-refs', dir],
+            protocol,
+            AbortSignal.timeout(60_000),
+          );
           const chunks: Uint8Array[] = [];
           for await (const c of output) chunks.push(c);
-          const bytes = new Uint8Array(Buffer.concat(chunks));
-          if (cache.size > 1000) cache.clear();
-          cache.set(key, { bytes, fingerprint, checkedAt: now });
-          return bytes;
-        })().finally(() => revalidating.delete(key));
-        revalidating.set(key, pending);
-      }
-      return pending;
+          return new Uint8Array(Buffer.concat(chunks));
+        },
+      );
     },
 
     async rpc(repo, service, body, { protocol, signal }) {

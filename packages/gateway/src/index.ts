@@ -1,3 +1,4 @@
+export { AdvertisementCache } from './advertisement-cache.js';
 export type { GitBackend, GitService, RpcOptions } from './backend.js';
 export { createDemoRepository } from './demo-repository.js';
 export { GatewayError, isGatewayError } from './errors.js';
@@ -31,3 +32,9 @@ export {
   type SubscribeOptions,
   ZERO_ID,
 } from './sse-hub.js';
+export {
+  createWorkerPoolBackend,
+  type SpawnWorker,
+  type WorkerPoolBackend,
+  type WorkerPoolOptions,
+} from './worker-pool.js';

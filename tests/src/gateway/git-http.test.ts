@@ -9,11 +9,13 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGitSandbox, type GitSandbox } from '../git.js';
 import { ensureHistory } from '../history.js';
-import { startServer, type TestServer } from './server.js';
+import { backends, startServer, type TestServer } from './server.js';
 
 const TOKEN = 'push-token-123';
 
-describe.each([0, 2])('git over HTTP, protocol.version=%i', (version) => {
+const cases = backends.flatMap((backend) => [0, 2].map((version) => ({ backend, version })));
+
+describe.each(cases)('git over HTTP, $backend backend, protocol.version=$version', ({ backend, version }) => {
   let sandbox: GitSandbox;
   let server: TestServer;
   let pushUrl: (repo: string) => string;
@@ -28,7 +30,7 @@ describe.each([0, 2])('git over HTTP, protocol.version=%i', (version) => {
   beforeAll(async () => {
     sandbox = await createGitSandbox();
     const history = await ensureHistory({ commits: 80, seed: 8, tagEvery: 20, mergeEvery: 25 });
-    server = await startServer({ root: sandbox.path('root'), token: TOKEN });
+    server = await startServer({ root: sandbox.path('root'), token: TOKEN, backend });
     await sandbox.git(['clone', '--bare', '--quiet', history.gitDir, join(server.root, 'hist.git')]);
     // hundreds of refs
     const head = await serverGit('hist', ['rev-parse', 'HEAD']);

@@ -13,14 +13,14 @@ import { createGzip, gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGitSandbox, type GitSandbox } from '../git.js';
-import { rawRequest, startServer, type TestServer, text } from './server.js';
+import { backends, rawRequest, startServer, type TestServer, text } from './server.js';
 import { connectSse } from './sse-client.js';
 
 const TOKEN = 'hostile-token';
 const auth = { authorization: `Bearer ${TOKEN}` };
 const pkt = (line: string) => `${(line.length + 4).toString(16).padStart(4, '0')}${line}`;
 
-describe('hostile input', () => {
+describe.each(backends)('hostile input, %s backend', (backend) => {
   let sandbox: GitSandbox;
   let server: TestServer;
   let head: string;
@@ -35,6 +35,7 @@ describe('hostile input', () => {
     await mkdir(sandbox.path('root'));
     server = await startServer({
       root: sandbox.path('root'),
+      backend,
       token: TOKEN,
       limits: { maxBodyBytes: 8 << 20, maxInflatedBytes: 4 << 20, bodyIdleMs: 400, maxConcurrentRequests: 8 },
       listen: { headersTimeout: 400 },
@@ -103,7 +104,7 @@ describe('hostile input', () => {
       `${pkt('want 0000000000000000000000000000000000000000\n')}0000${pkt('done\n')}`,
       `${pkt(`want ${head} multi_ack_detailed side-band-64k\n`)}00000009done\n`,
       `${pkt(`${head} ${'1'.repeat(40)} refs/heads/main\0report-status\n`)}0000PACKgarbage`,
-      `${pkt(`${head} ${'0'.repeat(40)} refs/heads/main\0report-status\n`)}0000PACK`,
+      `${pkt(`${'1'.repeat(40)} ${'0'.repeat(40)} refs/heads/main\0report-status\n`)}0000PACK`,
       `${pkt(`${head} ${head} ../../x\0report-status\n`)}0000`,
     ];
     for (const body of fixed) {
@@ -113,6 +114,11 @@ describe('hostile input', () => {
           body,
         });
         expect(res.status, `${service} ${JSON.stringify(body)}`).toBeLessThan(500);
+        await settled();
+        expect(
+          await serverGit(['for-each-ref', '--format=%(objectname) %(refname)']),
+          `${service} ${JSON.stringify(body)}`,
+        ).toBe(`${head} refs/heads/main`);
       }
     }
     await fc.assert(

@@ -10,11 +10,11 @@ import http from 'isomorphic-git/http/node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGitSandbox, type GitSandbox } from '../git.js';
 import { ensureHistory } from '../history.js';
-import { startServer, type TestServer } from './server.js';
+import { backends, startServer, type TestServer } from './server.js';
 
 const TOKEN = 'iso-token';
 
-describe('isomorphic-git over HTTP', () => {
+describe.each(backends)('isomorphic-git over HTTP, %s backend', (backend) => {
   let sandbox: GitSandbox;
   let server: TestServer;
   let url: string;
@@ -24,7 +24,7 @@ describe('isomorphic-git over HTTP', () => {
   beforeAll(async () => {
     sandbox = await createGitSandbox();
     const history = await ensureHistory({ commits: 40, seed: 3, tagEvery: 10 });
-    server = await startServer({ root: sandbox.path('root'), token: TOKEN });
+    server = await startServer({ root: sandbox.path('root'), backend, token: TOKEN });
     await sandbox.git(['clone', '--bare', '--quiet', history.gitDir, join(server.root, 'h.git')]);
     url = `${server.url}/h.git`;
   });

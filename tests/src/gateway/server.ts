@@ -8,12 +8,14 @@ import { join } from 'node:path';
 import {
   createGateway,
   createGitProcessBackend,
+  createWorkerPoolBackend,
   type Gateway,
   type GatewayOptions,
   type ListenOptions,
   listen,
   type RunningServer,
 } from '@gitport/gateway';
+import { startTsWorker } from '../ts-worker.js';
 
 export interface TestServer extends AsyncDisposable {
   url: string;
@@ -25,12 +27,26 @@ export interface TestServer extends AsyncDisposable {
   close(): Promise<void>;
 }
 
+export type BackendKind = 'git-process' | 'worker-pool';
+
+/** The backends every integration suite runs against (GITPORT_GATEWAY_BACKEND narrows it). */
+export const backends: BackendKind[] = (process.env.GITPORT_GATEWAY_BACKEND?.split(',') as
+  | BackendKind[]
+  | undefined) ?? ['worker-pool', 'git-process'];
+
 export async function startServer(
-  options: Partial<Omit<GatewayOptions, 'backend'>> & { root?: string; listen?: ListenOptions } = {},
+  options: Partial<Omit<GatewayOptions, 'backend'>> & {
+    root?: string;
+    listen?: ListenOptions;
+    backend?: BackendKind;
+  } = {},
 ): Promise<TestServer> {
   const ownRoot = options.root === undefined;
   const root = options.root ?? (await mkdtemp(join(tmpdir(), 'gitport-gw-')));
-  const backend = createGitProcessBackend({ root, revalidateMs: 0 });
+  const backend =
+    options.backend === 'worker-pool'
+      ? await createWorkerPoolBackend({ root, workers: 2, revalidateMs: 0, spawn: startTsWorker })
+      : createGitProcessBackend({ root, revalidateMs: 0 });
   const gateway = createGateway({ ...options, backend });
   const server = await listen(gateway, { port: 0, host: '127.0.0.1', closeGraceMs: 5_000, ...options.listen });
   const close = async () => {

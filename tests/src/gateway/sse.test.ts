@@ -6,12 +6,12 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGitSandbox, type GitSandbox } from '../git.js';
-import { startServer, type TestServer } from './server.js';
+import { backends, startServer, type TestServer } from './server.js';
 import { connectSse, type SseConnection } from './sse-client.js';
 
 const TOKEN = 'tok';
 
-describe('SSE ref events over HTTP', () => {
+describe.each(backends)('SSE ref events over HTTP, %s backend', (backend) => {
   let sandbox: GitSandbox;
   let server: TestServer;
   let work: string;
@@ -42,7 +42,12 @@ describe('SSE ref events over HTTP', () => {
 
   beforeAll(async () => {
     sandbox = await createGitSandbox();
-    server = await startServer({ root: sandbox.path('root'), token: TOKEN, sse: { replayCap: 5, heartbeatMs: 50 } });
+    server = await startServer({
+      root: sandbox.path('root'),
+      backend,
+      token: TOKEN,
+      sse: { replayCap: 5, heartbeatMs: 50 },
+    });
     for (const name of ['a', 'b']) await sandbox.git(['init', '--quiet', '--bare', join(server.root, `${name}.git`)]);
     work = sandbox.path('work');
     await sandbox.git(['init', '--quiet', work]);

@@ -1,0 +1,329 @@
+/**
+ * A GitBackend over a pool of worker threads (DESIGN.md, "Hosting"): each repository is pinned
+ * to one worker by a hash of its name, so its updates are serialized in one place; each worker
+ * hosts the repositories under the root with the gitport library (worker-entry.ts).
+ *
+ * One transport stream per HTTP request, on the gitport smart-HTTP listener (`gitport.http`):
+ *
+ *   request  = PKT-LINE(json-head) body          json-head = {"method","path","query","headers","repository"}
+ *   response = PKT-LINE(json-head) body          json-head = {"statusCode","statusMessage","headers"}
+ *
+ * The request body streams in with the transport's credit-based flow control, the response
+ * streams out the same way; aborting the request aborts the stream, which the worker sees as a
+ * failed push (no ref moves). Ref updates come back as `ref-update` bus signals; they drop the
+ * repository's cached advertisements, which are also revalidated against the refs on disk.
+ */
+import { Worker, type WorkerOptions } from 'node:worker_threads';
+import { type Bus, createBus } from '@gitport/bus';
+import { type NodeWorkerLike, nodeEndpoint } from '@gitport/bus/node';
+import { encodeData, PacketReader, packetText } from '@gitport/pktline';
+import { open } from '@gitport/transport';
+import { HTTP_STREAM, isRefUpdateEvent, REF_UPDATE_EVENT } from 'gitport';
+import { AdvertisementCache } from './advertisement-cache.js';
+import type { GitBackend, GitService } from './backend.js';
+import { collect } from './body.js';
+import { GatewayError } from './errors.js';
+import { RepositoryRoot } from './repository-root.js';
+import type { RefUpdateEvent } from './sse-hub.js';
+
+export type SpawnWorker = (entry: URL, options: WorkerOptions) => Worker;
+
+export interface WorkerPoolOptions {
+  root: string;
+  /** Worker threads (default 2). */
+  workers?: number;
+  /** Trust cached advertisements and repository lookups this long before checking the disk (ms, default 1000). */
+  revalidateMs?: number;
+  /** Starts one worker; the default runs the built entry, or the TypeScript one through tsx. */
+  spawn?: SpawnWorker;
+  /** Transport receive window per stream. */
+  window?: number;
+}
+
+export interface WorkerPoolBackend extends GitBackend {
+  readonly root: RepositoryRoot;
+  readonly size: number;
+  /** The worker index a repository is pinned to. */
+  workerOf(repo: string): number;
+}
+
+interface Slot {
+  index: number;
+  worker: Worker | undefined;
+  peer: string | undefined;
+  generation: number;
+  starting: Promise<void> | undefined;
+}
+
+const encoder = new TextEncoder();
+
+function defaultSpawn(entry: URL, options: WorkerOptions): Worker {
+  if (!entry.pathname.endsWith('.ts')) return new Worker(entry, options);
+  // running from sources (tests): register tsx's loader inside the worker first
+  const tsx = import.meta.resolve('tsx/esm/api');
+  const bootstrap = `import(${JSON.stringify(tsx)}).then(({ register }) => { register(); return import(${JSON.stringify(entry.href)}); })`;
+  return new Worker(bootstrap, {
+    ...options,
+    eval: true,
+    execArgv: ['--conditions=source', ...(options.execArgv ?? [])],
+  });
+}
+
+/** FNV-1a: a stable, well-spread hash of a repository name. */
+function hashName(name: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < name.length; i++) {
+    h ^= name.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+/** Skips a leading `PKT-LINE("# service=...") flush-pkt` (the gateway adds its own for v0). */
+function stripServiceHeader(bytes: Uint8Array): Uint8Array {
+  if (bytes.byteLength < 8) return bytes;
+  const length = Number.parseInt(new TextDecoder().decode(bytes.subarray(0, 4)), 16);
+  if (!Number.isFinite(length) || length < 4 || length + 4 > bytes.byteLength) return bytes;
+  const text = new TextDecoder().decode(bytes.subarray(4, length));
+  if (!text.startsWith('# service=')) return bytes;
+  const flush = new TextDecoder().decode(bytes.subarray(length, length + 4));
+  return flush === '0000' ? bytes.subarray(length + 4) : bytes.subarray(length);
+}
+
+export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promise<WorkerPoolBackend> {
+  const count = Math.max(1, options.workers ?? 2);
+  const revalidateMs = options.revalidateMs ?? 1000;
+  const root = new RepositoryRoot(options.root, revalidateMs);
+  const cache = new AdvertisementCache(revalidateMs);
+  const spawn = options.spawn ?? defaultSpawn;
+  const entry = new URL(import.meta.url.endsWith('.ts') ? './worker-entry.ts' : './worker-entry.js', import.meta.url);
+  const bus: Bus = createBus({ id: `gateway-${process.pid}`, maxPendingRequests: 100_000 });
+  const listeners = new Set<(event: RefUpdateEvent) => void>();
+  const slots: Slot[] = Array.from({ length: count }, (_, index) => ({
+    index,
+    worker: undefined,
+    peer: undefined,
+    generation: 0,
+    starting: undefined,
+  }));
+  const inFlight = new Set<Promise<unknown>>();
+  let closed = false;
+
+  const start = (slot: Slot): Promise<void> => {
+    slot.starting ??= (async () => {
+      const id = `gateway-worker-${slot.index}-${slot.generation++}`;
+      const worker = spawn(entry, { workerData: { id, root: options.root } });
+      slot.worker = worker;
+      worker.on('error', (error) => console.error(`gitport: worker ${id} failed`, error));
+      worker.once('exit', () => {
+        if (slot.worker !== worker) return;
+        const wasUp = slot.peer !== undefined;
+        slot.worker = undefined;
+        slot.peer = undefined;
+        // a worker that crashed after starting is replaced; requests pinned to it wait for the new one
+        if (!closed && wasUp)
+          void start(slot).catch((error) => console.error('gitport: restarting a worker failed', error));
+      });
+      const peer = await bus.connect(nodeEndpoint(worker as unknown as NodeWorkerLike), { timeout: 60_000 });
+      slot.peer = peer.id;
+    })().finally(() => {
+      slot.starting = undefined;
+    });
+    return slot.starting;
+  };
+
+  await Promise.all(slots.map(start));
+
+  bus.on(REF_UPDATE_EVENT, (payload) => {
+    if (!isRefUpdateEvent(payload)) return;
+    cache.drop(payload.repo);
+    const event: RefUpdateEvent = { repo: payload.repo, ref: payload.ref, old: payload.old, new: payload.new };
+    for (const listener of listeners) {
+      try {
+        listener(event);
+      } catch (error) {
+        console.error('gitport: ref-update listener failed', error);
+      }
+    }
+  });
+
+  const workerOf = (repo: string) => hashName(repo) % count;
+
+  const peerFor = async (repo: string): Promise<string> => {
+    const slot = slots[workerOf(repo)]!;
+    if (slot.peer === undefined) await (slot.starting ?? start(slot));
+    if (slot.peer === undefined)
+      throw new GatewayError('GATEWAY_BACKEND_FAILED', 'worker unavailable', { status: 503 });
+    return slot.peer;
+  };
+
+  async function call(
+    repo: string,
+    head: { method: string; path: string; query: string; headers: Record<string, string> },
+    body: AsyncIterable<Uint8Array> | undefined,
+    signal: AbortSignal,
+  ): Promise<{ status: number; body: AsyncIterable<Uint8Array> }> {
+    const peer = await peerFor(repo);
+    const stream = await open(bus, peer, HTTP_STREAM, {
+      signal,
+      ...(options.window !== undefined ? { window: options.window } : {}),
+    });
+    const onAbort = () => stream.abort(new GatewayError('GATEWAY_ABORTED', 'request aborted', { status: 499 }));
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+    const cleanup = () => signal.removeEventListener('abort', onAbort);
+    try {
+      await stream.write(encodeData(encoder.encode(JSON.stringify({ ...head, repository: repo }))));
+      void (async () => {
+        try {
+          if (body !== undefined) for await (const chunk of body) await stream.write(chunk);
+          await stream.end();
+        } catch (error) {
+          // the request body failed (too large, idle, client gone): the worker must not complete the push
+          stream.abort(error);
+        }
+      })();
+      const reader = new PacketReader(stream, { signal });
+      const first = await reader.read();
+      const text = first === undefined ? undefined : packetText(first);
+      let status = 0;
+      try {
+        status = Number((JSON.parse(text ?? 'null') as { statusCode?: unknown } | null)?.statusCode);
+      } catch {
+        status = 0;
+      }
+      if (!Number.isInteger(status) || status < 100) {
+        throw new GatewayError('GATEWAY_BACKEND_FAILED', 'the worker sent no response head', { status: 502 });
+      }
+      const rest = reader.rest();
+      async function* chunks(): AsyncGenerator<Uint8Array> {
+        let complete = false;
+        try {
+          yield* rest;
+          complete = true;
+        } finally {
+          cleanup();
+          if (!complete) stream.abort(new GatewayError('GATEWAY_ABORTED', 'response not delivered', { status: 499 }));
+        }
+      }
+      return { status, body: chunks() };
+    } catch (error) {
+      cleanup();
+      stream.abort(error);
+      if (
+        typeof (error as { code?: unknown }).code === 'string' &&
+        String((error as { code: string }).code).startsWith('GATEWAY_')
+      ) {
+        throw error;
+      }
+      throw new GatewayError('GATEWAY_BACKEND_FAILED', 'the worker failed the request', { status: 502, cause: error });
+    }
+  }
+
+  const failure = async (status: number, body: AsyncIterable<Uint8Array>): Promise<never> => {
+    const message = new TextDecoder()
+      .decode(await collect(body))
+      .trim()
+      .slice(0, 500);
+    throw new GatewayError(
+      status === 404 ? 'GATEWAY_NOT_FOUND' : 'GATEWAY_BACKEND_FAILED',
+      message || `status ${status}`,
+      {
+        status: status >= 400 && status < 600 ? status : 502,
+      },
+    );
+  };
+
+  const track = <T>(promise: Promise<T>): Promise<T> => {
+    inFlight.add(promise);
+    void promise.finally(() => inFlight.delete(promise)).catch(() => {});
+    return promise;
+  };
+
+  return {
+    root,
+    size: count,
+    workerOf,
+
+    async exists(repo) {
+      return (await root.resolve(repo)) !== undefined;
+    },
+
+    advertise(repo: string, service: GitService, { protocol }) {
+      return cache.get(
+        repo,
+        `${service}\0${protocol ?? ''}`,
+        async () => {
+          const dir = await root.resolve(repo);
+          if (dir === undefined) throw new GatewayError('GATEWAY_NOT_FOUND', 'repository not found', { status: 404 });
+          return dir;
+        },
+        async () => {
+          const reply = await call(
+            repo,
+            {
+              method: 'GET',
+              path: 'info/refs',
+              query: `service=${service}`,
+              headers: protocol === null ? {} : { 'git-protocol': protocol },
+            },
+            undefined,
+            AbortSignal.timeout(60_000),
+          );
+          if (reply.status !== 200) return failure(reply.status, reply.body);
+          return stripServiceHeader(await collect(reply.body));
+        },
+      );
+    },
+
+    async rpc(repo, service, body, { protocol, signal }) {
+      if (closed) throw new GatewayError('GATEWAY_CLOSED', 'shutting down', { status: 503 });
+      let finish!: () => void;
+      track(new Promise<void>((resolve) => (finish = resolve)));
+      try {
+        const reply = await call(
+          repo,
+          {
+            method: 'POST',
+            path: service,
+            query: '',
+            headers: {
+              'content-type': `application/x-${service}-request`,
+              ...(protocol === null ? {} : { 'git-protocol': protocol }),
+            },
+          },
+          body,
+          signal,
+        );
+        if (reply.status !== 200) return await failure(reply.status, reply.body);
+        const output = reply.body;
+        return (async function* () {
+          try {
+            yield* output;
+          } finally {
+            finish();
+          }
+        })();
+      } catch (error) {
+        finish();
+        throw error;
+      }
+    },
+
+    onRefUpdate(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+
+    healthy: () => !closed && slots.every((s) => s.peer !== undefined),
+
+    async close() {
+      if (closed) return;
+      closed = true;
+      // requests in flight (pushes) finish first
+      await Promise.allSettled([...inFlight]);
+      bus.close();
+      await Promise.all(slots.map((s) => s.worker?.terminate()));
+    },
+  };
+}
