@@ -4,6 +4,7 @@
  * bounded to one chunk), `end`/`fail` finish it, and a consumer that stops early (`return`)
  * makes further writes reject with `PROTOCOL_ABORTED`.
  */
+import type { Connection } from './connection.js';
 import { ProtocolError } from './errors.js';
 
 export class ByteChannel implements AsyncIterable<Uint8Array> {
@@ -78,4 +79,17 @@ export class ByteChannel implements AsyncIterable<Uint8Array> {
       },
     };
   }
+}
+
+/**
+ * Two connected in-memory Connections (what one writes, the other reads), for hosting a server
+ * and a client in one context, and for tests.
+ */
+export function connectionPair(): [Connection, Connection] {
+  const aToB = new ByteChannel();
+  const bToA = new ByteChannel();
+  return [
+    { input: bToA, write: (bytes) => aToB.write(bytes), end: () => aToB.end() },
+    { input: aToB, write: (bytes) => bToA.write(bytes), end: () => bToA.end() },
+  ];
 }

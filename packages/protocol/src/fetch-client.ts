@@ -71,7 +71,8 @@ export interface FetchResult {
   wants: ObjectId[];
   /** Local ref updates (rejected ones say why). */
   updates: RefUpdateResult[];
-  pack?: { hash: string; objects: number };
+  /** The received pack: its checksum, objects (thin bases appended locally included) and bytes. */
+  pack?: { hash: string; objects: number; bytes: number };
   /** The local shallow list after this fetch (store it as `.git/shallow`). */
   shallow: ObjectId[];
   /** Negotiation figures: requests sent and haves offered. */
@@ -362,7 +363,7 @@ class FetchExchange {
     return lines;
   }
 
-  async run(): Promise<{ pack?: { hash: string; objects: number }; shallow: Set<ObjectId> }> {
+  async run(): Promise<{ pack?: { hash: string; objects: number; bytes: number }; shallow: Set<ObjectId> }> {
     const { signal } = this.options;
     for (const ref of this.refs) {
       if (ref.name === 'HEAD') continue;
@@ -539,7 +540,7 @@ class FetchExchange {
     }
   }
 
-  async #receivePack(reader: PacketReader): Promise<{ pack: { hash: string; objects: number } }> {
+  async #receivePack(reader: PacketReader): Promise<{ pack: { hash: string; objects: number; bytes: number } }> {
     const { signal, onProgress } = this.options;
     let sideband: boolean;
     if (this.#v2) {
@@ -561,11 +562,18 @@ class FetchExchange {
     const stream = sideband
       ? demuxSideband(reader, { ...(onProgress ? { onProgress } : {}), ...(signal ? { signal } : {}) })
       : reader.rest();
-    const imported = await importPack(this.local.objects, stream, {
+    let bytes = 0;
+    const counted = (async function* () {
+      for await (const chunk of stream) {
+        bytes += chunk.length;
+        yield chunk;
+      }
+    })();
+    const imported = await importPack(this.local.objects, counted, {
       fixThin: true,
       ...(this.options.limits ? { limits: this.options.limits } : {}),
       ...(signal ? { signal } : {}),
     });
-    return { pack: { hash: imported.hash, objects: imported.objects.length } };
+    return { pack: { hash: imported.hash, objects: imported.objects.length, bytes } };
   }
 }

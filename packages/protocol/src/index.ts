@@ -24,7 +24,7 @@ export {
   uploadPackCapabilities,
   v2Capabilities,
 } from './capabilities.js';
-export { ByteChannel } from './channel.js';
+export { ByteChannel, connectionPair } from './channel.js';
 export { CommitGraph, type CommitNode, commitsToSend, computeShallow, type ShallowRequest } from './commit-graph.js';
 export type { Connection, Repository } from './connection.js';
 export { hasCode, ProtocolError } from './errors.js';

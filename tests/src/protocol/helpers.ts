@@ -337,3 +337,26 @@ export async function addCommits(sandbox: GitSandbox, work: string, count: numbe
     await sandbox.git(['commit', '-q', '-m', `${tag} ${i}`], { cwd: work });
   }
 }
+
+/** An in-process HttpFetch that answers with gitport's smart-HTTP handlers (stateless rounds, no sockets). */
+export function localHttp(repo: Repository, log: string[] = []): HttpFetch {
+  return async (request) => {
+    const url = new URL(request.url);
+    const protocol = protocolFromHeader(request.headers['Git-Protocol'] ?? request.headers['git-protocol']);
+    log.push(`${request.method} ${url.pathname}`);
+    if (request.method === 'GET') {
+      const service = url.searchParams.get('service');
+      if (!isGitService(service)) return { status: 403, headers: {}, body: chunks(new Uint8Array(0)) };
+      const reply = await advertiseRefsHttp(repo, service, { protocol });
+      return { status: reply.status, headers: reply.headers, body: chunks(reply.body) };
+    }
+    const body =
+      request.body instanceof Uint8Array ? chunks(request.body) : (request.body ?? chunks(new Uint8Array(0)));
+    if (url.pathname.endsWith('/git-upload-pack')) {
+      const handled = handleUploadPackHttp(repo, body, { protocol });
+      return { status: 200, headers: rpcResultHeaders('git-upload-pack'), body: handled.body };
+    }
+    const handled = handleReceivePackHttp(repo, body);
+    return { status: 200, headers: rpcResultHeaders('git-receive-pack'), body: handled.body };
+  };
+}
