@@ -28,6 +28,8 @@ import type { ObjectStore, PackFile, RawEntry } from './store.js';
 
 export interface FileHandleLike {
   read(buffer: Uint8Array, offset: number, length: number, position: number): Promise<{ bytesRead: number } | number>;
+  /** Sequential writes (Node's FileHandle), used to write packs without joining their chunks. */
+  write?(buffer: Uint8Array, offset: number, length: number): Promise<{ bytesWritten: number } | number>;
   close(): Promise<void>;
 }
 
@@ -451,13 +453,35 @@ export class FsObjectStore implements ObjectStore {
 
   async #atomicWrite(path: string, data: Uint8Array | readonly Uint8Array[], dir: string): Promise<void> {
     const tmp = `${dir}/tmp_obj_${Date.now().toString(36)}_${(tmpCounter++).toString(36)}`;
-    const bytes = data instanceof Uint8Array ? data : concat(data);
     try {
-      await this.#fs.writeFile(tmp, bytes);
+      if (data instanceof Uint8Array || !(await this.#writeChunks(tmp, data))) {
+        await this.#fs.writeFile(tmp, data instanceof Uint8Array ? data : concat(data));
+      }
       await this.#fs.rename(tmp, path);
     } catch (error) {
       await this.#fs.unlink(tmp).catch(() => undefined);
       throw new PackError('STORE_IO', `cannot write ${path}`, { cause: error });
+    }
+  }
+
+  /** Writes chunks one by one through a file handle when the fs has one; false otherwise. */
+  async #writeChunks(path: string, chunks: readonly Uint8Array[]): Promise<boolean> {
+    if (!this.#fs.open) return false;
+    const handle = await this.#fs.open(path, 'w');
+    try {
+      if (!handle.write) return false;
+      for (const c of chunks) {
+        let done = 0;
+        while (done < c.length) {
+          const r = await handle.write(c, done, c.length - done);
+          const n = typeof r === 'number' ? r : r.bytesWritten;
+          if (n <= 0) throw new PackError('STORE_IO', `short write to ${path}`);
+          done += n;
+        }
+      }
+      return true;
+    } finally {
+      await handle.close();
     }
   }
 
