@@ -1,0 +1,120 @@
+import { MessageChannel } from 'node:worker_threads';
+import { createBus } from '@gitport/bus';
+import { type NodeMessagePortLike, nodeEndpoint } from '@gitport/bus/node';
+import { encodeData, encodeText, PacketReader, packetText } from '@gitport/pktline';
+import { open } from '@gitport/transport';
+import { describe, expect, it } from 'vitest';
+import { encodeGitRequest, GIT_STREAM, host, parseGitRequest } from './host.js';
+import { HTTP_STREAM } from './http-plugin.js';
+import { MemoryFs } from './memory-fs.js';
+import { FsRepositoryRegistry } from './registry.js';
+
+const decoder = new TextDecoder();
+
+describe('the git request line', () => {
+  it('round-trips service, repository and extra parameters', () => {
+    for (const request of [
+      { service: 'git-upload-pack' as const, repository: 'notes', parameters: ['version=2'] },
+      { service: 'git-receive-pack' as const, repository: 'a.b-c', parameters: [] },
+    ]) {
+      const reader = encodeGitRequest(request);
+      const line = decoder.decode(reader.subarray(4));
+      expect(parseGitRequest(line)).toEqual(request);
+    }
+    // git daemon's own shape parses too.
+    expect(parseGitRequest('git-upload-pack /project.git\0host=myserver.com\0\0version=2\0')).toEqual({
+      service: 'git-upload-pack',
+      repository: 'project',
+      parameters: ['version=2'],
+    });
+  });
+
+  it('refuses other services and paths with a typed error', () => {
+    for (const line of ['git-upload-archive /x.git\0', 'git-upload-pack x.git\0', 'rm -rf /', '']) {
+      expect(() => parseGitRequest(line)).toThrow(expect.objectContaining({ code: 'HTTP_BAD_REQUEST' }));
+    }
+  });
+});
+
+describe('a host facing bad input', () => {
+  const setup = async () => {
+    const channel = new MessageChannel();
+    const server = createBus({ id: 'server' });
+    const client = createBus({ id: 'client' });
+    await Promise.all([
+      server.connect(nodeEndpoint(channel.port1 as unknown as NodeMessagePortLike)),
+      client.connect(nodeEndpoint(channel.port2 as unknown as NodeMessagePortLike)),
+    ]);
+    const errors: string[] = [];
+    let notify = () => {};
+    const served = host(server, new FsRepositoryRegistry(new MemoryFs(), '/r'), {
+      onError: (error) => {
+        errors.push((error as { code?: string }).code ?? 'none');
+        notify();
+      },
+    });
+    const nextError = () =>
+      errors.length > 0
+        ? Promise.resolve(errors.shift())
+        : new Promise<string | undefined>((resolve) => {
+            notify = () => resolve(errors.shift());
+          });
+    return {
+      client,
+      nextError,
+      close() {
+        served.close();
+        server.close();
+        client.close();
+        channel.port1.close();
+        channel.port2.close();
+      },
+    };
+  };
+
+  it('fails a stream whose first line is not a git request, and keeps serving', async () => {
+    const t = await setup();
+    try {
+      const stream = await open(t.client, 'server', GIT_STREAM);
+      await stream.write(encodeText('GET / HTTP/1.1'));
+      await expect(stream.closed).rejects.toMatchObject({ code: 'TRANSPORT_ABORTED' });
+      expect(await t.nextError()).toBe('HTTP_BAD_REQUEST');
+
+      const missing = await open(t.client, 'server', GIT_STREAM);
+      await missing.write(encodeGitRequest({ service: 'git-upload-pack', repository: 'none', parameters: [] }));
+      await missing.end();
+      const reader = new PacketReader(missing);
+      await expect(reader.read()).rejects.toMatchObject({ code: 'PKTLINE_REMOTE_ERROR' });
+    } finally {
+      t.close();
+    }
+  });
+
+  it('answers a malformed or oversized HTTP head with a failed stream and a typed error', async () => {
+    const t = await setup();
+    try {
+      const bad = await open(t.client, 'server', HTTP_STREAM);
+      await bad.write(encodeData('{not json'));
+      await bad.end();
+      await expect(bad.closed).rejects.toMatchObject({ code: 'TRANSPORT_ABORTED' });
+      expect(await t.nextError()).toBe('HTTP_BAD_REQUEST');
+
+      const huge = await open(t.client, 'server', HTTP_STREAM);
+      await huge.write(encodeData(JSON.stringify({ method: 'GET', pad: 'x'.repeat(20_000) })));
+      await huge.end();
+      await expect(huge.closed).rejects.toMatchObject({ code: 'TRANSPORT_ABORTED' });
+      expect(await t.nextError()).toBe('HTTP_BAD_REQUEST');
+
+      const notFound = await open(t.client, 'server', HTTP_STREAM);
+      await notFound.write(
+        encodeData(JSON.stringify({ method: 'GET', repository: 'none', path: 'info/refs', query: '', headers: {} })),
+      );
+      await notFound.end();
+      const reader = new PacketReader(notFound);
+      const head = await reader.read();
+      expect(JSON.parse(packetText(head!)!)).toMatchObject({ statusCode: 404 });
+    } finally {
+      t.close();
+    }
+  });
+});

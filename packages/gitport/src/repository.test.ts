@@ -1,0 +1,118 @@
+import * as nodeFsModule from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import git from 'isomorphic-git';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createGitSandbox, type GitSandbox } from '../../../tests/src/git.js';
+import { nodeFs } from './fs.node.js';
+import { MemoryFs } from './memory-fs.js';
+import { FsRepositoryRegistry, isValidRepositoryName } from './registry.js';
+import { initRepository, openRepository } from './repository.js';
+
+const encoder = new TextEncoder();
+const person = 'gitport <gitport@gitport.invalid> 1700000000 +0000';
+
+describe('repositories in git layout', () => {
+  let sandbox: GitSandbox;
+  beforeEach(async () => {
+    sandbox = await createGitSandbox('gitport-repo-');
+  });
+  afterEach(() => sandbox.cleanup());
+
+  it('init writes a bare repository real git accepts; objects and refs written through it pass git fsck and git log', async () => {
+    const dir = sandbox.path('made.git');
+    const repo = await initRepository(nodeFs(), dir, { defaultBranch: 'trunk' });
+    expect(repo.bare).toBe(true);
+    expect(await sandbox.git(['rev-parse', '--is-bare-repository'], { cwd: dir })).toBe('true');
+    expect(await sandbox.git(['symbolic-ref', 'HEAD'], { cwd: dir })).toBe('refs/heads/trunk');
+
+    const blob = await repo.objects.write('blob', encoder.encode('hello\n'));
+    const mode = encoder.encode('100644 hello.txt\0');
+    const raw = Uint8Array.from(blob.match(/../g)!.map((h) => Number.parseInt(h, 16)));
+    const treeBytes = new Uint8Array(mode.length + 20);
+    treeBytes.set(mode);
+    treeBytes.set(raw, mode.length);
+    const tree = await repo.objects.write('tree', treeBytes);
+    const commit = await repo.objects.write(
+      'commit',
+      encoder.encode(`tree ${tree}\nauthor ${person}\ncommitter ${person}\n\nfirst\n`),
+    );
+    const [result] = await repo.refs.update([{ name: 'refs/heads/trunk', old: null, new: commit }]);
+    expect(result?.status).toBe('ok');
+
+    await sandbox.git(['fsck', '--full', '--strict'], { cwd: dir });
+    expect(await sandbox.git(['log', '--format=%H %s'], { cwd: dir })).toBe(`${commit} first`);
+    expect(await sandbox.git(['show', 'trunk:hello.txt'], { cwd: dir })).toBe('hello');
+    // isomorphic-git reads it too.
+    expect((await git.log({ fs: nodeFsModule, gitdir: dir })).map((e) => e.oid)).toEqual([commit]);
+  });
+
+  it('init of a working tree keeps the repository in .git; opening finds it from either path', async () => {
+    const dir = sandbox.path('work');
+    const repo = await initRepository(nodeFs(), dir, { bare: false });
+    expect(repo.gitDir).toBe(`${dir}/.git`);
+    expect(await sandbox.git(['rev-parse', '--is-bare-repository'], { cwd: dir })).toBe('false');
+    await writeFile(`${dir}/a.txt`, 'a\n');
+    await sandbox.git(['add', 'a.txt'], { cwd: dir });
+    await sandbox.git(['commit', '-qm', 'by git'], { cwd: dir });
+    const head = await sandbox.git(['rev-parse', 'HEAD'], { cwd: dir });
+    for (const path of [dir, `${dir}/.git`]) {
+      const opened = await openRepository(nodeFs(), path);
+      expect(opened.bare).toBe(false);
+      expect(await opened.refs.resolve('HEAD')).toBe(head);
+      expect((await opened.objects.read(head))?.type).toBe('commit');
+    }
+    await expect(initRepository(nodeFs(), dir, { bare: false })).rejects.toMatchObject({ code: 'REPO_EXISTS' });
+    await expect(openRepository(nodeFs(), sandbox.path('nothing'))).rejects.toMatchObject({ code: 'REPO_NOT_FOUND' });
+  });
+
+  it('sees objects and packs that real git adds after the repository was opened', async () => {
+    const dir = sandbox.path('shared.git');
+    await sandbox.git(['init', '-q', '--bare', dir]);
+    const repo = await openRepository(nodeFs(), dir);
+    const work = sandbox.path('w');
+    await sandbox.git(['clone', '-q', dir, work]);
+    await writeFile(`${work}/f.txt`, 'x\n');
+    await sandbox.git(['add', '.'], { cwd: work });
+    await sandbox.git(['commit', '-qm', 'one'], { cwd: work });
+    await sandbox.git(['push', '-q', 'origin', 'HEAD:main'], { cwd: work });
+    const head = await sandbox.git(['rev-parse', 'HEAD'], { cwd: work });
+    expect(await repo.refs.resolve('HEAD')).toBe(head);
+    expect(await repo.objects.has(head)).toBe(true);
+    await sandbox.git(['repack', '-adq'], { cwd: dir });
+    await sandbox.git(['pack-refs', '--all'], { cwd: dir });
+    expect(await repo.refs.resolve('HEAD')).toBe(head);
+    expect((await repo.objects.read(head))?.type).toBe('commit');
+  });
+});
+
+describe('FsRepositoryRegistry', () => {
+  it('creates, lists, opens and deletes bare repositories by name, refusing bad names', async () => {
+    const registry = new FsRepositoryRegistry(new MemoryFs(), '/srv');
+    expect(await registry.list()).toEqual([]);
+    await registry.create('b');
+    await registry.create('a.b_c-d');
+    expect(await registry.list()).toEqual(['a.b_c-d', 'b']);
+    await expect(registry.create('b')).rejects.toMatchObject({ code: 'REPO_EXISTS' });
+    for (const bad of ['', '../x', 'x.git', '.hidden', 'a/b', 'x.lock', 'a..b']) {
+      expect(isValidRepositoryName(bad)).toBe(false);
+      await expect(registry.create(bad)).rejects.toMatchObject({ code: 'REPO_INVALID_NAME' });
+      expect(await registry.open(bad)).toBeUndefined();
+    }
+    const repo = await registry.open('b');
+    expect(await repo?.refs.read('HEAD')).toEqual({ kind: 'symbolic', target: 'refs/heads/main' });
+    expect(await registry.open('missing')).toBeUndefined();
+    expect(await registry.delete('b')).toBe(true);
+    expect(await registry.delete('b')).toBe(false);
+    expect(await registry.open('b')).toBeUndefined();
+    expect(await registry.list()).toEqual(['a.b_c-d']);
+  });
+
+  it('of many concurrent creations of one name exactly one succeeds', async () => {
+    const registry = new FsRepositoryRegistry(new MemoryFs(), '/srv');
+    const outcomes = await Promise.allSettled(Array.from({ length: 5 }, () => registry.create('race')));
+    expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(1);
+    expect(
+      outcomes.filter((o) => o.status === 'rejected').map((o) => (o as PromiseRejectedResult).reason.code),
+    ).toEqual(Array(4).fill('REPO_EXISTS'));
+  });
+});
