@@ -11,7 +11,8 @@
  *
  * The pack: the reference report's corpus, 20 commits of 50 KB random blobs (~1 MB), made by
  * gitport's createPack and checked by git (index-pack must accept it). Every import is checked
- * for the full object count. Each figure is the median of 15 runs, each started after gc().
+ * for the full object count. Each figure is the median of 15 runs, single and batch runs
+ * interleaved, each started after gc().
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -140,26 +141,32 @@ const workers = Array.from({ length: WORKERS }, () => new ImportWorker());
 
 const gc = (globalThis as { gc?: () => void }).gc;
 const figures = new Map<string, number>();
-/** Median wall time of RUNS runs after a warm-up, each started on a collected heap. */
-const measure = async (name: string, fn: () => Promise<unknown>) => {
-  await fn();
-  const times: number[] = [];
+/**
+ * Median wall times of one run and of the 10-at-once batch, RUNS of each after a warm-up,
+ * interleaved (so both see the same JIT state and machine load), each started after gc().
+ */
+const measure = async (name: string, once: () => Promise<unknown>, batch: () => Promise<unknown>) => {
+  await once();
+  await batch();
+  const times: [number[], number[]] = [[], []];
   for (let i = 0; i < RUNS; i++) {
-    gc?.();
-    const start = performance.now();
-    await fn();
-    times.push(performance.now() - start);
+    for (const [k, fn] of [once, batch].entries()) {
+      gc?.();
+      const start = performance.now();
+      await fn();
+      times[k as 0 | 1].push(performance.now() - start);
+    }
   }
-  times.sort((a, b) => a - b);
-  figures.set(name, times[Math.floor(times.length / 2)]!);
+  const median = (list: number[]) => list.sort((a, b) => a - b)[Math.floor(list.length / 2)]!;
+  figures.set(`${name}:1`, median(times[0]));
+  figures.set(`${name}:10`, median(times[1]));
 };
 
 describe(`pack import concurrency: ${CONCURRENT} imports of a ${(pack.byteLength / 1e6).toFixed(2)} MB pack`, () => {
   bench(
     'gitport, one thread',
     async () => {
-      await measure('one:1', importOnce);
-      await measure('one:10', () => Promise.all(Array.from({ length: CONCURRENT }, importOnce)));
+      await measure('one', importOnce, () => Promise.all(Array.from({ length: CONCURRENT }, importOnce)));
     },
     { iterations: 1, warmupIterations: 0, time: 0, warmupTime: 0 },
   );
@@ -167,11 +174,11 @@ describe(`pack import concurrency: ${CONCURRENT} imports of a ${(pack.byteLength
   bench(
     `gitport, ${WORKERS} worker threads`,
     async () => {
-      await measure('workers:1', () => workers[0]!.run(1));
-      await measure('workers:10', () =>
-        Promise.all(
-          workers.map((w, i) => w.run(Math.floor(CONCURRENT / WORKERS) + (i < CONCURRENT % WORKERS ? 1 : 0))),
-        ),
+      const share = (i: number) => Math.floor(CONCURRENT / WORKERS) + (i < CONCURRENT % WORKERS ? 1 : 0);
+      await measure(
+        'workers',
+        () => workers[0]!.run(1),
+        () => Promise.all(workers.map((w, i) => w.run(share(i)))),
       );
     },
     { iterations: 1, warmupIterations: 0, time: 0, warmupTime: 0 },
@@ -180,8 +187,7 @@ describe(`pack import concurrency: ${CONCURRENT} imports of a ${(pack.byteLength
   bench(
     'git index-pack processes',
     async () => {
-      await measure('git:1', gitIndexPack);
-      await measure('git:10', () => Promise.all(Array.from({ length: CONCURRENT }, gitIndexPack)));
+      await measure('git', gitIndexPack, () => Promise.all(Array.from({ length: CONCURRENT }, gitIndexPack)));
     },
     { iterations: 1, warmupIterations: 0, time: 0, warmupTime: 0 },
   );
