@@ -277,6 +277,13 @@ export function renderMarkdown({ rows, files, quick, generated, problems, totalS
     '',
   );
   if (quick) out.push('> Quick smoke run (`GITPORT_BENCH_QUICK=1`): tiny sizes, figures are not meaningful.', '');
+  const compared = rows.map(advantage).filter((a) => a !== null);
+  const judged = rows.map(goalStatus).filter((g) => g !== undefined);
+  out.push(
+    `${rows.length} figures; ${compared.length} beside a peer: gitport ahead in ${compared.filter((a) => a > 1).length}, ` +
+      `behind in ${compared.filter((a) => a < 1).length}; goals met: ${judged.filter((g) => g === 'met').length} of ${judged.length}.`,
+    '',
+  );
   out.push('![ratios](chart.svg)', '');
   out.push('| id | gitport | unit | peer | peer figure | ratio | better | advantage | goal | note |');
   out.push('| --- | ---: | --- | --- | ---: | ---: | --- | ---: | --- | --- |');

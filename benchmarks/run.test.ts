@@ -66,6 +66,7 @@ describe('benchmarks/run.mjs', () => {
       '| `pktline.fixture.mbps` | 300.0 | MB/s | peer \\| x | 100.0 | 3.00 | higher | 3.00× | ≥ 1000 (fixture): not met |',
     );
     expect(md).toContain('| `pktline.fixture.ms` | 2.00 | ms | peer | 8.00 | 0.250 | lower | 4.00× |');
+    expect(md).toContain('2 figures; 2 beside a peer: gitport ahead in 2, behind in 0; goals met: 0 of 1.');
     expect(md).toContain('## Failures');
     expect(md).toContain('fixture: broken bench');
     expect(md).toContain('fixture: cannot load');
