@@ -36,9 +36,14 @@ import { encodeGitRequest, GIT_STREAM, type GitService } from './host.js';
 import { type GitRepository, type InitOptions, initRepository } from './repository.js';
 
 export interface ProgressEvent {
-  /** `remote`: a line of the remote's progress output; the others are this side's phases. */
-  phase: 'connect' | 'remote' | 'refs' | 'checkout' | 'done';
+  /**
+   * `remote`: a line of the remote's progress output (side-band 2); `transfer`: bytes received
+   * from the host so far (`loaded`); the others are this side's phases.
+   */
+  phase: 'connect' | 'transfer' | 'remote' | 'checkout' | 'done';
   message: string;
+  /** Bytes received so far (`transfer`). */
+  loaded?: number;
 }
 
 export interface OperationOptions {
@@ -92,8 +97,11 @@ export function remote(bus: Bus, peer: string, name: string, remoteOptions: Remo
     try {
       const v2 = service === 'git-upload-pack' && options.protocolV2 !== false;
       await stream.write(encodeGitRequest({ service, repository: name, parameters: v2 ? ['version=2'] : [] }));
+      const onProgress = options.onProgress;
       const connection = {
-        input: stream,
+        input: onProgress
+          ? counted(stream, (loaded) => onProgress({ phase: 'transfer', message: `${loaded} bytes received`, loaded }))
+          : stream,
         write: (bytes: Uint8Array) => stream.write(bytes),
         end: () => stream.end(),
       };
@@ -167,6 +175,19 @@ export function remote(bus: Bus, peer: string, name: string, remoteOptions: Remo
       );
     },
   };
+}
+
+/** The stream's chunks, reporting the running byte count after each. */
+async function* counted(
+  source: AsyncIterable<Uint8Array>,
+  report: (loaded: number) => void,
+): AsyncIterable<Uint8Array> {
+  let loaded = 0;
+  for await (const chunk of source) {
+    loaded += chunk.byteLength;
+    report(loaded);
+    yield chunk;
+  }
 }
 
 /** Checks out HEAD into the working tree with isomorphic-git (loaded only for non-bare clones). */

@@ -4,7 +4,7 @@
  */
 
 import * as nodeFsModule from 'node:fs';
-import { cp, readFile, writeFile } from 'node:fs/promises';
+import { cp, readFile, stat, writeFile } from 'node:fs/promises';
 import { FsRepositoryRegistry, host, openRepository, REF_UPDATE_EVENT, remote } from 'gitport';
 import { nodeFs } from 'gitport/node';
 import git from 'isomorphic-git';
@@ -105,6 +105,33 @@ describe('host and remote over a bus', () => {
       expect(fetched.updates.every((u) => u.status === 'ok')).toBe(true);
       expect(await mirror.refs.resolve('refs/remotes/origin/main')).toBe(commit);
       expect(await readFile(`${dir}/pushed.txt`, 'utf8')).toBe('from the client\n');
+    } finally {
+      served.close();
+    }
+  });
+
+  it('an aborted clone rejects with ABORTED, leaves no directory behind, and the host carries on', async () => {
+    const served = host(buses.left, new FsRepositoryRegistry(nodeFs(), sandbox.path('root')));
+    try {
+      const origin = remote(buses.right, 'host', 'demo');
+      const controller = new AbortController();
+      const dir = sandbox.path('aborted.git');
+      const cloning = origin.clone(nodeFs(), dir, {
+        signal: controller.signal,
+        onProgress: (event) => {
+          // Abort once part of the pack has arrived.
+          if (event.phase === 'transfer' && (event.loaded ?? 0) > 50_000) controller.abort(new Error('user cancelled'));
+        },
+      });
+      await expect(cloning).rejects.toMatchObject({ code: 'ABORTED' });
+      await expect(stat(dir)).rejects.toMatchObject({ code: 'ENOENT' });
+      const again = await origin.clone(nodeFs(), sandbox.path('again.git'));
+      expect(await again.refs.resolve('HEAD')).toBe(
+        await sandbox.git(['rev-parse', 'HEAD'], { cwd: sandbox.path('root', 'demo.git') }),
+      );
+      const already = new AbortController();
+      already.abort();
+      await expect(origin.lsRefs({ signal: already.signal })).rejects.toMatchObject({ code: 'ABORTED' });
     } finally {
       served.close();
     }
