@@ -15,13 +15,20 @@ import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createGateway, createGitProcessBackend, listen, type RunningServer } from '@gitport/gateway';
+import {
+  createGateway,
+  createGitProcessBackend,
+  createWorkerPoolBackend,
+  listen,
+  type RunningServer,
+} from '@gitport/gateway';
 import { createGitSandbox, type GitSandbox } from '@gitport/tests/git';
 import { ensureHistory } from '@gitport/tests/history';
 import { serve as honoServe } from '@hono/node-server';
 import { Hono } from 'hono';
 import { afterAll, bench, describe } from 'vitest';
 import { startHttpBackend } from '../tests/src/gateway/http-backend.js';
+import { startTsWorker } from '../tests/src/ts-worker.js';
 import { medianMs, QUICK, record, sized } from './report.js';
 
 const require = createRequire(import.meta.url);
@@ -72,6 +79,7 @@ describe('gateway', () => {
   let sandbox: GitSandbox;
   let root: string;
   let gateway: RunningServer;
+  let gatewayGit: RunningServer;
   let raw: { url: string; server: Server };
   let hono: { url: string; server: Server };
   let advertisement: Uint8Array;
@@ -84,8 +92,11 @@ describe('gateway', () => {
     root = await mkdtemp(join(tmpdir(), 'gitport-bench-gw-'));
     const history = await ensureHistory({ commits: sized(1500, 100), seed: 21 });
     await sandbox.git(['clone', '--bare', '--quiet', history.gitDir, join(root, 'bench.git')]);
-    const gw = createGateway({ backend: createGitProcessBackend({ root }) });
+    // what `gitport serve` runs: the worker pool (2 workers, the machine's cores)
+    const gw = createGateway({ backend: await createWorkerPoolBackend({ root, workers: 2, spawn: startTsWorker }) });
     gateway = await listen(gw, { port: 0 });
+    const viaGit = createGateway({ backend: createGitProcessBackend({ root }) });
+    gatewayGit = await listen(viaGit, { port: 0 });
     const first = await fetch(`${gateway.url}${path}`);
     advertisement = new Uint8Array(await first.arrayBuffer());
     const headers = {
@@ -122,6 +133,7 @@ describe('gateway', () => {
 
   afterAll(async () => {
     await gateway?.close();
+    await gatewayGit?.close();
     raw?.server.close();
     hono?.server.close();
     await sandbox?.cleanup();
@@ -200,6 +212,8 @@ describe('gateway', () => {
         const runs = sized(5, 1);
         const ours = await medianMs(() => clone(gateway.url), { runs, warmup: sized(1, 0) });
         const theirs = await medianMs(() => clone(backend.url), { runs, warmup: sized(1, 0) });
+        const gitBacked = await medianMs(() => clone(gatewayGit.url), { runs, warmup: sized(1, 0) });
+        const what = `git clone --bare (protocol v2) of a ${sized(1500, 100)}-commit seeded history, median of ${runs}${QUICK ? ' (quick)' : ''}`;
         record({
           id: 'gateway.clone.ms',
           value: ours,
@@ -207,7 +221,16 @@ describe('gateway', () => {
           peer: 'git http-backend',
           peerValue: theirs,
           better: 'lower',
-          note: `git clone --bare (protocol v2) of a ${sized(1500, 100)}-commit seeded history, median of ${runs}${QUICK ? ' (quick)' : ''}; the gateway's backend runs git upload-pack, so this is the HTTP layer's overhead`,
+          note: `${what}; the gateway's worker pool packs with gitport (what gitport serve runs)`,
+        });
+        record({
+          id: 'gateway.clone.git-upload-pack-backend.ms',
+          value: gitBacked,
+          unit: 'ms',
+          peer: 'git http-backend',
+          peerValue: theirs,
+          better: 'lower',
+          note: `${what}; the gateway with its git-process backend (git upload-pack behind the gateway's HTTP layer)`,
         });
       } finally {
         await backend.close();
