@@ -6,8 +6,9 @@
  *   handshake frame = { $gitportBus: "hello" | "ack", id, v, hub }
  *                   | { $gitportBus: "refuse", id, code, message }
  *   data frame      = Envelope[]                      (all envelopes queued in one microtask)
- *   Envelope        = { k: kind, s: source, t: target, q: sequence (per link, strictly increasing),
- *                       h: hops left, e?: event or handler name, i?: request id, p?: payload,
+ *   Envelope        = { k: kind, s?: source, t?: target, q: sequence (per link, strictly increasing),
+ *                       h?: hops left (s, t, h are left out between direct neighbours),
+ *                       e?: event or handler name, i?: request id, p?: payload,
  *                       x?: wire error, c?: channel, l?: peer ids }
  *   kind            = "ev" event | "rq" request | "rs" response | "re" error response | "cn" cancel
  *                   | "ch" channel message | "pj" peers joined | "pl" peers left (from a hub)
@@ -127,10 +128,12 @@ type Kind = 'ev' | 'rq' | 'rs' | 're' | 'cn' | 'ch' | 'pj' | 'pl' | 'hp' | 'ho' 
 
 interface Envelope {
   k: Kind;
-  s: string;
-  t: string;
+  /** Source and target: omitted between direct neighbours, filled in on receipt. */
+  s?: string;
+  t?: string;
   q: number;
-  h: number;
+  /** Hops left; omitted between direct neighbours. */
+  h?: number;
   e?: string;
   i?: string;
   p?: unknown;
@@ -204,7 +207,9 @@ class Link {
 }
 
 class Pending {
-  timer: ReturnType<typeof setTimeout> | undefined;
+  /** performance.now() deadline, or Infinity. */
+  deadline = Number.POSITIVE_INFINITY;
+  name = '';
   onAbort: (() => void) | undefined;
   constructor(
     readonly peer: string,
@@ -263,6 +268,9 @@ class BusImpl implements Bus {
   private readonly channels = new Map<string, Set<AnyMessageListener>>();
   private readonly channelBuffers = new Map<string, unknown[]>();
   private readonly handshakes = new Set<Handshake>();
+  /** One timer for every request deadline, armed for the earliest one. */
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private timerAt = Number.POSITIVE_INFINITY;
 
   constructor(options: BusOptions) {
     if (typeof options?.id !== 'string' || options.id.length === 0 || options.id.length > MAX_ID_LENGTH) {
@@ -588,7 +596,7 @@ class BusImpl implements Bus {
       const pending = this.pending.get(envelope.i!);
       if (pending !== undefined) this.settle(envelope.i!, pending, false, error);
     } else if (envelope.k === 'rs') {
-      this.enqueue(link, this.envelope('re', envelope.t, { i: envelope.i!, x: errorToWire(error) }));
+      this.enqueue(link, this.envelope('re', envelope.t ?? link.peer, { i: envelope.i!, x: errorToWire(error) }));
     } else {
       this.reportError(error);
     }
@@ -618,7 +626,9 @@ class BusImpl implements Bus {
     this.checkSize(event, payload);
     this.enqueue(
       link,
-      { k: 'ev', s: this.id, t: peer, q: 0, h: this.maxHops, e: event, p: payload },
+      link.peer === peer
+        ? { k: 'ev', q: 0, e: event, p: payload }
+        : { k: 'ev', s: this.id, t: peer, q: 0, h: this.maxHops, e: event, p: payload },
       options?.transfer,
     );
   }
@@ -629,7 +639,12 @@ class BusImpl implements Bus {
     if (this.routes.size === 0) return;
     this.checkSize(event, payload);
     for (const [peer, link] of this.routes) {
-      this.enqueue(link, { k: 'ev', s: this.id, t: peer, q: 0, h: this.maxHops, e: event, p: payload });
+      this.enqueue(
+        link,
+        link.peer === peer
+          ? { k: 'ev', q: 0, e: event, p: payload }
+          : { k: 'ev', s: this.id, t: peer, q: 0, h: this.maxHops, e: event, p: payload },
+      );
     }
   }
 
@@ -679,12 +694,9 @@ class BusImpl implements Bus {
     return new Promise<T>((resolve, reject) => {
       const pending = new Pending(peer, resolve as (value: never) => void, reject, signal);
       if (timeout > 0 && timeout !== Number.POSITIVE_INFINITY) {
-        pending.timer = setTimeout(() => {
-          if (this.pending.get(id) !== pending) return;
-          this.settle(id, pending, false, new BusError('BUS_TIMEOUT', `request "${name}" to ${peer} timed out`));
-          this.cancelRemote(peer, id);
-        }, timeout);
-        unref(pending.timer);
+        pending.deadline = performance.now() + timeout;
+        pending.name = name;
+        if (pending.deadline < this.timerAt) this.armTimer(pending.deadline);
       }
       if (signal !== undefined) {
         pending.onAbort = () => {
@@ -697,10 +709,41 @@ class BusImpl implements Bus {
       this.pending.set(id, pending);
       this.enqueue(
         link,
-        { k: 'rq', s: this.id, t: peer, q: 0, h: this.maxHops, e: name, i: id, p: payload },
+        link.peer === peer
+          ? { k: 'rq', q: 0, e: name, i: id, p: payload }
+          : { k: 'rq', s: this.id, t: peer, q: 0, h: this.maxHops, e: name, i: id, p: payload },
         options?.transfer,
       );
     });
+  }
+
+  private armTimer(at: number): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(() => this.expire(), Math.min(2_147_483_647, Math.max(0, at - performance.now())));
+    unref(this.timer);
+  }
+
+  /** Times out every request past its deadline, then re-arms for the earliest one left. */
+  private expire(): void {
+    this.timer = undefined;
+    this.timerAt = Number.POSITIVE_INFINITY;
+    const now = performance.now();
+    let next = Number.POSITIVE_INFINITY;
+    for (const [id, pending] of [...this.pending]) {
+      if (pending.deadline <= now) {
+        this.settle(
+          id,
+          pending,
+          false,
+          new BusError('BUS_TIMEOUT', `request "${pending.name}" to ${pending.peer} timed out`),
+        );
+        this.cancelRemote(pending.peer, id);
+      } else if (pending.deadline < next) {
+        next = pending.deadline;
+      }
+    }
+    if (next !== Number.POSITIVE_INFINITY && this.pending.size > 0) this.armTimer(next);
   }
 
   private cancelRemote(peer: string, id: string): void {
@@ -710,14 +753,18 @@ class BusImpl implements Bus {
 
   private settle(id: string, pending: Pending, ok: boolean, value: unknown): void {
     this.pending.delete(id);
-    if (pending.timer !== undefined) clearTimeout(pending.timer);
+    if (this.pending.size === 0 && this.timer !== undefined) {
+      clearTimeout(this.timer); // nothing pending: no timer left behind
+      this.timer = undefined;
+      this.timerAt = Number.POSITIVE_INFINITY;
+    }
     if (pending.onAbort !== undefined) pending.signal!.removeEventListener('abort', pending.onAbort);
     if (ok) pending.resolve(value as never);
     else pending.reject(value);
   }
 
   private onRequest(link: Link, envelope: Envelope): void {
-    const from = envelope.s;
+    const from = envelope.s!; // filled in by dispatch
     const id = envelope.i;
     if (typeof id !== 'string' || id.length > 64) return;
     const name = envelope.e;
@@ -774,7 +821,13 @@ class BusImpl implements Bus {
       this.respondError(link, to, id, error);
       return;
     }
-    this.enqueue(link, { k: 'rs', s: this.id, t: to, q: 0, h: this.maxHops, i: id, p: value }, transfer);
+    this.enqueue(
+      link,
+      link.peer === to
+        ? { k: 'rs', q: 0, i: id, p: value }
+        : { k: 'rs', s: this.id, t: to, q: 0, h: this.maxHops, i: id, p: value },
+      transfer,
+    );
   }
 
   private respondError(link: Link, to: string, id: string, error: unknown): void {
@@ -789,7 +842,12 @@ class BusImpl implements Bus {
         code: 'BUS_REMOTE_ERROR',
       };
     }
-    this.enqueue(link, { k: 're', s: this.id, t: to, q: 0, h: this.maxHops, i: id, x: wire });
+    this.enqueue(
+      link,
+      link.peer === to
+        ? { k: 're', q: 0, i: id, x: wire }
+        : { k: 're', s: this.id, t: to, q: 0, h: this.maxHops, i: id, x: wire },
+    );
   }
 
   // ---------------------------------------------------------------- receiving
@@ -825,6 +883,9 @@ class BusImpl implements Bus {
     const q = envelope.q;
     if (typeof q !== 'number' || !(q > link.seqIn)) return; // replayed or reordered
     link.seqIn = q;
+    // Between direct neighbours source and target are implied (the link's peer, us) and left out.
+    if (envelope.s === undefined) envelope.s = link.peer;
+    if (envelope.t === undefined) envelope.t = this.id;
     const source = envelope.s;
     if (source !== link.peer && !(link.remoteHub && typeof source === 'string' && this.routes.get(source) === link)) {
       return; // a peer may speak only for itself, a hub for the peers it announced
@@ -894,7 +955,7 @@ class BusImpl implements Bus {
   private forward(from: Link, envelope: Envelope): void {
     const target = typeof envelope.t === 'string' ? this.routes.get(envelope.t) : undefined;
     const request = envelope.k === 'rq' && typeof envelope.i === 'string';
-    if (target === undefined || target === from || !(envelope.h > 0)) {
+    if (target === undefined || target === from || !((envelope.h ?? 0) > 0)) {
       if (request) {
         // Answer in the target's name: the requester reached it through us, so it trusts our word.
         const error = new BusError(
@@ -919,7 +980,7 @@ class BusImpl implements Bus {
     ) {
       return;
     }
-    envelope.h -= 1;
+    envelope.h = (envelope.h ?? 0) - 1;
     this.enqueue(target, envelope, collectTransferables(envelope.p));
   }
 
@@ -950,7 +1011,13 @@ class BusImpl implements Bus {
       postMessage: (message, transfer) => {
         const link = this.route(peer);
         this.checkSize(channel, message);
-        this.enqueue(link, { k: 'ch', s: this.id, t: peer, q: 0, h: this.maxHops, c: channel, p: message }, transfer);
+        this.enqueue(
+          link,
+          link.peer === peer
+            ? { k: 'ch', q: 0, c: channel, p: message }
+            : { k: 'ch', s: this.id, t: peer, q: 0, h: this.maxHops, c: channel, p: message },
+          transfer,
+        );
       },
       addEventListener: (type, listener) => {
         if (type !== 'message') return;

@@ -29,7 +29,32 @@ export function messageSize(value: unknown, limit = Number.POSITIVE_INFINITY): n
   if (value === null) return SLOT;
   if (ArrayBuffer.isView(value)) return value.byteLength;
   if (value instanceof ArrayBuffer) return value.byteLength;
-  return walk(value as object, limit);
+  return flat(value as object) ?? walk(value as object, limit);
+}
+
+/** The common RPC payload, a plain object or array of primitives, sized without the general walk. */
+function flat(value: object): number | undefined {
+  const proto = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== Array.prototype) return undefined;
+  let total = SLOT;
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
+    const v = (value as Record<string, unknown>)[key];
+    switch (typeof v) {
+      case 'string':
+        total += key.length + v.length;
+        break;
+      case 'number':
+      case 'boolean':
+      case 'undefined':
+      case 'bigint':
+        total += key.length + SLOT;
+        break;
+      default:
+        return undefined; // objects (may be shared or cyclic), functions, symbols: the full walk decides
+    }
+  }
+  return total;
 }
 
 function walk(root: object, limit: number): number {
