@@ -47,10 +47,15 @@ export function portLink(port: PortLike, options: { peer: string; maxMessageSize
     addEventListener(type: string, l: () => void): void;
     removeEventListener(type: string, l: () => void): void;
   };
+  const maxMessageSize = options.maxMessageSize ?? 64 * 1024 * 1024;
   return {
-    maxMessageSize: options.maxMessageSize ?? 64 * 1024 * 1024,
+    maxMessageSize,
     send(peer, frame, transfer) {
       if (peer !== options.peer || lost) throw new Error(`no peer ${peer}`);
+      // Like the bus: a message above the limit is refused (the frame around the bytes is small).
+      if (frame.t === 'data' && frame.b.byteLength + 64 > maxMessageSize) {
+        throw new Error(`a message of ${frame.b.byteLength} bytes is above the limit of ${maxMessageSize}`);
+      }
       port.postMessage(frame, transfer);
     },
     subscribe(onFrame, onLost) {

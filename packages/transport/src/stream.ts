@@ -117,6 +117,8 @@ export class Stream implements DuplexStream {
   #remoteWindow: number;
   #credit: number;
   #coalesceMax: number;
+  /** The coalescing buffer's size: one message, never above the payload limit. */
+  #coalesceSize: number;
   #buffer: Uint8Array | undefined;
   #fill = 0;
   #flushScheduled = false;
@@ -138,7 +140,8 @@ export class Stream implements DuplexStream {
     this.#grantAt = grantBatch(init.window);
     this.#remoteWindow = init.remoteWindow;
     this.#credit = init.remoteWindow;
-    this.#coalesceMax = Math.min(COALESCE_MAX, init.remoteWindow);
+    this.#coalesceMax = Math.min(COALESCE_MAX, init.remoteWindow, host.maxPayload);
+    this.#coalesceSize = Math.min(COALESCE_BUFFER, host.maxPayload);
     this.closed = new Promise<void>((resolve, reject) => {
       this.#resolveClosed = resolve;
       this.#rejectClosed = reject;
@@ -449,7 +452,8 @@ export class Stream implements DuplexStream {
 
   /** A chunk that is copied anyway goes out in pieces as credit comes, so transfers overlap. */
   async #writeCopies(chunk: Uint8Array): Promise<void> {
-    const minPiece = Math.max(1, Math.min(this.#grantAt, this.#host.maxPayload, Math.floor(this.#remoteWindow / 4)));
+    // Wait for at most a quarter window: the reader grants back that much without being asked.
+    const minPiece = Math.min(grantBatch(this.#remoteWindow), this.#host.maxPayload);
     let offset = 0;
     while (offset < chunk.byteLength) {
       const left = chunk.byteLength - offset;
@@ -472,7 +476,7 @@ export class Stream implements DuplexStream {
   #append(chunk: Uint8Array): void {
     const len = chunk.byteLength;
     if (this.#buffer !== undefined && this.#fill + len > this.#buffer.byteLength) this.#flush();
-    if (this.#buffer === undefined) this.#buffer = new Uint8Array(COALESCE_BUFFER);
+    if (this.#buffer === undefined) this.#buffer = new Uint8Array(this.#coalesceSize);
     this.#buffer.set(chunk, this.#fill);
     this.#fill += len;
     this.#credit -= len;
