@@ -22,7 +22,7 @@
  *   ref-attribute = (symref | peeled);  symref = "symref-target:" symref-target;  peeled = "peeled:" obj-id
  */
 import type { ObjectId } from '@gitport/pack';
-import { encodeText, FLUSH, type Packet, type PacketReader, packetText } from '@gitport/pktline';
+import { encodeText, FLUSH, MAX_PACKET_DATA, type Packet, type PacketReader, packetText } from '@gitport/pktline';
 import { Capabilities } from './capabilities.js';
 import type { CommitGraph } from './commit-graph.js';
 import { ProtocolError } from './errors.js';
@@ -54,6 +54,28 @@ export interface AdvertisementV2 {
 
 export type Advertisement = AdvertisementV0 | AdvertisementV2;
 
+/**
+ * Peeled values of annotated tags, per object store. Objects never change, so a tag's peeled
+ * target can be remembered for as long as its store lives; bounded so a store with millions of
+ * tags cannot grow it without limit.
+ */
+const peelCaches = new WeakMap<object, Map<ObjectId, ObjectId | null>>();
+const PEEL_CACHE_LIMIT = 100_000;
+
+async function peelCached(graph: CommitGraph, oid: ObjectId): Promise<ObjectId | undefined> {
+  let cache = peelCaches.get(graph.store);
+  if (!cache) {
+    cache = new Map();
+    peelCaches.set(graph.store, cache);
+  }
+  const hit = cache.get(oid);
+  if (hit !== undefined) return hit ?? undefined;
+  const peeled = await graph.peelTag(oid);
+  if (cache.size >= PEEL_CACHE_LIMIT) cache.clear();
+  cache.set(oid, peeled ?? null);
+  return peeled;
+}
+
 /** Collects refs for an advertisement: `HEAD` first if it resolves, then refs sorted, peeled tags. */
 export async function collectRefs(
   refs: RefStore,
@@ -78,13 +100,55 @@ export async function collectRefs(
     if (!wanted(ref.name)) continue;
     const entry: AdvertisedRef = { name: ref.name, oid: ref.oid };
     if (options.peel !== false && ref.name.startsWith('refs/tags/')) {
-      const peeled = await graph.peelTag(ref.oid);
+      const peeled = await peelCached(graph, ref.oid);
       if (peeled) entry.peeled = peeled;
     }
     out.push(entry);
   }
   return unbornHead === undefined ? { refs: out, symrefs } : { refs: out, symrefs, unbornHead };
 }
+
+const HEX4: string[] = [];
+function hex4(n: number): string {
+  return n < 4096 ? (HEX4[n] ??= n.toString(16).padStart(4, '0')) : n.toString(16).padStart(4, '0');
+}
+
+/** UTF-8 length of a string. */
+function utf8Length(text: string): number {
+  let n = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff) {
+      n += 4;
+      i++;
+    } else n += 3;
+  }
+  return n;
+}
+
+/**
+ * Frames many text lines (each already ending in LF) as pkt-lines in one pass: the whole body
+ * is built as one string and encoded once. `null` entries are flush packets.
+ */
+export function encodeTextLines(lines: readonly (string | null)[]): Uint8Array {
+  let out = '';
+  for (const line of lines) {
+    if (line === null) {
+      out += '0000';
+      continue;
+    }
+    const size = utf8Length(line) + 4;
+    if (size > MAX_PACKET_DATA + 4) {
+      throw new ProtocolError('PROTOCOL_LIMIT', `line of ${size - 4} bytes does not fit in a pkt-line`);
+    }
+    out += hex4(size) + line;
+  }
+  return textEncoder.encode(out);
+}
+
+const textEncoder = new TextEncoder();
 
 function concat(parts: Uint8Array[]): Uint8Array {
   let size = 0;
@@ -107,22 +171,22 @@ export function encodeAdvertisementV0(
   capabilities: Capabilities,
   options: { service?: string; shallow?: readonly ObjectId[] } = {},
 ): Uint8Array {
-  const parts: Uint8Array[] = [];
-  if (options.service) parts.push(encodeText(`# service=${options.service}\n`), FLUSH);
+  const lines: (string | null)[] = [];
+  if (options.service) lines.push(`# service=${options.service}\n`, null);
   const caps = capabilities.toString();
   if (refs.length === 0) {
-    parts.push(encodeText(`${ZERO_OID} capabilities^{}\0${caps}\n`));
+    lines.push(`${ZERO_OID} capabilities^{}\0${caps}\n`);
   } else {
     let first = true;
     for (const ref of refs) {
-      parts.push(encodeText(first ? `${ref.oid} ${ref.name}\0${caps}\n` : `${ref.oid} ${ref.name}\n`));
+      lines.push(first ? `${ref.oid} ${ref.name}\0${caps}\n` : `${ref.oid} ${ref.name}\n`);
       first = false;
-      if (ref.peeled) parts.push(encodeText(`${ref.peeled} ${ref.name}^{}\n`));
+      if (ref.peeled) lines.push(`${ref.peeled} ${ref.name}^{}\n`);
     }
   }
-  for (const oid of options.shallow ?? []) parts.push(encodeText(`shallow ${oid}\n`));
-  parts.push(FLUSH);
-  return concat(parts);
+  for (const oid of options.shallow ?? []) lines.push(`shallow ${oid}\n`);
+  lines.push(null);
+  return encodeTextLines(lines);
 }
 
 /** Encodes the v2 capability advertisement (`version 2`, one capability per line, flush). */
@@ -141,18 +205,18 @@ export function encodeLsRefs(
   refs: readonly AdvertisedRef[],
   options: { symrefs?: boolean; peel?: boolean; unbornHead?: string },
 ): Uint8Array {
-  const parts: Uint8Array[] = [];
+  const lines: (string | null)[] = [];
   if (options.unbornHead !== undefined) {
-    parts.push(encodeText(`unborn HEAD${options.symrefs ? ` symref-target:${options.unbornHead}` : ''}\n`));
+    lines.push(`unborn HEAD${options.symrefs ? ` symref-target:${options.unbornHead}` : ''}\n`);
   }
   for (const ref of refs) {
     let line = `${ref.oid} ${ref.name}`;
     if (options.symrefs && ref.target) line += ` symref-target:${ref.target}`;
     if (options.peel && ref.peeled) line += ` peeled:${ref.peeled}`;
-    parts.push(encodeText(`${line}\n`));
+    lines.push(`${line}\n`);
   }
-  parts.push(FLUSH);
-  return concat(parts);
+  lines.push(null);
+  return encodeTextLines(lines);
 }
 
 function badLine(line: string, why: string): ProtocolError {
