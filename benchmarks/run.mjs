@@ -212,7 +212,11 @@ function readRows(dir) {
     for (const line of lines) {
       try {
         const row = JSON.parse(line);
-        rows.set(row.id, row); // a figure recorded twice: the last recording wins
+        const earlier = rows.get(row.id);
+        if (earlier && earlier.file !== row.file) {
+          problems.push(`\`${row.id}\` is recorded by both ${earlier.file} and ${row.file}: ids must be unique`);
+        }
+        rows.set(row.id, row); // a figure recorded twice by one file: the last recording wins
       } catch (error) {
         problems.push(`${name}: unreadable row (${error.message})`);
       }
