@@ -19,6 +19,10 @@ export interface PackFile {
   entries: readonly IndexEntry[];
 }
 
+/**
+ * Object storage. Bytes returned by `read` may be shared with the store's caches: callers must
+ * not modify or transfer them (copy first).
+ */
 export interface ObjectStore {
   has(oid: ObjectId): Promise<boolean>;
   read(oid: ObjectId): Promise<GitObject | undefined>;
@@ -63,7 +67,9 @@ export class MemoryObjectStore implements ObjectStore {
   async writeHashed(objects: readonly { oid: ObjectId; type: ObjectType; data: Uint8Array }[]): Promise<void> {
     for (const o of objects) {
       if (!isObjectId(o.oid)) throw new PackError('OBJECT_BAD_ID', `bad object id ${o.oid}`);
-      if (!this.#objects.has(o.oid)) this.#objects.set(o.oid, { type: o.type, data: o.data });
+      // import hands out views of shared buffers: keep an own copy of those
+      const own = o.data.byteOffset === 0 && o.data.byteLength === o.data.buffer.byteLength;
+      if (!this.#objects.has(o.oid)) this.#objects.set(o.oid, { type: o.type, data: own ? o.data : o.data.slice() });
     }
   }
 

@@ -63,10 +63,29 @@ function nativeInflater() {
   }
 }
 
+/**
+ * Small outputs are carved from shared slabs: one ArrayBuffer per object costs more than the
+ * inflate itself for the many small entries of a pack. The views returned share a slab, so
+ * callers that hand data out (stores) copy what they keep (see MemoryObjectStore.writeHashed).
+ */
+const SLAB = 1 << 20;
+let slab = new Uint8Array(0);
+let slabUsed = 0;
+function allocate(n: number): Uint8Array {
+  if (n > SLAB / 8) return new Uint8Array(n);
+  if (slabUsed + n > slab.length) {
+    slab = new Uint8Array(SLAB);
+    slabUsed = 0;
+  }
+  const out = slab.subarray(slabUsed, slabUsed + n);
+  slabUsed += (n + 7) & ~7;
+  return out;
+}
+
 export function inflateOne(input: Uint8Array, expectedSize: number, final: boolean): InflateOutcome {
   const ctx = nativeInflater();
   if (!ctx) return inflateOneSync(input, expectedSize, final);
-  const out = new Uint8Array(expectedSize + 1);
+  const out = allocate(expectedSize + 1);
   ctx.error = undefined;
   ctx.handle.writeSync(constants.Z_FINISH, input, 0, input.length, out, 0, out.length);
   const error = ctx.error as { message: string; errno: number } | undefined;

@@ -1,0 +1,164 @@
+/**
+ * The primitives behind pack import, measured to choose the runtime paths (issue 5): inflating a
+ * real pack's entries one by one, and SHA-1 of object-sized inputs.
+ *
+ * - inflate: the entries of the seeded history's pack (git's own deltas and objects), each a
+ *   separate zlib stream: node:zlib `inflateSync` per entry (a fresh zlib context each time),
+ *   gitport's Node path (one native context reused), and pako (the web default), per entry.
+ * - SHA-1 of 200-byte objects: node:crypto `hash()` (one shot, what gitport uses on Node),
+ *   `createHash()`, and gitport's JavaScript SHA-1 (the web default).
+ */
+import { execFileSync } from 'node:child_process';
+import { createHash, hash } from 'node:crypto';
+import { inflateSync } from 'node:zlib';
+import { PackReader } from '@gitport/pack';
+import { afterAll, bench, describe } from 'vitest';
+import * as webSha1 from '../packages/pack/src/sha1.js';
+import * as webZlib from '../packages/pack/src/zlib.js';
+import * as nodeZlib from '../packages/pack/src/zlib.node.js';
+import { ensureHistory } from '../tests/src/history.js';
+import { mbps, record, sized } from './report.js';
+
+const history = await ensureHistory({
+  commits: sized(3000, 60),
+  seed: 1,
+  largeEvery: sized(600, 0),
+  largeSize: 2 * 1024 * 1024,
+});
+const pack = new Uint8Array(
+  execFileSync(
+    'git',
+    ['--git-dir', history.gitDir, 'pack-objects', '--revs', '--all', '--stdout', '-q', '--delta-base-offset'],
+    { input: '', maxBuffer: 1 << 30 },
+  ),
+);
+const entries: { input: Uint8Array; size: number }[] = [];
+for await (const e of new PackReader([pack]).entries())
+  entries.push({ input: pack.subarray(e.dataOffset, e.end), size: e.size });
+const inflatedBytes = entries.reduce((n, e) => n + e.size, 0);
+const compressedBytes = entries.reduce((n, e) => n + e.input.length, 0);
+
+const options = { iterations: sized(5, 1), warmupIterations: sized(1, 0), time: 0, warmupTime: 0 };
+const times = new Map<string, number[]>();
+const timed = (name: string, fn: () => void) => () => {
+  const start = performance.now();
+  fn();
+  const list = times.get(name) ?? [];
+  list.push(performance.now() - start);
+  times.set(name, list);
+};
+const median = (name: string) => {
+  const list = [...(times.get(name) ?? [])].sort((a, b) => a - b);
+  if (list.length === 0) throw new Error(`no runs for ${name}`);
+  return list[Math.floor(list.length / 2)]!;
+};
+const check = (got: number) => {
+  if (got !== inflatedBytes) throw new Error(`inflated ${got} bytes, expected ${inflatedBytes}`);
+};
+
+describe('pack entries: inflate one by one', () => {
+  bench(
+    'node:zlib inflateSync per entry',
+    timed('inflateSync', () => {
+      let n = 0;
+      for (const e of entries) n += inflateSync(e.input, { maxOutputLength: Math.max(1, e.size) }).length;
+      check(n);
+    }),
+    options,
+  );
+  bench(
+    'gitport Node path (reused native context)',
+    timed('reused', () => {
+      let n = 0;
+      for (const e of entries) {
+        const r = nodeZlib.inflateOne(e.input, e.size, true);
+        if (r.kind === 'done') n += r.data.length;
+      }
+      check(n);
+    }),
+    options,
+  );
+  bench(
+    'pako Inflate per entry (web default)',
+    timed('pako', () => {
+      let n = 0;
+      for (const e of entries) {
+        const r = webZlib.inflateOne(e.input, e.size, true);
+        if (r.kind === 'done') n += r.data.length;
+      }
+      check(n);
+    }),
+    options,
+  );
+});
+
+const objects = Array.from({ length: sized(200_000, 5_000) }, (_, i) => {
+  const b = new Uint8Array(200);
+  b[0] = i & 255;
+  b[1] = i >> 8;
+  return b;
+});
+describe('SHA-1 of 200-byte objects', () => {
+  bench(
+    'node:crypto hash() one shot',
+    timed('hash', () => {
+      for (const o of objects) hash('sha1', o, 'buffer');
+    }),
+    options,
+  );
+  bench(
+    'node:crypto createHash()',
+    timed('createHash', () => {
+      for (const o of objects) createHash('sha1').update(o).digest();
+    }),
+    options,
+  );
+  bench(
+    'gitport JavaScript SHA-1 (web default)',
+    timed('js', () => {
+      for (const o of objects) webSha1.sha1(o);
+    }),
+    options,
+  );
+});
+
+afterAll(() => {
+  const note = `${entries.length} entries of the seeded history's pack, ${(compressedBytes / 1e6).toFixed(1)} MB compressed, ${(inflatedBytes / 1e6).toFixed(1)} MB inflated`;
+  record({
+    id: 'pack.import.inflate.node.mbps',
+    value: mbps(inflatedBytes, median('reused')),
+    unit: 'MB/s',
+    peer: 'node:zlib inflateSync per entry',
+    peerValue: mbps(inflatedBytes, median('inflateSync')),
+    better: 'higher',
+    note: `inflated MB/s, gitport's reused native context; ${note}`,
+  });
+  record({
+    id: 'pack.import.inflate.web.mbps',
+    value: mbps(inflatedBytes, median('pako')),
+    unit: 'MB/s',
+    peer: 'node:zlib inflateSync per entry',
+    peerValue: mbps(inflatedBytes, median('inflateSync')),
+    better: 'higher',
+    note: `inflated MB/s, pako per entry (the web default); ${note}`,
+  });
+  const perSecond = (name: string) => objects.length / (median(name) / 1000);
+  record({
+    id: 'pack.import.sha1.node.objects-per-s',
+    value: perSecond('hash'),
+    unit: 'objects/s',
+    peer: 'node:crypto createHash',
+    peerValue: perSecond('createHash'),
+    better: 'higher',
+    note: 'SHA-1 of 200-byte inputs, crypto.hash one shot (gitport on Node)',
+  });
+  record({
+    id: 'pack.import.sha1.web.objects-per-s',
+    value: perSecond('js'),
+    unit: 'objects/s',
+    peer: 'node:crypto createHash',
+    peerValue: perSecond('createHash'),
+    better: 'higher',
+    note: 'SHA-1 of 200-byte inputs, gitport JavaScript SHA-1 (the web default)',
+  });
+});
