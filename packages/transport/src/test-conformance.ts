@@ -368,6 +368,24 @@ export function transportConformance(
       await stream.closed;
     });
 
+    it('a failing source piped into the writable aborts the stream on both sides', async () => {
+      const id = nextId('pipe-abort');
+      const stream = await start(pair, { op: 'watch', id }, window);
+      let sent = 0;
+      const source = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (sent >= 300_000) return controller.error(new Error('source-broke'));
+          sent += 50_000;
+          controller.enqueue(new Uint8Array(50_000));
+        },
+      });
+      await expect(source.pipeTo(stream.writable)).rejects.toMatchObject({ message: 'source-broke' });
+      await expect(stream.closed).rejects.toMatchObject({ code: 'TRANSPORT_ABORTED' });
+      const r = await report(pair, id);
+      expect(r.error?.code).toBe('TRANSPORT_ABORTED');
+      expect(r.error?.cause).toBe('source-broke');
+    });
+
     it('refuses to open a name nobody listens on with TRANSPORT_NO_LISTENER', async () => {
       await expect(pair.local.open(pair.remotePeer, 'nobody-listens-here')).rejects.toMatchObject({
         code: 'TRANSPORT_NO_LISTENER',
