@@ -14,11 +14,11 @@
  *   registrations, each removed by its own unsubscribe function.
  *
  * Speed: one plain object maps names to listener lists (a monomorphic keyed load, like the fastest
- * small emitters); lists are created only as own properties (`__proto__` through defineProperty)
- * and a value without a listener array counts as no listeners, so inherited names (`constructor`,
- * `toString`, `__proto__`) are never called; lists are mutated in place when no emit is walking
- * them and copied only when one is (copy-on-write behind an `emitting` counter), and emptied lists
- * are kept for reuse (swept when many pile up), so on+off is a push and a pop.
+ * small emitters); lists are own properties branded with their emitter, so inherited names
+ * (`constructor`, `toString`, `__proto__`) are never called. A single listener sits in a slot of
+ * its own (no array), so on+off and emit-1 touch no array at all; two or more sit in an array that
+ * is replaced, never mutated (copy-on-write), so an emit walks it without bookkeeping. Emptied
+ * lists are kept for reuse and swept when many pile up.
  */
 
 export type Listener<P = unknown, M = string> = (payload: P, meta: M) => void;
@@ -35,12 +35,11 @@ export interface OnOptions {
 class ListenerList<M> {
   /** The only listener, while there is exactly one (and no priorities): no array at all. */
   one: Listener<unknown, M> | null = null;
-  /** Two or more listeners (or any with a priority), in call order; null otherwise. */
+  /** Two or more listeners (or any with a priority), in call order; null otherwise. Never mutated
+   *  once set (copy-on-write), so an emit walking it is never disturbed. */
   fns: Listener<unknown, M>[] | null = null;
   /** Parallel to `fns`; null while every priority is 0. */
   prios: number[] | null = null;
-  /** Emits walking `fns` right now: while non-zero, `fns` is replaced, never mutated. */
-  emitting = 0;
   constructor(
     /** The emitter that made this list: an unforgeable brand (a polluted prototype cannot fake it). */
     readonly owner: EmitterCore<M>,
@@ -160,10 +159,8 @@ export class EmitterCore<M = string> {
       let at = fns.length - 1;
       while (at >= 0 && (fns[at] !== fn || (prios !== null ? prios[at] : 0) !== priority)) at--;
       if (at < 0) return;
-      if (list.emitting !== 0) {
-        fns = fns.slice();
-        if (prios !== null) prios = prios.slice();
-      }
+      fns = fns.slice();
+      if (prios !== null) prios = prios.slice();
       fns.splice(at, 1);
       prios?.splice(at, 1);
       if (fns.length === 0) {
@@ -198,9 +195,10 @@ export class EmitterCore<M = string> {
     // `__proto__`, `toString`) yield values that are not our lists and count as "no listeners".
     const list = this.lists[name];
     if (list !== undefined && list.owner === this) {
-      const one = list.one;
-      if (one !== null && this.wild.length === 0) {
-        one(payload, meta);
+      if (this.wild.length === 0) {
+        const one = list.one;
+        if (one !== null) one(payload, meta);
+        else if (list.fns !== null) callEach(list.fns, payload, meta, name);
         return;
       }
       this.slow(list, name, payload, meta);
@@ -217,9 +215,7 @@ export class EmitterCore<M = string> {
       const w = wild[i]!;
       if (name.startsWith(w.prefix!)) errors = callAll(w, payload, meta, errors);
     }
-    if (errors === undefined) return;
-    if (errors.length === 1) throw errors[0];
-    throw new AggregateError(errors, `${errors.length} listeners of "${name}" threw`);
+    if (errors !== undefined) throwAll(errors, name);
   }
 
   /** Number of listeners registered exactly under `name` (a pattern such as `ns:*` counts its own). */
@@ -257,14 +253,14 @@ function insert<M>(list: ListenerList<M>, fn: Listener<unknown, M>, priority: nu
     fns = [list.one];
     list.one = null;
   } else {
-    fns = list.fns === null ? [] : list.emitting !== 0 ? list.fns.slice() : list.fns;
+    fns = list.fns === null ? [] : list.fns.slice();
   }
   if (priority === 0 && prios === null) {
     fns.push(fn);
     list.fns = fns;
     return;
   }
-  prios = prios === null ? new Array<number>(fns.length).fill(0) : list.emitting !== 0 ? prios.slice() : prios;
+  prios = prios === null ? new Array<number>(fns.length).fill(0) : prios.slice();
   let at = fns.length;
   while (at > 0 && prios[at - 1]! < priority) at--;
   fns.splice(at, 0, fn);
@@ -273,31 +269,42 @@ function insert<M>(list: ListenerList<M>, fn: Listener<unknown, M>, priority: nu
   list.prios = prios;
 }
 
-function callAll<M>(list: ListenerList<M>, payload: unknown, meta: M, errors: unknown[] | undefined) {
-  const one = list.one;
-  if (one !== null) {
-    try {
-      one(payload, meta);
-    } catch (error) {
-      (errors ??= []).push(error);
-    }
-    return errors;
-  }
-  const fns = list.fns;
-  if (fns === null) return errors;
+/** The hot loop for two or more listeners; small enough to be inlined into dispatch. */
+function callEach<M>(fns: Listener<unknown, M>[], payload: unknown, meta: M, name: string): void {
   const n = fns.length;
   let i = 0;
-  list.emitting++;
-  while (i < n) {
+  try {
+    for (; i < n; i++) fns[i]!(payload, meta);
+  } catch (error) {
+    const errors = [error];
+    for (i++; i < n; i++) {
+      try {
+        fns[i]!(payload, meta);
+      } catch (more) {
+        errors.push(more);
+      }
+    }
+    throwAll(errors, name);
+  }
+}
+
+function callAll<M>(list: ListenerList<M>, payload: unknown, meta: M, errors: unknown[] | undefined) {
+  const one = list.one;
+  const fns = one !== null ? [one] : list.fns;
+  if (fns === null) return errors;
+  for (let i = 0; i < fns.length; i++) {
     try {
-      for (; i < n; i++) fns[i]!(payload, meta);
+      fns[i]!(payload, meta);
     } catch (error) {
       (errors ??= []).push(error);
-      i++;
     }
   }
-  list.emitting--;
   return errors;
+}
+
+function throwAll(errors: unknown[], name: string): never {
+  if (errors.length === 1) throw errors[0];
+  throw new AggregateError(errors, `${errors.length} listeners of "${name}" threw`);
 }
 
 export interface Emitter {
