@@ -95,6 +95,7 @@ const SERVICE_HEADERS: Record<GitService, Uint8Array> = {
 };
 const NO_CACHE = 'no-cache, max-age=0, must-revalidate';
 const withServiceHeader = new WeakMap<Uint8Array, Uint8Array>();
+const NEVER = new AbortController().signal;
 const PROBE = '0000';
 
 function text(status: number, message: string, headers: Record<string, string> = {}): GatewayReply {
@@ -218,7 +219,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (method !== 'GET') return text(405, 'method not allowed', { allow: 'GET' });
       const repos = params.getAll('repo').map((r) => decodeRepoName(encodeURIComponent(r)));
       if (options.private && !authorized(request, params.get('token') ?? undefined)) return text(404, 'not found');
-      for (const repo of repos) if (!(await backend.exists(repo, request.signal))) return text(404, 'not found');
+      for (const repo of repos) if (!(await backend.exists(repo))) return text(404, 'not found');
       return events(request, repos.length === 0 ? undefined : repos, params);
     }
     // /<name>.git/<rest>
@@ -263,7 +264,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     ) {
       return text(404, 'not found');
     }
-    if (!(await backend.exists(repo, request.signal))) return text(404, 'not found');
+    if (!(await backend.exists(repo))) return text(404, 'not found');
     if (kind === 'events') return events(request, [repo], params);
     if (closed) return text(503, 'shutting down');
     // advertisements come from a cache with one revalidation per key at a time: only RPCs hold the backend
@@ -294,7 +295,8 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   async function advertise(request: GatewayRequest, repo: string, service: GitService): Promise<GatewayReply> {
     const protocol = protocolOf(request, service);
-    const ad = await backend.advertise(repo, service, { protocol, signal: request.signal });
+    // no client signal: one advertisement load serves every request waiting for it
+    const ad = await backend.advertise(repo, service, { protocol, signal: NEVER });
     const v2 = protocol?.split(':').includes('version=2') ?? false;
     let bytes = ad;
     if (!v2) {

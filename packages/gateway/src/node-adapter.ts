@@ -77,20 +77,32 @@ export function createNodeListener(
 ): (req: IncomingMessage, res: ServerResponse) => void {
   const maxSse = options.maxSseBufferedBytes ?? gateway.hub.maxBufferedBytes;
   return (req, res) => {
-    const controller = new AbortController();
-    res.on('close', () => {
-      if (!res.writableFinished) controller.abort(new Error('client disconnected'));
-    });
+    // the AbortSignal is made on first use: discovery requests answered from the cache never need one
+    let controller: AbortController | undefined;
+    const signal = (): AbortController => {
+      if (controller !== undefined) return controller;
+      const made = new AbortController();
+      controller = made;
+      if (res.destroyed || req.destroyed) made.abort(new Error('client disconnected'));
+      else {
+        res.on('close', () => {
+          if (!res.writableFinished) made.abort(new Error('client disconnected'));
+        });
+      }
+      return made;
+    };
     const method = req.method ?? 'GET';
     const request: GatewayRequest = {
       method,
       url: req.url ?? '/',
       headers: new NodeHeaders(req.headers),
       body: method === 'GET' || method === 'HEAD' || method === 'OPTIONS' ? null : bodyOf(req),
-      signal: controller.signal,
+      get signal() {
+        return signal().signal;
+      },
     };
     gateway.handle(request).then(
-      (reply) => write(reply, req, res, controller, gateway, maxSse),
+      (reply) => write(reply, req, res, signal, gateway, maxSse),
       (error) => {
         console.error('gitport gateway: unhandled', error);
         if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
@@ -104,7 +116,7 @@ async function write(
   reply: GatewayReply,
   req: IncomingMessage,
   res: ServerResponse,
-  controller: AbortController,
+  controllerOf: () => AbortController,
   gateway: Gateway,
   maxSse: number,
 ): Promise<void> {
@@ -120,7 +132,7 @@ async function write(
       res.end(body.bytes);
       return;
     case 'events': {
-      if (controller.signal.aborted) return;
+      if (res.destroyed) return;
       req.socket.setTimeout(0);
       req.socket.setNoDelay(true);
       res.writeHead(reply.status, reply.headers);
@@ -147,6 +159,7 @@ async function write(
       return;
     }
     case 'stream': {
+      const controller = controllerOf();
       res.writeHead(reply.status, reply.headers);
       const it = body.chunks[Symbol.asyncIterator]();
       try {
