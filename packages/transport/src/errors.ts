@@ -9,7 +9,7 @@
  *   TRANSPORT_TOO_MANY_STREAMS  the listener there already has its maximum of open streams
  *   TRANSPORT_OPEN_TIMEOUT      the peer never answered the open request
  *   TRANSPORT_PEER_LOST         the bus lost the peer (worker terminated, port closed, ...)
- *   TRANSPORT_CLOSED            write after `end()`, or the transport was closed
+ *   TRANSPORT_CLOSED            write after `end()`, or our side (the bus) was closed
  *   TRANSPORT_CANCELLED         the other side's reader cancelled: our writes are not wanted
  *   TRANSPORT_PROTOCOL          the other side broke the stream protocol (credit overrun, ...)
  *   TRANSPORT_SEND_FAILED       the bus refused a frame (message too large, clone failure, ...)

@@ -333,7 +333,11 @@ export class Multiplexer {
   }
 
   #onLost(peer: string, reason?: unknown): void {
-    const error = new TransportError('TRANSPORT_PEER_LOST', `lost the connection to ${peer}`, { cause: reason });
+    // Our own bus closing is a close; anything else (worker gone, port closed, bye) a loss.
+    const error =
+      (reason as { code?: unknown } | undefined)?.code === 'BUS_CLOSED'
+        ? new TransportError('TRANSPORT_CLOSED', `the bus was closed: ${peer} is out of reach`, { cause: reason })
+        : new TransportError('TRANSPORT_PEER_LOST', `lost the connection to ${peer}`, { cause: reason });
     for (const [id, pending] of this.#pending) {
       if (pending.peer !== peer) continue;
       this.#pending.delete(id);

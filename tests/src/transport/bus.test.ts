@@ -1,0 +1,51 @@
+/** The transport's use of the real bus: unknown peers, closing either bus, stats. */
+import { MessageChannel } from 'node:worker_threads';
+import { createBus } from '@gitport/bus';
+import { listen, open, transportStats } from '@gitport/transport';
+import { describe, expect, it } from 'vitest';
+import { portEndpoint } from './pairs.js';
+
+async function connected() {
+  const { port1, port2 } = new MessageChannel();
+  const near = createBus({ id: 'near' });
+  const far = createBus({ id: 'far' });
+  await Promise.all([near.connect(portEndpoint(port1)), far.connect(portEndpoint(port2))]);
+  return { near, far, ports: [port1, port2] };
+}
+
+describe('transport over @gitport/bus', () => {
+  it('refuses a peer the bus does not know with TRANSPORT_PEER_LOST', async () => {
+    const { near, far, ports } = await connected();
+    await expect(open(near, 'nobody', 'x')).rejects.toMatchObject({ code: 'TRANSPORT_PEER_LOST' });
+    near.close();
+    far.close();
+    for (const p of ports) p.close();
+  });
+
+  it('fails open streams with TRANSPORT_CLOSED when our bus closes, TRANSPORT_PEER_LOST on theirs', async () => {
+    const { near, far, ports } = await connected();
+    const accepted: Promise<unknown>[] = [];
+    listen(far, 'hold', (stream) => {
+      accepted.push(stream.closed.catch((error: unknown) => error));
+    });
+    const a = await open(near, 'far', 'hold');
+    const b = await open(near, 'far', 'hold');
+    await a.write(new Uint8Array(1000));
+    expect(transportStats(near)).toMatchObject({ streams: 2 });
+    const reading = (async () => {
+      for await (const _ of a);
+    })();
+    near.close();
+    await expect(reading).rejects.toMatchObject({ code: 'TRANSPORT_CLOSED' });
+    await expect(b.write(new Uint8Array(1))).rejects.toMatchObject({ code: 'TRANSPORT_CLOSED' });
+    expect(transportStats(near)).toMatchObject({ streams: 0 });
+    // The far side hears the bye: its streams are lost.
+    const farErrors = await Promise.all(accepted);
+    expect(farErrors).toHaveLength(2);
+    for (const error of farErrors) expect(error).toMatchObject({ code: 'TRANSPORT_PEER_LOST' });
+    expect(transportStats(far)).toMatchObject({ streams: 0 });
+    await expect(open(near, 'far', 'hold')).rejects.toMatchObject({ code: 'TRANSPORT_CLOSED' });
+    far.close();
+    for (const p of ports) p.close();
+  });
+});
