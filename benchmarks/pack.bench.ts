@@ -15,8 +15,9 @@
  * "computing deltas" is `git -c pack.allowPackReuse=false pack-objects --no-reuse-object` against
  * our `createPack({ reuse: false })` (every object re-deflated, every delta searched);
  * "reusing deltas" is plain `git pack-objects` (which, for a single-pack repository and `--all`,
- * copies the pack verbatim) against our default `createPack` (stored deltas and compressed
- * objects copied entry by entry): what a server does on every clone.
+ * copies the pack verbatim) against our default `createPack` (which does the same when the
+ * objects are exactly one stored pack's, and otherwise copies stored deltas and compressed
+ * objects entry by entry): what a server does on every clone.
  */
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';

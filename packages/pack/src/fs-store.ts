@@ -24,7 +24,7 @@ import {
   type ObjectType,
   objectHeader,
 } from './object.js';
-import type { ObjectStore, PackFile, RawEntry } from './store.js';
+import type { ObjectStore, PackFile, RawEntry, StoredPack } from './store.js';
 
 export interface FileHandleLike {
   read(buffer: Uint8Array, offset: number, length: number, position: number): Promise<{ bytesRead: number } | number>;
@@ -494,6 +494,38 @@ export class FsObjectStore implements ObjectStore {
     await this.#atomicWrite(`${dir}/${base}.pack`, pack.chunks, dir);
     await this.#atomicWrite(`${dir}/${base}.idx`, writeIdx(pack.entries, pack.hash), dir);
     await this.#loadPack(base);
+  }
+
+  async findPack(oids: readonly ObjectId[]): Promise<StoredPack | undefined> {
+    await this.#ensureScanned();
+    const pack = this.#packs.find((p) => p.index.count === oids.length);
+    if (!pack) return undefined;
+    for (const oid of oids) if (pack.index.find(oid) < 0) return undefined;
+    // OFS_DELTA entries present? (type 6 in any entry header)
+    let ofsDeltas = false;
+    for (let i = 0; i < pack.offsets.length && !ofsDeltas; i++) {
+      const head = await this.#readAt(pack, pack.offsets[i]!, 1);
+      if (((head[0]! >> 4) & 7) === 6) ofsDeltas = true;
+    }
+    const store = this;
+    return {
+      ofsDeltas,
+      async *stream(signal?: AbortSignal) {
+        const step = 1 << 20;
+        for (let at = 0; at < pack.size; at += step) {
+          if (signal?.aborted) throw new PackError('PACK_ABORTED', 'aborted', { cause: signal.reason });
+          yield (await store.#readDirectOrWhole(pack, at, Math.min(step, pack.size - at))).slice();
+        }
+      },
+    };
+  }
+
+  async #readDirectOrWhole(pack: LoadedPack, position: number, length: number): Promise<Uint8Array> {
+    if (!pack.bytes && !pack.handle && this.#fs.open) {
+      pack.handle = await this.#fs.open(`${this.#objects}/pack/${pack.name}.pack`, 'r');
+    }
+    if (pack.handle) return this.#readDirect(pack, position, length);
+    return this.#readAt(pack, position, length);
   }
 
   /** Closes open pack files. */

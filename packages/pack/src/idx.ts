@@ -19,28 +19,28 @@ export interface IndexEntry {
 const MAGIC = [0xff, 0x74, 0x4f, 0x63];
 
 export function writeIdx(entries: readonly IndexEntry[], packHash: string): Uint8Array {
-  const sorted = [...entries].sort((a, b) => (a.oid < b.oid ? -1 : a.oid > b.oid ? 1 : 0));
+  // a plain string sort (native comparisons) is much faster than one with a comparator
+  const byOid = new Map<string, IndexEntry>();
+  for (const e of entries) if (!byOid.has(e.oid)) byOid.set(e.oid, e);
+  const sorted = [...byOid.keys()].sort().map((oid) => byOid.get(oid)!);
   const n = sorted.length;
-  const large = sorted.filter((e) => e.offset >= 0x80000000).length;
+  let large = 0;
+  for (const e of sorted) if (e.offset >= 0x80000000) large++;
   const size = 8 + 1024 + n * 28 + large * 8 + 40;
   const out = new Uint8Array(size);
   const view = new DataView(out.buffer);
   out.set(MAGIC, 0);
   view.setUint32(4, 2);
-  const fanout = new Uint32Array(256);
-  for (const e of sorted) fanout[Number.parseInt(e.oid.slice(0, 2), 16)]!++;
-  let total = 0;
-  for (let i = 0; i < 256; i++) {
-    total += fanout[i]!;
-    view.setUint32(8 + i * 4, total);
-  }
   const oids = 8 + 1024;
   const crcs = oids + n * 20;
   const offs = crcs + n * 4;
   const bigs = offs + n * 4;
+  const fanout = new Uint32Array(256);
   let big = 0;
-  sorted.forEach((e, i) => {
+  for (let i = 0; i < n; i++) {
+    const e = sorted[i]!;
     hexToBytes(e.oid, out, oids + i * 20);
+    fanout[out[oids + i * 20]!]!++;
     view.setUint32(crcs + i * 4, e.crc32 >>> 0);
     if (e.offset >= 0x80000000) {
       view.setUint32(offs + i * 4, (0x80000000 | big) >>> 0);
@@ -50,7 +50,12 @@ export function writeIdx(entries: readonly IndexEntry[], packHash: string): Uint
     } else {
       view.setUint32(offs + i * 4, e.offset);
     }
-  });
+  }
+  let total = 0;
+  for (let i = 0; i < 256; i++) {
+    total += fanout[i]!;
+    view.setUint32(8 + i * 4, total);
+  }
   const trailer = bigs + large * 8;
   hexToBytes(packHash, out, trailer);
   out.set(sha1(out.subarray(0, trailer + 20)), trailer + 20);

@@ -87,6 +87,14 @@ async function* packStream(store: ObjectStore, options: CreatePackOptions): Asyn
     signal: options.signal,
     cache: options.cache,
   });
+  // git's pack reuse: the objects are exactly a stored pack's, which goes out as it is
+  if (store.findPack && options.reuse !== false && options.deltas !== false) {
+    const stored = await store.findPack(e.objects.map((o) => o.oid));
+    if (stored && (stored.ofsDeltas ? options.ofsDelta !== false : true)) {
+      yield* stored.stream(options.signal);
+      return;
+    }
+  }
   yield* writeStream(store, e, e.objects, options);
 }
 

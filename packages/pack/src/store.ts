@@ -35,6 +35,17 @@ export interface ObjectStore {
   writeHashed?(objects: readonly { oid: ObjectId; type: ObjectType; data: Uint8Array }[]): Promise<void>;
   /** Stores a whole verified pack with its index entries (stores over a .git directory). */
   writePack?(pack: PackFile): Promise<void>;
+  /**
+   * A stored pack holding exactly these objects, streamed verbatim (git's pack reuse): what a
+   * server sends on a clone of a freshly repacked repository.
+   */
+  findPack?(oids: readonly ObjectId[]): Promise<StoredPack | undefined>;
+}
+
+export interface StoredPack {
+  /** Whether the pack uses OFS_DELTA entries. */
+  readonly ofsDeltas: boolean;
+  stream(signal?: AbortSignal): AsyncIterable<Uint8Array>;
 }
 
 /** Objects in a Map: ids are verified on write, data is copied in and shared out (do not modify). */

@@ -193,7 +193,7 @@ describe('packs written by gitport, checked by git', () => {
     ['computed deltas, OFS_DELTA', {}],
     ['computed deltas, REF_DELTA', { ofsDelta: false }],
     ['no deltas', { deltas: false }],
-    ['deltas reused from the repository packs', { fromDisk: true }],
+    ['read from the repository on disk', { fromDisk: true }],
   ];
   it.each(variants)('%s: index-pack --strict, verify-pack -v, fsck', async (name, variant) => {
     let store: ObjectStore;
@@ -229,6 +229,36 @@ describe('packs written by gitport, checked by git', () => {
     await sandbox.git(['init', '-q', '--bare', repo]);
     await sandbox.run(['--git-dir', repo, 'index-pack', '--stdin', '--strict'], { input: pack });
     for (const [ref, oid] of refs) await sandbox.git(['--git-dir', repo, 'update-ref', ref, oid]);
+    await sandbox.git(['--git-dir', repo, 'fsck', '--strict', '--full', '--no-dangling']);
+  });
+});
+
+describe('reuse from a repository on disk', () => {
+  it('all of a stored pack goes out verbatim (git pack reuse)', async () => {
+    const store = new FsObjectStore(fs, gitDir);
+    const pack = await collect(createPack(store, { wants: [...new Set(refs.values())] }));
+    await store.close();
+    const dir = join(gitDir, 'objects', 'pack');
+    const [name] = (await fs.promises.readdir(dir)).filter((n) => n.endsWith('.pack'));
+    expect(Buffer.compare(Buffer.from(pack), await readFile(join(dir, name!)))).toBe(0);
+  });
+
+  it('part of a stored pack: deltas and compressed data reused entry by entry; git fsck accepts', async () => {
+    const tip = await sandbox.git(['--git-dir', gitDir, 'rev-parse', 'HEAD~20']);
+    const store = new FsObjectStore(fs, gitDir);
+    const pack = await collect(createPack(store, { wants: [tip] }));
+    await store.close();
+    const repo = sandbox.path('subset.git');
+    await sandbox.git(['init', '-q', '--bare', repo]);
+    const hash = (await sandbox.git(['--git-dir', repo, 'index-pack', '--stdin', '--strict'], { input: pack })).replace(
+      /^pack\t/,
+      '',
+    );
+    const verify = await sandbox.git(['verify-pack', '-v', join(repo, 'objects', 'pack', `pack-${hash}.idx`)]);
+    const expected = (await sandbox.git(['--git-dir', gitDir, 'rev-list', '--objects', tip])).split('\n').length;
+    expect(verifyPackStats(verify).objects).toBe(expected);
+    expect(verifyPackStats(verify).deltas).toBeGreaterThan(expected / 4);
+    await sandbox.git(['--git-dir', repo, 'update-ref', 'refs/heads/main', tip]);
     await sandbox.git(['--git-dir', repo, 'fsck', '--strict', '--full', '--no-dangling']);
   });
 });
