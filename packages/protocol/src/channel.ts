@@ -1,34 +1,40 @@
 /**
- * A one-producer one-consumer byte channel with backpressure: `write` resolves when the
- * consumer has taken the chunk (so a slow HTTP client slows the pack writer down, memory stays
- * bounded to one chunk), `end`/`fail` finish it, and a consumer that stops early (`return`)
- * makes further writes reject with `PROTOCOL_ABORTED`.
+ * A one-producer one-consumer byte channel with backpressure: `write` resolves at once while
+ * fewer than `highWaterMark` bytes wait for the consumer, otherwise when the consumer has taken
+ * enough (so a slow HTTP client slows the pack writer down and memory stays bounded), `end` /
+ * `fail` finish it, and a consumer that stops early (`return`) makes further writes reject with
+ * `PROTOCOL_ABORTED` and drops what was queued.
  */
 import type { Connection } from './connection.js';
 import { ProtocolError } from './errors.js';
 
 export class ByteChannel implements AsyncIterable<Uint8Array> {
-  #pending: { chunk: Uint8Array; resolve: () => void; reject: (e: unknown) => void } | undefined;
-  #waiter: ((r: IteratorResult<Uint8Array>) => void) | undefined;
-  #waiterReject: ((e: unknown) => void) | undefined;
+  readonly #queue: Uint8Array[] = [];
+  #queued = 0;
+  readonly #highWaterMark: number;
+  #drained: { resolve: () => void; reject: (e: unknown) => void }[] = [];
+  #waiter: { resolve: (r: IteratorResult<Uint8Array>) => void; reject: (e: unknown) => void } | undefined;
   #ended = false;
   #error: unknown;
   #cancelled = false;
 
+  constructor(options: { highWaterMark?: number } = {}) {
+    this.#highWaterMark = options.highWaterMark ?? 1024 * 1024;
+  }
+
   write(chunk: Uint8Array): Promise<void> {
     if (this.#cancelled) return Promise.reject(new ProtocolError('PROTOCOL_ABORTED', 'the reader went away'));
     if (this.#ended) return Promise.reject(new ProtocolError('PROTOCOL_UNEXPECTED', 'write after end'));
-    return new Promise<void>((resolve, reject) => {
-      const waiter = this.#waiter;
-      if (waiter) {
-        this.#waiter = undefined;
-        this.#waiterReject = undefined;
-        waiter({ value: chunk, done: false });
-        resolve();
-      } else {
-        this.#pending = { chunk, resolve, reject };
-      }
-    });
+    const waiter = this.#waiter;
+    if (waiter) {
+      this.#waiter = undefined;
+      waiter.resolve({ value: chunk, done: false });
+      return Promise.resolve();
+    }
+    this.#queue.push(chunk);
+    this.#queued += chunk.length;
+    if (this.#queued < this.#highWaterMark) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => this.#drained.push({ resolve, reject }));
   }
 
   async end(): Promise<void> {
@@ -44,37 +50,44 @@ export class ByteChannel implements AsyncIterable<Uint8Array> {
   #finish(): void {
     this.#ended = true;
     const waiter = this.#waiter;
-    const reject = this.#waiterReject;
     this.#waiter = undefined;
-    this.#waiterReject = undefined;
-    if (this.#pending) return; // the consumer still takes it, then sees the end
-    if (this.#error !== undefined && reject) reject(this.#error);
-    else waiter?.({ value: undefined, done: true });
+    if (!waiter) return; // queued chunks are still delivered, then the end
+    if (this.#error !== undefined) waiter.reject(this.#error);
+    else waiter.resolve({ value: undefined, done: true });
+  }
+
+  #take(): Uint8Array | undefined {
+    const chunk = this.#queue.shift();
+    if (!chunk) return undefined;
+    this.#queued -= chunk.length;
+    if (this.#queued < this.#highWaterMark && this.#drained.length > 0) {
+      const drained = this.#drained;
+      this.#drained = [];
+      for (const d of drained) d.resolve();
+    }
+    return chunk;
   }
 
   [Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
     return {
       next: () => {
-        const pending = this.#pending;
-        if (pending) {
-          this.#pending = undefined;
-          pending.resolve();
-          return Promise.resolve({ value: pending.chunk, done: false });
-        }
+        const chunk = this.#take();
+        if (chunk) return Promise.resolve({ value: chunk, done: false });
         if (this.#ended) {
           if (this.#error !== undefined) return Promise.reject(this.#error);
           return Promise.resolve({ value: undefined, done: true });
         }
         return new Promise((resolve, reject) => {
-          this.#waiter = resolve;
-          this.#waiterReject = reject;
+          this.#waiter = { resolve, reject };
         });
       },
       return: async () => {
         this.#cancelled = true;
-        const pending = this.#pending;
-        this.#pending = undefined;
-        pending?.reject(new ProtocolError('PROTOCOL_ABORTED', 'the reader went away'));
+        this.#queue.length = 0;
+        this.#queued = 0;
+        const drained = this.#drained;
+        this.#drained = [];
+        for (const d of drained) d.reject(new ProtocolError('PROTOCOL_ABORTED', 'the reader went away'));
         return { value: undefined, done: true };
       },
     };

@@ -209,6 +209,10 @@ export async function push(local: Repository, remote: Remote, options: PushOptio
         )
       : reader;
     const report = await readReport(reportReader);
+    if (sideband) {
+      // read on to the flush that ends the side-banded response (bounded: the report is small)
+      for (let i = 0; i < 1024 && (await reportReader.read()) !== undefined; i++);
+    }
     for (const [i, s] of statuses.entries()) {
       if (s.status !== 'ok') continue;
       const remoteStatus = report.refs.get(s.name);
