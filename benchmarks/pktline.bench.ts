@@ -6,14 +6,23 @@
  * isomorphic-git does not export those classes, so the peer is its published CommonJS bundle
  * evaluated unmodified in a function scope with its own `require`, and the two classes picked
  * out of that scope. Both sides read the same chunks from the same async iterable and must
- * deliver every payload byte (checked on every run, so a broken decoder fails the bench).
+ * deliver every payload byte (checked on every run, so a broken decoder fails the bench). Each
+ * bench iteration runs both, in alternating order, so the ratio is fair on a shared machine.
  *
  * MB/s is stream bytes (pkt-line headers included) / 10^6 per second; the figure is the median
  * of the timed runs.
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { demuxSideband, encodeData, FLUSH, MAX_PACKET_DATA, muxSideband, PacketReader } from '@gitport/pktline';
+import {
+  demuxSideband,
+  encodeData,
+  encodeText,
+  FLUSH,
+  MAX_PACKET_DATA,
+  muxSideband,
+  PacketReader,
+} from '@gitport/pktline';
 import { afterAll, bench, describe } from 'vitest';
 import { mbps, QUICK, record, sized } from './report.js';
 
@@ -22,6 +31,7 @@ const CHUNK = 64 * 1024;
 const benchOptions = { iterations: sized(15, 2), warmupIterations: sized(3, 1), time: 0, warmupTime: 0 };
 
 interface IsoPktLine {
+  encode(line: string | Uint8Array): Uint8Array;
   streamReader(stream: AsyncIterable<Uint8Array> & { error?: unknown }): () => Promise<Uint8Array | null | true>;
 }
 interface IsoSideBand {
@@ -95,6 +105,31 @@ function check(label: string, got: number, want: number): void {
 const iso = loadIsomorphicGit();
 const timings = new Map<string, number[]>();
 
+/**
+ * Each bench iteration runs gitport and the peer back to back, in alternating order, and times
+ * each: both see the same JIT state and the same load from the rest of the machine (two shared
+ * cores), so the ratio stays fair even when the absolute figures move.
+ */
+function alternate(name: string, ours: () => Promise<void>, peer: () => Promise<void>): () => Promise<void> {
+  let round = 0;
+  const time = async (key: string, fn: () => Promise<void>) => {
+    const start = performance.now();
+    await fn();
+    const list = timings.get(key) ?? [];
+    list.push(performance.now() - start);
+    timings.set(key, list);
+  };
+  return async () => {
+    if (round++ % 2 === 0) {
+      await time(`${name}:gitport`, ours);
+      await time(`${name}:iso`, peer);
+    } else {
+      await time(`${name}:iso`, peer);
+      await time(`${name}:gitport`, ours);
+    }
+  };
+}
+
 /** Times each bench iteration itself, so the MB/s figure comes from the very same runs. */
 function timed(name: string, fn: () => Promise<void>): () => Promise<void> {
   return async () => {
@@ -142,98 +177,123 @@ const smallInput = smallLinesStream();
 const smallChunks = chunksOf(smallInput.bytes);
 const demuxChunks = chunksOf(demuxInput.bytes);
 
+async function gitportDecode(chunks: readonly Uint8Array[], want: number): Promise<void> {
+  const reader = new PacketReader(source(chunks));
+  let bytes = 0;
+  for (;;) {
+    const packet = await reader.read();
+    if (packet === undefined) break;
+    if (packet.kind === 'data') bytes += packet.payload.byteLength;
+  }
+  check('gitport decode', bytes, want);
+}
+
+async function isoDecode(chunks: readonly Uint8Array[], want: number): Promise<void> {
+  const input = source(chunks);
+  const read = iso.GitPktLine.streamReader(input);
+  let bytes = 0;
+  for (;;) {
+    const line = await read();
+    if (line === true) break;
+    if (line !== null) bytes += line.byteLength;
+  }
+  if (input.error) throw input.error;
+  check('isomorphic-git decode', bytes, want);
+}
+
 describe(`pkt-line decode, ${(decodeInput.bytes.byteLength / 2 ** 20).toFixed(0)} MiB in 64 KiB chunks`, () => {
   bench(
-    'gitport PacketReader',
-    timed('decode:gitport', async () => {
-      const reader = new PacketReader(source(decodeChunks));
-      let bytes = 0;
-      for (;;) {
-        const packet = await reader.read();
-        if (packet === undefined) break;
-        if (packet.kind === 'data') bytes += packet.payload.byteLength;
-      }
-      check('gitport decode', bytes, decodeInput.payloadBytes);
-    }),
-    benchOptions,
-  );
-
-  bench(
-    'isomorphic-git GitPktLine.streamReader',
-    timed('decode:iso', async () => {
-      const input = source(decodeChunks);
-      const read = iso.GitPktLine.streamReader(input);
-      let bytes = 0;
-      for (;;) {
-        const line = await read();
-        if (line === true) break;
-        if (line !== null) bytes += line.byteLength;
-      }
-      if (input.error) throw input.error;
-      check('isomorphic-git decode', bytes, decodeInput.payloadBytes);
-    }),
+    'gitport PacketReader | isomorphic-git GitPktLine.streamReader, alternating',
+    alternate(
+      'decode',
+      () => gitportDecode(decodeChunks, decodeInput.payloadBytes),
+      () => isoDecode(decodeChunks, decodeInput.payloadBytes),
+    ),
     benchOptions,
   );
 });
 
 describe(`pkt-line decode of short lines, ${(smallInput.bytes.byteLength / 2 ** 20).toFixed(0)} MiB`, () => {
   bench(
-    'gitport PacketReader',
-    timed('small:gitport', async () => {
-      const reader = new PacketReader(source(smallChunks));
-      let bytes = 0;
-      for (;;) {
-        const packet = await reader.read();
-        if (packet === undefined) break;
-        if (packet.kind === 'data') bytes += packet.payload.byteLength;
-      }
-      check('gitport short lines', bytes, smallInput.payloadBytes);
-    }),
-    benchOptions,
-  );
-
-  bench(
-    'isomorphic-git GitPktLine.streamReader',
-    timed('small:iso', async () => {
-      const input = source(smallChunks);
-      const read = iso.GitPktLine.streamReader(input);
-      let bytes = 0;
-      for (;;) {
-        const line = await read();
-        if (line === true) break;
-        if (line !== null) bytes += line.byteLength;
-      }
-      if (input.error) throw input.error;
-      check('isomorphic-git short lines', bytes, smallInput.payloadBytes);
-    }),
+    'gitport PacketReader | isomorphic-git GitPktLine.streamReader, alternating',
+    alternate(
+      'small',
+      () => gitportDecode(smallChunks, smallInput.payloadBytes),
+      () => isoDecode(smallChunks, smallInput.payloadBytes),
+    ),
     benchOptions,
   );
 });
 
 describe(`side-band-64k demux, ${(demuxInput.bytes.byteLength / 2 ** 20).toFixed(0)} MiB in 64 KiB chunks`, () => {
   bench(
-    'gitport demuxSideband',
-    timed('demux:gitport', async () => {
-      let bytes = 0;
-      for await (const data of demuxSideband(new PacketReader(source(demuxChunks)))) bytes += data.byteLength;
-      check('gitport demux', bytes, demuxInput.payloadBytes);
-    }),
+    'gitport demuxSideband | isomorphic-git GitSideBand.demux, alternating',
+    alternate(
+      'demux',
+      async () => {
+        let bytes = 0;
+        for await (const data of demuxSideband(new PacketReader(source(demuxChunks)))) bytes += data.byteLength;
+        check('gitport demux', bytes, demuxInput.payloadBytes);
+      },
+      async () => {
+        const input = source(demuxChunks);
+        const { packfile } = iso.GitSideBand.demux(input);
+        let bytes = 0;
+        for (;;) {
+          const next = await packfile.next();
+          if (next.done) break;
+          bytes += next.value.byteLength;
+        }
+        if (packfile.error) throw packfile.error;
+        check('isomorphic-git demux', bytes, demuxInput.payloadBytes);
+      },
+    ),
     benchOptions,
   );
+});
 
+/** The short lines again, as text: what a server writes for a ref advertisement. */
+const lineTexts = (() => {
+  const texts: string[] = [];
+  for (let i = 0, size = 0; size < smallInput.bytes.byteLength; i++) {
+    const text = `${(i * 2654435761).toString(16).padStart(40, '0').slice(0, 40)} refs/heads/branch-${i}\n`;
+    texts.push(text);
+    size += text.length + 4;
+  }
+  return texts;
+})();
+const lineBytes = lineTexts.reduce((n, t) => n + t.length + 4, 0);
+
+describe(`pkt-line encode of ${lineTexts.length.toLocaleString('en')} short text lines`, () => {
   bench(
-    'isomorphic-git GitSideBand.demux',
-    timed('demux:iso', async () => {
-      const input = source(demuxChunks);
-      const { packfile } = iso.GitSideBand.demux(input);
+    'gitport encodeText | isomorphic-git GitPktLine.encode, alternating',
+    alternate(
+      'encode',
+      async () => {
+        let bytes = 0;
+        for (const text of lineTexts) bytes += encodeText(text).byteLength;
+        check('gitport encode', bytes, lineBytes);
+      },
+      async () => {
+        let bytes = 0;
+        for (const text of lineTexts) bytes += iso.GitPktLine.encode(text).byteLength;
+        check('isomorphic-git encode', bytes, lineBytes);
+      },
+    ),
+    benchOptions,
+  );
+});
+
+describe(`side-band-64k mux of ${(TOTAL / 2 ** 20).toFixed(0)} MiB`, () => {
+  const data = new Uint8Array(TOTAL).fill(0x5a);
+  bench(
+    'gitport muxSideband',
+    timed('mux:gitport', async () => {
       let bytes = 0;
-      for (;;) {
-        const next = await packfile.next();
-        if (next.done) break;
-        bytes += next.value.byteLength;
+      for (let at = 0; at < data.byteLength; at += CHUNK) {
+        for (const frame of muxSideband(1, data.subarray(at, at + CHUNK))) bytes += frame.byteLength - 5;
       }
-      if (packfile.error) throw packfile.error;
-      check('isomorphic-git demux', bytes, demuxInput.payloadBytes);
+      check('gitport mux', bytes, data.byteLength);
     }),
     benchOptions,
   );
@@ -260,6 +320,24 @@ afterAll(() => {
     peerValue: mbps(smallInput.bytes.byteLength, median('small:iso')),
     better: 'higher',
     note: `~${lines.toLocaleString('en')} ref-advertisement-like lines of about 70 bytes; 64 KiB chunks${QUICK ? ' (quick)' : ''}`,
+  });
+  record({
+    id: 'pktline.encode-lines.mbps',
+    value: mbps(lineBytes, median('encode:gitport')),
+    unit: 'MB/s',
+    peer: 'isomorphic-git GitPktLine',
+    peerValue: mbps(lineBytes, median('encode:iso')),
+    better: 'higher',
+    note: `${lineTexts.length.toLocaleString('en')} ref-advertisement-like text lines, one packet each${QUICK ? ' (quick)' : ''}`,
+  });
+  record({
+    id: 'pktline.sideband-mux.mbps',
+    value: mbps(TOTAL, median('mux:gitport')),
+    unit: 'MB/s',
+    peer: null,
+    peerValue: null,
+    better: 'higher',
+    note: `${(TOTAL / 2 ** 20).toFixed(0)} MiB of band-1 data given in 64 KiB pieces, framed into new arrays; isomorphic-git has no muxer (its GitSideBand.mux is commented out)`,
   });
   record({
     id: 'pktline.sideband-demux.mbps',

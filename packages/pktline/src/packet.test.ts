@@ -51,6 +51,16 @@ describe('encoding', () => {
     expect(() => encodeData(new Uint8Array(0))).toThrow(expect.objectContaining({ code: 'PKTLINE_EMPTY' }));
   });
 
+  it('encodes non-ASCII and long text as UTF-8, like short ASCII text', () => {
+    expect(ascii(encodeText('branch-é'))).toBe('000ebranch-é\n');
+    expect(encodeText('branch-é').byteLength).toBe(14);
+    const long = 'x'.repeat(5000);
+    expect(ascii(encodeText(long))).toBe(`138d${long}\n`);
+    expect(ascii(encodeData(`${long}é`))).toBe(`138e${long}é`);
+    expect(() => encodeText('é'.repeat(40000))).toThrow(expect.objectContaining({ code: 'PKTLINE_TOO_LONG' }));
+    expect(ascii(encodeText(''))).toBe('0005\n');
+  });
+
   it('copies the payload', () => {
     const payload = text('abc');
     const framed = encodeData(payload);

@@ -43,27 +43,62 @@ export function writeLength(out: Uint8Array, at: number, length: number): void {
   out[at + 3] = HEX[length & 15]!;
 }
 
-/** One data packet (a new array: length prefix + a copy of the payload). */
-export function encodeData(payload: Uint8Array | string): Uint8Array {
-  const bytes = typeof payload === 'string' ? encoder.encode(payload) : payload;
-  if (bytes.byteLength === 0) {
-    throw new PktLineError('PKTLINE_EMPTY', 'an empty data packet (0004) is never written; use a flush packet');
+function emptyError(): PktLineError {
+  return new PktLineError('PKTLINE_EMPTY', 'an empty data packet (0004) is never written; use a flush packet');
+}
+
+function tooLongError(size: number): PktLineError {
+  return new PktLineError(
+    'PKTLINE_TOO_LONG',
+    `pkt-line payload of ${size} bytes exceeds ${MAX_PACKET_DATA}; split it (side-band) first`,
+  );
+}
+
+/** Longest string the ASCII fast path tries (short lines are the common case). */
+const ASCII_FAST_PATH = 4096;
+
+/**
+ * `text` (plus LF when `lf`) as a data packet. Short ASCII text is written straight into the
+ * packet (no TextEncoder call, one allocation); anything else goes through UTF-8 encoding.
+ */
+function encodeString(text: string, lf: boolean): Uint8Array {
+  const n = text.length;
+  if (n <= ASCII_FAST_PATH) {
+    const size = n + (lf ? 1 : 0);
+    if (size === 0) throw emptyError();
+    const out = new Uint8Array(size + 4);
+    let bits = 0;
+    for (let i = 0; i < n; i++) {
+      const c = text.charCodeAt(i);
+      bits |= c;
+      out[4 + i] = c;
+    }
+    if (bits < 0x80) {
+      if (lf) out[4 + n] = 0x0a;
+      writeLength(out, 0, size + 4);
+      return out;
+    }
   }
-  if (bytes.byteLength > MAX_PACKET_DATA) {
-    throw new PktLineError(
-      'PKTLINE_TOO_LONG',
-      `pkt-line payload of ${bytes.byteLength} bytes exceeds ${MAX_PACKET_DATA}; split it (side-band) first`,
-    );
-  }
+  return encodeBytes(encoder.encode(lf ? `${text}\n` : text));
+}
+
+function encodeBytes(bytes: Uint8Array): Uint8Array {
+  if (bytes.byteLength === 0) throw emptyError();
+  if (bytes.byteLength > MAX_PACKET_DATA) throw tooLongError(bytes.byteLength);
   const out = new Uint8Array(bytes.byteLength + 4);
   writeLength(out, 0, bytes.byteLength + 4);
   out.set(bytes, 4);
   return out;
 }
 
+/** One data packet (a new array: length prefix + a copy of the payload). */
+export function encodeData(payload: Uint8Array | string): Uint8Array {
+  return typeof payload === 'string' ? encodeString(payload, false) : encodeBytes(payload);
+}
+
 /** A text line as a data packet; appends LF when missing. */
 export function encodeText(line: string): Uint8Array {
-  return encodeData(line.endsWith('\n') ? line : `${line}\n`);
+  return encodeString(line, !line.endsWith('\n'));
 }
 
 /** Any packet's wire bytes (special packets return the shared constants: do not modify them). */
