@@ -17,10 +17,11 @@ import { appendFileSync, mkdirSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** Topics a row id may start with (issue 9). */
+/** Topics a row id may start with (issue 9, plus `bus.` for the bus's send and broadcast rows). */
 export const TOPICS = [
   'emitter',
   'rpc',
+  'bus',
   'transport',
   'pktline',
   'pack.create',

@@ -166,10 +166,11 @@ function lastLines(text, n) {
   return text.trimEnd().split('\n').slice(-n).join('\n');
 }
 
-/** Topics in the order of issue 9 (layers bottom up, then the gateway and the browser). */
+/** Topics in the order of issue 9 (layers bottom up, then the gateway and the browser), plus `bus.` (sends, broadcast). */
 const TOPIC_ORDER = [
   'emitter',
   'rpc',
+  'bus',
   'transport',
   'pktline',
   'pack.create',
