@@ -393,7 +393,8 @@ export class FsObjectStore implements ObjectStore {
     }
     const raw = inflateAll(file, 2 ** 31);
     const nul = raw.indexOf(0);
-    const header = new TextDecoder().decode(raw.subarray(0, nul < 0 ? 0 : nul));
+    if (nul < 0) throw new PackError('OBJECT_CORRUPT', `loose object ${oid} has no header`);
+    const header = new TextDecoder().decode(raw.subarray(0, nul));
     const m = /^(commit|tree|blob|tag) (\d+)$/.exec(header);
     if (!m || Number(m[2]) !== raw.length - nul - 1) {
       throw new PackError('OBJECT_CORRUPT', `loose object ${oid} has a bad header`);

@@ -70,7 +70,7 @@ export function bytesToHex(bytes: Uint8Array, start = 0, end = bytes.length): st
   return s;
 }
 
-const NIBBLE = new Int8Array(128).fill(-1);
+const NIBBLE = new Uint8Array(128);
 for (let i = 0; i < 10; i++) NIBBLE[48 + i] = i;
 for (let i = 0; i < 6; i++) {
   NIBBLE[97 + i] = 10 + i;
@@ -80,9 +80,7 @@ for (let i = 0; i < 6; i++) {
 /** Decodes hex (both cases); a non-hex digit decodes as 0 (ids are validated before they get here). */
 export function hexToBytes(hex: string, out = new Uint8Array(hex.length >>> 1), offset = 0): Uint8Array {
   for (let i = 0, o = offset; i < hex.length; i += 2, o++) {
-    const hi = NIBBLE[hex.charCodeAt(i) & 127]!;
-    const lo = NIBBLE[hex.charCodeAt(i + 1) & 127]!;
-    out[o] = ((hi < 0 ? 0 : hi) << 4) | (lo < 0 ? 0 : lo);
+    out[o] = (NIBBLE[hex.charCodeAt(i) & 127]! << 4) | NIBBLE[hex.charCodeAt(i + 1) & 127]!;
   }
   return out;
 }
