@@ -263,6 +263,50 @@ describe('reuse from a repository on disk', () => {
   });
 });
 
+describe('thin packs written by gitport', () => {
+  it('REF_DELTA against objects the receiver has: git completes them (--fix-thin), and so do we', async () => {
+    const work = sandbox.path('thin-src');
+    await sandbox.git(['init', '-q', work]);
+    const big = randomBytes(300_000);
+    await writeFile(join(work, 'big.bin'), big);
+    await sandbox.git(['add', '.'], { cwd: work });
+    await sandbox.git(['commit', '-qm', 'one'], { cwd: work });
+    big.write('small edit', 150_000);
+    await writeFile(join(work, 'big.bin'), big);
+    await sandbox.git(['commit', '-qam', 'two'], { cwd: work });
+    const src = join(work, '.git');
+    const head = await sandbox.git(['--git-dir', src, 'rev-parse', 'HEAD']);
+    const base = await sandbox.git(['--git-dir', src, 'rev-parse', 'HEAD~1']);
+    const store = new FsObjectStore(fs, src);
+    const thin = await collect(createPack(store, { wants: [head], haves: [base], thin: true }));
+    const full = await collect(createPack(store, { wants: [head], haves: [base] }));
+    await store.close();
+    const { counts, bases, oids } = await countKinds(thin);
+    expect(counts['ref-delta']).toBeGreaterThan(0);
+    expect(bases.some((b) => !oids.has(b))).toBe(true);
+    expect(thin.length).toBeLessThan(full.length / 10);
+
+    const repo = sandbox.path('thin-dst.git');
+    await sandbox.git(['init', '-q', '--bare', repo]);
+    const seed = await gitPack(src, `${base}\n`, ['--delta-base-offset']);
+    await sandbox.run(['--git-dir', repo, 'index-pack', '--stdin'], { input: seed });
+    const refused = await sandbox.run(['--git-dir', repo, 'index-pack', '--stdin'], {
+      input: thin,
+      allowFailure: true,
+    });
+    expect(refused.code).not.toBe(0);
+    await sandbox.run(['--git-dir', repo, 'index-pack', '--stdin', '--fix-thin', '--strict'], { input: thin });
+    await sandbox.git(['--git-dir', repo, 'update-ref', 'refs/heads/main', head]);
+    await sandbox.git(['--git-dir', repo, 'fsck', '--strict', '--no-dangling']);
+
+    const ours = new MemoryObjectStore();
+    await importPack(ours, [seed]);
+    const r = await importPack(ours, [thin], { fixThin: true });
+    expect(r.objects).toContain(head);
+    expect(decoder.decode((await ours.read(head))!.data)).toContain('two');
+  });
+});
+
 describe('enumeration matches git rev-list --objects', () => {
   const listed = async (args: string[]) =>
     new Set(
