@@ -27,6 +27,7 @@ import git from 'isomorphic-git';
 import isoHttp from 'isomorphic-git/http/node';
 import { afterAll, bench, describe } from 'vitest';
 import { startHttpBackend } from '../tests/src/gateway/http-backend.js';
+import { runBrowserCloneBench } from '../tests/src/gitport/browser-bench.js';
 import { startTsWorker } from '../tests/src/ts-worker.js';
 import { mbps, medianMs, QUICK, record, sized } from './report.js';
 
@@ -121,6 +122,7 @@ describe('clone between worker threads', () => {
   let backend: Awaited<ReturnType<typeof startHttpBackend>>;
   let ready: Promise<void> | undefined;
   let n = 0;
+  let nodeReferenceMbps: number | undefined;
   const fresh = (label: string) => sandbox.path('clones', `${label}-${n++}`);
 
   const setup = () =>
@@ -202,6 +204,7 @@ describe('clone between worker threads', () => {
       const m = await measure('reference');
       const note = `${(m.packBytes / MB).toFixed(2)} MB pack stored by gitport (git's: ${(m.gitPack / MB).toFixed(2)} MB), ${sized(40, 10)} commits of 50 KB random blobs; MB/s = that pack size / clone time, median of ${RUNS} (isomorphic-git: ${m.isoRuns})${QUICK ? ' (quick)' : ''}`;
       const ours = mbps(m.packBytes, m.ours);
+      nodeReferenceMbps = ours;
       record({
         id: 'clone.reference.mbps',
         value: ours,
@@ -341,6 +344,33 @@ describe('clone between worker threads', () => {
         better: 'lower',
         note: `${note}; least-squares slope`,
       });
+    },
+    once,
+  );
+
+  bench(
+    '(c) the reference corpus between two Web Workers in Chromium',
+    async () => {
+      await setup();
+      const commits = sized(40, 10);
+      const runs = sized(5, 1);
+      const outcome = await runBrowserCloneBench({ commits, size: 50 * 1024, runs, warmup: sized(1, 0) });
+      const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+      for (const storage of ['memory', 'opfs'] as const) {
+        const results = outcome.results[storage];
+        if (results.length === 0) throw new Error(`no ${storage} clones`);
+        const bytes = results[0]!.packBytes;
+        const value = mbps(bytes, median(results.map((r) => r.ms)));
+        record({
+          id: `browser.clone.reference.${storage}.mbps`,
+          value,
+          unit: 'MB/s',
+          peer: nodeReferenceMbps === undefined ? null : 'gitport between Node worker threads (same run)',
+          peerValue: nodeReferenceMbps ?? null,
+          better: 'higher',
+          note: `headless Chromium (${/HeadlessChrome\/[\d.]+/.exec(outcome.userAgent)?.[0] ?? 'Chromium'}): host worker with the corpus (${commits} commits of 50 KB random blobs) in a MemoryFs repository, client worker cloning bare into ${storage === 'opfs' ? 'OPFS' : 'a MemoryFs'} over a MessageChannel; pako and JS SHA-1 (no DecompressionStream path in the pack package); ${(bytes / MB).toFixed(2)} MB pack, median of ${runs}${QUICK ? ' (quick)' : ''}`,
+        });
+      }
     },
     once,
   );

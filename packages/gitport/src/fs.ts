@@ -27,7 +27,7 @@ export interface FsStat {
 
 /** What `open()` returns: Node's FileHandle shape (write for locks, positional read for packs). */
 export interface FileHandleLike {
-  write(data: Uint8Array | string): Promise<unknown>;
+  write(data: Uint8Array | string, offset?: number, length?: number): Promise<unknown>;
   read?(buffer: Uint8Array, offset: number, length: number, position: number): Promise<{ bytesRead: number } | number>;
   close(): Promise<void>;
 }

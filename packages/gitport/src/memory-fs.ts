@@ -152,8 +152,12 @@ export class MemoryFs implements FsLike {
         this.#put(path, new Uint8Array(0), flags === 'wx');
         const chunks: Uint8Array[] = [];
         return {
-          write: async (data: Uint8Array | string) => {
-            chunks.push(typeof data === 'string' ? encoder.encode(data) : data.slice());
+          // Node's FileHandle.write(buffer, offset?, length?) / write(string): sequential writes.
+          write: async (data: Uint8Array | string, offset = 0, length?: number) => {
+            const bytes = typeof data === 'string' ? encoder.encode(data) : data;
+            const part = bytes.slice(offset, length === undefined ? undefined : offset + length);
+            chunks.push(part);
+            return { bytesWritten: part.byteLength };
           },
           close: async () => {
             const size = chunks.reduce((n, c) => n + c.byteLength, 0);

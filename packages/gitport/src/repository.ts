@@ -63,7 +63,10 @@ export function packFs(fs: GitFs): ConstructorParameters<typeof FsObjectStore>[0
       ? {
           open: async (path: string, flags: string) => {
             const handle = await raw.open!(path, flags);
-            if (!handle.read) throw Object.assign(new Error('no positional read'), { code: 'ENOSYS' });
+            if (flags === 'r' && !handle.read) {
+              await handle.close();
+              throw Object.assign(new Error(`no positional read for ${path}`), { code: 'ENOSYS' });
+            }
             return handle as Required<Pick<typeof handle, 'read' | 'close'>>;
           },
         }

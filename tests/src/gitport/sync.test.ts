@@ -5,7 +5,7 @@
 
 import * as nodeFsModule from 'node:fs';
 import { cp, readFile, stat, writeFile } from 'node:fs/promises';
-import { FsRepositoryRegistry, host, openRepository, REF_UPDATE_EVENT, remote } from 'gitport';
+import { FsRepositoryRegistry, host, MemoryFs, openRepository, REF_UPDATE_EVENT, remote } from 'gitport';
 import { nodeFs } from 'gitport/node';
 import git from 'isomorphic-git';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -132,6 +132,27 @@ describe('host and remote over a bus', () => {
       const already = new AbortController();
       already.abort();
       await expect(origin.lsRefs({ signal: already.signal })).rejects.toMatchObject({ code: 'ABORTED' });
+    } finally {
+      served.close();
+    }
+  });
+
+  it('clones into an in-memory repository: the pack is stored with its index and every object reads back', async () => {
+    const served = host(buses.left, new FsRepositoryRegistry(nodeFs(), sandbox.path('root')));
+    try {
+      const fs = new MemoryFs();
+      const repo = await remote(buses.right, 'host', 'demo').clone(fs, '/mem.git');
+      const packs = await fs.promises.readdir('/mem.git/objects/pack');
+      expect(packs.filter((n) => n.endsWith('.pack'))).toHaveLength(1);
+      expect(packs.filter((n) => n.endsWith('.idx'))).toHaveLength(1);
+      const source = sandbox.path('root', 'demo.git');
+      const all = (await sandbox.git(['rev-list', '--all', '--objects'], { cwd: source })).split('\n');
+      for (const line of all) {
+        const oid = line.slice(0, 40);
+        expect(await repo.objects.has(oid)).toBe(true);
+      }
+      const head = await sandbox.git(['rev-parse', 'HEAD'], { cwd: source });
+      expect(await repo.refs.resolve('HEAD')).toBe(head);
     } finally {
       served.close();
     }

@@ -1,0 +1,51 @@
+/**
+ * Browser clone benchmark page: a host worker and a client worker joined by a MessageChannel,
+ * driven from this page over the bus. `window.runCloneBench(options)` answers the timings.
+ */
+import { createBus, workerEndpoint } from '@gitport/bus';
+
+type WorkerLike = Parameters<typeof workerEndpoint>[0];
+
+interface Options {
+  commits: number;
+  size: number;
+  runs: number;
+  warmup: number;
+}
+
+async function runCloneBench(options: Options) {
+  const hostWorker = new Worker(new URL('./host.worker.ts', import.meta.url), { type: 'module' });
+  const clientWorker = new Worker(new URL('./client.worker.ts', import.meta.url), { type: 'module' });
+  const main = createBus({ id: 'main' });
+  try {
+    await main.connect(workerEndpoint(hostWorker as unknown as WorkerLike));
+    await main.connect(workerEndpoint(clientWorker as unknown as WorkerLike));
+    const channel = new MessageChannel();
+    hostWorker.postMessage({ type: 'port', port: channel.port1 }, [channel.port1]);
+    clientWorker.postMessage({ type: 'port', port: channel.port2 }, [channel.port2]);
+    const head = await main.request<string>(
+      'host',
+      'corpus',
+      { commits: options.commits, size: options.size },
+      { timeout: 300_000 },
+    );
+    const out: Record<string, { ms: number; packBytes: number }[]> = {};
+    for (const storage of ['memory', 'opfs'] as const) {
+      const all = await main.request<{ ms: number; packBytes: number }[]>(
+        'client',
+        'clones',
+        { storage, runs: options.runs + options.warmup, expect: head },
+        { timeout: 600_000 },
+      );
+      out[storage] = all.slice(options.warmup);
+    }
+    return { userAgent: navigator.userAgent, results: out };
+  } finally {
+    main.close();
+    hostWorker.terminate();
+    clientWorker.terminate();
+  }
+}
+
+(window as unknown as { runCloneBench: typeof runCloneBench }).runCloneBench = runCloneBench;
+document.title = 'ready';
