@@ -120,9 +120,15 @@ async function* writeStream(
     items.set(p.oid, item);
     order.push(item);
   }
+  // thin-pack bases: the receiver's trees and blobs at the paths we send (git's preferred bases)
   const edges = new Map<ObjectId, Item>();
-  for (const o of enumeration?.edges ?? []) {
-    if (!items.has(o.oid) && !edges.has(o.oid)) edges.set(o.oid, { ...o, size: 0, depth: 0, edge: true });
+  if (enumeration && enumeration.edges.length > 0) {
+    const paths = new Set<number>();
+    for (const item of order) if (item.type === 'blob' || item.type === 'tree') paths.add(item.nameHash);
+    for (const o of enumeration.edges) {
+      if (!paths.has(o.nameHash) || items.has(o.oid) || edges.has(o.oid)) continue;
+      edges.set(o.oid, { ...o, size: 0, depth: 0, edge: true });
+    }
   }
   // 1. stored representations
   let done = 0;
