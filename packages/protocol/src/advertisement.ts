@@ -251,7 +251,16 @@ export async function decodeAdvertisement(reader: PacketReader): Promise<Adverti
       if (line === undefined) throw new ProtocolError('PROTOCOL_UNEXPECTED', `unexpected ${p.kind} in capabilities`);
       list.push(line);
     }
-    return { version: 2, capabilities: Capabilities.parse(list.join(' ')) };
+    // one capability per line; a value may hold spaces (`fetch=shallow wait-for-done`)
+    return {
+      version: 2,
+      capabilities: new Capabilities(
+        list.map((l) => {
+          const eq = l.indexOf('=');
+          return eq < 0 ? { name: l } : { name: l.slice(0, eq), value: l.slice(eq + 1) };
+        }),
+      ),
+    };
   }
   let version: 0 | 1 = 0;
   if (text === 'version 1') {

@@ -1,0 +1,203 @@
+import { encodeText, FLUSH, PacketReader } from '@gitport/pktline';
+import { describe, expect, it } from 'vitest';
+import { connectionPair } from './channel.js';
+import { concatBytes } from './connection.js';
+import { clone, fetch, lsRemote } from './fetch-client.js';
+import { handleUploadPackHttp } from './http.js';
+import { annotatedTag, chain, emptyRepo, readAll, type TestRepo, text } from './test-repo.js';
+import { serveUploadPack } from './upload-pack.js';
+
+async function server(): Promise<{ repo: TestRepo; commits: string[]; tag: string }> {
+  const repo = emptyRepo();
+  const commits = await chain(repo, 6);
+  const tag = await annotatedTag(repo, commits[2]!, 'v1');
+  await repo.refs.update([
+    { name: 'refs/heads/main', old: null, new: commits[5]! },
+    { name: 'refs/tags/v1', old: null, new: tag },
+  ]);
+  return { repo, commits, tag };
+}
+
+async function packets(bytes: Uint8Array): Promise<string[]> {
+  const reader = new PacketReader(
+    (async function* () {
+      yield bytes;
+    })(),
+  );
+  const out: string[] = [];
+  for (;;) {
+    const p = await reader
+      .read()
+      .catch((e: { code?: string; message: string }) => ({ kind: `error ${e.code}: ${e.message}` }) as const);
+    if (!p) break;
+    if (p.kind.startsWith('error')) {
+      out.push(p.kind);
+      break;
+    }
+    out.push(p.kind === 'data' && 'payload' in p ? text(p.payload).trimEnd() : p.kind);
+  }
+  return out;
+}
+
+async function stateless(repo: TestRepo, body: Uint8Array, protocol: 0 | 2 = 0) {
+  const handled = handleUploadPackHttp(
+    repo,
+    (async function* () {
+      yield body;
+    })(),
+    { protocol },
+  );
+  const parts: Uint8Array[] = [];
+  for await (const chunk of handled.body) parts.push(chunk);
+  const outcome = await handled.done.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  return { bytes: concatBytes(parts), outcome };
+}
+
+const line = (s: string) => encodeText(`${s}\n`);
+
+describe('upload-pack', () => {
+  it('a want that is not ours gets ERR and a typed error', async () => {
+    const { repo } = await server();
+    const { bytes, outcome } = await stateless(
+      repo,
+      concatBytes([line(`want ${'1'.repeat(40)} multi_ack_detailed`), FLUSH, line('done')]),
+    );
+    expect(outcome).toMatchObject({ code: 'PROTOCOL_NOT_OUR_REF' });
+    expect(await packets(bytes)).toEqual([
+      `error PKTLINE_REMOTE_ERROR: remote error: upload-pack: not our ref ${'1'.repeat(40)}`,
+    ]);
+  });
+
+  it('accepts a want that is reachable from a ref but no longer a tip (refs moved between GET and POST)', async () => {
+    const { repo, commits } = await server();
+    const { bytes, outcome } = await stateless(
+      repo,
+      concatBytes([line(`want ${commits[3]} multi_ack_detailed no-done`), FLUSH, line('done')]),
+    );
+    expect(outcome).toBeUndefined();
+    const lines = await packets(bytes);
+    expect(lines[0]).toBe('NAK');
+    expect(text(concatBytes([bytes])).includes('PACK')).toBe(true);
+  });
+
+  it('rejects malformed requests with typed errors', async () => {
+    const { repo, commits } = await server();
+    for (const [body, code] of [
+      [concatBytes([line('want nothex'), FLUSH]), 'PROTOCOL_BAD_LINE'],
+      [concatBytes([line(`want ${commits[5]}`), line('bogus'), FLUSH]), 'PROTOCOL_BAD_LINE'],
+      [concatBytes([line(`want ${commits[5]}`), line('deepen 0'), FLUSH]), 'PROTOCOL_BAD_LINE'],
+      [concatBytes([line(`want ${commits[5]}`), FLUSH, line('have zz'), FLUSH]), 'PROTOCOL_BAD_LINE'],
+    ] as const) {
+      const { outcome, bytes } = await stateless(repo, body);
+      expect(outcome, text(body)).toMatchObject({ code });
+      expect((await packets(bytes)).at(-1)).toMatch(/^error PKTLINE_REMOTE_ERROR/);
+    }
+  });
+
+  it('bounds the number of wants', async () => {
+    const { repo, commits } = await server();
+    const body = concatBytes([...commits.map((c) => line(`want ${c}`)), FLUSH, line('done')]);
+    const handled = handleUploadPackHttp(
+      repo,
+      (async function* () {
+        yield body;
+      })(),
+      { limits: { maxWants: 3 } },
+    );
+    for await (const _ of handled.body);
+    await expect(handled.done).rejects.toMatchObject({ code: 'PROTOCOL_LIMIT' });
+  });
+
+  it('multi_ack_detailed: ACK common, ready, NAK, then the final ACK and the pack (stateful)', async () => {
+    const { repo, commits } = await server();
+    const [client, host] = connectionPair();
+    const served = serveUploadPack(repo, host, { advertise: false });
+    const response = readAll(client);
+    await client.write(concatBytes([line(`want ${commits[5]} multi_ack_detailed side-band-64k ofs-delta`), FLUSH]));
+    await client.write(concatBytes([line(`have ${commits[4]}`), line(`have ${'2'.repeat(40)}`), FLUSH]));
+    await client.write(line('done'));
+    await client.end();
+    await served;
+    const lines = await packets(await response);
+    // as upload-pack.c: `ready` rides on the first unknown have once every want reaches a common commit
+    expect(lines.slice(0, 4)).toEqual([
+      `ACK ${commits[4]} common`,
+      `ACK ${'2'.repeat(40)} ready`,
+      'NAK',
+      `ACK ${commits[4]}`,
+    ]);
+    expect(lines[4]?.startsWith('\x01PACK')).toBe(true);
+  });
+
+  it('v2 in stateless mode never sends response-end, and answers ls-refs with peeled tags and symrefs', async () => {
+    const { repo, commits, tag } = await server();
+    const request = concatBytes([
+      line('command=ls-refs'),
+      line('agent=test'),
+      new TextEncoder().encode('0001'),
+      line('peel'),
+      line('symrefs'),
+      FLUSH,
+    ]);
+    const { bytes, outcome } = await stateless(repo, request, 2);
+    expect(outcome).toBeUndefined();
+    expect(await packets(bytes)).toEqual([
+      `${commits[5]} HEAD symref-target:refs/heads/main`,
+      `${commits[5]} refs/heads/main`,
+      `${tag} refs/tags/v1 peeled:${commits[2]}`,
+      'flush',
+    ]);
+    expect(await packets(bytes)).not.toContain('response-end');
+  });
+
+  it('gitport client and server: clone with tags, ls-remote, fetch of nothing new', async () => {
+    const { repo, tag } = await server();
+    for (const protocol of [0, 2] as const) {
+      const local = emptyRepo();
+      const [a, b] = connectionPair();
+      const served = serveUploadPack(repo, b, { protocol });
+      const result = await clone(local, { connection: a }, { protocol });
+      await served;
+      expect(await local.refs.list()).toEqual(await repo.refs.list());
+      expect(await local.objects.has(tag)).toBe(true);
+      expect(result.head).toBe('refs/heads/main');
+      const [c, d] = connectionPair();
+      const served2 = serveUploadPack(repo, d, { protocol });
+      const again = await fetch(local, { connection: c }, { protocol, refspecs: ['+refs/heads/*:refs/heads/*'] });
+      await served2;
+      expect(again.pack).toBeUndefined();
+      expect(again.updates).toEqual([]);
+      const [e, f] = connectionPair();
+      const served3 = serveUploadPack(repo, f, { protocol });
+      const listed = await lsRemote({ connection: e }, { protocol });
+      await served3;
+      expect(listed.refs.map((r) => r.name)).toEqual(['HEAD', 'refs/heads/main', 'refs/tags/v1']);
+    }
+  });
+
+  it('include-tag: an annotated tag pointing into the pack is packed with it', async () => {
+    const { repo, commits, tag } = await server();
+    const local = emptyRepo();
+    const [a, b] = connectionPair();
+    const served = serveUploadPack(repo, b);
+    await fetch(local, { connection: a }, { refspecs: ['refs/heads/main:refs/heads/main'], tags: 'follow' });
+    await served;
+    expect(await local.objects.has(tag)).toBe(true);
+    expect(await local.refs.resolve('refs/tags/v1')).toBe(tag);
+    expect(await local.objects.has(commits[0]!)).toBe(true);
+  });
+
+  it('an empty repository advertises capabilities^{} and clones to nothing', async () => {
+    const repo = emptyRepo();
+    const [a, b] = connectionPair();
+    const served = serveUploadPack(repo, b);
+    const local = emptyRepo();
+    const result = await clone(local, { connection: a });
+    await served;
+    expect(result.refs).toEqual([]);
+    expect(await local.refs.list()).toEqual([]);
+  });
+});
