@@ -45,6 +45,12 @@ export class AdvertisementCache {
     return pending;
   }
 
+  /** The advertisement if it is cached and still within `revalidateMs`, without any I/O. */
+  peek(repo: string, key: string): Uint8Array | undefined {
+    const hit = this.entries.get(`${repo}\0${key}`);
+    return hit !== undefined && Date.now() - hit.checkedAt < this.revalidateMs ? hit.bytes : undefined;
+  }
+
   /** Forgets every advertisement of a repository (after a ref update). */
   drop(repo: string): void {
     const prefix = `${repo}\0`;

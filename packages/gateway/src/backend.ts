@@ -22,6 +22,8 @@ export interface GitBackend {
    * `# service=` header: the gateway adds it for v0).
    */
   advertise(repo: string, service: GitService, options: RpcOptions): Promise<Uint8Array>;
+  /** A fresh cached advertisement, synchronously, when there is one (the fast path of discovery). */
+  cachedAdvertisement?(repo: string, service: GitService, protocol: string | null): Uint8Array | undefined;
   /**
    * One stateless round: the request body in, the response bytes out. The returned iterable may
    * start before the body is consumed; cancelling it (or the signal) stops the work, and a push

@@ -221,6 +221,10 @@ export function createGitProcessBackend(options: GitProcessBackendOptions): GitB
       return proc.output;
     },
 
+    cachedAdvertisement(repo, service, protocol) {
+      return cache.peek(repo, `${service}\0${protocol ?? ''}`);
+    },
+
     onRefUpdate(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);

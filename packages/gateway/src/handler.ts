@@ -121,6 +121,25 @@ function splitTarget(url: string): { path: string; query: string } {
   return { path: url.slice(start, q), query: url.slice(q + 1, end) };
 }
 
+/** Query parameters; the two discovery queries git sends skip the general parser. */
+const DISCOVERY_QUERIES = new Map(
+  ['git-upload-pack', 'git-receive-pack'].map((service) => [`service=${service}`, new URLSearchParams({ service })]),
+);
+function fastParams(query: string): URLSearchParams {
+  return DISCOVERY_QUERIES.get(query) ?? new URLSearchParams(query);
+}
+
+/** Validated names by raw path segment (bounded): a repository's name is checked once, not per request. */
+const validNames = new Map<string, string>();
+function repoName(segment: string): string {
+  const known = validNames.get(segment);
+  if (known !== undefined) return known;
+  const name = decodeRepoName(segment);
+  if (validNames.size >= 4096) validNames.clear();
+  validNames.set(segment, name);
+  return name;
+}
+
 function equalSecret(a: string, b: string): boolean {
   const n = Math.max(a.length, b.length);
   let diff = a.length ^ b.length;
@@ -214,7 +233,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (method !== 'GET' && method !== 'HEAD') return text(405, 'method not allowed', { allow: 'GET, HEAD' });
       return backend.healthy() && !closed ? text(200, 'ok') : text(503, 'unavailable');
     }
-    const params = new URLSearchParams(query);
+    const params = fastParams(query);
     if (path === '/events') {
       if (method !== 'GET') return text(405, 'method not allowed', { allow: 'GET' });
       const repos = params.getAll('repo').map((r) => decodeRepoName(encodeURIComponent(r)));
@@ -227,7 +246,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     const first = slash < 0 ? path.slice(1) : path.slice(1, slash);
     const rest = slash < 0 ? '' : path.slice(slash);
     if (!first.endsWith('.git')) return text(404, 'not found');
-    const repo = decodeRepoName(first.slice(0, -4));
+    const repo = repoName(first.slice(0, -4));
 
     let service: GitService;
     let kind: 'advertise' | 'rpc' | 'events';
@@ -264,6 +283,12 @@ export function createGateway(options: GatewayOptions): Gateway {
     ) {
       return text(404, 'not found');
     }
+    if (kind === 'advertise' && request.method !== 'HEAD') {
+      // fast path: a fresh cached advertisement means the repository was there a moment ago
+      const protocol = protocolOf(request, service);
+      const cached = backend.cachedAdvertisement?.(repo, service, protocol);
+      if (cached !== undefined) return advertiseReply(service, protocol, cached, false);
+    }
     if (!(await backend.exists(repo))) return text(404, 'not found');
     if (kind === 'events') return events(request, [repo], params);
     if (closed) return text(503, 'shutting down');
@@ -297,6 +322,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     const protocol = protocolOf(request, service);
     // no client signal: one advertisement load serves every request waiting for it
     const ad = await backend.advertise(repo, service, { protocol, signal: NEVER });
+    return advertiseReply(service, protocol, ad, request.method.toUpperCase() === 'HEAD');
+  }
+
+  function advertiseReply(service: GitService, protocol: string | null, ad: Uint8Array, head: boolean): GatewayReply {
     const v2 = protocol?.split(':').includes('version=2') ?? false;
     let bytes = ad;
     if (!v2) {
@@ -319,7 +348,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         expires: 'Fri, 01 Jan 1980 00:00:00 GMT',
         pragma: 'no-cache',
       },
-      body: request.method.toUpperCase() === 'HEAD' ? { kind: 'none' } : { kind: 'bytes', bytes },
+      body: head ? { kind: 'none' } : { kind: 'bytes', bytes },
     };
   }
 

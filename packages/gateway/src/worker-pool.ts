@@ -310,6 +310,10 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
       }
     },
 
+    cachedAdvertisement(repo, service, protocol) {
+      return cache.peek(repo, `${service}\0${protocol ?? ''}`);
+    },
+
     onRefUpdate(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
