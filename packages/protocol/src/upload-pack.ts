@@ -264,6 +264,28 @@ class UploadSession {
     }
     const muxer = features.sideband > 0 ? new SidebandMuxer(write, { maxData: features.sideband }) : undefined;
     const packOptions = this.options.pack ?? {};
+    // progress (band 2) as git words it; createPack reports synchronously, the lines go out
+    // between pack chunks
+    const progress: string[] = [];
+    let lastPercent = -1;
+    let lastPhase = '';
+    const onProgress =
+      muxer && features.progress
+        ? (p: { phase: string; done: number; total: number }) => {
+            const label =
+              p.phase === 'compressing'
+                ? 'Compressing objects'
+                : p.phase === 'writing'
+                  ? 'Writing objects'
+                  : 'Counting objects';
+            const percent = p.total > 0 ? Math.floor((100 * p.done) / p.total) : 0;
+            if (percent === lastPercent && p.phase === lastPhase) return;
+            lastPercent = percent;
+            lastPhase = p.phase;
+            progress.push(`${label}: ${String(percent).padStart(3)}% (${p.done}/${p.total})\r`);
+          }
+        : undefined;
+    let objectCount = -1;
     try {
       const pack = createPack(this.repo.objects, {
         wants,
@@ -277,11 +299,17 @@ class UploadSession {
         ...(packOptions.window !== undefined ? { window: packOptions.window } : {}),
         ...(packOptions.depth !== undefined ? { depth: packOptions.depth } : {}),
         ...(this.signal ? { signal: this.signal } : {}),
+        ...(onProgress ? { onProgress } : {}),
       });
       for await (const chunk of pack) {
+        if (objectCount < 0 && chunk.length >= 12) {
+          objectCount = ((chunk[8]! << 24) | (chunk[9]! << 16) | (chunk[10]! << 8) | chunk[11]!) >>> 0;
+        }
+        while (muxer && progress.length > 0) await muxer.progress(progress.shift() as string);
         if (muxer) await muxer.data(chunk);
         else await write(chunk);
       }
+      if (muxer && features.progress && objectCount >= 0) await muxer.progress(`Total ${objectCount}\n`);
     } catch (error) {
       if (muxer && !hasCode(error, 'PROTOCOL_ABORTED')) {
         await muxer.error(`upload-pack: ${(error as Error).message}\n`).catch(() => {});

@@ -145,8 +145,10 @@ describe.each(modes)('real git against gitport servers ($name)', (mode) => {
     const loose = async () =>
       Number(/^count: (\d+)$/m.exec(await sandbox.git(['count-objects', '-v'], { cwd: dest }))?.[1]);
     const looseBefore = await loose();
-    const fetched = await sandbox.run([...v(mode), 'fetch', 'origin'], { cwd: dest });
+    const fetched = await sandbox.run([...v(mode), 'fetch', '--progress', 'origin'], { cwd: dest });
     expect(fetched.code, fetched.stderr).toBe(0);
+    // side-band progress from the server
+    expect(fetched.stderr).toMatch(/remote: Total \d+/);
     expect(await sandbox.git(['rev-parse', 'origin/main'], { cwd: dest })).toBe(
       await sandbox.git(['--git-dir', bare, 'rev-parse', 'main']),
     );
@@ -156,6 +158,34 @@ describe.each(modes)('real git against gitport servers ($name)', (mode) => {
     // 5 commits, 5 trees, 5 blobs at most: nothing of the old history
     expect(objects).toBeGreaterThan(0);
     expect(objects).toBeLessThanOrEqual(15);
+  });
+
+  it('git fetch with 500 commits the server lacks negotiates over several rounds', async () => {
+    const slug = slugOf(mode, 'multi');
+    const { work, bare } = await makeSampleRepo(sandbox, slug);
+    const dest = sandbox.path(`${slug}-dest`);
+    let served = await serve(mode, bare);
+    await sandbox.git([...v(mode), 'clone', '-q', served.url, dest]);
+    // 500 local-only commits (fast-import: one process), and 3 new commits on the server
+    const tip = await sandbox.git(['rev-parse', 'HEAD'], { cwd: dest });
+    const stream = Array.from(
+      { length: 500 },
+      (_, i) =>
+        `commit refs/heads/local\ncommitter l <l@x> ${1_900_000_000 + i} +0000\ndata 3\nl${String(i % 100).padStart(2, '0')}\n${i === 0 ? `from ${tip}\n` : ''}M 644 inline local.txt\ndata 4\n${String(i).padStart(3, '0')}\n\n`,
+    ).join('');
+    await sandbox.git(['fast-import', '--quiet'], { cwd: dest, input: stream });
+    await addCommits(sandbox, work, 3, 'server');
+    await sandbox.git(['push', '-q', bare, 'main'], { cwd: work });
+    served = await serve(mode, bare);
+    await sandbox.git(['remote', 'set-url', 'origin', served.url], { cwd: dest });
+    const fetched = await sandbox.run([...v(mode), 'fetch', 'origin'], { cwd: dest, env: { GIT_TRACE_PACKET: '1' } });
+    expect(fetched.code, fetched.stderr.slice(-2000)).toBe(0);
+    expect(await sandbox.git(['rev-parse', 'origin/main'], { cwd: dest })).toBe(
+      await sandbox.git(['--git-dir', bare, 'rev-parse', 'main']),
+    );
+    await sandbox.git(['fsck', '--full'], { cwd: dest });
+    const haves = (fetched.stderr.match(/> have /g) ?? []).length;
+    expect(haves).toBeGreaterThan(500);
   });
 
   it('fetches 2,000 tags', async () => {
