@@ -197,6 +197,8 @@ interface Case {
   label: string;
   /** Which way the bytes go (main thread -> worker unless told). */
   toMain?: boolean;
+  /** Timed runs, when not derived from the size. */
+  iterations?: number;
   chunk: number;
   total: number;
   streams: number;
@@ -232,6 +234,16 @@ const cases: Case[] = [
     streams: 1,
     window: MiB,
     goal: { ratio: 0.8 },
+  },
+  {
+    // pkt-line-sized writes: the transport coalesces them, the raw sender posts each one.
+    id: 'transport.worker.256b',
+    label: '256 B writes',
+    chunk: 256,
+    total: sized(4 * MiB, 256 * KiB),
+    streams: 1,
+    window: MiB,
+    iterations: 5,
   },
   {
     id: 'transport.10mb-64kb',
@@ -313,7 +325,12 @@ for (const c of cases) {
           await runTransport();
         }
       },
-      { iterations: iterationsFor(c.total * c.streams), warmupIterations: WARMUP, time: 0, warmupTime: 0 },
+      {
+        iterations: c.iterations === undefined ? iterationsFor(c.total * c.streams) : sized(c.iterations, 1),
+        warmupIterations: WARMUP,
+        time: 0,
+        warmupTime: 0,
+      },
     );
   });
 }
