@@ -37,6 +37,9 @@ const TAG = '$gitportBus';
 const MAX_ID_LENGTH = 256;
 const CHANNEL_BUFFER = 256;
 const CHANNEL_BUFFER_KEYS = 256;
+/** A batch is posted at once when it reaches this many bytes (messageSize) or messages. */
+const BATCH_BYTES = 256 * 1024;
+const BATCH_MESSAGES = 1024;
 
 export interface Peer {
   readonly id: string;
@@ -185,6 +188,7 @@ function randomId(): string {
 
 class Link {
   queue: Envelope[] = [];
+  queuedBytes = 0;
   transfers: Transferable[] | null = null;
   scheduled = false;
   seqOut = 0;
@@ -543,7 +547,7 @@ class BusImpl implements Bus {
   }
 
   /** Queues an envelope on a link; everything queued in one microtask goes out in one postMessage. */
-  private enqueue(link: Link, envelope: Envelope, transfer?: Transferable[]): void {
+  private enqueue(link: Link, envelope: Envelope, transfer?: Transferable[], size = 0): void {
     if (link.dead) return;
     envelope.q = ++link.seqOut;
     link.queue.push(envelope);
@@ -551,6 +555,12 @@ class BusImpl implements Bus {
       envelope[TRANSFER] = transfer;
       if (link.transfers === null) link.transfers = transfer.slice();
       else for (const t of transfer) link.transfers.push(t);
+    }
+    link.queuedBytes += size;
+    if (link.queuedBytes >= BATCH_BYTES || link.queue.length >= BATCH_MESSAGES) {
+      // Big batches cost more to clone than they save: post this one now.
+      this.flush(link);
+      return;
     }
     if (!link.scheduled) {
       link.scheduled = true;
@@ -560,6 +570,7 @@ class BusImpl implements Bus {
 
   flush(link: Link): void {
     link.scheduled = false;
+    link.queuedBytes = 0;
     const queue = link.queue;
     if (queue.length === 0 || link.dead) return;
     const transfers = link.transfers;
@@ -602,7 +613,8 @@ class BusImpl implements Bus {
     }
   }
 
-  private checkSize(name: string, payload: unknown): void {
+  /** The message's size (see messageSize); throws BUS_MESSAGE_TOO_LARGE above maxMessageSize. */
+  private checkSize(name: string, payload: unknown): number {
     const size = messageSize(payload, this.maxMessageSize) + name.length;
     if (size > this.maxMessageSize) {
       throw new BusError(
@@ -611,6 +623,7 @@ class BusImpl implements Bus {
         { data: { size, limit: this.maxMessageSize } },
       );
     }
+    return size;
   }
 
   private route(peer: string): Link {
@@ -623,13 +636,14 @@ class BusImpl implements Bus {
   send(peer: string, event: string, payload: unknown, options?: { transfer?: Transferable[] }): void {
     if (typeof event !== 'string') throw new BusError('BUS_INVALID_ARGUMENT', 'an event name must be a string');
     const link = this.route(peer);
-    this.checkSize(event, payload);
+    const size = this.checkSize(event, payload);
     this.enqueue(
       link,
       link.peer === peer
         ? { k: 'ev', q: 0, e: event, p: payload }
         : { k: 'ev', s: this.id, t: peer, q: 0, h: this.maxHops, e: event, p: payload },
       options?.transfer,
+      size,
     );
   }
 
@@ -637,13 +651,15 @@ class BusImpl implements Bus {
     if (typeof event !== 'string') throw new BusError('BUS_INVALID_ARGUMENT', 'an event name must be a string');
     if (this.closed) throw new BusError('BUS_CLOSED', 'the bus is closed');
     if (this.routes.size === 0) return;
-    this.checkSize(event, payload);
+    const size = this.checkSize(event, payload);
     for (const [peer, link] of this.routes) {
       this.enqueue(
         link,
         link.peer === peer
           ? { k: 'ev', q: 0, e: event, p: payload }
           : { k: 'ev', s: this.id, t: peer, q: 0, h: this.maxHops, e: event, p: payload },
+        undefined,
+        size,
       );
     }
   }
@@ -675,6 +691,7 @@ class BusImpl implements Bus {
     options?: { timeout?: number; signal?: AbortSignal; transfer?: Transferable[] },
   ): Promise<T> {
     let link: Link;
+    let size: number;
     try {
       if (typeof name !== 'string') throw new BusError('BUS_INVALID_ARGUMENT', 'a handler name must be a string');
       link = this.route(peer);
@@ -684,7 +701,7 @@ class BusImpl implements Bus {
       if (options?.signal?.aborted) {
         throw new BusError('BUS_ABORTED', 'request aborted', { cause: options.signal.reason });
       }
-      this.checkSize(name, payload);
+      size = this.checkSize(name, payload);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -713,6 +730,7 @@ class BusImpl implements Bus {
           ? { k: 'rq', q: 0, e: name, i: id, p: payload }
           : { k: 'rq', s: this.id, t: peer, q: 0, h: this.maxHops, e: name, i: id, p: payload },
         options?.transfer,
+        size,
       );
     });
   }
@@ -814,9 +832,9 @@ class BusImpl implements Bus {
       value = result.value;
       transfer = result.transfer;
     }
+    let size: number;
     try {
-      if (value !== undefined && typeof value === 'object' && value !== null) this.checkSize('', value);
-      else messageSize(value);
+      size = this.checkSize('', value);
     } catch (error) {
       this.respondError(link, to, id, error);
       return;
@@ -827,6 +845,7 @@ class BusImpl implements Bus {
         ? { k: 'rs', q: 0, i: id, p: value }
         : { k: 'rs', s: this.id, t: to, q: 0, h: this.maxHops, i: id, p: value },
       transfer,
+      size,
     );
   }
 
@@ -1010,13 +1029,14 @@ class BusImpl implements Bus {
     return {
       postMessage: (message, transfer) => {
         const link = this.route(peer);
-        this.checkSize(channel, message);
+        const size = this.checkSize(channel, message);
         this.enqueue(
           link,
           link.peer === peer
             ? { k: 'ch', q: 0, c: channel, p: message }
             : { k: 'ch', s: this.id, t: peer, q: 0, h: this.maxHops, c: channel, p: message },
           transfer,
+          size,
         );
       },
       addEventListener: (type, listener) => {

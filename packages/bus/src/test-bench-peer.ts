@@ -1,7 +1,8 @@
 /**
  * Worker-thread side of benchmarks/rpc.bench.ts and bus.bench.ts: the same echo service three
  * ways, each on its own MessagePort handed over in workerData: a raw MessagePort echo, comlink
- * (its own Node adapter) and a gitport bus handler.
+ * (its own Node adapter) and a gitport bus handler; plus counters of one-way messages (a bare
+ * port's and the bus's `payload` events) for the send benchmarks.
  */
 import { type MessagePort, workerData } from 'node:worker_threads';
 import * as Comlink from 'comlink';
@@ -12,9 +13,21 @@ import { nodeEndpoint } from './node.js';
 const adapterPath: string = 'comlink/dist/esm/node-adapter.mjs';
 const nodeAdapter = ((await import(adapterPath)) as { default: (port: unknown) => Comlink.Endpoint }).default;
 
-const { raw, comlink, bus } = workerData as { raw: MessagePort; comlink: MessagePort; bus: MessagePort };
+const { raw, comlink, bus, count } = workerData as {
+  raw: MessagePort;
+  comlink: MessagePort;
+  bus: MessagePort;
+  count?: MessagePort;
+};
 
 raw.on('message', (message: unknown) => raw.postMessage(message));
+
+// Counts what arrives on a bare port; a 'sync' message asks for the count so far.
+let counted = 0;
+count?.on('message', (message: unknown) => {
+  if (message === 'sync') count.postMessage(counted);
+  else counted++;
+});
 
 Comlink.expose({ echo: (value: unknown) => value }, nodeAdapter(comlink));
 
