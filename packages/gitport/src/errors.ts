@@ -18,7 +18,9 @@ export type GitportErrorCode =
   | 'ABORTED'
   | 'HTTP_BAD_URL'
   | 'HTTP_BAD_REQUEST'
-  | 'OPFS_UNSUPPORTED';
+  | 'OPFS_UNSUPPORTED'
+  | 'CONTROL_FORBIDDEN'
+  | 'CONTROL_FAILED';
 
 const brand = Symbol.for('gitport.error');
 

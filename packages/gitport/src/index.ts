@@ -3,7 +3,16 @@
  * clone/fetch/push from another context, an isomorphic-git `http` plugin over the transport, and
  * a comlink control API. Node's fs adapter lives in `gitport/node`.
  */
-export { CONTROL_CHANNEL, type ControlApi, control, exposeControl, type RepositoryRefs } from './control.js';
+export {
+  CONTROL_CHANNEL,
+  type ControlApi,
+  type ControlClient,
+  type ControlResult,
+  type ControlWire,
+  control,
+  exposeControl,
+  type RepositoryRefs,
+} from './control.js';
 export { GitportError, type GitportErrorCode, isGitportError } from './errors.js';
 export {
   type FileHandleLike,

@@ -114,8 +114,9 @@ describe('the comlink control API', () => {
       await api.create('notes');
       await api.create('docs', { defaultBranch: 'trunk' });
       expect(await api.list()).toEqual(['docs', 'notes']);
-      await expect(api.create('notes')).rejects.toMatchObject({ message: expect.stringContaining('already exists') });
-      await expect(api.create('../evil')).rejects.toMatchObject({ message: expect.stringContaining('invalid') });
+      await expect(api.create('notes')).rejects.toMatchObject({ code: 'REPO_EXISTS' });
+      await expect(api.create('../evil')).rejects.toMatchObject({ code: 'REPO_INVALID_NAME' });
+      await expect(api.refs('nope')).rejects.toMatchObject({ code: 'REPO_NOT_FOUND' });
       expect(await api.refs('docs')).toEqual({ head: { kind: 'symbolic', target: 'refs/heads/trunk' }, refs: [] });
 
       const seen: RefUpdateEvent[] = [];
@@ -155,7 +156,24 @@ describe('the comlink control API', () => {
       expect(await api.delete('docs')).toBe(true);
       expect(await api.delete('docs')).toBe(false);
       expect(await api.list()).toEqual(['notes']);
-      api[Comlink.releaseProxy]();
+      api.release();
+    } finally {
+      served.close();
+      buses.close();
+    }
+  });
+
+  it('refuses to create or delete repositories when the host does not manage them', async () => {
+    const buses = await connectedBuses('host', 'client');
+    const registry = new FsRepositoryRegistry(new MemoryFs(), '/repos');
+    await registry.create('kept');
+    const served = host(buses.left, registry, { manage: false });
+    try {
+      const api = control(buses.right, 'host');
+      await expect(api.create('new')).rejects.toMatchObject({ code: 'CONTROL_FORBIDDEN' });
+      await expect(api.delete('kept')).rejects.toMatchObject({ code: 'CONTROL_FORBIDDEN' });
+      expect(await api.list()).toEqual(['kept']);
+      api.release();
     } finally {
       served.close();
       buses.close();
