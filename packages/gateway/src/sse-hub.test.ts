@@ -167,6 +167,21 @@ describe('SseHub', () => {
     expect(hub.size).toBe(0);
   });
 
+  it('disconnectAll ends every stream but keeps accepting subscribers', () => {
+    const hub = new SseHub({ epoch: 'e', heartbeatMs: 0 });
+    const sinks = [new RecordingSink(), new RecordingSink()];
+    hub.subscribe(sinks[0]!);
+    hub.subscribe(sinks[1]!, { repos: ['a'] });
+    hub.disconnectAll();
+    expect(sinks.every((s) => s.closed)).toBe(true);
+    expect(hub.size).toBe(0);
+    const again = new RecordingSink();
+    hub.subscribe(again, { repos: ['a'] });
+    hub.publish(update('a', 1));
+    expect(again.events()).toHaveLength(1);
+    hub.close();
+  });
+
   it('sends one heartbeat per subscriber from the shared timer', async () => {
     const hub = new SseHub({ epoch: 'e', heartbeatMs: 10 });
     const many = new RecordingSink();

@@ -212,6 +212,15 @@ export class SseHub {
     );
   }
 
+  /**
+   * Ends every subscriber's stream but keeps the hub open: clients reconnect (EventSource does so
+   * by itself) and replay what they missed with Last-Event-ID.
+   */
+  disconnectAll(): void {
+    for (const s of [...this.all]) this.remove(s, true);
+    for (const set of [...this.byRepo.values()]) for (const s of [...set]) this.remove(s, true);
+  }
+
   /** Stops the heartbeat and closes every subscriber. */
   close(): void {
     if (this.closed) return;
