@@ -47,6 +47,9 @@ class CommitQueue {
   get size(): number {
     return this.#heap.length;
   }
+  some(predicate: (c: CommitInfo) => boolean): boolean {
+    return this.#heap.some((e) => predicate(e.c));
+  }
   #less(a: { c: CommitInfo; seq: number }, b: { c: CommitInfo; seq: number }): boolean {
     return a.c.time > b.c.time || (a.c.time === b.c.time && a.seq < b.seq);
   }
@@ -200,47 +203,55 @@ export async function isAncestor(
   return false;
 }
 
-/** The best common ancestors of two commits (like `git merge-base --all`). */
+/** The best common ancestors of two commits (like `git merge-base --all`), painting down by date. */
 export async function mergeBase(
   store: ObjectStore,
   a: ObjectId,
   b: ObjectId,
   options: { signal?: AbortSignal; cache?: CommitCache } = {},
 ): Promise<ObjectId[]> {
+  if (a === b) return [a];
   const cache = options.cache ?? new CommitCache(store);
-  const A = 1;
-  const B = 2;
+  const ONE = 1;
+  const TWO = 2;
   const STALE = 4;
+  const RESULT = 8;
   const flags = new Map<ObjectId, number>();
   const queue = new CommitQueue();
-  const add = async (oid: ObjectId, f: number) => {
-    const old = flags.get(oid) ?? 0;
-    if ((old | f) === old) return;
-    flags.set(oid, old | f);
-    queue.push(await cache.get(oid));
-  };
-  await add(a, A);
-  await add(b, B);
+  flags.set(a, ONE);
+  flags.set(b, TWO);
+  queue.push(await cache.get(a));
+  queue.push(await cache.get(b));
   const result: ObjectId[] = [];
-  while (queue.size > 0) {
+  while (queue.some((c) => !((flags.get(c.oid) ?? 0) & STALE))) {
     throwIfAborted(options.signal);
-    const all = [...flags.values()];
-    if (!all.some((f) => !(f & STALE) && (f & (A | B)) !== (A | B)) && result.length > 0) break;
     const c = queue.pop()!;
-    let f = flags.get(c.oid)!;
-    if ((f & (A | B)) === (A | B) && !(f & STALE)) {
-      if (!result.includes(c.oid)) result.push(c.oid);
-      f |= STALE;
-      flags.set(c.oid, f);
+    const own = flags.get(c.oid) ?? 0;
+    let paint = own & (ONE | TWO | STALE);
+    if ((paint & (ONE | TWO)) === (ONE | TWO)) {
+      if (!(own & RESULT)) {
+        flags.set(c.oid, own | RESULT);
+        result.push(c.oid);
+      }
+      paint |= STALE;
     }
-    for (const p of c.parents) await add(p, f & (A | B | STALE));
+    for (const p of c.parents) {
+      const pf = flags.get(p) ?? 0;
+      if ((pf & paint) === paint) continue;
+      flags.set(p, pf | paint);
+      queue.push(await cache.get(p));
+    }
   }
-  // drop results that are ancestors of other results
+  // results that are ancestors of other results are not "best"
+  const candidates = result;
   const best: ObjectId[] = [];
-  for (const r of result) {
+  for (const r of candidates) {
     let redundant = false;
-    for (const o of result) {
-      if (o !== r && (await isAncestor(store, r, o, { cache }))) redundant = true;
+    for (const o of candidates) {
+      if (o !== r && (await isAncestor(store, r, o, { cache }))) {
+        redundant = true;
+        break;
+      }
     }
     if (!redundant) best.push(r);
   }

@@ -13,7 +13,9 @@ import {
   enumerateObjects,
   FsObjectStore,
   importPack,
+  isAncestor,
   MemoryObjectStore,
+  mergeBase,
   type ObjectStore,
   PackReader,
 } from '@gitport/pack';
@@ -304,6 +306,30 @@ describe('thin packs written by gitport', () => {
     const r = await importPack(ours, [thin], { fixThin: true });
     expect(r.objects).toContain(head);
     expect(decoder.decode((await ours.read(head))!.data)).toContain('two');
+  });
+});
+
+describe('reachability helpers match git', () => {
+  it('mergeBase and isAncestor agree with git merge-base on merges and side branches', async () => {
+    const revs = (await sandbox.git(['--git-dir', gitDir, 'rev-list', '--all'])).split('\n');
+    const store = new FsObjectStore(fs, gitDir);
+    const pick = (i: number) => revs[(i * 7919) % revs.length]!;
+    const outcomes = new Set<boolean>();
+    for (let i = 0; i < 12; i++) {
+      const a = pick(i);
+      const b = pick(i + 13);
+      const git = (await sandbox.run(['--git-dir', gitDir, 'merge-base', '--all', a, b], { allowFailure: true }))
+        .stdout;
+      const expected = decoder.decode(git).split('\n').filter(Boolean).sort();
+      expect((await mergeBase(store, a, b)).sort(), `${a} ${b}`).toEqual(expected);
+      const ancestor =
+        (await sandbox.run(['--git-dir', gitDir, 'merge-base', '--is-ancestor', a, b], { allowFailure: true })).code ===
+        0;
+      expect(await isAncestor(store, a, b)).toBe(ancestor);
+      outcomes.add(ancestor);
+    }
+    expect(outcomes.size).toBe(2);
+    await store.close();
   });
 });
 
