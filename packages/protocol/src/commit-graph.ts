@@ -119,7 +119,7 @@ export class CommitGraph {
   /** Is `oid` an annotated tag? Returns its peeled target when it is. */
   async peelTag(oid: ObjectId): Promise<ObjectId | undefined> {
     const object = await this.store.read(oid);
-    if (!object || object.type !== 'tag') return undefined;
+    if (object?.type !== 'tag') return undefined;
     return (await this.peel(oid))?.oid;
   }
 
@@ -129,7 +129,7 @@ export class CommitGraph {
    */
   async walk(
     starts: Iterable<ObjectId>,
-    visit: (commit: CommitNode) => boolean | undefined | void,
+    visit: (commit: CommitNode) => unknown,
     options: { signal?: AbortSignal; stop?: ReadonlySet<ObjectId> } = {},
   ): Promise<void> {
     const seen = new Set<ObjectId>();

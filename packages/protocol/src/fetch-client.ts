@@ -380,7 +380,6 @@ class FetchExchange {
     let gotContinue = false;
     let reader: PacketReader | undefined;
     let packFollows = false;
-    let first = true;
     if (!this.#v2 && !stateless) {
       // stateful v0: the want list goes once; a deepen request is answered right away
       const r = await this.session.round(concatBytes([...this.#head().map(pkt), FLUSH]));
@@ -397,8 +396,7 @@ class FetchExchange {
       const exhausted = batch.length < flushAt;
       if (batch.length === 0) break;
       this.havesSent += batch.length;
-      const outcome = await this.#round(batch, false, first);
-      first = false;
+      const outcome = await this.#round(batch, false);
       reader = outcome.reader;
       if (outcome.acked) {
         inVain = 0;
@@ -414,7 +412,7 @@ class FetchExchange {
       flushAt = nextFlush(stateless || this.#v2, flushAt);
     }
     if (!packFollows) {
-      const outcome = await this.#round([], true, first);
+      const outcome = await this.#round([], true);
       reader = outcome.reader;
     }
     const received = await this.#receivePack(reader as PacketReader);
@@ -425,7 +423,6 @@ class FetchExchange {
   async #round(
     haves: readonly ObjectId[],
     done: boolean,
-    first: boolean,
   ): Promise<{ reader: PacketReader; acked: boolean; ready: boolean; packFollows: boolean }> {
     this.rounds++;
     const stateless = this.session.stateless;

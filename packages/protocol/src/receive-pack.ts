@@ -23,7 +23,7 @@
  */
 import { importPack, type ObjectId, type PackLimits } from '@gitport/pack';
 import { encodeText, FLUSH, packetText, SidebandMuxer } from '@gitport/pktline';
-import { type AdvertisedRef, collectRefs, encodeAdvertisementV0 } from './advertisement.js';
+import { collectRefs, encodeAdvertisementV0 } from './advertisement.js';
 import { Capabilities, DEFAULT_AGENT, receivePackCapabilities } from './capabilities.js';
 import { CommitGraph, parseTagTarget, treeEntries } from './commit-graph.js';
 import { type Connection, concatBytes, newReader, type Repository, requirePacket } from './connection.js';
@@ -53,9 +53,9 @@ export interface ReceivePackResult {
 
 export interface ReceivePackHooks {
   /** Before any ref moves, with every command that passed the checks; a string rejects them all. */
-  preReceive?(commands: readonly PushCommand[], pushOptions: readonly string[]): Promise<string | undefined | void>;
+  preReceive?(commands: readonly PushCommand[], pushOptions: readonly string[]): Promise<unknown>;
   /** Per ref; a string rejects that ref. */
-  update?(command: PushCommand): Promise<string | undefined | void>;
+  update?(command: PushCommand): Promise<unknown>;
 }
 
 export interface ReceivePackLimits {

@@ -4,12 +4,11 @@
  * written into a bare repository and judged by `git fsck`.
  */
 import { MemoryObjectStore } from '@gitport/pack';
-import { clone, fetch, lsRemote, MemoryRefStore, push, type Remote } from '@gitport/protocol';
+import { clone, fetch, lsRemote, MemoryRefStore, type Remote } from '@gitport/protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGitSandbox, type GitSandbox } from '../git.js';
 import {
   addCommits,
-  loadRepository,
   type MemoryRepository,
   makeSampleRepo,
   nodeHttp,
