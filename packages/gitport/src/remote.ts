@@ -9,6 +9,9 @@
  *   await origin.push(repo, { refspecs: ['refs/heads/main:refs/heads/main'] });
  *   await origin.fetch(repo);
  *
+ * A shallow clone or fetch (`depth`, `since`, `exclude`, `deepen`) keeps its boundary in
+ * `<gitDir>/shallow`, as git does, and later fetches send it.
+ *
  * Every operation takes an AbortSignal: aborting fails the stream, the host sees
  * TRANSPORT_ABORTED and moves no ref (receive-pack applies ref updates only after the whole pack
  * is stored). Progress: `onProgress` gets the remote's progress text (side-band 2) and, for
@@ -132,22 +135,26 @@ export function remote(bus: Bus, peer: string, name: string, remoteOptions: Remo
         lsRemote(remote, { ...rest, protocol: protocolOf(options), ...(signal ? { signal } : {}) }),
       );
     },
-    fetch(local, options = {}) {
+    async fetch(local, options = {}) {
       const { signal: _s, onProgress: _p, protocolV2: _v, ...rest } = options;
-      return session('git-upload-pack', options, (remote, signal) =>
+      const shallow = rest.shallow ?? (await readShallow(local));
+      const result = await session('git-upload-pack', options, (remote, signal) =>
         fetchInto(local, remote, {
           ...rest,
+          ...(shallow ? { shallow } : {}),
           protocol: protocolOf(options),
           ...progress(options),
           ...(signal ? { signal } : {}),
         }),
       );
+      await writeShallow(local, result.shallow);
+      return result;
     },
     async clone(fs, dir, options = {}) {
       const { signal: _s, onProgress: _p, protocolV2: _v, bare = true, objects, ...rest } = options;
       const repository = await initRepository(fs, dir, { bare, ...(objects ? { objects } : {}) });
       try {
-        await session('git-upload-pack', options, (remote, signal) =>
+        const result = await session('git-upload-pack', options, (remote, signal) =>
           cloneInto(repository, remote, {
             ...rest,
             bare,
@@ -156,6 +163,7 @@ export function remote(bus: Bus, peer: string, name: string, remoteOptions: Remo
             ...(signal ? { signal } : {}),
           }),
         );
+        await writeShallow(repository, result.shallow);
         if (!bare) {
           options.onProgress?.({ phase: 'checkout', message: 'checking out HEAD' });
           await checkout(repository, dir);
@@ -175,6 +183,22 @@ export function remote(bus: Bus, peer: string, name: string, remoteOptions: Remo
       );
     },
   };
+}
+
+/** `<gitDir>/shallow` (gitrepository-layout(5)): one commit id per line, the shallow boundary. */
+async function readShallow(local: Repository): Promise<string[] | undefined> {
+  const repo = local as Partial<GitRepository>;
+  if (!repo.fs || !repo.gitDir) return undefined;
+  const text = await repo.fs.readText(`${repo.gitDir}/shallow`);
+  return text === undefined ? [] : text.split('\n').filter((line) => /^[0-9a-f]{40}$/.test(line));
+}
+
+async function writeShallow(local: Repository, shallow: readonly string[]): Promise<void> {
+  const repo = local as Partial<GitRepository>;
+  if (!repo.fs || !repo.gitDir) return;
+  const path = `${repo.gitDir}/shallow`;
+  if (shallow.length === 0) await repo.fs.remove(path);
+  else await repo.fs.write(path, `${[...shallow].sort().join('\n')}\n`);
 }
 
 /** The stream's chunks, reporting the running byte count after each. */

@@ -158,6 +158,27 @@ describe('host and remote over a bus', () => {
     }
   });
 
+  it('a shallow clone keeps its boundary in .git/shallow; git reads it; a later fetch deepens it', async () => {
+    const served = host(buses.left, new FsRepositoryRegistry(nodeFs(), sandbox.path('root')));
+    try {
+      const origin = remote(buses.right, 'host', 'demo');
+      const dir = sandbox.path('shallow.git');
+      const repo = await origin.clone(nodeFs(), dir, { depth: 1 });
+      const source = sandbox.path('root', 'demo.git');
+      const head = await sandbox.git(['rev-parse', 'HEAD'], { cwd: source });
+      expect((await readFile(`${dir}/shallow`, 'utf8')).split('\n')).toContain(head);
+      expect(await sandbox.git(['rev-parse', '--is-shallow-repository'], { cwd: dir })).toBe('true');
+      expect(await sandbox.git(['rev-list', '--count', 'HEAD'], { cwd: dir })).toBe('1');
+      await sandbox.git(['fsck', '--full'], { cwd: dir });
+
+      await origin.fetch(repo, { refspecs: ['+refs/heads/*:refs/heads/*'], deepen: 2 });
+      expect(await sandbox.git(['rev-list', '--count', 'HEAD'], { cwd: dir })).toBe('3');
+      await sandbox.git(['fsck', '--full'], { cwd: dir });
+    } finally {
+      served.close();
+    }
+  });
+
   it('reports a missing repository as a typed remote error', async () => {
     const served = host(buses.left, new FsRepositoryRegistry(nodeFs(), sandbox.path('root')));
     try {
