@@ -430,6 +430,52 @@ export function transportConformance(
     });
   });
 
+  describe(`transport conformance: ${label}, sharing`, () => {
+    let pair: ConformancePair;
+    beforeAll(async () => {
+      pair = await createPair();
+    });
+    afterAll(async () => {
+      await pair?.close();
+    });
+
+    it('a bulk stream does not hold back small exchanges on the same connection', async () => {
+      // The bulk needs about 64 windows of credit round trips; each small exchange waits behind at
+      // most a window of bulk data, so they all finish long before it does.
+      const bulk = await start(pair, { op: 'sink' }, window);
+      const bulkWindow = statsOf(bulk).remoteWindow;
+      const bulkBytes = 64 * bulkWindow;
+      let bulkDone = false;
+      const bulkWriting = (async () => {
+        for (let sent = 0; sent < bulkBytes; sent += 64 * 1024) {
+          await bulk.write(new Uint8Array(64 * 1024), { transfer: true });
+        }
+        bulkDone = true;
+        await bulk.end();
+        return readJson<Report>(bulk);
+      })();
+      const small = await Promise.all(
+        Array.from({ length: 20 }, async (_, i) => {
+          const stream = await start(pair, { op: 'echo' }, window);
+          const it = stream[Symbol.asyncIterator]();
+          await stream.write(new TextEncoder().encode(`ping ${i}`));
+          let got = 0;
+          while (got < `ping ${i}`.length) {
+            const r = await it.next();
+            if (r.done) throw new Error('ended early');
+            got += r.value.byteLength;
+          }
+          const bulkWasRunning = !bulkDone;
+          await stream.end();
+          await it.next();
+          return bulkWasRunning;
+        }),
+      );
+      expect(small.every((running) => running)).toBe(true);
+      expect((await bulkWriting).bytes).toBe(bulkBytes);
+    });
+  });
+
   describe(`transport conformance: ${label}, peer death`, () => {
     it('errors every open stream of a peer that dies mid-stream with TRANSPORT_PEER_LOST', async () => {
       const pair = await createPair();
