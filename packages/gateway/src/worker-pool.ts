@@ -45,6 +45,8 @@ export interface WorkerPoolBackend extends GitBackend {
   readonly size: number;
   /** The worker index a repository is pinned to. */
   workerOf(repo: string): number;
+  /** Replaces one worker (terminates it and starts a new one); requests pinned to it wait. */
+  restart(index: number): Promise<void>;
 }
 
 interface Slot {
@@ -320,6 +322,15 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
     },
 
     healthy: () => !closed && slots.every((s) => s.peer !== undefined),
+
+    async restart(index) {
+      const slot = slots[index];
+      if (slot === undefined || closed) throw new GatewayError('GATEWAY_BAD_ARGUMENT', `no worker ${index}`);
+      const worker = slot.worker;
+      slot.peer = undefined;
+      if (worker !== undefined) await worker.terminate();
+      while (slot.peer === undefined) await (slot.starting ?? start(slot));
+    },
 
     async close() {
       if (closed) return;

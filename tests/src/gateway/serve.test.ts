@@ -2,8 +2,9 @@
  * `gitport serve` as a user runs it: one line on stdout once listening, demo.git in an empty
  * root (readable by real git), SSE, and a clean exit on SIGTERM and SIGINT.
  */
-import type { ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { createGitSandbox } from '../git.js';
 import { spawnTsNode } from '../ts-worker.js';
@@ -22,8 +23,12 @@ interface Started {
   exit: Promise<number | null>;
 }
 
-function start(args: string[]): Promise<Started> {
-  const child = spawnTsNode(entry, ['serve', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+const builtBin = fileURLToPath(new URL('../../../packages/cli/bin/gitport.js', import.meta.url));
+
+function start(args: string[], built = false): Promise<Started> {
+  const child = built
+    ? spawn(process.execPath, [builtBin, 'serve', ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+    : spawnTsNode(entry, ['serve', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stderr!.on('data', (b: Buffer) => (err += b.toString()));
@@ -93,6 +98,17 @@ describe('gitport serve', () => {
     expect(preflight.headers['access-control-allow-origin']).toBe('https://app.example');
     expect(preflight.headers['access-control-allow-headers']).toMatch(/git-protocol/);
     server.child.kill('SIGINT');
+    expect(await server.exit).toBe(0);
+  });
+
+  it('runs from the built JavaScript (bin/gitport.js and dist, worker threads on dist/worker-entry.js)', async () => {
+    await using sandbox = await createGitSandbox();
+    const server = await start(['--root', sandbox.path('repos'), '--port', '0', '--workers', '2'], true);
+    await sandbox.git(['clone', '--quiet', `${server.url}/demo.git`, sandbox.path('demo')]);
+    expect(
+      Number(await sandbox.git(['-C', sandbox.path('demo'), 'rev-list', '--count', 'HEAD'])),
+    ).toBeGreaterThanOrEqual(3);
+    server.child.kill('SIGTERM');
     expect(await server.exit).toBe(0);
   });
 
