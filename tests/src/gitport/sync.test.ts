@@ -179,6 +179,35 @@ describe('host and remote over a bus', () => {
     }
   });
 
+  it('clones an empty repository, then pushes the first commit into it', async () => {
+    const registry = new FsRepositoryRegistry(nodeFs(), sandbox.path('root'));
+    await registry.create('empty', { defaultBranch: 'trunk' });
+    const served = host(buses.left, registry);
+    try {
+      const origin = remote(buses.right, 'host', 'empty');
+      expect((await origin.lsRefs()).refs.filter((r) => r.name !== 'HEAD')).toEqual([]);
+      const dir = sandbox.path('empty-work');
+      const repo = await origin.clone(nodeFs(), dir, { bare: false });
+      expect(await repo.refs.resolve('HEAD')).toBeUndefined();
+      await writeFile(`${dir}/first.txt`, 'first\n');
+      await git.add({ fs: nodeFsModule, dir, filepath: 'first.txt' });
+      const commit = await git.commit({
+        fs: nodeFsModule,
+        dir,
+        ref: 'refs/heads/trunk',
+        message: 'first',
+        author: { name: 'client', email: 'client@gitport.invalid', timestamp: 1_700_000_000, timezoneOffset: 0 },
+      });
+      const result = await origin.push(repo, { refspecs: ['refs/heads/trunk:refs/heads/trunk'] });
+      expect(result.ok).toBe(true);
+      const bare = sandbox.path('root', 'empty.git');
+      expect(await sandbox.git(['rev-parse', 'HEAD'], { cwd: bare })).toBe(commit);
+      await sandbox.git(['fsck', '--full', '--strict'], { cwd: bare });
+    } finally {
+      served.close();
+    }
+  });
+
   it('reports a missing repository as a typed remote error', async () => {
     const served = host(buses.left, new FsRepositoryRegistry(nodeFs(), sandbox.path('root')));
     try {
