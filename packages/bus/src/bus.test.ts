@@ -122,6 +122,17 @@ describe('handshake and limits', () => {
     expect(await Promise.all(held)).toEqual(['BUS_CLOSED', 'BUS_CLOSED', 'BUS_CLOSED']);
   });
 
+  it('bounds unfinished incoming requests too', async () => {
+    const a = bus({ id: 'a' });
+    const b = bus({ id: 'b', maxPendingRequests: 2 });
+    await link(a, b);
+    b.handle('hang', (_p, meta) => new Promise((resolve) => meta.signal.addEventListener('abort', resolve)));
+    const held = [1, 2].map(() => codeOf(a.request('b', 'hang', null)));
+    expect(await codeOf(a.request('b', 'hang', null))).toBe('BUS_TOO_MANY_PENDING');
+    a.close();
+    expect(await Promise.all(held)).toEqual(['BUS_CLOSED', 'BUS_CLOSED']);
+  });
+
   it('times a handshake out, and aborts one', async () => {
     const a = bus({ id: 'a' });
     const { port1 } = channel();

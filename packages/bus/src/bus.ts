@@ -54,7 +54,7 @@ export interface BusOptions {
   allowedOrigins?: string[];
   /** Directly connected peers at most (default 100). */
   maxPeers?: number;
-  /** Outgoing requests pending at once at most (default 1000). */
+  /** Outgoing requests pending at once at most, and incoming ones whose async handler is still running (default 1000). */
   maxPendingRequests?: number;
   /** Largest message, as counted by messageSize (default 16 MiB). */
   maxMessageSize?: number;
@@ -793,6 +793,11 @@ class BusImpl implements Bus {
     }
     if (messageSize(envelope.p, this.maxMessageSize) + name!.length > this.maxMessageSize) {
       this.respondError(link, from, id, new BusError('BUS_MESSAGE_TOO_LARGE', 'the request was dropped: too large'));
+      return;
+    }
+    if (this.incoming.size >= this.maxPending) {
+      // Bounded on the serving side too: a peer cannot pile up unfinished handler calls.
+      this.respondError(link, from, id, new BusError('BUS_TOO_MANY_PENDING', 'too many requests in progress'));
       return;
     }
     const meta = new IncomingRequest(from);

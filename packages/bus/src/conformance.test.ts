@@ -1,6 +1,11 @@
 import { BroadcastChannel, MessageChannel, type Worker } from 'node:worker_threads';
 import { startTsWorker } from '../../../tests/src/ts-worker.js';
-import type { Endpoint } from './index.js';
+import { broadcastChannelEndpoint, messagePortEndpoint } from './index.js';
+
+// Node's MessagePort and BroadcastChannel are EventTargets shaped like the DOM ones the adapters take.
+type DomPort = Parameters<typeof messagePortEndpoint>[0];
+type DomChannel = Parameters<typeof broadcastChannelEndpoint>[0];
+
 import { nodeEndpoint } from './node.js';
 import { busConformance } from './test-conformance.js';
 import { startTestPeer } from './test-peer.js';
@@ -24,13 +29,12 @@ busConformance('worker_threads MessageChannel in one thread (nodeEndpoint)', asy
 });
 
 busConformance(
-  'raw MessagePort, no close event (heartbeats)',
+  'MessagePort as a DOM port (messagePortEndpoint: no close event, heartbeats)',
   async () => {
     const { port1, port2 } = new MessageChannel();
-    // Node's MessagePort is an EventTarget: used as is, it is a DOM-shaped Endpoint without onClose.
-    const remote = startTestPeer(port2 as unknown as Endpoint, { id: 'remote' });
+    const remote = startTestPeer(messagePortEndpoint(port2 as unknown as DomPort), { id: 'remote' });
     return {
-      endpoint: port1 as unknown as Endpoint,
+      endpoint: messagePortEndpoint(port1 as unknown as DomPort),
       remoteId: 'remote',
       ready: remote,
       kill: async () => {
@@ -48,14 +52,14 @@ busConformance(
 );
 
 busConformance(
-  'BroadcastChannel',
+  'BroadcastChannel (broadcastChannelEndpoint)',
   async () => {
     const name = `gitport-bus-conformance-${process.pid}-${counter++}`;
     const local = new BroadcastChannel(name);
     const far = new BroadcastChannel(name);
-    const remote = startTestPeer(far as unknown as Endpoint, { id: 'remote' });
+    const remote = startTestPeer(broadcastChannelEndpoint(far as unknown as DomChannel), { id: 'remote' });
     return {
-      endpoint: local as unknown as Endpoint,
+      endpoint: broadcastChannelEndpoint(local as unknown as DomChannel),
       remoteId: 'remote',
       ready: remote,
       kill: () => far.close(),

@@ -38,10 +38,8 @@ export interface ChannelEndpoint extends Endpoint {
   removeEventListener(type: string, listener: AnyMessageListener): void;
 }
 
-interface MessageTargetLike {
-  addEventListener(type: 'message', listener: (event: never) => void): void;
-  removeEventListener(type: 'message', listener: (event: never) => void): void;
-}
+/** What the adapters listen on: any EventTarget (a DOM MessagePort, Worker, BroadcastChannel, window, worker scope). */
+type MessageTargetLike = Pick<EventTarget, 'addEventListener' | 'removeEventListener'>;
 
 /** A DOM MessagePort (or anything shaped like one). Started on connect. */
 export function messagePortEndpoint(
@@ -53,8 +51,8 @@ export function messagePortEndpoint(
 ): Endpoint {
   return {
     postMessage: (message, transfer) => port.postMessage(message, transfer ?? []),
-    addEventListener: (_type, listener) => port.addEventListener('message', listener as (event: never) => void),
-    removeEventListener: (_type, listener) => port.removeEventListener('message', listener as (event: never) => void),
+    addEventListener: (_type, listener) => port.addEventListener('message', listener as unknown as EventListener),
+    removeEventListener: (_type, listener) => port.removeEventListener('message', listener as unknown as EventListener),
     start: () => port.start?.(),
     close: () => port.close?.(),
   };
@@ -66,8 +64,9 @@ export function workerEndpoint(
 ): Endpoint {
   return {
     postMessage: (message, transfer) => worker.postMessage(message, transfer ?? []),
-    addEventListener: (_type, listener) => worker.addEventListener('message', listener as (event: never) => void),
-    removeEventListener: (_type, listener) => worker.removeEventListener('message', listener as (event: never) => void),
+    addEventListener: (_type, listener) => worker.addEventListener('message', listener as unknown as EventListener),
+    removeEventListener: (_type, listener) =>
+      worker.removeEventListener('message', listener as unknown as EventListener),
   };
 }
 
@@ -85,9 +84,9 @@ export function broadcastChannelEndpoint(
       }
       channel.postMessage(message);
     },
-    addEventListener: (_type, listener) => channel.addEventListener('message', listener as (event: never) => void),
+    addEventListener: (_type, listener) => channel.addEventListener('message', listener as unknown as EventListener),
     removeEventListener: (_type, listener) =>
-      channel.removeEventListener('message', listener as (event: never) => void),
+      channel.removeEventListener('message', listener as unknown as EventListener),
     close: () => channel.close?.(),
   };
 }
@@ -119,13 +118,13 @@ export function windowEndpoint(
         if (event.source === target) listener(event);
       };
       wrapped.set(listener, filter);
-      self.addEventListener('message', filter as (event: never) => void);
+      self.addEventListener('message', filter as unknown as EventListener);
     },
     removeEventListener: (_type, listener) => {
       const filter = wrapped.get(listener);
       if (filter === undefined) return;
       wrapped.delete(listener);
-      self.removeEventListener('message', filter as (event: never) => void);
+      self.removeEventListener('message', filter as unknown as EventListener);
     },
   };
 }
