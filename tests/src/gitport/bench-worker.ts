@@ -3,9 +3,10 @@
  * (`workerData.port`) and obeys `{ id, command, args }` from its parent:
  *
  *   host { root }                    host every bare repository under root
- *   clone { peer, name, dir }        one bare gitport clone; answers { ms, packBytes, peakBytes, baseBytes }
- *                                    (memory = heapUsed + arrayBuffers + external of this thread,
- *                                    sampled every millisecond and at every progress event)
+ *   clone { peer, name, dir, sampleMemory? }  one bare gitport clone; answers { ms, packBytes,
+ *                                    peakBytes, baseBytes } (with sampleMemory: heapUsed +
+ *                                    arrayBuffers + external of this thread, sampled every
+ *                                    millisecond and at every progress event)
  *   cycles { peer, name, dir, count } `count` clones in a row, each deleted and gc'd after;
  *                                    answers the memory after each cycle
  */
@@ -41,7 +42,7 @@ async function packBytes(dir: string): Promise<number> {
   return total;
 }
 
-async function cloneOnce(peer: string, name: string, dir: string) {
+async function cloneOnce(peer: string, name: string, dir: string, sampleMemory: boolean) {
   await settle();
   const baseBytes = memory();
   let peakBytes = baseBytes;
@@ -49,10 +50,11 @@ async function cloneOnce(peer: string, name: string, dir: string) {
     const now = memory();
     if (now > peakBytes) peakBytes = now;
   };
-  const timer = setInterval(sample, 1);
+  // Sampling costs time: only the memory runs sample (every millisecond and at every progress event).
+  const timer = sampleMemory ? setInterval(sample, 1) : undefined;
   const start = performance.now();
   try {
-    await remote(bus, peer, name).clone(nodeFs(), dir, { onProgress: sample });
+    await remote(bus, peer, name).clone(nodeFs(), dir, sampleMemory ? { onProgress: sample } : {});
   } finally {
     clearInterval(timer);
   }
@@ -67,7 +69,7 @@ const commands: Record<string, (args: Record<string, unknown>) => Promise<unknow
     return true;
   },
   async clone(args) {
-    return cloneOnce(args.peer as string, args.name as string, args.dir as string);
+    return cloneOnce(args.peer as string, args.name as string, args.dir as string, args.sampleMemory === true);
   },
   async cycles(args) {
     const samples: number[] = [];
