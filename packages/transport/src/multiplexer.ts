@@ -115,6 +115,8 @@ export class Multiplexer {
   #pending = new Map<number, PendingOpen>();
   #nextId = 1;
   #flushQueue: Stream[] = [];
+  /** Buffers handed to the bus for transfer (see StreamHost.claim). */
+  #claimed = new WeakSet<ArrayBuffer>();
   #flushScheduled = false;
   #closed = false;
 
@@ -386,6 +388,11 @@ export class Multiplexer {
     return {
       send: (frame, transfer) => link.send(peer, frame, transfer ?? []),
       maxPayload,
+      claim: (buffer) => {
+        if (this.#claimed.has(buffer)) return false;
+        this.#claimed.add(buffer);
+        return true;
+      },
       scheduleFlush: (stream) => this.#scheduleFlush(stream),
       finished: (stream) => {
         onFinished?.();

@@ -61,6 +61,11 @@ export interface StreamHost {
   send(frame: Frame, transfer?: Transferable[]): void;
   /** The largest data payload one frame may carry. */
   readonly maxPayload: number;
+  /**
+   * Claims a writer's buffer for transfer: false when it was claimed already (the bus posts on
+   * a microtask, so a buffer written twice in one tick is not detached yet; it is copied then).
+   */
+  claim(buffer: ArrayBuffer): boolean;
   scheduleFlush(stream: Stream): void;
   finished(stream: Stream): void;
 }
@@ -433,7 +438,7 @@ export class Stream implements DuplexStream {
     }
     this.#flush();
     const whole = Math.min(this.#host.maxPayload, this.#remoteWindow);
-    if (transfer && len <= whole && ownsWholeBuffer(chunk)) {
+    if (transfer && len <= whole && ownsWholeBuffer(chunk) && this.#host.claim(chunk.buffer as ArrayBuffer)) {
       if (this.#credit >= len) {
         this.#sendData(chunk);
         return undefined;

@@ -22,6 +22,26 @@ describe('transport over @gitport/bus', () => {
     for (const p of ports) p.close();
   });
 
+  it('copies a buffer given for transfer twice in one tick instead of failing the post', async () => {
+    // The bus posts on a microtask: the first write's buffer is not detached yet at the second.
+    const { near, far, ports } = await connected();
+    const received = new Promise<number>((resolve) => {
+      listen(far, 'count', async (stream) => {
+        let n = 0;
+        for await (const part of stream) n += part.byteLength;
+        resolve(n);
+      });
+    });
+    const stream = await open(near, 'far', 'count');
+    const chunk = new Uint8Array(40_000).fill(5);
+    await Promise.all([stream.write(chunk, { transfer: true }), stream.write(chunk, { transfer: true })]);
+    await stream.end();
+    expect(await received).toBe(80_000);
+    near.close();
+    far.close();
+    for (const p of ports) p.close();
+  });
+
   it('fails open streams with TRANSPORT_CLOSED when our bus closes, TRANSPORT_PEER_LOST on theirs', async () => {
     const { near, far, ports } = await connected();
     const accepted: Promise<unknown>[] = [];
