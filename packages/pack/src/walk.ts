@@ -333,9 +333,14 @@ export async function enumerateObjects(store: ObjectStore, options: EnumerateOpt
     }
   }
   const haveCommits: ObjectId[] = [];
-  for (const h of options.haves ?? []) {
-    const header = store.readHeader ? await store.readHeader(h) : await store.read(h);
-    if (header?.type === 'commit') haveCommits.push(h);
+  for (let h of options.haves ?? []) {
+    // peel annotated tags; ids the store does not have are ignored (the receiver may know more)
+    for (let guard = 0; guard < 100; guard++) {
+      const header = store.readHeader ? await store.readHeader(h) : await store.read(h);
+      if (header?.type === 'commit') haveCommits.push(h);
+      if (header?.type !== 'tag') break;
+      h = parseTag((await store.read(h))!.data).object;
+    }
   }
   const walk = await walkCommits(store, commitStarts, {
     hide: haveCommits,
