@@ -37,6 +37,9 @@ export interface AdvertisedRef {
   target?: string;
 }
 
+/** Most refs a client accepts in one advertisement or ls-refs answer (a hostile server cannot grow memory without bound). */
+export const DEFAULT_MAX_REFS = 1_000_000;
+
 /** A decoded v0/v1 advertisement. */
 export interface AdvertisementV0 {
   version: 0 | 1;
@@ -233,7 +236,11 @@ async function readPacket(reader: PacketReader): Promise<Packet> {
  * Decodes a v0/v1 advertisement or a v2 capability advertisement, accepting the smart-HTTP
  * `# service=` prefix. Tolerates a missing capability list and the pre-2.41 empty form (flush only).
  */
-export async function decodeAdvertisement(reader: PacketReader): Promise<Advertisement> {
+export async function decodeAdvertisement(
+  reader: PacketReader,
+  options: { maxRefs?: number } = {},
+): Promise<Advertisement> {
+  const maxRefs = options.maxRefs ?? DEFAULT_MAX_REFS;
   let packet = await readPacket(reader);
   let text = packetText(packet);
   if (text?.startsWith('# service=')) {
@@ -247,6 +254,7 @@ export async function decodeAdvertisement(reader: PacketReader): Promise<Adverti
     for (;;) {
       const p = await readPacket(reader);
       if (p.kind === 'flush') break;
+      if (list.length >= 1000) throw new ProtocolError('PROTOCOL_LIMIT', 'more than 1000 capability lines');
       const line = packetText(p);
       if (line === undefined) throw new ProtocolError('PROTOCOL_UNEXPECTED', `unexpected ${p.kind} in capabilities`);
       list.push(line);
@@ -275,6 +283,9 @@ export async function decodeAdvertisement(reader: PacketReader): Promise<Adverti
   while (packet.kind !== 'flush') {
     if (text === undefined)
       throw new ProtocolError('PROTOCOL_UNEXPECTED', `unexpected ${packet.kind} in advertisement`);
+    if (refs.length + shallow.length >= maxRefs) {
+      throw new ProtocolError('PROTOCOL_LIMIT', `the advertisement has more than ${maxRefs} refs`);
+    }
     let line = text;
     if (first) {
       const nul = line.indexOf('\0');

@@ -10,7 +10,7 @@
  */
 import { importPack, type ObjectId, type PackLimits } from '@gitport/pack';
 import { DELIM, demuxSideband, encodeText, FLUSH, type PacketReader, packetText } from '@gitport/pktline';
-import { type AdvertisedRef, parseLsRefsLine } from './advertisement.js';
+import { type AdvertisedRef, DEFAULT_MAX_REFS, parseLsRefsLine } from './advertisement.js';
 import { type Capabilities, DEFAULT_AGENT } from './capabilities.js';
 import { CommitGraph } from './commit-graph.js';
 import { concatBytes, type Repository, requireLine, requirePacket } from './connection.js';
@@ -103,6 +103,8 @@ async function listRefsV2(
   for (;;) {
     const p = await requirePacket(reader, 'reading ls-refs');
     if (p.kind === 'flush') break;
+    if (refs.length >= DEFAULT_MAX_REFS)
+      throw new ProtocolError('PROTOCOL_LIMIT', `more than ${DEFAULT_MAX_REFS} refs`);
     const text = packetText(p);
     if (text === undefined) throw new ProtocolError('PROTOCOL_UNEXPECTED', `unexpected ${p.kind} in ls-refs output`);
     const ref = parseLsRefsLine(text);
@@ -279,6 +281,9 @@ class FetchExchange {
   readonly #v2: boolean;
   readonly #caps: string[] = [];
   readonly #common: ObjectId[] = [];
+  readonly #commonSet = new Set<ObjectId>();
+  /** Every have sent so far. */
+  readonly #offered = new Set<ObjectId>();
   readonly #negotiator: Negotiator;
   /** The shallow list we send (unchanged during the exchange). */
   readonly #shallow: Set<ObjectId>;
@@ -396,6 +401,7 @@ class FetchExchange {
       const exhausted = batch.length < flushAt;
       if (batch.length === 0) break;
       this.havesSent += batch.length;
+      for (const oid of batch) this.#offered.add(oid);
       const outcome = await this.#round(batch, false);
       reader = outcome.reader;
       if (outcome.acked) {
@@ -481,7 +487,13 @@ class FetchExchange {
   }
 
   async #ack(oid: ObjectId): Promise<void> {
-    if (!this.#common.includes(oid)) this.#common.push(oid);
+    // only what we offered can be acknowledged; anything else is a broken (or hostile) server
+    if (!this.#offered.has(oid)) {
+      throw new ProtocolError('PROTOCOL_BAD_LINE', `the server acknowledged ${oid}, which was never offered`);
+    }
+    if (this.#commonSet.has(oid)) return;
+    this.#commonSet.add(oid);
+    this.#common.push(oid);
     await this.#negotiator.ack(oid);
   }
 

@@ -208,7 +208,7 @@ export async function push(local: Repository, remote: Remote, options: PushOptio
           signal,
         )
       : reader;
-    const report = await readReport(reportReader);
+    const report = await readReport(reportReader, 4 * commands.length + 16);
     if (sideband) {
       // read on to the flush that ends the side-banded response (bounded: the report is small)
       for (let i = 0; i < 1024 && (await reportReader.read()) !== undefined; i++);
@@ -231,7 +231,10 @@ export async function push(local: Repository, remote: Remote, options: PushOptio
 }
 
 /** Parses report-status (v1 or v2): `unpack <status>`, `ok <ref>` / `ng <ref> <reason>`, flush. */
-export async function readReport(reader: PacketReader): Promise<{ unpack: string; refs: Map<string, string> }> {
+export async function readReport(
+  reader: PacketReader,
+  maxLines = 1_000_000,
+): Promise<{ unpack: string; refs: Map<string, string> }> {
   const first = await requirePacket(reader, 'reading the push report');
   const unpackLine = packetText(first);
   if (!unpackLine?.startsWith('unpack ')) {
@@ -241,9 +244,10 @@ export async function readReport(reader: PacketReader): Promise<{ unpack: string
     );
   }
   const refs = new Map<string, string>();
-  for (;;) {
+  for (let lines = 0; ; lines++) {
     const p = await requirePacket(reader, 'reading the push report');
     if (p.kind === 'flush') break;
+    if (lines >= maxLines) throw new ProtocolError('PROTOCOL_LIMIT', 'the push report is too long');
     const text = packetText(p) ?? '';
     if (text.startsWith('ok ')) refs.set(text.slice(3), 'ok');
     else if (text.startsWith('ng ')) {
