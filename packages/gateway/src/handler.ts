@@ -538,6 +538,9 @@ export function toResponse(reply: GatewayReply, hub: SseHub, signal?: AbortSigna
     case 'bytes':
       return new Response(body.bytes as Uint8Array<ArrayBuffer>, init);
     case 'events':
+      if (!hub.accepting) {
+        return new Response('too many event subscribers\n', { status: 503, headers: { 'retry-after': '5' } });
+      }
       return new Response(hub.stream({ ...body.options, signal }), init);
     case 'stream': {
       const it = body.chunks[Symbol.asyncIterator]();

@@ -133,6 +133,11 @@ async function write(
       return;
     case 'events': {
       if (res.destroyed) return;
+      if (!gateway.hub.accepting) {
+        res.writeHead(503, { 'content-type': 'text/plain; charset=utf-8', 'retry-after': '5' });
+        res.end('too many event subscribers\n');
+        return;
+      }
       req.socket.setTimeout(0);
       req.socket.setNoDelay(true);
       res.writeHead(reply.status, reply.headers);

@@ -167,6 +167,20 @@ describe('SseHub', () => {
     expect(hub.size).toBe(0);
   });
 
+  it('refuses subscribers past maxSubscribers with a typed error', () => {
+    const hub = new SseHub({ epoch: 'e', heartbeatMs: 0, maxSubscribers: 2 });
+    hub.subscribe(new RecordingSink());
+    const off = hub.subscribe(new RecordingSink());
+    expect(hub.accepting).toBe(false);
+    expect(() => hub.subscribe(new RecordingSink())).toThrowError(
+      expect.objectContaining({ code: 'GATEWAY_TOO_MANY_SUBSCRIBERS' }),
+    );
+    off();
+    expect(hub.accepting).toBe(true);
+    hub.close();
+    expect(hub.accepting).toBe(false);
+  });
+
   it('disconnectAll ends every stream but keeps accepting subscribers', () => {
     const hub = new SseHub({ epoch: 'e', heartbeatMs: 0 });
     const sinks = [new RecordingSink(), new RecordingSink()];

@@ -123,6 +123,11 @@ export class SseHub {
     return this.count;
   }
 
+  /** Whether a new subscriber would be taken (the hub is open and below maxSubscribers). */
+  get accepting(): boolean {
+    return !this.closed && this.count < this.maxSubscribers;
+  }
+
   /** The id the next client should present to miss nothing from now on. */
   get lastId(): string {
     return `${this.epoch}-${this.seq}`;

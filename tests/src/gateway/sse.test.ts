@@ -147,3 +147,22 @@ describe('SSE with private reads', () => {
     }
   });
 });
+
+describe('SSE subscriber limit', () => {
+  it('answers 503 past maxSubscribers and takes new subscribers once one leaves', async () => {
+    await using sandbox = await createGitSandbox();
+    await using server = await startServer({ root: sandbox.path('root'), sse: { maxSubscribers: 2 } });
+    await sandbox.git(['init', '--quiet', '--bare', join(server.root, 'a.git')]);
+    const first = await connectSse(server, '/a.git/events');
+    const second = await connectSse(server, '/events');
+    const third = await connectSse(server, '/a.git/events');
+    expect([first.status, second.status, third.status]).toEqual([200, 200, 503]);
+    third.close();
+    first.close();
+    while (server.gateway.hub.size > 1) await new Promise((r) => setTimeout(r, 10));
+    const fourth = await connectSse(server, '/a.git/events');
+    expect(fourth.status).toBe(200);
+    fourth.close();
+    second.close();
+  });
+});
