@@ -72,12 +72,15 @@ describe('a host facing bad input', () => {
     };
   };
 
-  it('fails a stream whose first line is not a git request, and keeps serving', async () => {
+  it('answers a stream whose first line is not a git request with ERR, and keeps serving', async () => {
     const t = await setup();
     try {
       const stream = await open(t.client, 'server', GIT_STREAM);
       await stream.write(encodeText('GET / HTTP/1.1'));
-      await expect(stream.closed).rejects.toMatchObject({ code: 'TRANSPORT_ABORTED' });
+      await expect(new PacketReader(stream).read()).rejects.toMatchObject({
+        code: 'PKTLINE_REMOTE_ERROR',
+        message: expect.stringContaining('bad git request'),
+      });
       expect(await t.nextError()).toBe('HTTP_BAD_REQUEST');
 
       const missing = await open(t.client, 'server', GIT_STREAM);
@@ -90,19 +93,23 @@ describe('a host facing bad input', () => {
     }
   });
 
-  it('answers a malformed or oversized HTTP head with a failed stream and a typed error', async () => {
+  it('answers a malformed or oversized HTTP head with 400 and reports a typed error', async () => {
     const t = await setup();
     try {
+      const statusOf = async (stream: Awaited<ReturnType<typeof open>>) => {
+        const head = await new PacketReader(stream).read();
+        return (JSON.parse(packetText(head!)!) as { statusCode: number }).statusCode;
+      };
       const bad = await open(t.client, 'server', HTTP_STREAM);
       await bad.write(encodeData('{not json'));
       await bad.end();
-      await expect(bad.closed).rejects.toMatchObject({ code: 'TRANSPORT_ABORTED' });
+      expect(await statusOf(bad)).toBe(400);
       expect(await t.nextError()).toBe('HTTP_BAD_REQUEST');
 
       const huge = await open(t.client, 'server', HTTP_STREAM);
       await huge.write(encodeData(JSON.stringify({ method: 'GET', pad: 'x'.repeat(20_000) })));
       await huge.end();
-      await expect(huge.closed).rejects.toMatchObject({ code: 'TRANSPORT_ABORTED' });
+      expect(await statusOf(huge)).toBe(400);
       expect(await t.nextError()).toBe('HTTP_BAD_REQUEST');
 
       const notFound = await open(t.client, 'server', HTTP_STREAM);

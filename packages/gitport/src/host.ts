@@ -130,6 +130,7 @@ export function host(
 
   const serveGit = async (stream: DuplexStream) => {
     const context = { peer: stream.peer, service: '?', repository: '?' };
+    let started = false;
     try {
       const reader = new PacketReader(stream);
       const first = await reader.read();
@@ -139,16 +140,13 @@ export function host(
       context.service = request.service;
       context.repository = request.repository;
       const repo = await registry.open(request.repository);
-      if (!repo) {
-        await stream.write(encodeText(`ERR repository ${request.repository} not found`));
-        await stream.end();
-        return;
-      }
+      if (!repo) throw new GitportError('REPO_NOT_FOUND', `repository ${request.repository} not found`);
       const conn = {
         input: reader.rest(),
         write: (bytes: Uint8Array) => stream.write(bytes),
         end: () => stream.end(),
       };
+      started = true;
       if (request.service === 'git-upload-pack') {
         const protocol = request.parameters.includes('version=2') ? 2 : 0;
         await serveUploadPack(repo as Repository, conn, { ...options.uploadPack, protocol });
@@ -157,33 +155,38 @@ export function host(
         published(request.repository, result.updated);
       }
     } catch (error) {
-      options.onError?.(error, context);
-      stream.abort(error);
+      if ((error as { code?: string }).code !== 'REPO_NOT_FOUND') options.onError?.(error, context);
+      // Once the service runs, it reports its own errors in-band (ERR, side-band 3).
+      const message = started ? undefined : encodeText(`ERR ${(error as Error).message ?? String(error)}`);
+      await closeAfterError(stream, message);
     }
   };
 
   const serveHttp = async (stream: DuplexStream) => {
     const context = { peer: stream.peer, service: 'http', repository: '?' };
+    let replied = false;
+    const reply = async (statusCode: number, headers: Record<string, string>, body: AsyncIterable<Uint8Array>) => {
+      replied = true;
+      await stream.write(encodeHead({ statusCode, statusMessage: statusText(statusCode), headers }));
+      for await (const chunk of body) await stream.write(chunk);
+      await stream.end();
+    };
+    const text = (statusCode: number, message: string) =>
+      reply(statusCode, { 'content-type': 'text/plain' }, single(encoder.encode(`${message}\n`)));
     try {
       const reader = new PacketReader(stream);
       const head = await readHead<HttpRequestHead>(reader, 'HTTP request');
       context.repository = String(head.repository);
-      const reply = async (statusCode: number, headers: Record<string, string>, body: AsyncIterable<Uint8Array>) => {
-        await stream.write(encodeHead({ statusCode, statusMessage: statusText(statusCode), headers }));
-        for await (const chunk of body) await stream.write(chunk);
-        await stream.end();
-      };
-      const text = (statusCode: number, message: string) =>
-        reply(statusCode, { 'content-type': 'text/plain' }, single(encoder.encode(`${message}\n`)));
       const repo = typeof head.repository === 'string' ? await registry.open(head.repository) : undefined;
       if (!repo) return await text(404, 'repository not found');
-      const query = new URLSearchParams(head.query ?? '');
+      const query = new URLSearchParams(typeof head.query === 'string' ? head.query : '');
       const headers = lowerCase(head.headers ?? {});
       const protocol = protocolFromHeader(headers['git-protocol']);
       if (head.method === 'GET' && head.path === 'info/refs') {
         const service = query.get('service');
-        if (service !== 'git-upload-pack' && service !== 'git-receive-pack')
+        if (service !== 'git-upload-pack' && service !== 'git-receive-pack') {
           return await text(403, 'dumb HTTP is not served');
+        }
         context.service = service;
         const advertisement = await advertiseRefsHttp(repo as Repository, service, {
           protocol: service === 'git-upload-pack' ? protocol : 0,
@@ -194,20 +197,29 @@ export function host(
         context.service = head.path;
         const round = handleUploadPackHttp(repo as Repository, reader.rest(), { ...options.uploadPack, protocol });
         await reply(200, rpcResultHeaders(head.path), round.body);
-        await round.done;
+        // A failed round already told the client in-band; it is only reported here.
+        await round.done.catch((error: unknown) => options.onError?.(error, context));
         return;
       }
       if (head.method === 'POST' && head.path === 'git-receive-pack') {
         context.service = head.path;
         const round = handleReceivePackHttp(repo as Repository, reader.rest(), { ...options.receivePack });
         await reply(200, rpcResultHeaders(head.path), round.body);
-        published(head.repository, (await round.result).updated);
+        const result = await round.result.catch((error: unknown) => {
+          options.onError?.(error, context);
+          return undefined;
+        });
+        if (result) published(head.repository, result.updated);
         return;
       }
       return await text(405, 'method not allowed');
     } catch (error) {
       options.onError?.(error, context);
-      stream.abort(error);
+      if (!replied) {
+        const bad = (error as { code?: string }).code === 'HTTP_BAD_REQUEST';
+        await text(bad ? 400 : 500, (error as Error).message ?? String(error)).catch(() => {});
+      }
+      await closeAfterError(stream, undefined);
     }
   };
 
@@ -238,6 +250,20 @@ export function host(
       listeners.clear();
     },
   };
+}
+
+/**
+ * Ends a stream after a failure without discarding what the peer has not read yet (an abort
+ * would): sends `message` if given, ends our side, and stops reading theirs (their writes end).
+ */
+async function closeAfterError(stream: DuplexStream, message: Uint8Array | undefined): Promise<void> {
+  try {
+    if (message) await stream.write(message);
+    await stream.end();
+  } catch {
+    // The stream already failed (peer lost, aborted): nothing more to tell.
+  }
+  await stream[Symbol.asyncIterator]().return?.();
 }
 
 async function* single(bytes: Uint8Array): AsyncIterable<Uint8Array> {
