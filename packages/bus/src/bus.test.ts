@@ -1,4 +1,5 @@
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   type Bus,
@@ -213,6 +214,53 @@ describe('trust', () => {
     const reply = await b.raw.next((m) => m.k === 're');
     expect(reply.x).toMatchObject({ code: 'BUS_NO_HANDLER' });
     expect(a.peers.has('b')).toBe(true);
+  });
+});
+
+describe('fuzz', () => {
+  it('random envelopes from a connected peer never crash the bus or pollute prototypes (seeded)', async () => {
+    const seed = 20261122;
+    const a = bus({ id: 'a', onError: () => {} });
+    const b = await rawPeer(a, 'b');
+    await b.connected;
+    let called = 0;
+    a.handle('count', () => ++called);
+    const value = fc.oneof(
+      fc.constant(undefined),
+      fc.string({ maxLength: 12 }),
+      fc.integer(),
+      fc.double(),
+      fc.constantFrom('__proto__', 'constructor', 'toString', 'a', 'b', 'count', '*'),
+      fc.array(fc.string({ maxLength: 4 }), { maxLength: 3 }),
+      fc.object({ maxDepth: 2 }),
+    );
+    const envelope = fc.record(
+      {
+        k: fc.constantFrom('ev', 'rq', 'rs', 're', 'cn', 'ch', 'pj', 'pl', 'hp', 'ho', 'by', 'zz', 'constructor'),
+        s: value,
+        t: value,
+        q: fc.oneof(fc.integer(), value),
+        h: value,
+        e: value,
+        i: value,
+        p: value,
+        x: value,
+        c: value,
+        l: value,
+      },
+      { requiredKeys: ['k'] },
+    );
+    const frames = fc.sample(fc.array(envelope, { minLength: 1, maxLength: 5 }), { seed, numRuns: 300 });
+    for (const frame of frames) {
+      // never a bye from b itself: that would (rightly) end the connection
+      b.raw.port.postMessage(frame.filter((e) => e.k !== 'by' || (e.s !== undefined && e.s !== 'b')));
+    }
+    // Sequence numbers only go up: the fuzz may have used large ones, so the last word takes the largest.
+    b.raw.port.postMessage([{ k: 'rq', s: 'b', t: 'a', q: Number.MAX_SAFE_INTEGER, e: 'count', i: 'final' }]);
+    const reply = await b.raw.next((m) => m.k === 'rs' && m.i === 'final');
+    expect(typeof reply.p).toBe('number');
+    expect(a.peers.has('b')).toBe(true);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 });
 

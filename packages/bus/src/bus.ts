@@ -905,7 +905,7 @@ class BusImpl implements Bus {
   private dispatch(link: Link, envelope: Envelope): void {
     if (typeof envelope !== 'object' || envelope === null) return;
     const q = envelope.q;
-    if (typeof q !== 'number' || !(q > link.seqIn)) return; // replayed or reordered
+    if (!Number.isSafeInteger(q) || q <= link.seqIn) return; // malformed, replayed or reordered
     link.seqIn = q;
     // Between direct neighbours source and target are implied (the link's peer, us) and left out.
     if (envelope.s === undefined) envelope.s = link.peer;
