@@ -42,6 +42,10 @@ interface Served {
   /** The repository the server works on, as git sees it (http: written out on demand). */
   gitDir: () => Promise<string>;
   memory?: MemoryRepository;
+  /** HTTP only: `METHOD path` of every request. */
+  requests?: string[];
+  /** HTTP only: push options received by receive-pack. */
+  pushOptions?: string[][];
 }
 
 async function serve(mode: Mode, bare: string, options: { denyNonFastForward?: boolean } = {}): Promise<Served> {
@@ -54,12 +58,18 @@ async function serve(mode: Mode, bare: string, options: { denyNonFastForward?: b
     return { url: `ext::${command.join(' ')}`, gitDir: async () => bare };
   }
   const memory = await loadRepository(sandbox, bare);
-  const server = await startGitportHttp(memory, { allowNonFastForward: !options.denyNonFastForward });
+  const pushOptions: string[][] = [];
+  const server = await startGitportHttp(memory, {
+    allowNonFastForward: !options.denyNonFastForward,
+    onPush: (result) => pushOptions.push(result.pushOptions),
+  });
   servers.push(server);
   const out = `${bare}-served-${servers.length}.git`;
   return {
     url: `${server.url}/repo.git`,
     memory,
+    requests: server.requests,
+    pushOptions,
     gitDir: async () => {
       const { saveRepository } = await import('./helpers.js');
       await sandbox.git(['init', '-q', '--bare', out]);
@@ -85,6 +95,13 @@ describe.each(modes)('real git against gitport servers ($name)', (mode) => {
     expect(listed).toBe(new TextDecoder().decode((await sandbox.run(['ls-remote', '--symref', bare])).stdout));
     if (mode.protocol === 2) expect(trace.stderr).toContain('version 2');
     else expect(trace.stderr).not.toContain('< version 2');
+    // v2 over HTTP: one GET and a single POST (ls-refs)
+    if (served.requests) {
+      expect(served.requests).toEqual([
+        'GET /repo.git/info/refs',
+        ...(mode.protocol === 2 ? ['POST /repo.git/git-upload-pack'] : []),
+      ]);
+    }
 
     const dest = sandbox.path(`${slugOf(mode, 'clone')}-dest`);
     await sandbox.git([...v(mode), 'clone', '-q', '--bare', served.url, dest]);
@@ -242,6 +259,28 @@ describe.each(modes.filter((m) => m.protocol === 0))('real git pushes to gitport
     expect(forced.code, forced.stderr).toBe(0);
     const copy = await sandbox.run(['push', 'origin', 'HEAD:refs/heads/copy', 'v1'], { cwd: work });
     expect(copy.code, copy.stderr).toBe(0);
+    // a lease on a stale value is refused and moves nothing
+    const stale = await sandbox.git(['rev-parse', 'HEAD~1'], { cwd: work });
+    await sandbox.git(['commit', '-q', '--amend', '-m', 'amended'], { cwd: work });
+    const lease = await sandbox.run(
+      ['push', `--force-with-lease=refs/heads/main:${stale}`, 'origin', 'HEAD:refs/heads/main'],
+      {
+        cwd: work,
+        allowFailure: true,
+      },
+    );
+    expect(lease.code).not.toBe(0);
+    expect(lease.stderr).toMatch(/stale info/);
+    await sandbox.git(['reset', '-q', '--hard', 'origin/main'], { cwd: work });
+    // push options travel with the push
+    const withOptions = await sandbox.run(
+      ['push', '-o', 'ci.skip', '-o', 'note=a b', 'origin', 'HEAD:refs/heads/opts'],
+      {
+        cwd: work,
+      },
+    );
+    expect(withOptions.code, withOptions.stderr).toBe(0);
+    if (served.pushOptions) expect(served.pushOptions.at(-1)).toEqual(['ci.skip', 'note=a b']);
     const del = await sandbox.run(['push', 'origin', '--delete', 'feature'], { cwd: work });
     expect(del.code, del.stderr).toBe(0);
     gitDir = await served.gitDir();
