@@ -119,6 +119,12 @@ function runFile(file, env, timeoutMs, jsonPath) {
       clearTimeout(timer);
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
+      try {
+        // whatever the bench file left running in its process group (servers, git processes)
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // the group is empty: nothing left behind
+      }
       const seconds = (performance.now() - started) / 1000;
       const reason = timedOut
         ? `timed out after ${Math.round(timeoutMs / 1000)} s`
@@ -144,7 +150,12 @@ function runFile(file, env, timeoutMs, jsonPath) {
  */
 function benchFailures(jsonPath) {
   if (!existsSync(jsonPath)) return 'no vitest report';
-  const report = JSON.parse(readFileSync(jsonPath, 'utf8'));
+  let report;
+  try {
+    report = JSON.parse(readFileSync(jsonPath, 'utf8'));
+  } catch (error) {
+    return `unreadable vitest report (${error.message})`;
+  }
   const problems = [];
   for (const file of report.files ?? []) {
     if (!file.groups || file.groups.length === 0) problems.push('no benchmark ran (the file failed to load?)');
