@@ -87,10 +87,30 @@ const ZERO_ID = '0'.repeat(40);
 
 export { ZERO_ID };
 
-/** Formats one ref-update event (the exact bytes every subscriber receives). */
+const SLAB = 64 * 1024;
+let slab = new Uint8Array(SLAB);
+let slabOffset = 0;
+
+/** UTF-8 of `text` as a view into a shared slab (fewer allocations than one array per frame). */
+function encodeFrame(text: string): Uint8Array {
+  const worst = text.length * 3;
+  if (worst > slab.byteLength - slabOffset) {
+    slab = new Uint8Array(Math.max(SLAB, worst));
+    slabOffset = 0;
+  }
+  const { written } = encoder.encodeInto(text, slab.subarray(slabOffset));
+  const frame = slab.subarray(slabOffset, slabOffset + written);
+  slabOffset += written;
+  return frame;
+}
+
+/**
+ * Formats one ref-update event: the exact bytes every subscriber receives. The result is a view
+ * into a shared slab that nothing writes again: callers must treat it as read-only.
+ */
 export function formatRefUpdate(id: string, event: RefUpdateEvent): Uint8Array {
   const data = JSON.stringify({ repo: event.repo, ref: event.ref, old: event.old, new: event.new });
-  return encoder.encode(`id: ${id}\nevent: ref-update\ndata: ${data}\n\n`);
+  return encodeFrame(`id: ${id}\nevent: ref-update\ndata: ${data}\n\n`);
 }
 
 export class SseHub {
