@@ -2,7 +2,7 @@
  * The git object model (gitformat-pack / git's object storage): an object is
  * `<type> SP <decimal size> NUL <data>` hashed with SHA-1; its id is 40 lowercase hex digits.
  */
-import { createSha1, sha1 } from '#sha1';
+import { createSha1, sha1, sha1Hex } from '#sha1';
 import { PackError } from './errors.js';
 
 export type ObjectId = string;
@@ -91,7 +91,7 @@ export async function hashObject(type: ObjectType, data: Uint8Array): Promise<Ob
 }
 
 export function hashObjectSync(type: ObjectType, data: Uint8Array): ObjectId {
-  return bytesToHex(sha1(objectHeader(type, data.length), data));
+  return sha1Hex(objectHeader(type, data.length), data);
 }
 
 export { createSha1, sha1 };

@@ -27,7 +27,8 @@ export function createSha1(): Sha1 {
 
 let scratch = new Uint8Array(64 * 1024);
 
-export function sha1(...parts: Uint8Array[]): Uint8Array {
+/** The parts joined in a scratch buffer when small enough for a one-shot hash. */
+function joined(parts: Uint8Array[]): Uint8Array | undefined {
   let input: Uint8Array | undefined = parts.length === 1 ? parts[0] : undefined;
   if (!input) {
     let total = 0;
@@ -42,6 +43,20 @@ export function sha1(...parts: Uint8Array[]): Uint8Array {
       input = scratch.subarray(0, total);
     }
   }
+  return input;
+}
+
+/** SHA-1 as 40 lowercase hex digits (node:crypto encodes natively). */
+export function sha1Hex(...parts: Uint8Array[]): string {
+  const input = joined(parts);
+  if (input) return hash('sha1', input, 'hex');
+  const h = createHash('sha1');
+  for (const p of parts) h.update(p);
+  return h.digest('hex');
+}
+
+export function sha1(...parts: Uint8Array[]): Uint8Array {
+  const input = joined(parts);
   if (input) {
     const b = hash('sha1', input, 'buffer');
     return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);

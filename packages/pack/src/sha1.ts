@@ -123,4 +123,15 @@ export function sha1(...parts: Uint8Array[]): Uint8Array {
   return h.digest();
 }
 
+const HEX: string[] = [];
+for (let i = 0; i < 256; i++) HEX.push(i.toString(16).padStart(2, '0'));
+
+/** SHA-1 as 40 lowercase hex digits. */
+export function sha1Hex(...parts: Uint8Array[]): string {
+  const d = sha1(...parts);
+  let s = '';
+  for (let i = 0; i < 20; i++) s += HEX[d[i]!];
+  return s;
+}
+
 export const sha1Implementation = 'js';
