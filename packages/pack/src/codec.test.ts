@@ -26,6 +26,8 @@ describe('object ids', () => {
         const at = Math.min(cut, data.length);
         const web = webSha1.createSha1().update(data.subarray(0, at)).update(data.subarray(at)).digest();
         expect(bytesToHex(web)).toBe(bytesToHex(nodeSha1.sha1(data)));
+        expect(webSha1.sha1Hex(data.subarray(0, at), data.subarray(at))).toBe(nodeSha1.sha1Hex(data));
+        expect(nodeSha1.sha1Hex(data.subarray(0, at), data.subarray(at))).toBe(bytesToHex(web));
       }),
     );
   });
