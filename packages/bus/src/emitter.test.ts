@@ -133,6 +133,20 @@ describe('createEmitter', () => {
     expect(e.listenerCount('ns:*')).toBe(1);
   });
 
+  it('a removed pattern stops matching, and can be added again', () => {
+    const e = createEmitter();
+    const calls: string[] = [];
+    const off = e.on('ns:*', (_p, name) => calls.push(`1:${name}`));
+    e.emit('ns:a');
+    off();
+    e.emit('ns:b');
+    e.on('ns:*', (_p, name) => calls.push(`2:${name}`));
+    off();
+    e.emit('ns:c');
+    expect(calls).toEqual(['1:ns:a', '2:ns:c']);
+    expect(e.listenerCount('ns:*')).toBe(1);
+  });
+
   it('never drops a listener when one throws; rethrows after the last', () => {
     const e = createEmitter();
     const calls: string[] = [];

@@ -81,24 +81,29 @@ function own<M>(lists: Lists<M>, name: string): ListenerList<M> | undefined {
 export class EmitterCore<M = string> {
   private lists: Lists<M> = {};
   private wild: ListenerList<M>[] = [];
-  private empties = 0;
+  /** Lists made since the last sweep; a sweep runs when it passes `sweepAt`. */
+  private created = 0;
+  private sweepAt = SWEEP_AT;
 
   on(name: string, fn: Listener<unknown, M>, options?: OnOptions): () => void {
     if (typeof fn !== 'function') throw new TypeError('listener must be a function');
     if (options !== undefined) return this.onWithOptions(name, fn, options);
-    const list = this.list(name);
+    let list = this.lists[name];
+    if (list === undefined || list.owner !== this) list = this.list(name);
     if (list.one === null && list.fns === null) {
       list.one = fn;
-      this.empties--;
     } else {
       insert(list, fn, 0);
     }
+    const target = list;
     let registered: Listener<unknown, M> | null = fn; // null once unsubscribed
     return () => {
       if (registered !== null) {
         const removing = registered;
         registered = null;
-        this.remove(list, removing, 0);
+        // The common case inline: the only listener of an exact name leaves its slot.
+        if (target.one === removing && target.prefix === undefined) target.one = null;
+        else this.remove(target, removing, 0);
       }
     };
   }
@@ -125,7 +130,6 @@ export class EmitterCore<M = string> {
       };
     }
     signal?.addEventListener('abort', off, { once: true });
-    if (list.size === 0) this.empties--;
     if (priority === 0 && list.one === null && list.fns === null) list.one = registered;
     else insert(list, registered, priority);
     return off;
@@ -139,12 +143,11 @@ export class EmitterCore<M = string> {
       for (const list of this.wild) if (list.prefix === prefix) return list;
       const list = new ListenerList<M>(this, prefix);
       this.wild = [...this.wild, list];
-      this.empties++;
       return list;
     }
+    if (++this.created > this.sweepAt) this.sweep();
     const list = new ListenerList<M>(this, undefined);
     setList(this.lists, name, list);
-    this.empties++;
     return list;
   }
 
@@ -174,19 +177,30 @@ export class EmitterCore<M = string> {
         list.prios = prios;
       }
     }
-    if (list.one === null && list.fns === null && ++this.empties > SWEEP_AT) this.sweep();
+    // An emptied pattern goes at once: any pattern sends every emit down the slower path.
+    if (list.prefix !== undefined && list.one === null && list.fns === null) {
+      this.wild = this.wild.filter((w) => w !== list);
+    }
   }
 
-  /** Forgets emptied lists (kept until now so that on+off cycles reuse them). */
+  /**
+   * Forgets emptied lists (kept until now so that on+off cycles reuse them). Runs when the number
+   * of lists made since the last sweep passes twice the lists then alive: amortised O(1) per name.
+   */
   private sweep(): void {
     const lists: Lists<M> = {};
+    let live = 0;
     for (const name of Object.keys(this.lists)) {
       const list = own(this.lists, name);
-      if (list !== undefined && list.size > 0) setList(lists, name, list);
+      if (list !== undefined && list.size > 0) {
+        setList(lists, name, list);
+        live++;
+      }
     }
     this.lists = lists;
     this.wild = this.wild.filter((list) => list.size > 0);
-    this.empties = 0;
+    this.created = live;
+    this.sweepAt = Math.max(SWEEP_AT, 2 * live);
   }
 
   /** Calls the listeners of `name` (then matching wildcard listeners) with `(payload, meta)`. */
@@ -242,7 +256,8 @@ export class EmitterCore<M = string> {
     }
     this.lists = {};
     this.wild = [];
-    this.empties = 0;
+    this.created = 0;
+    this.sweepAt = SWEEP_AT;
   }
 }
 
