@@ -141,9 +141,20 @@ async function write(
       req.socket.setTimeout(0);
       req.socket.setNoDelay(true);
       res.writeHead(reply.status, reply.headers);
+      // events published in one tick leave in one write per connection (cork until the tick ends)
+      let corked = false;
+      const uncork = () => {
+        corked = false;
+        res.uncork();
+      };
       const sink: SseSink = {
         write(bytes) {
           if (res.destroyed) return false;
+          if (!corked) {
+            corked = true;
+            res.cork();
+            process.nextTick(uncork);
+          }
           res.write(bytes);
           return res.writableLength <= maxSse;
         },
