@@ -124,7 +124,11 @@ export class DeltaIndex {
     const heads = this.#heads;
     const next = this.#next;
     const mask = this.#mask;
+    // past this position the pending insert alone would overflow maxSize: give up early
+    const budget = (from: number) => from + Math.floor(((maxSize - out.length) * 127) / 128);
+    let abortAt = budget(insertStart);
     while (i + BLOCK <= n) {
+      if (i > abortAt) return undefined;
       let bestLen = 0;
       let bestOff = 0;
       let b = heads[(h >>> 0) & mask]!;
@@ -160,6 +164,7 @@ export class DeltaIndex {
         }
         i += bestLen;
         insertStart = i;
+        abortAt = budget(insertStart);
         if (i + BLOCK <= n) h = blockHash(target, i);
         continue;
       }
