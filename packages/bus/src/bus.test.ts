@@ -299,6 +299,26 @@ describe('hub routing', () => {
     expect(await pending).toBe('BUS_PEER_LOST');
   });
 
+  it('broadcasts through the hub, and loses every peer behind a hub that goes away', async () => {
+    const { hub, a, b } = await star();
+    const got = new Promise((resolve) => b.on('news', (payload, meta) => resolve([payload, meta.from])));
+    const hubGot = new Promise((resolve) => hub.on('news', (payload) => resolve(payload)));
+    a.signal('news', 'to everyone');
+    expect(await got).toEqual(['to everyone', 'a']);
+    expect(await hubGot).toBe('to everyone');
+    const lost: string[] = [];
+    const allLost = new Promise<void>((resolve) =>
+      a.onPeer('lost', (peer) => {
+        lost.push(peer);
+        if (lost.length === 2) resolve();
+      }),
+    );
+    hub.close();
+    await allLost;
+    expect(lost.sort()).toEqual(['b', 'hub']);
+    expect(a.peers.size).toBe(0);
+  });
+
   it('answers for an unknown target and honours the hop limit', async () => {
     const hub = createHub({ id: 'hub' });
     cleanups.push(() => hub.close());
