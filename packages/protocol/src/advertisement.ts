@@ -172,10 +172,11 @@ function concat(parts: Uint8Array[]): Uint8Array {
 export function encodeAdvertisementV0(
   refs: readonly AdvertisedRef[],
   capabilities: Capabilities,
-  options: { service?: string; shallow?: readonly ObjectId[] } = {},
+  options: { service?: string; shallow?: readonly ObjectId[]; version?: 0 | 1 } = {},
 ): Uint8Array {
   const lines: (string | null)[] = [];
   if (options.service) lines.push(`# service=${options.service}\n`, null);
+  if (options.version === 1) lines.push('version 1\n');
   const caps = capabilities.toString();
   if (refs.length === 0) {
     lines.push(`${ZERO_OID} capabilities^{}\0${caps}\n`);

@@ -21,7 +21,8 @@ import { matchRefspec, parseRefspec, type Refspec, refspecPrefix } from './refsp
 import { openSession, type Remote, remoteError, type ServiceSession } from './remote.js';
 
 export interface LsRemoteOptions {
-  protocol?: 0 | 2;
+  /** The version to ask for (HTTP: `Git-Protocol`); the server's answer decides. */
+  protocol?: 0 | 1 | 2;
   /** v2: only refs under these prefixes (the server may send more). */
   prefixes?: string[];
   agent?: string;
@@ -51,7 +52,7 @@ export interface FetchOptions {
   exclude?: string[];
   /** The local repository's shallow commits (its `.git/shallow`). */
   shallow?: ObjectId[];
-  protocol?: 0 | 2;
+  protocol?: 0 | 1 | 2;
   agent?: string;
   /** Ask for a thin pack (completed locally). Default true. */
   thin?: boolean;

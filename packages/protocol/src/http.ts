@@ -66,13 +66,20 @@ export async function advertiseRefsHttp(
   const agent = options.agent ?? DEFAULT_AGENT;
   let body: Uint8Array;
   if (service === 'git-receive-pack') {
-    body = await receivePackAdvertisement(repo, { agent, service: true });
+    body = await receivePackAdvertisement(repo, {
+      agent,
+      service: true,
+      ...(options.protocol !== undefined ? { protocol: options.protocol } : {}),
+    });
   } else if (options.protocol === 2) {
     body = encodeCapabilitiesV2(v2Capabilities({ agent }), { service });
   } else {
     const graph = new CommitGraph(repo.objects);
     const { refs, symrefs } = await collectRefs(repo.refs, graph);
-    body = encodeAdvertisementV0(refs, uploadPackCapabilities({ stateless: true, agent, symrefs }), { service });
+    body = encodeAdvertisementV0(refs, uploadPackCapabilities({ stateless: true, agent, symrefs }), {
+      service,
+      ...(options.protocol === 1 ? { version: 1 as const } : {}),
+    });
   }
   return {
     status: 200,

@@ -68,6 +68,8 @@ export interface ReceivePackLimits {
 
 export interface ReceivePackOptions {
   agent?: string;
+  /** The version the client asked for (`Git-Protocol`/`GIT_PROTOCOL`); push answers v0, or v1 when asked. */
+  protocol?: 0 | 1 | 2;
   stateless?: boolean;
   /** Stateful only: send the advertisement first (default true). */
   advertise?: boolean;
@@ -87,12 +89,16 @@ function line(text: string): Uint8Array {
 /** Encodes the receive-pack advertisement (no HEAD, no peeled lines). */
 export async function receivePackAdvertisement(
   repo: Repository,
-  options: { agent?: string; service?: boolean } = {},
+  options: { agent?: string; service?: boolean; protocol?: 0 | 1 | 2 } = {},
 ): Promise<Uint8Array> {
   const graph = new CommitGraph(repo.objects);
   const { refs } = await collectRefs(repo.refs, graph, { head: false, peel: false });
   const caps = receivePackCapabilities({ agent: options.agent ?? DEFAULT_AGENT });
-  return encodeAdvertisementV0(refs, caps, options.service ? { service: 'git-receive-pack' } : {});
+  return encodeAdvertisementV0(refs, caps, {
+    ...(options.service ? { service: 'git-receive-pack' } : {}),
+    // push is v0; a client that asked for v1 gets the `version 1` line first
+    ...(options.protocol === 1 ? { version: 1 as const } : {}),
+  });
 }
 
 /**
@@ -114,7 +120,12 @@ export async function serveReceivePack(
 async function receive(repo: Repository, conn: Connection, options: ReceivePackOptions): Promise<ReceivePackResult> {
   const { signal } = options;
   if (!options.stateless && options.advertise !== false) {
-    await conn.write(await receivePackAdvertisement(repo, options.agent ? { agent: options.agent } : {}));
+    await conn.write(
+      await receivePackAdvertisement(repo, {
+        ...(options.agent ? { agent: options.agent } : {}),
+        ...(options.protocol !== undefined ? { protocol: options.protocol } : {}),
+      }),
+    );
   }
   const reader = newReader(conn.input, signal);
   const commands: PushCommand[] = [];

@@ -101,7 +101,7 @@ export async function openSession(
     const base = remote.url.replace(/\/+$/, '');
     const extra = remote.headers ?? {};
     const protocolHeader: Record<string, string> =
-      service === 'git-upload-pack' && options.protocol === 2 ? { 'Git-Protocol': 'version=2' } : {};
+      service === 'git-upload-pack' && options.protocol ? { 'Git-Protocol': `version=${options.protocol}` } : {};
     const get = await remote.http({
       url: `${base}/info/refs?service=${service}`,
       method: 'GET',

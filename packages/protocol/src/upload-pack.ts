@@ -360,7 +360,7 @@ async function serveV0(repo: Repository, conn: Connection, options: UploadPackOp
   if (!stateless && options.advertise !== false) {
     const { refs, symrefs } = await collectRefs(repo.refs, session.graph);
     const caps = uploadPackCapabilities({ stateless, agent: options.agent ?? DEFAULT_AGENT, symrefs });
-    await conn.write(encodeAdvertisementV0(refs, caps));
+    await conn.write(encodeAdvertisementV0(refs, caps, options.protocol === 1 ? { version: 1 } : {}));
   }
   let packetsSent = false;
   try {

@@ -38,9 +38,10 @@ async function refsOf(gitDir: string): Promise<string> {
   return sandbox.git(['--git-dir', gitDir, 'for-each-ref', '--format=%(objectname) %(refname)']);
 }
 
-type Mode = { name: string; protocol: 0 | 2; http: boolean };
+type Mode = { name: string; protocol: 0 | 1 | 2; http: boolean };
 const modes: Mode[] = [
   { name: 'stdio v0', protocol: 0, http: false },
+  { name: 'stdio v1', protocol: 1, http: false },
   { name: 'stdio v2', protocol: 2, http: false },
   { name: 'http v0', protocol: 0, http: true },
   { name: 'http v2', protocol: 2, http: true },

@@ -27,11 +27,13 @@ afterAll(async () => {
   await sandbox?.cleanup();
 });
 
-type Mode = { name: string; protocol: 0 | 2; http: boolean };
+type Mode = { name: string; protocol: 0 | 1 | 2; http: boolean };
 const modes: Mode[] = [
   { name: 'ext v0', protocol: 0, http: false },
+  { name: 'ext v1', protocol: 1, http: false },
   { name: 'ext v2', protocol: 2, http: false },
   { name: 'http v0', protocol: 0, http: true },
+  { name: 'http v1', protocol: 1, http: true },
   { name: 'http v2', protocol: 2, http: true },
 ];
 
@@ -52,7 +54,7 @@ async function serve(mode: Mode, bare: string, options: { denyNonFastForward?: b
   if (!mode.http) {
     // remote-ext does not pass GIT_PROTOCOL on: the command line asks the server for v2
     const env: string[] = [];
-    if (mode.protocol === 2) env.push('GIT_PROTOCOL=version=2');
+    if (mode.protocol > 0) env.push(`GIT_PROTOCOL=version=${mode.protocol}`);
     if (options.denyNonFastForward) env.push('GITPORT_DENY_NON_FF=1');
     const command = [...(env.length > 0 ? ['/usr/bin/env', ...env] : []), ...tsNodeCommand(serveScript), '%s', bare];
     return { url: `ext::${command.join(' ')}`, gitDir: async () => bare };
@@ -95,6 +97,7 @@ describe.each(modes)('real git against gitport servers ($name)', (mode) => {
     expect(listed).toBe(new TextDecoder().decode((await sandbox.run(['ls-remote', '--symref', bare])).stdout));
     if (mode.protocol === 2) expect(trace.stderr).toContain('version 2');
     else expect(trace.stderr).not.toContain('< version 2');
+    if (mode.protocol === 1) expect(trace.stderr).toContain('< version 1');
     // v2 over HTTP: one GET and a single POST (ls-refs)
     if (served.requests) {
       expect(served.requests).toEqual([
@@ -234,7 +237,7 @@ describe.each(modes)('real git against gitport servers ($name)', (mode) => {
   });
 });
 
-describe.each(modes.filter((m) => m.protocol === 0))('real git pushes to gitport ($name)', (mode) => {
+describe.each(modes.filter((m) => m.protocol !== 2))('real git pushes to gitport ($name)', (mode) => {
   it('push fast-forward, refused non-fast-forward, force, delete, new branch without objects', async () => {
     const slug = slugOf(mode, 'push');
     const { bare } = await makeSampleRepo(sandbox, slug);

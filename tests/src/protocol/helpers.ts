@@ -109,10 +109,10 @@ export function spawnGitService(
   sandbox: GitSandbox,
   service: 'upload-pack' | 'receive-pack',
   gitDir: string,
-  options: { protocol?: 0 | 2 } = {},
+  options: { protocol?: 0 | 1 | 2 } = {},
 ): GitService {
   const env: Record<string, string> = { ...sandbox.env };
-  if (options.protocol === 2) env.GIT_PROTOCOL = 'version=2';
+  if (options.protocol) env.GIT_PROTOCOL = `version=${options.protocol}`;
   const child = spawn('git', [service, gitDir], { env, stdio: ['pipe', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => {
@@ -242,6 +242,7 @@ export function startGitportHttp(
           service === 'git-upload-pack'
             ? handleUploadPackHttp(repo, input, { protocol })
             : handleReceivePackHttp(repo, input, {
+                protocol,
                 ...(options.allowNonFastForward !== undefined
                   ? { allowNonFastForward: options.allowNonFastForward }
                   : {}),

@@ -25,11 +25,13 @@ try {
       new Promise<void>((resolve, reject) => process.stdout.write(bytes, (e) => (e ? reject(e) : resolve()))),
     end: async () => {},
   };
-  const protocol = /version=2/.test(process.env.GIT_PROTOCOL ?? '') ? 2 : 0;
+  const requested = /version=(\d)/.exec(process.env.GIT_PROTOCOL ?? '')?.[1];
+  const protocol = requested === '2' ? 2 : requested === '1' ? 1 : 0;
   if (service === 'git-upload-pack') {
     await serveUploadPack(repo, connection, { protocol });
   } else if (service === 'git-receive-pack') {
     const result = await serveReceivePack(repo, connection, {
+      protocol,
       allowNonFastForward: process.env.GITPORT_DENY_NON_FF !== '1',
     });
     if (result.updated.length > 0) await saveRepository(sandbox, repo, gitDir as string);
