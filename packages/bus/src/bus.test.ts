@@ -123,6 +123,28 @@ describe('handshake and limits', () => {
     expect(await Promise.all(held)).toEqual(['BUS_CLOSED', 'BUS_CLOSED', 'BUS_CLOSED']);
   });
 
+  it('answers hostile handler results with an error instead of hanging', async () => {
+    const a = bus({ id: 'a' });
+    const b = bus({ id: 'b' });
+    await link(a, b);
+    b.handle('getter', () => ({
+      // biome-ignore lint/suspicious/noThenProperty: a hostile thenable is the point of this test
+      get then() {
+        throw Object.assign(new Error('getter threw'), { code: 'E_GETTER' });
+      },
+    }));
+    b.handle('bad-then', () => ({
+      // biome-ignore lint/suspicious/noThenProperty: a hostile thenable is the point of this test
+      then() {
+        throw Object.assign(new Error('then threw'), { code: 'E_THEN' });
+      },
+    }));
+    b.handle('function-result', () => () => 1);
+    expect(await codeOf(a.request('b', 'getter', null))).toBe('E_GETTER');
+    expect(await codeOf(a.request('b', 'bad-then', null))).toBe('E_THEN');
+    expect(await codeOf(a.request('b', 'function-result', null))).toBe('BUS_DATA_CLONE');
+  });
+
   it('bounds unfinished incoming requests too', async () => {
     const a = bus({ id: 'a' });
     const b = bus({ id: 'b', maxPendingRequests: 2 });

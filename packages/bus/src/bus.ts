@@ -802,16 +802,18 @@ class BusImpl implements Bus {
     }
     const meta = new IncomingRequest(from);
     let result: unknown;
+    let thenable: boolean;
     try {
       result = fn(envelope.p, meta);
+      thenable = typeof (result as PromiseLike<unknown> | undefined)?.then === 'function';
     } catch (error) {
       this.respondError(link, from, id, error);
       return;
     }
-    if (typeof (result as PromiseLike<unknown> | undefined)?.then === 'function') {
+    if (thenable) {
       const key = `${from}\n${id}`;
       this.incoming.set(key, meta);
-      (result as PromiseLike<unknown>).then(
+      Promise.resolve(result as PromiseLike<unknown>).then(
         (value) => {
           if (this.incoming.get(key) !== meta) return;
           this.incoming.delete(key);
