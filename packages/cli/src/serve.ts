@@ -125,7 +125,18 @@ export async function serve(args: readonly string[]): Promise<number> {
     allowAnonymousPush: options.allowAnonymousPush,
     cors: options.cors,
   });
-  const server = await listen(gateway, { host: options.host, port: options.port });
+  let server: Awaited<ReturnType<typeof listen>>;
+  try {
+    server = await listen(gateway, { host: options.host, port: options.port });
+  } catch (error) {
+    // the worker threads would keep the process alive
+    await gateway.close();
+    await backend.close();
+    process.stderr.write(
+      `gitport serve: cannot listen on ${options.host}:${options.port}: ${(error as Error).message}\n`,
+    );
+    return 1;
+  }
   const shownHost = options.host.includes(':') ? `[${options.host}]` : options.host;
   process.stdout.write(`gitport listening on http://${shownHost}:${server.port}\n`);
 

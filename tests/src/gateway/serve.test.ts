@@ -112,6 +112,21 @@ describe('gitport serve', () => {
     expect(await server.exit).toBe(0);
   });
 
+  it('exits 1 with a message when the port is taken', async () => {
+    await using sandbox = await createGitSandbox();
+    const first = await start(['--root', sandbox.path('repos'), '--port', '0']);
+    const child = spawnTsNode(entry, ['serve', '--root', sandbox.path('repos'), '--port', String(first.port)], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let err = '';
+    child.stderr!.on('data', (b: Buffer) => (err += b.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    expect(code).toBe(1);
+    expect(err).toMatch(/cannot listen/);
+    first.child.kill('SIGTERM');
+    expect(await first.exit).toBe(0);
+  });
+
   it('refuses bad arguments with exit code 2', async () => {
     for (const args of [['--port', 'x'], ['--private'], ['--bogus'], ['--workers', '0']]) {
       const child = spawnTsNode(entry, ['serve', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
