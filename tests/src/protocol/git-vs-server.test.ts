@@ -224,6 +224,30 @@ describe.each(modes)('real git against gitport servers ($name)', (mode) => {
     expect((await refs(dest, 'refs/tags/')).split('\n').length).toBe(2002);
   });
 
+  it('clones a 5 MiB random blob, NUL and CRLF files byte for byte', async () => {
+    const slug = slugOf(mode, 'big');
+    const work = sandbox.path(slug);
+    await sandbox.git(['init', '-q', work]);
+    await sandbox.exec(
+      'sh',
+      ['-c', "head -c 5242880 /dev/urandom > big.bin && printf 'a\\0b\\r\\nc\\r\\n' > nul-crlf.txt"],
+      { cwd: work },
+    );
+    await sandbox.git(['add', '.'], { cwd: work });
+    await sandbox.git(['commit', '-q', '-m', 'big'], { cwd: work });
+    const bare = sandbox.path(`${slug}.git`);
+    await sandbox.git(['clone', '-q', '--bare', work, bare]);
+    const served = await serve(mode, bare);
+    const dest = sandbox.path(`${slug}-dest`);
+    await sandbox.git([...v(mode), 'clone', '-q', served.url, dest]);
+    await sandbox.git(['fsck', '--full'], { cwd: dest });
+    for (const file of ['big.bin', 'nul-crlf.txt']) {
+      expect(await sandbox.git(['hash-object', file], { cwd: dest })).toBe(
+        await sandbox.git(['hash-object', file], { cwd: work }),
+      );
+    }
+  });
+
   it('clones an empty repository', async () => {
     const slug = slugOf(mode, 'empty');
     const bare = sandbox.path(`${slug}.git`);
@@ -293,6 +317,30 @@ describe.each(modes.filter((m) => m.protocol !== 2))('real git pushes to gitport
     expect(after).toContain(`${main} refs/heads/main`);
     expect(after).toContain(`${main} refs/heads/copy`);
     expect(after).not.toContain('refs/heads/feature');
+  });
+
+  it('a thin push after editing a big file is completed and checked', async () => {
+    const slug = slugOf(mode, 'thin');
+    const { bare } = await makeSampleRepo(sandbox, slug);
+    const served = await serve(mode, bare);
+    const work = sandbox.path(`${slug}-work`);
+    await sandbox.git(['clone', '-q', served.url, work]);
+    await sandbox.exec('sh', ['-c', 'seq 1 200000 > big.txt'], { cwd: work });
+    await sandbox.git(['add', '.'], { cwd: work });
+    await sandbox.git(['commit', '-q', '-m', 'big file'], { cwd: work });
+    const first = await sandbox.run(['push', 'origin', 'main'], { cwd: work });
+    expect(first.code, first.stderr).toBe(0);
+    await sandbox.git(['fetch', '-q', 'origin'], { cwd: work });
+    await sandbox.exec('sh', ['-c', 'echo one more line >> big.txt'], { cwd: work });
+    await sandbox.git(['commit', '-q', '-am', 'edit'], { cwd: work });
+    // git sends a thin pack: the new blob as a delta against the one the remote has
+    const thin = await sandbox.run(['push', 'origin', 'main'], { cwd: work, env: { GIT_TRACE_PACKET: '1' } });
+    expect(thin.code, thin.stderr.slice(-1000)).toBe(0);
+    const gitDir = await served.gitDir();
+    await sandbox.git(['--git-dir', gitDir, 'fsck', '--full', '--strict']);
+    expect(await sandbox.git(['--git-dir', gitDir, 'rev-parse', 'main:big.txt'])).toBe(
+      await sandbox.git(['rev-parse', 'HEAD:big.txt'], { cwd: work }),
+    );
   });
 
   it('atomic push with one bad ref moves nothing; push --all into an empty repository', async () => {
