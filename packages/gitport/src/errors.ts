@@ -1,20 +1,27 @@
 /**
  * The one error base class of the `gitport` package. Recognise errors by their stable string
  * `code` (or by `isGitportError`), never by `instanceof`: errors cross workers and realms.
+ * Errors of the layers below pass through with their own codes (`TRANSPORT_*`, `PROTOCOL_*`,
+ * `PKTLINE_*`, `PACK_*`/`STORE_*`, `BUS_*`).
+ *
+ *   FS_READ_FAILED, FS_RENAME_FAILED    the injected fs failed (cause: its error)
+ *   REF_INVALID_NAME, REF_CORRUPT, REF_LOCKED, REF_SYMREF_LOOP
+ *   REPO_NOT_FOUND, REPO_EXISTS, REPO_INVALID_NAME
+ *   ABORTED                             an AbortSignal fired (cause: its reason)
+ *   HTTP_BAD_URL, HTTP_BAD_REQUEST      the isomorphic-git plugin and the host's HTTP streams
+ *   OPFS_UNSUPPORTED                    no navigator.storage.getDirectory here
+ *   CONTROL_FORBIDDEN, CONTROL_FAILED   the control API
  */
 export type GitportErrorCode =
   | 'FS_READ_FAILED'
   | 'FS_RENAME_FAILED'
   | 'REF_INVALID_NAME'
   | 'REF_LOCKED'
-  | 'REF_STALE'
   | 'REF_CORRUPT'
   | 'REF_SYMREF_LOOP'
   | 'REPO_NOT_FOUND'
   | 'REPO_EXISTS'
   | 'REPO_INVALID_NAME'
-  | 'REMOTE_FAILED'
-  | 'PUSH_REJECTED'
   | 'ABORTED'
   | 'HTTP_BAD_URL'
   | 'HTTP_BAD_REQUEST'
