@@ -3,7 +3,7 @@
  * `inflateSync(..., { info: true })` stops at the end of the zlib stream and reports the input
  * bytes it used, so one call inflates one pack entry followed by anything.
  */
-import { constants, deflateSync, Inflate, inflateSync, crc32 as nodeCrc32 } from 'node:zlib';
+import { constants, Deflate, deflateSync, Inflate, inflateSync, crc32 as nodeCrc32 } from 'node:zlib';
 import { PackError } from './errors.js';
 
 export type InflateOutcome = { kind: 'done'; data: Uint8Array; consumed: number } | { kind: 'need-more' };
@@ -140,7 +140,56 @@ function inflateOneSync(input: Uint8Array, expectedSize: number, final: boolean)
   };
 }
 
+const deflaters = new Map<number, { handle: NativeHandle; state: Uint32Array; error?: { message: string } } | null>();
+
+/** A reused native deflate context per level (same reasoning as inflate); `deflateSync` as fallback. */
+function nativeDeflater(level: number) {
+  const known = deflaters.get(level);
+  if (known !== undefined) return known;
+  let ctx: { handle: NativeHandle; state: Uint32Array; error?: { message: string } } | null = null;
+  try {
+    const engine = new Deflate({ level }) as unknown as { _handle?: NativeHandle; _writeState?: Uint32Array };
+    const handle = engine._handle;
+    const state = engine._writeState;
+    if (handle && typeof handle.writeSync === 'function' && typeof handle.reset === 'function' && state) {
+      const c: { handle: NativeHandle; state: Uint32Array; error?: { message: string } } = { handle, state };
+      handle.onerror = (message: string) => {
+        c.error = { message };
+      };
+      ctx = c;
+      // self-test: our output must inflate back
+      const probe = new TextEncoder().encode('gitport deflate self-test');
+      const out = deflateWith(c, probe);
+      if (!out || inflateSync(out).toString() !== 'gitport deflate self-test') ctx = null;
+    }
+  } catch {
+    ctx = null;
+  }
+  deflaters.set(level, ctx);
+  return ctx;
+}
+
+function deflateWith(
+  ctx: { handle: NativeHandle; state: Uint32Array; error?: { message: string } },
+  data: Uint8Array,
+): Uint8Array | undefined {
+  const n = data.length;
+  // zlib's deflateBound for the default memLevel/windowBits, plus the zlib wrapper
+  const bound = n + (n >>> 12) + (n >>> 14) + (n >>> 25) + 13 + 6 + 64;
+  const out = new Uint8Array(bound);
+  ctx.error = undefined;
+  ctx.handle.writeSync(constants.Z_FINISH, data, 0, n, out, 0, bound);
+  const availOut = ctx.state[0]!;
+  const availIn = ctx.state[1]!;
+  ctx.handle.reset();
+  if (ctx.error || availIn !== 0 || availOut === 0) return undefined;
+  return out.subarray(0, bound - availOut);
+}
+
 export function deflate(data: Uint8Array, level = 6): Uint8Array {
+  const ctx = nativeDeflater(level);
+  const out = ctx ? deflateWith(ctx, data) : undefined;
+  if (out) return out;
   const b = deflateSync(data, { level });
   return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
 }
