@@ -49,7 +49,10 @@ export type PackEntry =
       type: ObjectType;
       size: number;
       oid: ObjectId;
-      /** Undefined when the object was streamed and not kept. */
+      /**
+       * Undefined when the object was streamed and not kept. May be a view of a buffer shared
+       * with other entries: copy it to keep or transfer it.
+       */
       data: Uint8Array | undefined;
     }
   | {
