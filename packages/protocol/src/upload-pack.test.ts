@@ -190,6 +190,28 @@ describe('upload-pack', () => {
     expect(await local.objects.has(commits[0]!)).toBe(true);
   });
 
+  it('a pack that fails mid-way reaches the client on side-band 3, and both sides get typed errors', async () => {
+    const broken = emptyRepo();
+    const encoder = new TextEncoder();
+    // a commit whose tree is missing: wants validate, the pack cannot be written
+    const commitId = await broken.objects.write(
+      'commit',
+      encoder.encode(`tree ${'4'.repeat(40)}\nauthor t <t@x> 1 +0000\ncommitter t <t@x> 1 +0000\n\nbroken\n`),
+    );
+    await broken.refs.update([{ name: 'refs/heads/main', old: null, new: commitId }]);
+    for (const protocol of [0, 2] as const) {
+      const [a, b] = connectionPair();
+      const served = serveUploadPack(broken, b, { protocol }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      await expect(clone(emptyRepo(), { connection: a }, { protocol })).rejects.toMatchObject({
+        code: 'PROTOCOL_REMOTE_ERROR',
+      });
+      expect(await served).toMatchObject({ code: expect.stringMatching(/NOT_FOUND|MISSING/) });
+    }
+  });
+
   it('an empty repository advertises capabilities^{} and clones to nothing', async () => {
     const repo = emptyRepo();
     const [a, b] = connectionPair();

@@ -362,7 +362,8 @@ async function serveV0(repo: Repository, conn: Connection, options: UploadPackOp
     const caps = uploadPackCapabilities({ stateless, agent: options.agent ?? DEFAULT_AGENT, symrefs });
     await conn.write(encodeAdvertisementV0(refs, caps, options.protocol === 1 ? { version: 1 } : {}));
   }
-  let packetsSent = false;
+  // once the pack has started, errors travel on side-band 3 (sendPack), not as ERR lines
+  let packStarted = false;
   try {
     const first = await reader.read();
     if (!first || first.kind === 'flush') return; // ls-remote, or nothing wanted
@@ -392,7 +393,6 @@ async function serveV0(repo: Repository, conn: Connection, options: UploadPackOp
       const lines = await session.processShallow();
       for (const l of lines) await conn.write(line(l));
       await conn.write(FLUSH);
-      packetsSent = true;
     }
     const multiAck = caps.has('multi_ack_detailed') ? 2 : caps.has('multi_ack') ? 1 : 0;
     const noDone = stateless && caps.has('no-done');
@@ -451,7 +451,7 @@ async function serveV0(repo: Repository, conn: Connection, options: UploadPackOp
       }
       throw new ProtocolError('PROTOCOL_BAD_LINE', `upload-pack: expected have or done, got ${JSON.stringify(text)}`);
     }
-    packetsSent = true;
+    packStarted = true;
     const sideband = caps.has('side-band-64k') ? 65515 : caps.has('side-band') ? 995 : 0;
     await session.sendPack((b) => conn.write(b), {
       sideband,
@@ -461,7 +461,7 @@ async function serveV0(repo: Repository, conn: Connection, options: UploadPackOp
       progress: !caps.has('no-progress'),
     });
   } catch (error) {
-    if (!packetsSent || !hasCode(error, 'PROTOCOL_ABORTED')) await sendError(conn, error);
+    if (!packStarted && !hasCode(error, 'PROTOCOL_ABORTED')) await sendError(conn, error);
     throw error;
   }
 }
@@ -512,10 +512,13 @@ async function serveV2(repo: Repository, conn: Connection, options: UploadPackOp
       if (stateless) return;
     }
   } catch (error) {
-    await sendError(conn, error);
-    throw error;
+    if (!hasCode(error, 'PROTOCOL_ABORTED') && !hasCode(error, PACK_STARTED)) await sendError(conn, error);
+    throw hasCode(error, PACK_STARTED) ? (error as ProtocolError).cause : error;
   }
 }
+
+/** Marks an error raised after the v2 packfile section started (already reported on band 3). */
+const PACK_STARTED = 'PROTOCOL_PACK_STARTED';
 
 async function lsRefs(repo: Repository, conn: Connection, request: V2Request): Promise<void> {
   let symrefs = false;
@@ -593,5 +596,9 @@ async function fetchV2(
     await conn.write(DELIM);
   }
   await conn.write(line('packfile'));
-  await session.sendPack((b) => conn.write(b), features);
+  try {
+    await session.sendPack((b) => conn.write(b), features);
+  } catch (error) {
+    throw new ProtocolError(PACK_STARTED, 'the pack failed after it started', { cause: error });
+  }
 }
