@@ -443,6 +443,12 @@ describe('lifecycle', () => {
       expect(created.every((t) => !t.hasRef())).toBe(true);
       expect(await inFlight).toEqual(Array.from({ length: 10 }, (_, i) => i));
       expect(created.every((t) => (t as unknown as { _destroyed: boolean })._destroyed)).toBe(true);
+      // One request after another keeps one timer armed instead of making one per request.
+      const before = created.length;
+      for (let i = 0; i < 20; i++) expect(await a.request('b', 'echo', i)).toBe(i);
+      expect(created.length - before).toBe(1);
+      await Promise.resolve();
+      expect(created.every((t) => (t as unknown as { _destroyed: boolean })._destroyed)).toBe(true);
     } finally {
       spy.mockRestore();
     }

@@ -275,6 +275,7 @@ class BusImpl implements Bus {
   /** One timer for every request deadline, armed for the earliest one. */
   private timer: ReturnType<typeof setTimeout> | undefined;
   private timerAt = Number.POSITIVE_INFINITY;
+  private clearQueued = false;
 
   constructor(options: BusOptions) {
     if (typeof options?.id !== 'string' || options.id.length === 0 || options.id.length > MAX_ID_LENGTH) {
@@ -771,15 +772,24 @@ class BusImpl implements Bus {
 
   private settle(id: string, pending: Pending, ok: boolean, value: unknown): void {
     this.pending.delete(id);
-    if (this.pending.size === 0 && this.timer !== undefined) {
-      clearTimeout(this.timer); // nothing pending: no timer left behind
-      this.timer = undefined;
-      this.timerAt = Number.POSITIVE_INFINITY;
-    }
     if (pending.onAbort !== undefined) pending.signal!.removeEventListener('abort', pending.onAbort);
     if (ok) pending.resolve(value as never);
     else pending.reject(value);
+    if (this.pending.size === 0 && this.timer !== undefined && !this.clearQueued) {
+      // Nothing pending: no timer left behind. Checked after the caller's continuation (queued by
+      // the resolve above) has run, so a caller issuing one request after another keeps the timer.
+      this.clearQueued = true;
+      queueMicrotask(this.clearIdleTimer);
+    }
   }
+
+  private readonly clearIdleTimer = (): void => {
+    this.clearQueued = false;
+    if (this.pending.size !== 0 || this.timer === undefined) return;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = Number.POSITIVE_INFINITY;
+  };
 
   private onRequest(link: Link, envelope: Envelope): void {
     const from = envelope.s!; // filled in by dispatch
@@ -1144,6 +1154,8 @@ class BusImpl implements Bus {
       this.lose(link, error);
     }
     for (const [id, pending] of [...this.pending]) this.settle(id, pending, false, error);
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
     for (const request of this.incoming.values()) request.abort(error);
     this.incoming.clear();
     this.channels.clear();
