@@ -9,7 +9,7 @@
  * same refs (packed-refs), and `git ls-remote` against it (both include process start-up, which
  * is what a user of git pays per discovery).
  */
-import { MemoryObjectStore } from '@gitport/pack';
+import { MemoryObjectStore, packObjects } from '@gitport/pack';
 import {
   CommitGraph,
   collectRefs,
@@ -93,6 +93,26 @@ async function discoveryMs(f: Fixture, protocol: 0 | 2, expected: number): Promi
   );
 }
 
+/** The same objects and refs in a real bare repository (packed-refs). */
+async function realRepository(sandbox: GitSandbox, f: Fixture, name: string): Promise<string> {
+  const bare = sandbox.path(`${name}.git`);
+  await sandbox.git(['init', '-q', '--bare', bare]);
+  const parts: Uint8Array[] = [];
+  for await (const chunk of packObjects(f.objects, [...f.objects.keys()])) parts.push(chunk);
+  await sandbox.git(['--git-dir', bare, 'index-pack', '--stdin'], { input: Buffer.concat(parts) });
+  const input = f.lines.map((l) => `create ${l.slice(41)} ${l.slice(0, 40)}`).join('\n');
+  await sandbox.git(['--git-dir', bare, 'update-ref', '--stdin'], { input: `${input}\n` });
+  await sandbox.git(['--git-dir', bare, 'pack-refs', '--all']);
+  return bare;
+}
+
+async function gitLsRemoteMs(sandbox: GitSandbox, bare: string, protocol: 0 | 2): Promise<number> {
+  return medianMs(() => sandbox.run(['-c', `protocol.version=${protocol}`, 'ls-remote', `file://${bare}`]), {
+    runs: sized(7, 2),
+    warmup: 1,
+  });
+}
+
 describe('ref advertisement', () => {
   let sandbox: GitSandbox | undefined;
   afterAll(async () => {
@@ -116,23 +136,29 @@ describe('ref advertisement', () => {
       });
       const v0 = await discoveryMs(f, 0, 10);
       const v2 = await discoveryMs(f, 2, 10);
+      sandbox ??= await createGitSandbox('gitport-bench-refs-');
+      const bare = await realRepository(sandbox, f, 'refs10');
+      const gitV0 = await gitLsRemoteMs(sandbox, bare, 0);
+      const gitV2 = await gitLsRemoteMs(sandbox, bare, 2);
+      const note =
+        'lsRemote: gitport client and upload-pack server over an in-memory connection; git ls-remote runs git upload-pack over file:// (process start-up included)';
       record({
         id: 'refs.discovery.10.v0.ms',
         value: v0,
         unit: 'ms',
-        peer: null,
-        peerValue: null,
+        peer: 'git ls-remote (v0, git upload-pack)',
+        peerValue: gitV0,
         better: 'lower',
-        note: 'lsRemote: gitport client and upload-pack server over an in-memory connection, v0 (advertisement, flush)',
+        note: `${note}, v0 (advertisement, flush)`,
       });
       record({
         id: 'refs.discovery.10.v2.ms',
         value: v2,
         unit: 'ms',
-        peer: null,
-        peerValue: null,
+        peer: 'git ls-remote (v2, git upload-pack)',
+        peerValue: gitV2,
         better: 'lower',
-        note: 'lsRemote: gitport client and upload-pack server over an in-memory connection, v2 (capabilities, ls-refs)',
+        note: `${note}, v2 (capabilities, ls-refs)`,
       });
     },
     once,
@@ -144,18 +170,8 @@ describe('ref advertisement', () => {
       const count = sized(10_000, 1000);
       const f = await fixture(count);
       const ms = await advertiseMs(f, sized(20, 2));
-      sandbox = await createGitSandbox('gitport-bench-refs-');
-      const bare = sandbox.path('refs.git');
-      await sandbox.git(['init', '-q', '--bare', bare]);
-      // the same objects and refs in a real repository
-      const oids = [...f.objects.keys()];
-      const { packObjects } = await import('@gitport/pack');
-      const parts: Uint8Array[] = [];
-      for await (const chunk of packObjects(f.objects, oids)) parts.push(chunk);
-      await sandbox.git(['--git-dir', bare, 'index-pack', '--stdin'], { input: Buffer.concat(parts) });
-      const input = f.lines.map((l) => `create ${l.slice(41)} ${l.slice(0, 40)}`).join('\n');
-      await sandbox.git(['--git-dir', bare, 'update-ref', '--stdin'], { input: `${input}\n` });
-      await sandbox.git(['--git-dir', bare, 'pack-refs', '--all']);
+      sandbox ??= await createGitSandbox('gitport-bench-refs-');
+      const bare = await realRepository(sandbox, f, 'refs10000');
       const s = sandbox;
       const gitAdvertise = await medianMs(() => s.run(['upload-pack', '--advertise-refs', bare]), {
         runs: sized(7, 2),
@@ -173,11 +189,8 @@ describe('ref advertisement', () => {
       });
       const v0 = await discoveryMs(f, 0, count);
       const v2 = await discoveryMs(f, 2, count);
-      const gitLs = await medianMs(() => s.run(['ls-remote', `file://${bare}`]), { runs: sized(7, 2), warmup: 1 });
-      const gitLsV2 = await medianMs(() => s.run(['-c', 'protocol.version=2', 'ls-remote', `file://${bare}`]), {
-        runs: sized(7, 2),
-        warmup: 1,
-      });
+      const gitLs = await gitLsRemoteMs(s, bare, 0);
+      const gitLsV2 = await gitLsRemoteMs(s, bare, 2);
       record({
         id: 'refs.discovery.10000.v0.ms',
         value: v0,
