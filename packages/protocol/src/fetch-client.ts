@@ -111,12 +111,7 @@ async function listRefsV2(
     const ref = parseLsRefsLine(text);
     if (ref.name === 'HEAD' && ref.target) head = ref.target;
     if (ref.unborn) continue;
-    refs.push({
-      name: ref.name,
-      oid: ref.oid,
-      ...(ref.peeled ? { peeled: ref.peeled } : {}),
-      ...(ref.target ? { target: ref.target } : {}),
-    });
+    refs.push(ref);
   }
   return head === undefined ? { refs } : { refs, head };
 }
