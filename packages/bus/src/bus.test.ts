@@ -342,7 +342,8 @@ describe('hub routing', () => {
   });
 
   it('answers for an unknown target and honours the hop limit', async () => {
-    const hub = createHub({ id: 'hub' });
+    const reported: unknown[] = [];
+    const hub = createHub({ id: 'hub', onError: (error) => reported.push((error as { code?: string }).code) });
     cleanups.push(() => hub.close());
     const raw = await rawPeer(hub, 'r');
     await raw.connected;
@@ -356,11 +357,17 @@ describe('hub routing', () => {
     const seen: unknown[] = [];
     b.on('e', (p) => seen.push(p));
     raw.raw.send({ k: 'ev', t: 'b', e: 'e', p: 'no hops', h: 0 });
+    raw.raw.send({ k: 'rq', t: 'b', e: 'ping', i: 'q0', h: 0 });
+    expect(await raw.raw.next((m) => m.k === 're' && m.i === 'q0')).toMatchObject({
+      s: 'b',
+      x: { code: 'BUS_HOP_LIMIT' },
+    });
     raw.raw.send({ k: 'ev', t: 'b', e: 'e', p: 'hop', h: 1 });
     b.handle('ping', () => 'pong');
     raw.raw.send({ k: 'rq', t: 'b', e: 'ping', i: 'q2' });
     await raw.raw.next((m) => m.k === 'rs' && m.i === 'q2');
     expect(seen).toEqual(['hop']);
+    expect(reported).toEqual(['BUS_HOP_LIMIT']);
   });
 
   it('forwards comlink-style channel messages with transferred ports', async () => {

@@ -990,34 +990,39 @@ class BusImpl implements Bus {
 
   private forward(from: Link, envelope: Envelope): void {
     const target = typeof envelope.t === 'string' ? this.routes.get(envelope.t) : undefined;
-    const request = envelope.k === 'rq' && typeof envelope.i === 'string';
-    if (target === undefined || target === from || !((envelope.h ?? 0) > 0)) {
-      if (request) {
-        // Answer in the target's name: the requester reached it through us, so it trusts our word.
-        const error = new BusError(
-          target === undefined ? 'BUS_UNKNOWN_PEER' : 'BUS_UNKNOWN_PEER',
-          `hub ${this.id} cannot reach ${JSON.stringify(envelope.t)}`,
-        );
-        this.enqueue(from, {
-          k: 're',
-          s: envelope.t,
-          t: envelope.s,
-          q: 0,
-          h: this.maxHops,
-          i: envelope.i!,
-          x: errorToWire(error),
-        });
-      }
-      return;
-    }
-    if (
+    let refusal: BusError | undefined;
+    if (target === undefined || target === from) {
+      refusal = new BusError('BUS_UNKNOWN_PEER', `hub ${this.id} cannot reach ${JSON.stringify(envelope.t)}`);
+    } else if (!((envelope.h ?? 0) > 0)) {
+      refusal = new BusError('BUS_HOP_LIMIT', `hop limit reached at hub ${this.id}`);
+    } else if (
       (envelope.k === 'ev' || envelope.k === 'rq' || envelope.k === 'ch') &&
       messageSize(envelope.p, this.maxMessageSize) > this.maxMessageSize
     ) {
+      refusal = new BusError(
+        'BUS_MESSAGE_TOO_LARGE',
+        `hub ${this.id} dropped a message larger than its maxMessageSize`,
+      );
+    }
+    if (refusal === undefined) {
+      envelope.h = (envelope.h ?? 0) - 1;
+      this.enqueue(target!, envelope, collectTransferables(envelope.p));
       return;
     }
-    envelope.h = (envelope.h ?? 0) - 1;
-    this.enqueue(target, envelope, collectTransferables(envelope.p));
+    if (envelope.k === 'rq' && typeof envelope.i === 'string') {
+      // Answer in the target's name: the requester reached it through us, so it trusts our word.
+      this.enqueue(from, {
+        k: 're',
+        s: envelope.t,
+        t: envelope.s,
+        q: 0,
+        h: this.maxHops,
+        i: envelope.i,
+        x: errorToWire(refusal),
+      });
+    } else {
+      this.reportError(refusal);
+    }
   }
 
   private onAnnounce(link: Link, envelope: Envelope): void {

@@ -16,6 +16,7 @@
  *   BUS_HANDSHAKE             the handshake was refused (duplicate id, version mismatch, own id)
  *   BUS_INVALID_ORIGIN        an origin pattern or a window target origin is invalid
  *   BUS_INVALID_ARGUMENT      a bad argument (empty id, non-string name, ...)
+ *   BUS_HOP_LIMIT             a hub dropped an envelope that had used up its hops
  *   BUS_REMOTE_ERROR          a handler threw something without a code of its own
  */
 export type BusErrorCode =
@@ -32,6 +33,7 @@ export type BusErrorCode =
   | 'BUS_HANDSHAKE'
   | 'BUS_INVALID_ORIGIN'
   | 'BUS_INVALID_ARGUMENT'
+  | 'BUS_HOP_LIMIT'
   | 'BUS_REMOTE_ERROR';
 
 const BRAND = Symbol.for('gitport.bus.error');
