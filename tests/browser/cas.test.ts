@@ -11,7 +11,7 @@ it('two Web Workers racing on one ref in OPFS: exactly one compare-and-swap wins
   const fs = new OpfsFs();
   await fs.promises.mkdir(dir);
   const refs = new FsRefStore(fs, dir);
-  const initial = '0'.repeat(39) + '1';
+  const initial = `${'0'.repeat(39)}1`;
   await refs.update([{ name: 'refs/heads/main', old: null, new: initial }]);
   const workers = [0, 1].map(() => new Worker(new URL('./cas.worker.ts', import.meta.url), { type: 'module' }));
   try {
