@@ -352,36 +352,48 @@ export async function enumerateObjects(store: ObjectStore, options: EnumerateOpt
   // objects the receiver has: everything in the boundary commits' trees
   const excluded = new Set<ObjectId>();
   const edges: PackObject[] = [];
-  const decoder = new TextDecoder();
+  /** Continues git's name hash over `bytes` (the hash is a running state, so dir/name continues dir's). */
+  const hashMore = (h: number, bytes: Uint8Array, slash: boolean): number => {
+    if (slash) h = ((h >>> 2) + (0x2f << 24)) >>> 0;
+    for (let i = 0; i < bytes.length; i++) {
+      const c = bytes[i]!;
+      if (c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d) continue;
+      h = ((h >>> 2) + (c << 24)) >>> 0;
+    }
+    return h;
+  };
   const walkTree = async (
     root: ObjectId,
     rootPath: Uint8Array,
     seen: Set<ObjectId>,
     onObject: (o: PackObject) => void,
   ): Promise<void> => {
-    const stack: { oid: ObjectId; path: Uint8Array }[] = [{ oid: root, path: rootPath }];
     if (seen.has(root)) return;
     seen.add(root);
-    onObject({ oid: root, type: 'tree', nameHash: nameHash(rootPath) });
+    const rootHash = hashMore(0, rootPath, false);
+    const stack: { oid: ObjectId; hash: number; root: boolean }[] = [
+      { oid: root, hash: rootHash, root: rootPath.length === 0 },
+    ];
+    onObject({ oid: root, type: 'tree', nameHash: rootHash });
     while (stack.length > 0) {
       throwIfAborted(signal);
-      const { oid, path } = stack.pop()!;
+      const { oid, hash, root: isRoot } = stack.pop()!;
       const tree = await store.read(oid);
       if (!tree) throw new PackError('OBJECT_NOT_FOUND', `tree ${oid} is missing`);
       if (tree.type !== 'tree') throw new PackError('OBJECT_BAD_TYPE', `${oid} is a ${tree.type}, not a tree`);
-      const subtrees: { oid: ObjectId; path: Uint8Array }[] = [];
+      const subtrees: { oid: ObjectId; hash: number; root: boolean }[] = [];
       forEachTreeEntry(tree.data, (mode, name, child) => {
         if (mode === 0o160000 || seen.has(child)) return;
         seen.add(child);
-        const full = joinPath(path, name);
+        const h = hashMore(hash, name, !isRoot);
         if (mode === 0o40000) {
-          onObject({ oid: child, type: 'tree', nameHash: nameHash(full) });
-          subtrees.push({ oid: child, path: full });
+          onObject({ oid: child, type: 'tree', nameHash: h });
+          subtrees.push({ oid: child, hash: h, root: false });
         } else {
-          onObject({ oid: child, type: 'blob', nameHash: nameHash(full) });
+          onObject({ oid: child, type: 'blob', nameHash: h });
         }
       });
-      for (let i = subtrees.length - 1; i >= 0; i--) stack.push(subtrees[i]!);
+      for (let k = subtrees.length - 1; k >= 0; k--) stack.push(subtrees[k]!);
     }
   };
   for (const b of boundary) {
@@ -434,15 +446,5 @@ export async function enumerateObjects(store: ObjectStore, options: EnumerateOpt
       add({ oid: b, type: 'blob', nameHash: 0 });
     }
   }
-  void decoder;
   return { objects, edges, boundary };
-}
-
-function joinPath(dir: Uint8Array, name: Uint8Array): Uint8Array {
-  if (dir.length === 0) return name;
-  const out = new Uint8Array(dir.length + 1 + name.length);
-  out.set(dir);
-  out[dir.length] = 0x2f;
-  out.set(name, dir.length + 1);
-  return out;
 }
