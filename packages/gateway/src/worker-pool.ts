@@ -303,6 +303,8 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
           try {
             yield* output;
           } finally {
+            // the push is over: its advertisements are stale whether or not its signal has arrived yet
+            if (service === 'git-receive-pack') cache.drop(repo);
             finish();
           }
         })();

@@ -39,14 +39,21 @@ export async function startServer(
     root?: string;
     listen?: ListenOptions;
     backend?: BackendKind;
+    /** How long cached advertisements are trusted (default 0: checked against the disk every time). */
+    revalidateMs?: number;
   } = {},
 ): Promise<TestServer> {
   const ownRoot = options.root === undefined;
   const root = options.root ?? (await mkdtemp(join(tmpdir(), 'gitport-gw-')));
   const backend =
     options.backend === 'worker-pool'
-      ? await createWorkerPoolBackend({ root, workers: 2, revalidateMs: 0, spawn: startTsWorker })
-      : createGitProcessBackend({ root, revalidateMs: 0 });
+      ? await createWorkerPoolBackend({
+          root,
+          workers: 2,
+          revalidateMs: options.revalidateMs ?? 0,
+          spawn: startTsWorker,
+        })
+      : createGitProcessBackend({ root, revalidateMs: options.revalidateMs ?? 0 });
   const gateway = createGateway({ ...options, backend });
   const server = await listen(gateway, { port: 0, host: '127.0.0.1', closeGraceMs: 5_000, ...options.listen });
   const close = async () => {

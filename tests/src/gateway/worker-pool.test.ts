@@ -48,4 +48,33 @@ describe('worker pool', () => {
     events.close();
     await sandbox.git(['--git-dir', join(server.root, 'repo0.git'), 'fsck', '--strict', '--no-dangling']);
   });
+
+  it('keeps discovery fresh after a push while the cache is trusted', async () => {
+    await using sandbox = await createGitSandbox();
+    await using server = await startServer({
+      root: sandbox.path('root'),
+      token: TOKEN,
+      backend: 'worker-pool',
+      revalidateMs: 3_600_000,
+    });
+    const work = sandbox.path('work');
+    await sandbox.git(['init', '--quiet', work]);
+    await sandbox.git(['-C', work, 'commit', '--quiet', '--allow-empty', '-m', 'one']);
+    await sandbox.git(['clone', '--quiet', '--bare', work, join(server.root, 'fresh.git')]);
+    const url = `${server.url}/fresh.git`;
+    const refs = async () => (await sandbox.git(['ls-remote', url])).split('\n').filter((l) => !l.endsWith('HEAD'));
+    expect(await refs()).toHaveLength(1);
+    // a push through the gateway drops the cached advertisements of its repository
+    await sandbox.git([
+      '-C',
+      work,
+      'push',
+      '--quiet',
+      `http://u:${TOKEN}@${server.host}:${server.port}/fresh.git`,
+      'HEAD:refs/heads/topic',
+    ]);
+    const after = await refs();
+    expect(after).toHaveLength(2);
+    expect(after.some((l) => l.endsWith('\trefs/heads/topic'))).toBe(true);
+  });
 });
