@@ -201,6 +201,7 @@ export function createGitProcessBackend(options: GitProcessBackendOptions): GitB
       const finish = async () => {
         try {
           await proc.done;
+          dropCache(repo);
           const after = await listRefsIn(dir);
           const changed: RefUpdateEvent[] = [];
           for (const [ref, oid] of after) {
