@@ -35,7 +35,7 @@ import { mbps, QUICK, record, sized } from './report.js';
 const once = { iterations: 1, warmupIterations: 0, time: 0, warmupTime: 0 };
 const MB = 1e6;
 const RUNS = sized(5, 1);
-const WARMUP = sized(1, 0);
+const WARMUP = sized(2, 0);
 
 class BenchWorker {
   readonly worker: Worker;
