@@ -431,6 +431,28 @@ describe('origins', () => {
   });
 });
 
+describe('channels', () => {
+  it('keeps a bounded backlog for a channel nobody listens to yet', async () => {
+    const reported: unknown[] = [];
+    const a = bus({ id: 'a' });
+    const b = bus({ id: 'b', onError: (error) => reported.push((error as { code?: string }).code) });
+    await link(a, b);
+    const out = a.endpoint('b', 'late');
+    for (let i = 0; i < 300; i++) out.postMessage(i);
+    await b.request('a', 'nothing', null).catch(() => {}); // a's channel messages have all arrived
+    const got: unknown[] = [];
+    const all = new Promise<void>((resolve) =>
+      b.endpoint('a', 'late').addEventListener('message', (event: BusMessageEvent) => {
+        got.push(event.data);
+        if (got.length === 256) resolve();
+      }),
+    );
+    await all;
+    expect(got).toEqual(Array.from({ length: 256 }, (_, i) => i));
+    expect(reported).toEqual(new Array(44).fill('BUS_TOO_MANY_PENDING'));
+  });
+});
+
 describe('lifecycle', () => {
   it('leaves no timer behind once requests settle, and refs none', async () => {
     const a = bus({ id: 'a' });
