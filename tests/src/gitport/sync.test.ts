@@ -208,6 +208,52 @@ describe('host and remote over a bus', () => {
     }
   });
 
+  it('an aborted push rejects with ABORTED; the host sees the abort and moves no ref', async () => {
+    const hostErrors: string[] = [];
+    let hostFailed!: () => void;
+    const failed = new Promise<void>((resolve) => {
+      hostFailed = resolve;
+    });
+    const served = host(buses.left, new FsRepositoryRegistry(nodeFs(), sandbox.path('root')), {
+      onError: (error) => {
+        hostErrors.push((error as { code?: string }).code ?? 'none');
+        hostFailed();
+      },
+    });
+    try {
+      const origin = remote(buses.right, 'host', 'demo');
+      const dir = sandbox.path('work');
+      const repo = await origin.clone(nodeFs(), dir, { bare: false });
+      const random = new Uint8Array(1_000_000).map((_, i) => (i * 2654435761) >>> 24);
+      await writeFile(`${dir}/big.bin`, random);
+      await git.add({ fs: nodeFsModule, dir, filepath: 'big.bin' });
+      await git.commit({
+        fs: nodeFsModule,
+        dir,
+        message: 'big',
+        author: { name: 'client', email: 'client@gitport.invalid', timestamp: 1_700_000_000, timezoneOffset: 0 },
+      });
+      const bare = sandbox.path('root', 'demo.git');
+      const before = await sandbox.git(['rev-parse', 'main'], { cwd: bare });
+      const controller = new AbortController();
+      const pushing = origin.push(repo, {
+        refspecs: ['refs/heads/main:refs/heads/main'],
+        signal: controller.signal,
+        // The advertisement has arrived: abort while the commands and the pack are being sent.
+        onProgress: (event) => {
+          if (event.phase === 'transfer') controller.abort(new Error('user cancelled'));
+        },
+      });
+      await expect(pushing).rejects.toMatchObject({ code: 'ABORTED' });
+      await failed;
+      expect(hostErrors).toEqual(['TRANSPORT_ABORTED']);
+      expect(await sandbox.git(['rev-parse', 'main'], { cwd: bare })).toBe(before);
+      await sandbox.git(['fsck', '--full', '--strict'], { cwd: bare });
+    } finally {
+      served.close();
+    }
+  });
+
   it('reports a missing repository as a typed remote error', async () => {
     const served = host(buses.left, new FsRepositoryRegistry(nodeFs(), sandbox.path('root')));
     try {
