@@ -4,12 +4,14 @@
  *
  * - inflate: the entries of the seeded history's pack (git's own deltas and objects), each a
  *   separate zlib stream: node:zlib `inflateSync` per entry (a fresh zlib context each time),
- *   gitport's Node path (one native context reused), and pako (the web default), per entry.
+ *   gitport's Node path (one native context reused), and pako (the web default), per entry, next
+ *   to pako's low-level inflate with one context reset per entry (a candidate web path).
  * - SHA-1 of 200-byte objects: node:crypto `hash()` (one shot, what gitport uses on Node),
  *   `createHash()`, and gitport's JavaScript SHA-1 (the web default).
  */
 import { execFileSync } from 'node:child_process';
 import { createHash, hash } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { inflateSync } from 'node:zlib';
 import { PackReader } from '@gitport/pack';
 import { afterAll, bench, describe } from 'vitest';
@@ -92,6 +94,48 @@ describe('pack entries: inflate one by one', () => {
   );
 });
 
+/** pako's low-level inflate (one context, reset per entry): a candidate for the web default. */
+interface PakoStream {
+  input: Uint8Array;
+  next_in: number;
+  avail_in: number;
+  output: Uint8Array;
+  next_out: number;
+  avail_out: number;
+}
+const pakoRequire = createRequire(new URL('../packages/pack/package.json', import.meta.url));
+const pakoInflate = pakoRequire('pako/lib/zlib/inflate.js') as {
+  inflateInit(s: PakoStream): number;
+  inflateReset(s: PakoStream): number;
+  inflate(s: PakoStream, flush: number): number;
+};
+const PakoZStream = pakoRequire('pako/lib/zlib/zstream.js') as new () => PakoStream;
+
+describe('pack entries: pako with one reused context', () => {
+  bench(
+    'pako low-level inflate, context reset per entry',
+    timed('pako-reused', () => {
+      const strm = new PakoZStream();
+      pakoInflate.inflateInit(strm);
+      let n = 0;
+      for (const e of entries) {
+        pakoInflate.inflateReset(strm);
+        const out = new Uint8Array(e.size + 1);
+        strm.input = e.input;
+        strm.next_in = 0;
+        strm.avail_in = e.input.length;
+        strm.output = out;
+        strm.next_out = 0;
+        strm.avail_out = out.length;
+        if (pakoInflate.inflate(strm, 4) !== 1) throw new Error('pako: stream did not end');
+        n += strm.next_out;
+      }
+      check(n);
+    }),
+    options,
+  );
+});
+
 const objects = Array.from({ length: sized(200_000, 5_000) }, (_, i) => {
   const b = new Uint8Array(200);
   b[0] = i & 255;
@@ -141,6 +185,15 @@ afterAll(() => {
     peerValue: mbps(inflatedBytes, median('inflateSync')),
     better: 'higher',
     note: `inflated MB/s, pako per entry (the web default); ${note}`,
+  });
+  record({
+    id: 'pack.import.inflate.web-reused.mbps',
+    value: mbps(inflatedBytes, median('pako-reused')),
+    unit: 'MB/s',
+    peer: 'pako Inflate per entry',
+    peerValue: mbps(inflatedBytes, median('pako')),
+    better: 'higher',
+    note: `inflated MB/s, pako's low-level inflate with one context reset per entry (not adopted yet); ${note}`,
   });
   const perSecond = (name: string) => objects.length / (median(name) / 1000);
   record({
