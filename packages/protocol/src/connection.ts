@@ -22,15 +22,6 @@ export interface Repository {
   refs: RefStore;
 }
 
-/** A `Connection` that collects what is written (a stateless response body). */
-export class BufferedOutput {
-  readonly chunks: Uint8Array[] = [];
-  async write(bytes: Uint8Array): Promise<void> {
-    this.chunks.push(bytes);
-  }
-  async end(): Promise<void> {}
-}
-
 /** Reads the next packet; the peer hanging up is an error here. */
 export async function requirePacket(reader: PacketReader, what: string): Promise<Packet> {
   const packet = await reader.read();
@@ -48,11 +39,6 @@ export async function requireLine(reader: PacketReader, what: string): Promise<s
 
 export function newReader(input: AsyncIterable<Uint8Array>, signal?: AbortSignal): PacketReader {
   return signal ? new PacketReader(input, { signal }) : new PacketReader(input);
-}
-
-/** A single-chunk async iterable. */
-export async function* once(bytes: Uint8Array): AsyncIterable<Uint8Array> {
-  yield bytes;
 }
 
 export function concatBytes(parts: readonly Uint8Array[]): Uint8Array {

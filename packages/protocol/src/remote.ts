@@ -11,7 +11,7 @@
 import { type PacketReader, PktLineRemoteError } from '@gitport/pktline';
 import { type Advertisement, decodeAdvertisement } from './advertisement.js';
 import type { Connection } from './connection.js';
-import { newReader, once } from './connection.js';
+import { newReader } from './connection.js';
 import { hasCode, ProtocolError } from './errors.js';
 
 export interface HttpRequest {
@@ -134,7 +134,7 @@ export async function openSession(
             Accept: `application/x-${service}-result`,
             ...(advertisement.version === 2 ? { 'Git-Protocol': 'version=2' } : {}),
           },
-          body: request instanceof Uint8Array ? request : request,
+          body: request,
           ...(signal ? { signal } : {}),
         });
         if (response.status !== 200) {
@@ -159,5 +159,3 @@ export async function openSession(
     throw remoteError(error);
   }
 }
-
-export { once };
