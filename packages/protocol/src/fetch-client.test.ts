@@ -86,6 +86,54 @@ describe('fetch client against a hostile server', () => {
   });
 });
 
+describe('smart HTTP client', () => {
+  const body = (text: string) =>
+    (async function* () {
+      yield new TextEncoder().encode(text);
+    })();
+  it('reports HTTP failures and dumb servers with PROTOCOL_HTTP', async () => {
+    const denied = { url: 'http://x/r.git', http: async () => ({ status: 401, headers: {}, body: body('no') }) };
+    await expect(lsRemote(denied)).rejects.toMatchObject({ code: 'PROTOCOL_HTTP', data: { status: 401 } });
+    const dumb = {
+      url: 'http://x/r.git',
+      http: async () => ({
+        status: 200,
+        headers: { 'Content-Type': 'text/plain' },
+        body: body('abc\trefs/heads/main\n'),
+      }),
+    };
+    await expect(lsRemote(dumb)).rejects.toMatchObject({ code: 'PROTOCOL_HTTP' });
+  });
+
+  it('accepts media type parameters and asks for v2 with Git-Protocol', async () => {
+    const seen: Record<string, string>[] = [];
+    const adv = concatBytes([
+      encodeText('# service=git-upload-pack\n'),
+      FLUSH,
+      encodeText(`${'a'.repeat(40)} refs/heads/main\0agent=x\n`),
+      FLUSH,
+    ]);
+    const remote = {
+      url: 'http://x/r.git/',
+      http: async (request: { url: string; headers: Record<string, string> }) => {
+        seen.push(request.headers);
+        expect(request.url).toBe('http://x/r.git/info/refs?service=git-upload-pack');
+        return {
+          status: 200,
+          headers: { 'content-type': 'application/x-git-upload-pack-advertisement; charset=binary' },
+          body: (async function* () {
+            yield adv;
+          })(),
+        };
+      },
+    };
+    const listed = await lsRemote(remote, { protocol: 2 });
+    expect(listed.version).toBe(0); // the server answered v0: the client follows it
+    expect(listed.refs).toEqual([{ name: 'refs/heads/main', oid: 'a'.repeat(40) }]);
+    expect(seen[0]?.['Git-Protocol']).toBe('version=2');
+  });
+});
+
 describe('negotiator', () => {
   it('offers local commits newest first and skips the ancestors of acknowledged ones', async () => {
     const repo = emptyRepo();

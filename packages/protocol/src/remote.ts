@@ -50,6 +50,11 @@ function header(headers: Record<string, string>, name: string): string | undefin
   return undefined;
 }
 
+/** The media type of a Content-Type value, without parameters, lower case. */
+function mediaType(value: string | undefined): string | undefined {
+  return value?.split(';')[0]?.trim().toLowerCase();
+}
+
 async function drain(body: AsyncIterable<Uint8Array>, max = 4096): Promise<string> {
   const parts: Uint8Array[] = [];
   let size = 0;
@@ -114,7 +119,7 @@ export async function openSession(
         data: { status: get.status },
       });
     }
-    const type = header(get.headers, 'content-type');
+    const type = mediaType(header(get.headers, 'content-type'));
     if (type !== `application/x-${service}-advertisement`) {
       throw new ProtocolError('PROTOCOL_HTTP', `not a smart HTTP server (content type ${type ?? 'missing'})`, {
         data: { status: get.status },
@@ -147,7 +152,7 @@ export async function openSession(
             },
           );
         }
-        const rtype = header(response.headers, 'content-type');
+        const rtype = mediaType(header(response.headers, 'content-type'));
         if (rtype !== `application/x-${service}-result`) {
           throw new ProtocolError('PROTOCOL_HTTP', `unexpected content type ${rtype ?? 'missing'} for ${service}`);
         }
