@@ -80,8 +80,17 @@ export class CommitGraph {
   readonly #commits = new Map<ObjectId, CommitNode | null>();
   readonly #peeled = new Map<ObjectId, { oid: ObjectId; type: ObjectType } | null>();
 
-  constructor(store: ObjectStore) {
+  /** Most commits (and peeled objects) kept parsed; the oldest entries go first past it. */
+  readonly maxEntries: number;
+
+  constructor(store: ObjectStore, options: { maxEntries?: number } = {}) {
     this.store = store;
+    this.maxEntries = options.maxEntries ?? 500_000;
+  }
+
+  #remember<V>(map: Map<ObjectId, V>, oid: ObjectId, value: V): void {
+    if (map.size >= this.maxEntries) map.delete(map.keys().next().value as ObjectId);
+    map.set(oid, value);
   }
 
   /** The commit, or `undefined` when the id is missing or not a commit. */
@@ -90,7 +99,7 @@ export class CommitGraph {
     if (cached !== undefined) return cached ?? undefined;
     const object = await this.store.read(oid);
     const node = object && object.type === 'commit' ? parseCommitHeader(oid, object.data) : null;
-    this.#commits.set(oid, node);
+    this.#remember(this.#commits, oid, node);
     return node ?? undefined;
   }
 
@@ -106,13 +115,13 @@ export class CommitGraph {
       if (object.type !== 'tag') {
         result = { oid: current, type: object.type };
         if (object.type === 'commit' && !this.#commits.has(current)) {
-          this.#commits.set(current, parseCommitHeader(current, object.data));
+          this.#remember(this.#commits, current, parseCommitHeader(current, object.data));
         }
         break;
       }
       current = parseTagTarget(object.data).object;
     }
-    this.#peeled.set(oid, result);
+    this.#remember(this.#peeled, oid, result);
     return result ?? undefined;
   }
 
