@@ -376,6 +376,7 @@ class FetchExchange {
 
     const stateless = this.session.stateless;
     const maxInVain = this.options.maxInVain ?? MAX_IN_VAIN;
+    // fetch-pack.c: `flush_at` is a threshold on the running count of haves
     let flushAt = INITIAL_FLUSH;
     let inVain = 0;
     let gotContinue = false;
@@ -389,12 +390,12 @@ class FetchExchange {
     for (;;) {
       throwIfAborted(signal);
       const batch: ObjectId[] = [];
-      while (batch.length < flushAt) {
+      while (this.havesSent + batch.length < flushAt) {
         const oid = await this.#negotiator.next();
         if (!oid) break;
         batch.push(oid);
       }
-      const exhausted = batch.length < flushAt;
+      const exhausted = this.havesSent + batch.length < flushAt;
       if (batch.length === 0) break;
       this.havesSent += batch.length;
       for (const oid of batch) this.#offered.add(oid);
@@ -411,7 +412,7 @@ class FetchExchange {
       if (outcome.ready) break;
       if (gotContinue && inVain >= maxInVain) break;
       if (exhausted) break;
-      flushAt = nextFlush(stateless || this.#v2, flushAt);
+      flushAt = nextFlush(stateless || this.#v2, this.havesSent);
     }
     if (!packFollows) {
       const outcome = await this.#round([], true);

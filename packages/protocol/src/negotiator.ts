@@ -6,8 +6,9 @@
  *   ancestors never are;
  * - then local commits newest first (a commit-date priority queue seeded with every local ref);
  * - an ACK marks the commit and its ancestors common, so they are not sent;
- * - the first round holds 16 haves; stateful rounds grow by 32, stateless (HTTP, v2) rounds
- *   double up to 16,384 then grow by 10%;
+ * - a round ends when the running count of haves reaches a threshold: 16 first, then +32
+ *   per round when stateful (rounds of 16, 32, 32, ...), doubling up to 16,384 then +10% when
+ *   stateless (HTTP) or v2 (rounds of 16, 16, 32, 64, ...), as fetch-pack.c's next_flush;
  * - after the first ACK, 256 haves in a row without one end the negotiation (`done`).
  */
 import type { ObjectId } from '@gitport/pack';
@@ -23,6 +24,7 @@ export const PIPESAFE_FLUSH = 32;
 export const LARGE_FLUSH = 16384;
 export const MAX_IN_VAIN = 256;
 
+/** The next threshold after `count` haves sent (fetch-pack.c next_flush). */
 export function nextFlush(stateless: boolean, count: number): number {
   if (stateless) return count < LARGE_FLUSH ? count * 2 : Math.floor((count * 11) / 10);
   return count + PIPESAFE_FLUSH;
