@@ -27,6 +27,19 @@ export function forEachTreeEntry(
   data: Uint8Array,
   visit: (mode: number, name: Uint8Array, oid: ObjectId) => void,
 ): void {
+  forEachTreeEntryRaw(data, (mode, nameStart, nameEnd, idAt) =>
+    visit(mode, data.subarray(nameStart, nameEnd), bytesToHex(data, idAt, idAt + 20)),
+  );
+}
+
+/**
+ * Calls `visit` for each entry with positions instead of copies: the name is
+ * `data[nameStart..nameEnd]` and the binary id `data[idAt..idAt+20]` (no hex strings).
+ */
+export function forEachTreeEntryRaw(
+  data: Uint8Array,
+  visit: (mode: number, nameStart: number, nameEnd: number, idAt: number) => void,
+): void {
   let pos = 0;
   const n = data.length;
   while (pos < n) {
@@ -41,7 +54,7 @@ export function forEachTreeEntry(
     if (p === pos || p >= n) throw new PackError('PARSE_TREE', `bad entry at ${pos}`);
     const nul = data.indexOf(0, p + 1);
     if (nul < 0 || nul === p + 1 || nul + 21 > n) throw new PackError('PARSE_TREE', `truncated entry at ${pos}`);
-    visit(mode, data.subarray(p + 1, nul), bytesToHex(data, nul + 1, nul + 21));
+    visit(mode, p + 1, nul, nul + 1);
     pos = nul + 21;
   }
 }

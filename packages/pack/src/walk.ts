@@ -6,10 +6,11 @@
  */
 import { parseCommitLinks } from './commit.js';
 import { PackError, throwIfAborted } from './errors.js';
-import type { ObjectId, ObjectType } from './object.js';
+import { bytesToHex, type ObjectId, type ObjectType } from './object.js';
+import { OidSet } from './oid-set.js';
 import type { ObjectStore } from './store.js';
 import { parseTag } from './tag.js';
-import { forEachTreeEntry } from './tree.js';
+import { forEachTreeEntryRaw } from './tree.js';
 
 export interface CommitInfo {
   oid: ObjectId;
@@ -350,12 +351,12 @@ export async function enumerateObjects(store: ObjectStore, options: EnumerateOpt
   });
   const boundary = [...new Set([...walk.boundary, ...haveCommits])];
   // objects the receiver has: everything in the boundary commits' trees
-  const excluded = new Set<ObjectId>();
+  const excluded = new OidSet();
   const edges: PackObject[] = [];
-  /** Continues git's name hash over `bytes` (the hash is a running state, so dir/name continues dir's). */
-  const hashMore = (h: number, bytes: Uint8Array, slash: boolean): number => {
+  /** Continues git's name hash over `bytes[start..end]` (a running state: dir/name continues dir's). */
+  const hashMore = (h: number, bytes: Uint8Array, start: number, end: number, slash: boolean): number => {
     if (slash) h = ((h >>> 2) + (0x2f << 24)) >>> 0;
-    for (let i = 0; i < bytes.length; i++) {
+    for (let i = start; i < end; i++) {
       const c = bytes[i]!;
       if (c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d) continue;
       h = ((h >>> 2) + (c << 24)) >>> 0;
@@ -365,27 +366,29 @@ export async function enumerateObjects(store: ObjectStore, options: EnumerateOpt
   const walkTree = async (
     root: ObjectId,
     rootPath: Uint8Array,
-    seen: Set<ObjectId>,
+    seen: OidSet,
     onObject: (o: PackObject) => void,
   ): Promise<void> => {
-    if (seen.has(root)) return;
-    seen.add(root);
-    const rootHash = hashMore(0, rootPath, false);
+    if (!seen.add(root)) return;
+    const rootHash = hashMore(0, rootPath, 0, rootPath.length, false);
     const stack: { oid: ObjectId; hash: number; root: boolean }[] = [
       { oid: root, hash: rootHash, root: rootPath.length === 0 },
     ];
     onObject({ oid: root, type: 'tree', nameHash: rootHash });
+    const subtrees: { oid: ObjectId; hash: number; root: boolean }[] = [];
     while (stack.length > 0) {
       throwIfAborted(signal);
       const { oid, hash, root: isRoot } = stack.pop()!;
       const tree = await store.read(oid);
       if (!tree) throw new PackError('OBJECT_NOT_FOUND', `tree ${oid} is missing`);
       if (tree.type !== 'tree') throw new PackError('OBJECT_BAD_TYPE', `${oid} is a ${tree.type}, not a tree`);
-      const subtrees: { oid: ObjectId; hash: number; root: boolean }[] = [];
-      forEachTreeEntry(tree.data, (mode, name, child) => {
-        if (mode === 0o160000 || seen.has(child)) return;
-        seen.add(child);
-        const h = hashMore(hash, name, !isRoot);
+      const data = tree.data;
+      subtrees.length = 0;
+      // ids already seen (most entries of most trees) are checked in place, never hex-encoded
+      forEachTreeEntryRaw(data, (mode, nameStart, nameEnd, idAt) => {
+        if (mode === 0o160000 || !seen.addBytes(data, idAt)) return;
+        const child = bytesToHex(data, idAt, idAt + 20);
+        const h = hashMore(hash, data, nameStart, nameEnd, !isRoot);
         if (mode === 0o40000) {
           onObject({ oid: child, type: 'tree', nameHash: h });
           subtrees.push({ oid: child, hash: h, root: false });
@@ -433,18 +436,12 @@ export async function enumerateObjects(store: ObjectStore, options: EnumerateOpt
     }
   }
   objects.push(...tagObjects);
-  const seen = new Set<ObjectId>(excluded);
+  const seen = excluded.clone();
   const add = (o: PackObject) => {
-    sent.add(o.oid);
     objects.push(o);
   };
   for (const c of walk.commits) await walkTree(c.tree, new Uint8Array(0), seen, add);
   for (const t of looseTrees) await walkTree(t.oid, t.path, seen, add);
-  for (const b of looseBlobs) {
-    if (!seen.has(b)) {
-      seen.add(b);
-      add({ oid: b, type: 'blob', nameHash: 0 });
-    }
-  }
+  for (const b of looseBlobs) if (seen.add(b)) add({ oid: b, type: 'blob', nameHash: 0 });
   return { objects, edges, boundary };
 }
