@@ -387,6 +387,10 @@ class FetchExchange {
       const r = await this.session.round(concatBytes([...this.#head().map(pkt), FLUSH]));
       if (this.#deepening) await this.#readShallowSection(r);
     }
+    // stateful v0 keeps one round "ahead" of the server, as fetch-pack.c does: the second batch
+    // goes out before the answer to the first is read
+    const pipelined = !this.#v2 && !stateless;
+    const inFlight: number[] = [];
     for (;;) {
       throwIfAborted(signal);
       const batch: ObjectId[] = [];
@@ -399,12 +403,26 @@ class FetchExchange {
       if (batch.length === 0) break;
       this.havesSent += batch.length;
       for (const oid of batch) this.#offered.add(oid);
-      const outcome = await this.#round(batch, false);
+      let outcome: { reader: PacketReader; acked: boolean; ready: boolean; packFollows: boolean };
+      if (pipelined) {
+        reader = await this.#sendHaves(batch, false);
+        this.rounds++;
+        inFlight.push(batch.length);
+        if (inFlight.length === 1 && !exhausted) {
+          flushAt = nextFlush(false, this.havesSent);
+          continue;
+        }
+        outcome = await this.#readAcksV0(reader, false, false);
+        inVain += inFlight.shift() as number;
+      } else {
+        outcome = await this.#round(batch, false);
+        inVain += batch.length;
+      }
       reader = outcome.reader;
       if (outcome.acked) {
         inVain = 0;
         gotContinue = true;
-      } else inVain += batch.length;
+      }
       if (outcome.packFollows) {
         packFollows = true;
         break;
@@ -415,8 +433,19 @@ class FetchExchange {
       flushAt = nextFlush(stateless || this.#v2, this.havesSent);
     }
     if (!packFollows) {
-      const outcome = await this.#round([], true);
-      reader = outcome.reader;
+      if (pipelined) {
+        reader = await this.#sendHaves([], true);
+        this.rounds++;
+        // answers to the rounds still in flight, then the one to `done`
+        while (inFlight.length > 0) {
+          await this.#readAcksV0(reader, false, false);
+          inFlight.shift();
+        }
+        reader = (await this.#readAcksV0(reader, true, false)).reader;
+      } else {
+        const outcome = await this.#round([], true);
+        reader = outcome.reader;
+      }
     }
     const received = await this.#receivePack(reader as PacketReader);
     return { ...received, shallow: this.#shallowAfter };
@@ -476,11 +505,16 @@ class FetchExchange {
       if (this.#deepening) await this.#readShallowSection(reader);
       return this.#readAcksV0(reader, done, true);
     }
+    const reader = await this.#sendHaves(haves, done);
+    return this.#readAcksV0(reader, done, false);
+  }
+
+  /** Stateful v0: writes one round of haves (and `done`) without reading the answer. */
+  async #sendHaves(haves: readonly ObjectId[], done: boolean): Promise<PacketReader> {
     const body: Uint8Array[] = [];
     for (const oid of haves) body.push(pkt(`have ${oid}`));
     body.push(done ? pkt('done') : FLUSH);
-    const reader = await this.session.round(concatBytes(body));
-    return this.#readAcksV0(reader, done, false);
+    return this.session.round(concatBytes(body));
   }
 
   async #ack(oid: ObjectId): Promise<void> {
