@@ -133,6 +133,23 @@ describe('createEmitter', () => {
     expect(e.listenerCount('ns:*')).toBe(1);
   });
 
+  it('a listener removing or adding pattern listeners does not disturb the current emit', () => {
+    const e = createEmitter();
+    const calls: string[] = [];
+    let offStar: () => void = () => {};
+    e.on('ns:x', () => {
+      calls.push('exact');
+      offStar();
+      e.on('ns:*', () => calls.push('late'));
+    });
+    offStar = e.on('*', () => calls.push('star'));
+    e.emit('ns:x');
+    expect(calls).toEqual(['exact', 'star']);
+    calls.length = 0;
+    e.emit('ns:x');
+    expect(calls).toEqual(['exact', 'late']);
+  });
+
   it('a removed pattern stops matching, and can be added again', () => {
     const e = createEmitter();
     const calls: string[] = [];
@@ -230,6 +247,210 @@ describe('createEmitter', () => {
             }
           }
           expect(got).toEqual(want);
+        },
+      ),
+      { seed, numRuns: 300 },
+    );
+  });
+
+  describe('dispatchers for every list size (one slot, unrolled 2 to 16, loop beyond)', () => {
+    const sizes = Array.from({ length: 20 }, (_, k) => k + 1);
+
+    it('call every listener once, in order, with payload and name', () => {
+      for (const n of sizes) {
+        const e = createEmitter();
+        const calls: string[] = [];
+        for (let k = 0; k < n; k++) e.on('a', (p, name) => calls.push(`${k}:${p}:${name}`));
+        e.emit('a', n);
+        expect(calls).toEqual(sizes.slice(0, n).map((_, k) => `${k}:${n}:a`));
+      }
+    });
+
+    it('keep calling after a throw at any position, and rethrow what was thrown', () => {
+      for (const n of sizes) {
+        for (let bad = 0; bad < n; bad++) {
+          for (const second of [undefined, (bad + 1) % n]) {
+            const e = createEmitter();
+            const calls: number[] = [];
+            for (let k = 0; k < n; k++) {
+              e.on('a', () => {
+                calls.push(k);
+                if (k === bad || k === second) throw new Error(`boom ${k}`);
+              });
+            }
+            const thrown = (() => {
+              try {
+                e.emit('a');
+              } catch (error) {
+                return error;
+              }
+              return undefined;
+            })();
+            expect(calls).toEqual(sizes.slice(0, n).map((_, k) => k));
+            if (second === undefined || second === bad) {
+              expect(thrown).toBeInstanceOf(Error);
+              expect((thrown as Error).message).toBe(`boom ${bad}`);
+            } else {
+              expect(thrown).toBeInstanceOf(AggregateError);
+              const messages = (thrown as AggregateError).errors.map((x: Error) => x.message);
+              expect(messages.sort()).toEqual([`boom ${bad}`, `boom ${second}`].sort());
+            }
+          }
+        }
+      }
+    });
+
+    it('are not disturbed by listeners added or removed during the emit, at any position', () => {
+      for (const n of sizes) {
+        for (let actor = 0; actor < n; actor++) {
+          const e = createEmitter();
+          const calls: string[] = [];
+          const offs: (() => void)[] = [];
+          let acted = false;
+          for (let k = 0; k < n; k++) {
+            offs.push(
+              e.on('a', () => {
+                calls.push(`${k}`);
+                if (k === actor && !acted) {
+                  acted = true;
+                  for (const off of offs) off(); // everyone, itself included
+                  e.on('a', () => calls.push('new'));
+                }
+              }),
+            );
+          }
+          e.emit('a');
+          expect(calls).toEqual(sizes.slice(0, n).map((_, k) => `${k}`));
+          calls.length = 0;
+          e.emit('a');
+          expect(calls).toEqual(['new']);
+          expect(e.listenerCount('a')).toBe(1);
+        }
+      }
+    });
+
+    it('a priority listener alone, and lists shrinking back to one slot', () => {
+      const e = createEmitter();
+      const calls: string[] = [];
+      const offP = e.on('a', () => calls.push('p'), { priority: 3 });
+      e.emit('a');
+      const off0 = e.on('a', () => calls.push('0'));
+      const offQ = e.on('a', () => calls.push('q'), { priority: 7 });
+      e.emit('a');
+      offQ();
+      offP();
+      e.emit('a');
+      off0();
+      e.emit('a');
+      expect(calls).toEqual(['p', 'q', 'p', '0', '0']);
+      expect(e.listenerCount('a')).toBe(0);
+    });
+  });
+
+  it('stale unsubscribe functions never remove a later registration, whatever the list shape', () => {
+    const e = createEmitter();
+    let n = 0;
+    const fn = () => n++;
+    const offA = e.on('a', fn); // one slot
+    offA();
+    const offB = e.on('a', fn); // the slot again
+    offA();
+    e.emit('a');
+    expect(n).toBe(1);
+    const offC = e.on('a', fn); // now an array of two
+    offA();
+    e.emit('a');
+    expect(n).toBe(3);
+    offB(); // back to one slot, holding C
+    offB();
+    offA();
+    e.emit('a');
+    expect(n).toBe(4);
+    e.clear();
+    const offD = e.on('a', fn);
+    offC(); // from before clear(): harmless
+    offB();
+    e.emit('a');
+    expect(n).toBe(5);
+    offD();
+    e.emit('a');
+    expect(n).toBe(5);
+    // patterns: the same through the wildcard path
+    const w1 = e.on('ns:*', fn);
+    w1();
+    const w2 = e.on('ns:*', fn);
+    w1();
+    e.emit('ns:x');
+    expect(n).toBe(6);
+    w2();
+    e.emit('ns:x');
+    expect(n).toBe(6);
+  });
+
+  it('matches a model when listeners add and remove listeners during emits (seeded)', () => {
+    const seed = 777;
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.oneof(
+            fc.record({
+              op: fc.constant('on' as const),
+              name: fc.constantFrom('a', 'b', '*'),
+              prio: fc.constantFrom(0, 0, 0, 2),
+            }),
+            fc.record({ op: fc.constant('off' as const), index: fc.nat(40) }),
+            fc.record({ op: fc.constant('emit' as const), name: fc.constantFrom('a', 'b') }),
+            // the next registration, when called for the first time, unsubscribes `index` and adds one
+            fc.record({ op: fc.constant('meddler' as const), name: fc.constantFrom('a', 'b'), index: fc.nat(40) }),
+          ),
+          { maxLength: 80 },
+        ),
+        (ops) => {
+          const e = createEmitter();
+          type Reg = { id: number; name: string; prio: number; off: () => void; live: boolean };
+          const regs: Reg[] = [];
+          const got: number[] = [];
+          const register = (name: string, prio: number, act?: () => void): Reg => {
+            const reg: Reg = { id: regs.length, name, prio, live: true, off: () => {} };
+            let fired = false;
+            const off = e.on(
+              name,
+              () => {
+                got.push(reg.id);
+                if (act !== undefined && !fired) {
+                  fired = true;
+                  act();
+                }
+              },
+              prio === 0 ? undefined : { priority: prio },
+            );
+            reg.off = () => {
+              off();
+              reg.live = false;
+            };
+            regs.push(reg);
+            return reg;
+          };
+          const snapshot = (name: string) => {
+            const exact = regs.filter((r) => r.live && r.name === name).sort((x, y) => y.prio - x.prio || x.id - y.id);
+            const wild = regs.filter((r) => r.live && r.name === '*').sort((x, y) => y.prio - x.prio || x.id - y.id);
+            return [...exact, ...wild].map((r) => r.id);
+          };
+          for (const op of ops) {
+            if (op.op === 'on') register(op.name, op.prio);
+            else if (op.op === 'off') regs[op.index]?.off();
+            else if (op.op === 'meddler') {
+              register(op.name, 0, () => {
+                regs[op.index]?.off();
+                register(op.name, 0);
+              });
+            } else {
+              const want = snapshot(op.name);
+              got.length = 0;
+              e.emit(op.name);
+              expect(got).toEqual(want);
+            }
+          }
         },
       ),
       { seed, numRuns: 300 },

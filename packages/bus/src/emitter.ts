@@ -15,10 +15,17 @@
  *
  * Speed: one plain object maps names to listener lists (a monomorphic keyed load, like the fastest
  * small emitters); lists are own properties branded with their emitter, so inherited names
- * (`constructor`, `toString`, `__proto__`) are never called. A single listener sits in a slot of
- * its own (no array), so on+off and emit-1 touch no array at all; two or more sit in an array that
- * is replaced, never mutated (copy-on-write), so an emit walks it without bookkeeping. Emptied
- * lists are kept for reuse and swept when many pile up.
+ * (`constructor`, `toString`, `__proto__`) are never called.
+ * - A single listener sits in a slot of its own (no array), so on+off and emit-1 touch no array.
+ * - Two or more sit in an array that is replaced, never mutated (copy-on-write), and each
+ *   replacement also builds the list's dispatcher: for 2 to 16 listeners a closure holding each
+ *   listener in a variable of its own and calling them one after the other (every call site sees
+ *   one function, as in code generated with eval, but without eval); beyond 16 a loop. An emit
+ *   calls the dispatcher it found when it started, so a change during the emit never disturbs it.
+ * - A registration is identified by its unsubscribe function, and that function is the only thing
+ *   `on` allocates: it is made by a per-list factory, so it needs no context of its own, and finds
+ *   itself in the list by identity (a stale one finds nothing, so calling it again is harmless).
+ * - Emptied lists are kept for reuse and swept when many pile up.
  */
 
 export type Listener<P = unknown, M = string> = (payload: P, meta: M) => void;
@@ -32,26 +39,49 @@ export interface OnOptions {
   signal?: AbortSignal;
 }
 
+type Unsubscribe = () => void;
+/** Calls a list's listeners (two or more) in order; `name` is for the error message only. */
+type Dispatcher<M> = (payload: unknown, meta: M, name: string) => void;
+
 class ListenerList<M> {
   /** The only listener, while there is exactly one (and no priorities): no array at all. */
   one: Listener<unknown, M> | null = null;
-  /** Two or more listeners (or any with a priority), in call order; null otherwise. Never mutated
-   *  once set (copy-on-write), so an emit walking it is never disturbed. */
+  /** The unsubscribe function of `one`. */
+  oneOff: Unsubscribe | null = null;
+  /** Otherwise every listener in call order, or null when there are none. Never mutated once set
+   *  (copy-on-write): `offs`, `prios` and `call` are replaced together with it. */
   fns: Listener<unknown, M>[] | null = null;
+  /** Parallel to `fns`: each registration's unsubscribe function. */
+  offs: Unsubscribe[] | null = null;
   /** Parallel to `fns`; null while every priority is 0. */
   prios: number[] | null = null;
+  /** Calls `fns` in order; null exactly when `fns` is. */
+  call: Dispatcher<M> | null = null;
+  /** Makes a fresh unsubscribe function for a registration in this list. */
+  readonly unsubscriber: () => Unsubscribe;
+
   constructor(
     /** The emitter that made this list: an unforgeable brand (a polluted prototype cannot fake it). */
     readonly owner: EmitterCore<M>,
     readonly prefix: string | undefined,
-  ) {}
+  ) {
+    const list = this;
+    // The returned function refers only to `list` (this constructor's context, made once per list)
+    // and to itself by name (no context at all), so making one allocates nothing but the function.
+    this.unsubscriber = () =>
+      function unsubscribe(): void {
+        if (list.oneOff === unsubscribe) {
+          list.one = null;
+          list.oneOff = null;
+          if (list.prefix !== undefined) list.owner.dropPattern(list);
+        } else if (list.offs !== null) {
+          list.owner.removeRegistration(list, unsubscribe);
+        }
+      };
+  }
 
   get size(): number {
     return this.one !== null ? 1 : this.fns === null ? 0 : this.fns.length;
-  }
-
-  snapshot(): Listener<unknown, M>[] {
-    return this.one !== null ? [this.one] : this.fns === null ? [] : this.fns;
   }
 }
 
@@ -90,22 +120,14 @@ export class EmitterCore<M = string> {
     if (options !== undefined) return this.onWithOptions(name, fn, options);
     let list = this.lists[name];
     if (list === undefined || list.owner !== this) list = this.list(name);
+    const off = list.unsubscriber();
     if (list.one === null && list.fns === null) {
       list.one = fn;
+      list.oneOff = off;
     } else {
-      insert(list, fn, 0);
+      insert(list, fn, off, 0);
     }
-    const target = list;
-    let registered: Listener<unknown, M> | null = fn; // null once unsubscribed
-    return () => {
-      if (registered !== null) {
-        const removing = registered;
-        registered = null;
-        // The common case inline: the only listener of an exact name leaves its slot.
-        if (target.one === removing && target.prefix === undefined) target.one = null;
-        else this.remove(target, removing, 0);
-      }
-    };
+    return off;
   }
 
   private onWithOptions(name: string, fn: Listener<unknown, M>, options: OnOptions): () => void {
@@ -114,13 +136,14 @@ export class EmitterCore<M = string> {
     const priority = options.priority ?? 0;
     if (typeof priority !== 'number' || Number.isNaN(priority)) throw new TypeError('priority must be a number');
     const list = this.list(name);
+    const registration = list.unsubscriber();
     let registered = fn;
     let active = true;
     const off = (): void => {
       if (!active) return;
       active = false;
       signal?.removeEventListener('abort', off);
-      this.remove(list, registered, priority);
+      registration();
     };
     if (options.once === true) {
       registered = (payload, meta) => {
@@ -130,8 +153,12 @@ export class EmitterCore<M = string> {
       };
     }
     signal?.addEventListener('abort', off, { once: true });
-    if (priority === 0 && list.one === null && list.fns === null) list.one = registered;
-    else insert(list, registered, priority);
+    if (priority === 0 && list.one === null && list.fns === null) {
+      list.one = registered;
+      list.oneOff = registration;
+    } else {
+      insert(list, registered, registration, priority);
+    }
     return off;
   }
 
@@ -151,36 +178,26 @@ export class EmitterCore<M = string> {
     return list;
   }
 
-  private remove(list: ListenerList<M>, fn: Listener<unknown, M>, priority: number): void {
-    if (list.one !== null) {
-      if (list.one !== fn || priority !== 0) return;
-      list.one = null;
-    } else {
-      let fns = list.fns;
-      if (fns === null) return;
-      let prios = list.prios;
-      let at = fns.length - 1;
-      while (at >= 0 && (fns[at] !== fn || (prios !== null ? prios[at] : 0) !== priority)) at--;
-      if (at < 0) return;
-      fns = fns.slice();
-      if (prios !== null) prios = prios.slice();
-      fns.splice(at, 1);
-      prios?.splice(at, 1);
-      if (fns.length === 0) {
-        list.fns = null;
-        list.prios = null;
-      } else if (fns.length === 1 && prios === null) {
-        list.one = fns[0]!;
-        list.fns = null;
-      } else {
-        list.fns = fns;
-        list.prios = prios;
-      }
-    }
-    // An emptied pattern goes at once: any pattern sends every emit down the slower path.
-    if (list.prefix !== undefined && list.one === null && list.fns === null) {
-      this.wild = this.wild.filter((w) => w !== list);
-    }
+  /** For `ListenerList` only: removes the registration whose unsubscribe function is `off`. */
+  removeRegistration(list: ListenerList<M>, off: Unsubscribe): void {
+    const offs = list.offs;
+    if (offs === null) return;
+    let at = offs.length - 1;
+    while (at >= 0 && offs[at] !== off) at--;
+    if (at < 0) return;
+    const fns = list.fns!.slice();
+    const nextOffs = offs.slice();
+    const prios = list.prios === null ? null : list.prios.slice();
+    fns.splice(at, 1);
+    nextOffs.splice(at, 1);
+    prios?.splice(at, 1);
+    replace(list, fns, nextOffs, prios);
+    if (list.prefix !== undefined) this.dropPattern(list);
+  }
+
+  /** For `ListenerList` only: an emptied pattern goes at once (any pattern slows every emit). */
+  dropPattern(list: ListenerList<M>): void {
+    if (list.one === null && list.fns === null) this.wild = this.wild.filter((w) => w !== list);
   }
 
   /**
@@ -211,8 +228,12 @@ export class EmitterCore<M = string> {
     if (list !== undefined && list.owner === this) {
       if (this.wild.length === 0) {
         const one = list.one;
-        if (one !== null) one(payload, meta);
-        else if (list.fns !== null) callEach(list.fns, payload, meta, name);
+        if (one !== null) {
+          one(payload, meta);
+        } else {
+          const call = list.call;
+          if (call !== null) call(payload, meta, name);
+        }
         return;
       }
       this.slow(list, name, payload, meta);
@@ -222,13 +243,21 @@ export class EmitterCore<M = string> {
   }
 
   private slow(list: ListenerList<M> | undefined, name: string, payload: unknown, meta: M): void {
-    let errors: unknown[] | undefined;
-    if (list !== undefined) errors = callAll(list, payload, meta, errors);
+    // Every snapshot is taken before the first call, so that a listener changing another list
+    // (a pattern's, say) cannot disturb this emit either.
+    const exact = list === undefined ? null : snapshot(list);
+    let matched: Listener<unknown, M>[][] | undefined;
     const wild = this.wild; // replaced, never mutated: a stable snapshot
     for (let i = 0; i < wild.length; i++) {
       const w = wild[i]!;
-      if (name.startsWith(w.prefix!)) errors = callAll(w, payload, meta, errors);
+      if (name.startsWith(w.prefix!)) {
+        const fns = snapshot(w);
+        if (fns !== null) (matched ??= []).push(fns);
+      }
     }
+    let errors: unknown[] | undefined;
+    if (exact !== null) errors = callAll(exact, payload, meta, errors);
+    if (matched !== undefined) for (const fns of matched) errors = callAll(fns, payload, meta, errors);
     if (errors !== undefined) throwAll(errors, name);
   }
 
@@ -243,17 +272,9 @@ export class EmitterCore<M = string> {
   clear(): void {
     for (const name of Object.keys(this.lists)) {
       const list = own(this.lists, name);
-      if (list !== undefined) {
-        list.one = null;
-        list.fns = null;
-        list.prios = null;
-      }
+      if (list !== undefined) replace(list, [], [], null);
     }
-    for (const list of this.wild) {
-      list.one = null;
-      list.fns = null;
-      list.prios = null;
-    }
+    for (const list of this.wild) replace(list, [], [], null);
     this.lists = {};
     this.wild = [];
     this.created = 0;
@@ -261,52 +282,263 @@ export class EmitterCore<M = string> {
   }
 }
 
-function insert<M>(list: ListenerList<M>, fn: Listener<unknown, M>, priority: number): void {
-  let fns: Listener<unknown, M>[];
-  let prios = list.prios;
-  if (list.one !== null) {
-    fns = [list.one];
-    list.one = null;
+/** Installs fresh (never to be mutated) arrays in `list`, in the single slot when they allow it. */
+function replace<M>(
+  list: ListenerList<M>,
+  fns: Listener<unknown, M>[],
+  offs: Unsubscribe[],
+  prios: number[] | null,
+): void {
+  if (fns.length === 0 || (fns.length === 1 && prios === null)) {
+    list.one = fns.length === 0 ? null : fns[0]!;
+    list.oneOff = fns.length === 0 ? null : offs[0]!;
+    list.fns = null;
+    list.offs = null;
+    list.prios = null;
+    list.call = null;
   } else {
-    fns = list.fns === null ? [] : list.fns.slice();
-  }
-  if (priority === 0 && prios === null) {
-    fns.push(fn);
+    list.one = null;
+    list.oneOff = null;
     list.fns = fns;
-    return;
+    list.offs = offs;
+    list.prios = prios;
+    list.call = dispatcher(fns);
   }
-  prios = prios === null ? new Array<number>(fns.length).fill(0) : prios.slice();
-  let at = fns.length;
-  while (at > 0 && prios[at - 1]! < priority) at--;
-  fns.splice(at, 0, fn);
-  prios.splice(at, 0, priority);
-  list.fns = fns;
-  list.prios = prios;
 }
 
-/** The hot loop for two or more listeners; small enough to be inlined into dispatch. */
+function insert<M>(list: ListenerList<M>, fn: Listener<unknown, M>, off: Unsubscribe, priority: number): void {
+  let fns: Listener<unknown, M>[];
+  let offs: Unsubscribe[];
+  if (list.one !== null) {
+    fns = [list.one];
+    offs = [list.oneOff!];
+  } else if (list.fns === null) {
+    fns = [];
+    offs = [];
+  } else {
+    fns = list.fns.slice();
+    offs = list.offs!.slice();
+  }
+  let prios = list.prios;
+  if (priority === 0 && prios === null) {
+    fns.push(fn);
+    offs.push(off);
+  } else {
+    prios = prios === null ? new Array<number>(fns.length).fill(0) : prios.slice();
+    let at = fns.length;
+    while (at > 0 && prios[at - 1]! < priority) at--;
+    fns.splice(at, 0, fn);
+    offs.splice(at, 0, off);
+    prios.splice(at, 0, priority);
+  }
+  replace(list, fns, offs, prios);
+}
+
+/**
+ * The dispatcher for a fresh listener array `f` (length 1 or more, never mutated afterwards).
+ * `i` is the index of the listener after the one being called, so a throw resumes there.
+ */
+// biome-ignore format: one listener per variable, written out (the point of this table)
+function dispatcher<M>(f: Listener<unknown, M>[]): Dispatcher<M> {
+  switch (f.length) {
+    case 1: {
+      const a = f[0]!;
+      return (p, m) => a(p, m);
+    }
+    case 2: {
+      const a = f[0]!, b = f[1]!;
+      return (p, m, name) => {
+        let i = 1;
+        try {
+          a(p, m); i = 2; b(p, m);
+        } catch (error) { rest(f, i, error, p, m, name); }
+      };
+    }
+    case 3: {
+      const a = f[0]!, b = f[1]!, c = f[2]!;
+      return (p, m, name) => {
+        let i = 1;
+        try {
+          a(p, m); i = 2; b(p, m); i = 3; c(p, m);
+        } catch (error) { rest(f, i, error, p, m, name); }
+      };
+    }
+    case 4: {
+      const a = f[0]!, b = f[1]!, c = f[2]!, d = f[3]!;
+      return (p, m, name) => {
+        let i = 1;
+        try {
+          a(p, m); i = 2; b(p, m); i = 3; c(p, m); i = 4; d(p, m);
+        } catch (error) { rest(f, i, error, p, m, name); }
+      };
+    }
+    case 5: {
+      const a = f[0]!, b = f[1]!, c = f[2]!, d = f[3]!, g = f[4]!;
+      return (p, m, name) => {
+        let i = 1;
+        try {
+          a(p, m); i = 2; b(p, m); i = 3; c(p, m); i = 4; d(p, m);
+          i = 5; g(p, m);
+        } catch (error) { rest(f, i, error, p, m, name); }
+      };
+    }
+    case 6: {
+      const a = f[0]!, b = f[1]!, c = f[2]!, d = f[3]!, g = f[4]!, h = f[5]!;
+      return (p, m, name) => {
+        let i = 1;
+        try {
+          a(p, m); i = 2; b(p, m); i = 3; c(p, m); i = 4; d(p, m);
+          i = 5; g(p, m); i = 6; h(p, m);
+        } catch (error) { rest(f, i, error, p, m, name); }
+      };
+    }
+    case 7: {
+      const a = f[0]!, b = f[1]!, c = f[2]!, d = f[3]!, g = f[4]!, h = f[5]!, j = f[6]!;
+      return (p, m, name) => {
+        let i = 1;
+        try {
+          a(p, m); i = 2; b(p, m); i = 3; c(p, m); i = 4; d(p, m);
+          i = 5; g(p, m); i = 6; h(p, m); i = 7; j(p, m);
+        } catch (error) { rest(f, i, error, p, m, name); }
+      };
+    }
+    case 8: {
+      const a = f[0]!, b = f[1]!, c = f[2]!, d = f[3]!, g = f[4]!, h = f[5]!, j = f[6]!, k = f[7]!;
+      return (p, m, name) => {
+        let i = 1;
+        try {
+          a(p, m); i = 2; b(p, m); i = 3; c(p, m); i = 4; d(p, m);
+          i = 5; g(p, m); i = 6; h(p, m); i = 7; j(p, m); i = 8; k(p, m);
+        } catch (error) { rest(f, i, error, p, m, name); }
+      };
+    }
+    case 9: {
+      const a = f[0]!, b = f[1]!, c = f[2]!, d = f[3]!, g = f[4]!, h = f[5]!, j = f[6]!, k = f[7]!, l = f[8]!;
+      return (p, m, name) => {
+        let i = 1;
+        try {
+          a(p, m); i = 2; b(p, m); i = 3; c(p, m); i = 4; d(p, m);
+          i = 5; g(p, m); i = 6; h(p, m); i = 7; j(p, m); i = 8; k(p, m);
+          i = 9; l(p, m);
+        } catch (error) { rest(f, i, error, p, m, name); }
+      };
+    }
+    case 10: {
+      const a = f[0]!, b = f[1]!, c = f[2]!, d = f[3]!, g = f[4]!, h = f[5]!, j = f[6]!, k = f[7]!, l = f[8]!, n = f[9]!;
+      return (p, m, name) => {
+        let i = 1;
+        try {
+          a(p, m); i = 2; b(p, m); i = 3; c(p, m); i = 4; d(p, m);
+          i = 5; g(p, m); i = 6; h(p, m); i = 7; j(p, m); i = 8; k(p, m);
+          i = 9; l(p, m); i = 10; n(p, m);
+        } catch (error) { rest(f, i, error, p, m, name); }
+      };
+    }
+    case 11: {
+      const a = f[0]!, b = f[1]!, c = f[2]!, d = f[3]!, g = f[4]!, h = f[5]!, j = f[6]!, k = f[7]!, l = f[8]!, n = f[9]!, o = f[10]!;
+      return (p, m, name) => {
+        let i = 1;
+        try {
+          a(p, m); i = 2; b(p, m); i = 3; c(p, m); i = 4; d(p, m);
+          i = 5; g(p, m); i = 6; h(p, m); i = 7; j(p, m); i = 8; k(p, m);
+          i = 9; l(p, m); i = 10; n(p, m); i = 11; o(p, m);
+        } catch (error) { rest(f, i, error, p, m, name); }
+      };
+    }
+    case 12: {
+      const a = f[0]!, b = f[1]!, c = f[2]!, d = f[3]!, g = f[4]!, h = f[5]!, j = f[6]!, k = f[7]!, l = f[8]!, n = f[9]!, o = f[10]!, q = f[11]!;
+      return (p, m, name) => {
+        let i = 1;
+        try {
+          a(p, m); i = 2; b(p, m); i = 3; c(p, m); i = 4; d(p, m);
+          i = 5; g(p, m); i = 6; h(p, m); i = 7; j(p, m); i = 8; k(p, m);
+          i = 9; l(p, m); i = 10; n(p, m); i = 11; o(p, m); i = 12; q(p, m);
+        } catch (error) { rest(f, i, error, p, m, name); }
+      };
+    }
+    case 13: {
+      const a = f[0]!, b = f[1]!, c = f[2]!, d = f[3]!, g = f[4]!, h = f[5]!, j = f[6]!, k = f[7]!, l = f[8]!, n = f[9]!, o = f[10]!, q = f[11]!, r = f[12]!;
+      return (p, m, name) => {
+        let i = 1;
+        try {
+          a(p, m); i = 2; b(p, m); i = 3; c(p, m); i = 4; d(p, m);
+          i = 5; g(p, m); i = 6; h(p, m); i = 7; j(p, m); i = 8; k(p, m);
+          i = 9; l(p, m); i = 10; n(p, m); i = 11; o(p, m); i = 12; q(p, m);
+          i = 13; r(p, m);
+        } catch (error) { rest(f, i, error, p, m, name); }
+      };
+    }
+    case 14: {
+      const a = f[0]!, b = f[1]!, c = f[2]!, d = f[3]!, g = f[4]!, h = f[5]!, j = f[6]!, k = f[7]!, l = f[8]!, n = f[9]!, o = f[10]!, q = f[11]!, r = f[12]!, s = f[13]!;
+      return (p, m, name) => {
+        let i = 1;
+        try {
+          a(p, m); i = 2; b(p, m); i = 3; c(p, m); i = 4; d(p, m);
+          i = 5; g(p, m); i = 6; h(p, m); i = 7; j(p, m); i = 8; k(p, m);
+          i = 9; l(p, m); i = 10; n(p, m); i = 11; o(p, m); i = 12; q(p, m);
+          i = 13; r(p, m); i = 14; s(p, m);
+        } catch (error) { rest(f, i, error, p, m, name); }
+      };
+    }
+    case 15: {
+      const a = f[0]!, b = f[1]!, c = f[2]!, d = f[3]!, g = f[4]!, h = f[5]!, j = f[6]!, k = f[7]!, l = f[8]!, n = f[9]!, o = f[10]!, q = f[11]!, r = f[12]!, s = f[13]!, t = f[14]!;
+      return (p, m, name) => {
+        let i = 1;
+        try {
+          a(p, m); i = 2; b(p, m); i = 3; c(p, m); i = 4; d(p, m);
+          i = 5; g(p, m); i = 6; h(p, m); i = 7; j(p, m); i = 8; k(p, m);
+          i = 9; l(p, m); i = 10; n(p, m); i = 11; o(p, m); i = 12; q(p, m);
+          i = 13; r(p, m); i = 14; s(p, m); i = 15; t(p, m);
+        } catch (error) { rest(f, i, error, p, m, name); }
+      };
+    }
+    case 16: {
+      const a = f[0]!, b = f[1]!, c = f[2]!, d = f[3]!, g = f[4]!, h = f[5]!, j = f[6]!, k = f[7]!, l = f[8]!, n = f[9]!, o = f[10]!, q = f[11]!, r = f[12]!, s = f[13]!, t = f[14]!, u = f[15]!;
+      return (p, m, name) => {
+        let i = 1;
+        try {
+          a(p, m); i = 2; b(p, m); i = 3; c(p, m); i = 4; d(p, m);
+          i = 5; g(p, m); i = 6; h(p, m); i = 7; j(p, m); i = 8; k(p, m);
+          i = 9; l(p, m); i = 10; n(p, m); i = 11; o(p, m); i = 12; q(p, m);
+          i = 13; r(p, m); i = 14; s(p, m); i = 15; t(p, m); i = 16; u(p, m);
+        } catch (error) { rest(f, i, error, p, m, name); }
+      };
+    }
+    default:
+      return (p, m, name) => callEach(f, p, m, name);
+  }
+}
+
+/** Runs the listeners from `from` on after one threw, then throws what was thrown. */
+function rest<M>(f: Listener<unknown, M>[], from: number, error: unknown, p: unknown, m: M, name: string): never {
+  const errors = [error];
+  for (let i = from; i < f.length; i++) {
+    try {
+      f[i]!(p, m);
+    } catch (more) {
+      errors.push(more);
+    }
+  }
+  throwAll(errors, name);
+}
+
+/** The loop for more than 16 listeners. */
 function callEach<M>(fns: Listener<unknown, M>[], payload: unknown, meta: M, name: string): void {
   const n = fns.length;
   let i = 0;
   try {
     for (; i < n; i++) fns[i]!(payload, meta);
   } catch (error) {
-    const errors = [error];
-    for (i++; i < n; i++) {
-      try {
-        fns[i]!(payload, meta);
-      } catch (more) {
-        errors.push(more);
-      }
-    }
-    throwAll(errors, name);
+    rest(fns, i + 1, error, payload, meta, name);
   }
 }
 
-function callAll<M>(list: ListenerList<M>, payload: unknown, meta: M, errors: unknown[] | undefined) {
-  const one = list.one;
-  const fns = one !== null ? [one] : list.fns;
-  if (fns === null) return errors;
+/** The listeners of `list` as they are now (arrays in lists are never mutated), or null. */
+function snapshot<M>(list: ListenerList<M>): Listener<unknown, M>[] | null {
+  return list.one !== null ? [list.one] : list.fns;
+}
+
+function callAll<M>(fns: Listener<unknown, M>[], payload: unknown, meta: M, errors: unknown[] | undefined) {
   for (let i = 0; i < fns.length; i++) {
     try {
       fns[i]!(payload, meta);
