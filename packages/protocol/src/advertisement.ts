@@ -111,44 +111,38 @@ export async function collectRefs(
   return unbornHead === undefined ? { refs: out, symrefs } : { refs: out, symrefs, unbornHead };
 }
 
-const HEX4: string[] = [];
-function hex4(n: number): string {
-  return n < 4096 ? (HEX4[n] ??= n.toString(16).padStart(4, '0')) : n.toString(16).padStart(4, '0');
-}
-
-/** UTF-8 length of a string. */
-function utf8Length(text: string): number {
-  let n = 0;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c < 0x80) n += 1;
-    else if (c < 0x800) n += 2;
-    else if (c >= 0xd800 && c <= 0xdbff) {
-      n += 4;
-      i++;
-    } else n += 3;
-  }
-  return n;
-}
+const HEX_DIGITS = new TextEncoder().encode('0123456789abcdef');
 
 /**
- * Frames many text lines (each already ending in LF) as pkt-lines in one pass: the whole body
- * is built as one string and encoded once. `null` entries are flush packets.
+ * Frames many text lines (each already ending in LF) as pkt-lines into one buffer: each line is
+ * UTF-8 encoded in place after a 4-byte gap that then receives its length. `null` entries are
+ * flush packets.
  */
 export function encodeTextLines(lines: readonly (string | null)[]): Uint8Array {
-  let out = '';
+  let capacity = 0;
+  for (const line of lines) capacity += line === null ? 4 : 4 + line.length * 3;
+  const out = new Uint8Array(capacity);
+  let at = 0;
   for (const line of lines) {
     if (line === null) {
-      out += '0000';
+      out[at++] = 0x30;
+      out[at++] = 0x30;
+      out[at++] = 0x30;
+      out[at++] = 0x30;
       continue;
     }
-    const size = utf8Length(line) + 4;
-    if (size > MAX_PACKET_DATA + 4) {
-      throw new ProtocolError('PROTOCOL_LIMIT', `line of ${size - 4} bytes does not fit in a pkt-line`);
+    const { written } = textEncoder.encodeInto(line, out.subarray(at + 4));
+    if (written > MAX_PACKET_DATA) {
+      throw new ProtocolError('PROTOCOL_LIMIT', `line of ${written} bytes does not fit in a pkt-line`);
     }
-    out += hex4(size) + line;
+    const size = written + 4;
+    out[at] = HEX_DIGITS[(size >> 12) & 15] as number;
+    out[at + 1] = HEX_DIGITS[(size >> 8) & 15] as number;
+    out[at + 2] = HEX_DIGITS[(size >> 4) & 15] as number;
+    out[at + 3] = HEX_DIGITS[size & 15] as number;
+    at += size;
   }
-  return textEncoder.encode(out);
+  return out.slice(0, at);
 }
 
 const textEncoder = new TextEncoder();
