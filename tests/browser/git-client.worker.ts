@@ -12,7 +12,7 @@ import git from 'isomorphic-git';
 type WorkerLike = Parameters<typeof workerEndpoint>[0];
 type PortLike = Parameters<typeof messagePortEndpoint>[0];
 
-const bus = createBus({ id: 'client', heartbeatInterval: 500 });
+const bus = createBus({ id: 'client' });
 const author = { name: 'client', email: 'client@gitport.invalid', timestamp: 1_700_000_500, timezoneOffset: 0 };
 
 function peerReady(peer: string): Promise<void> {

@@ -12,7 +12,7 @@ import git from 'isomorphic-git';
 type WorkerLike = Parameters<typeof workerEndpoint>[0];
 type PortLike = Parameters<typeof messagePortEndpoint>[0];
 
-const bus = createBus({ id: 'host', heartbeatInterval: 500 });
+const bus = createBus({ id: 'host' });
 const fs = new LightningFS(`gitport-host-${self.name}`, { wipe: true }) as unknown as FsLike;
 const registry = new FsRepositoryRegistry(fs, '/repos');
 host(bus, registry);

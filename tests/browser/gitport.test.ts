@@ -14,7 +14,7 @@ it('two Web Workers: one hosts, the other clones, commits and pushes; the main t
   const run = Date.now().toString(36);
   const hostWorker = new Worker(new URL('./git-host.worker.ts', import.meta.url), { type: 'module', name: run });
   const clientWorker = new Worker(new URL('./git-client.worker.ts', import.meta.url), { type: 'module', name: run });
-  const main = createBus({ id: 'main', heartbeatInterval: 500 });
+  const main = createBus({ id: 'main' });
   try {
     await main.connect(workerEndpoint(hostWorker as unknown as WorkerLike));
     await main.connect(workerEndpoint(clientWorker as unknown as WorkerLike));

@@ -10,7 +10,7 @@ import { serveConformance } from '../../packages/transport/src/test-conformance-
 type WorkerLike = Parameters<typeof workerEndpoint>[0];
 type PortLike = Parameters<typeof messagePortEndpoint>[0];
 
-const bus = createBus({ id: self.name, heartbeatInterval: 250 });
+const bus = createBus({ id: self.name, heartbeatInterval: 500, heartbeatMisses: 6 });
 serveConformance({
   listen: (name, onStream, options) => listen(bus, name, onStream, options),
   open: (peer, name, options) => open(bus, peer, name, options),

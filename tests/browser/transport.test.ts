@@ -19,7 +19,7 @@ async function workerPair(via: 'worker' | 'port'): Promise<ConformancePair> {
   const url = new URL('./transport-far.worker.ts', import.meta.url);
   url.searchParams.set('via', via);
   const worker = new Worker(url, { type: 'module', name: farId });
-  const near = createBus({ id: `near-${n}`, heartbeatInterval: 250 });
+  const near = createBus({ id: `near-${n}`, heartbeatInterval: 500, heartbeatMisses: 6 });
   if (via === 'worker') {
     await near.connect(workerEndpoint(worker as unknown as WorkerLike));
   } else {
