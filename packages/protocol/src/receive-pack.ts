@@ -77,6 +77,11 @@ export interface ReceivePackOptions {
   allowNonFastForward?: boolean;
   /** Accept deletes (default true). */
   allowDeletes?: boolean;
+  /**
+   * Accept deleting the branch HEAD points to (default false: git's `receive.denyDeleteCurrent`
+   * refuses it, since it would leave HEAD dangling for every later clone).
+   */
+  allowDeleteCurrent?: boolean;
   hooks?: ReceivePackHooks;
   limits?: ReceivePackLimits;
   signal?: AbortSignal;
@@ -196,11 +201,14 @@ async function receive(repo: Repository, conn: Connection, options: ReceivePackO
   const reject = (c: PushCommand, reason: string) => {
     if (!verdicts.has(c)) verdicts.set(c, reason);
   };
+  const head = options.allowDeleteCurrent ? undefined : await repo.refs.read('HEAD');
+  const currentBranch = head?.kind === 'symbolic' ? head.target : undefined;
   const seen = new Set<string>();
   for (const c of commands) {
     if (!c.name.startsWith('refs/') || !isValidRefName(c.name)) reject(c, 'funny refname');
     else if (seen.has(c.name)) reject(c, 'duplicate ref');
     else if (c.new === null && options.allowDeletes === false) reject(c, 'deletion prohibited');
+    else if (c.new === null && c.name === currentBranch) reject(c, 'deletion of the current branch prohibited');
     else if (c.new === null && c.old === null) reject(c, 'no such ref');
     seen.add(c.name);
   }

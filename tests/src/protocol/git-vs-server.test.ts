@@ -308,6 +308,10 @@ describe.each(modes.filter((m) => m.protocol !== 2))('real git pushes to gitport
     );
     expect(withOptions.code, withOptions.stderr).toBe(0);
     if (served.pushOptions) expect(served.pushOptions.at(-1)).toEqual(['ci.skip', 'note=a b']);
+    // like git's receive.denyDeleteCurrent: the branch HEAD points to cannot be deleted
+    const deleteCurrent = await sandbox.run(['push', 'origin', '--delete', 'main'], { cwd: work, allowFailure: true });
+    expect(deleteCurrent.code).not.toBe(0);
+    expect(deleteCurrent.stderr).toContain('deletion of the current branch prohibited');
     const del = await sandbox.run(['push', 'origin', '--delete', 'feature'], { cwd: work });
     expect(del.code, del.stderr).toBe(0);
     gitDir = await served.gitDir();
