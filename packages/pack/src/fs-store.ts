@@ -57,6 +57,8 @@ interface LoadedPack {
   size: number;
   handle?: FileHandleLike;
   bytes?: Uint8Array;
+  /** Set while the whole pack is being read. */
+  loading?: Promise<Uint8Array>;
 }
 
 interface EntryInfo {
@@ -78,8 +80,10 @@ function isEexist(error: unknown): boolean {
   return (error as { code?: unknown })?.code === 'EEXIST';
 }
 
+/** A plain Uint8Array view (a Node Buffer's `slice` would not copy). */
 function toBytes(data: Uint8Array | string): Uint8Array {
-  return typeof data === 'string' ? new TextEncoder().encode(data) : data;
+  if (typeof data === 'string') return new TextEncoder().encode(data);
+  return data.constructor === Uint8Array ? data : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
 }
 
 let tmpCounter = 0;
@@ -99,6 +103,8 @@ export class FsObjectStore implements ObjectStore {
   readonly #cacheLimit: number;
   readonly #pages = new Map<string, Uint8Array>();
   readonly #maxPages: number;
+  /** Bytes of packs held whole (small packs, read in one go): at most half the page cache budget. */
+  #wholeBytes = 0;
 
   constructor(fs: FsLike, gitDir: string, options: { cacheBytes?: number; pageCacheBytes?: number } = {}) {
     this.#fs = 'promises' in fs ? fs.promises : fs;
@@ -170,6 +176,15 @@ export class FsObjectStore implements ObjectStore {
       throw new PackError('OBJECT_CORRUPT', `read outside ${pack.name}.pack`);
     }
     if (pack.bytes) return pack.bytes.subarray(position, position + length);
+    // a pack that fits in half the page budget is read whole once: one read instead of many
+    // page misses, and every later read is a view
+    if (!pack.handle && (pack.loading || this.#wholeBytes + pack.size <= (this.#maxPages * PAGE) / 2)) {
+      if (!pack.loading) {
+        this.#wholeBytes += pack.size;
+        pack.loading = this.#readWhole(pack);
+      }
+      return (await pack.loading).subarray(position, position + length);
+    }
     if (!pack.handle && this.#fs.open) {
       pack.handle = await this.#fs.open(`${this.#objects}/pack/${pack.name}.pack`, 'r');
     }
@@ -190,6 +205,15 @@ export class FsObjectStore implements ObjectStore {
     out.set(a.subarray(from));
     out.set(b.subarray(0, length - (a.length - from)), a.length - from);
     return out;
+  }
+
+  async #readWhole(pack: LoadedPack): Promise<Uint8Array> {
+    const bytes = toBytes(await this.#fs.readFile(`${this.#objects}/pack/${pack.name}.pack`));
+    if (bytes.length !== pack.size) {
+      throw new PackError('OBJECT_CORRUPT', `${pack.name}.pack changed size while being read`);
+    }
+    pack.bytes = bytes;
+    return bytes;
   }
 
   async #page(pack: LoadedPack, index: number): Promise<Uint8Array> {
@@ -233,7 +257,19 @@ export class FsObjectStore implements ObjectStore {
 
   async #entry(pack: LoadedPack, offset: number): Promise<EntryInfo> {
     const end = this.#entryEnd(pack, offset);
-    const head = await this.#readAt(pack, offset, Math.min(32, end - offset));
+    return this.#parseEntry(pack, offset, end, await this.#readAt(pack, offset, Math.min(32, end - offset)));
+  }
+
+  /** A view of a pack held whole, without awaiting (undefined when the pack is read by pages). */
+  #view(pack: LoadedPack, position: number, length: number): Uint8Array | undefined {
+    if (!pack.bytes) return undefined;
+    if (position < 0 || position + length > pack.size) {
+      throw new PackError('OBJECT_CORRUPT', `read outside ${pack.name}.pack`);
+    }
+    return pack.bytes.subarray(position, position + length);
+  }
+
+  #parseEntry(pack: LoadedPack, offset: number, end: number, head: Uint8Array): EntryInfo {
     let p = 0;
     let c = head[p++]!;
     const code = (c >> 4) & 7;
@@ -267,7 +303,10 @@ export class FsObjectStore implements ObjectStore {
   }
 
   async #inflateEntry(pack: LoadedPack, info: EntryInfo): Promise<Uint8Array> {
-    const compressed = await this.#readAt(pack, info.dataOffset, info.end - info.dataOffset);
+    return this.#inflate(await this.#readAt(pack, info.dataOffset, info.end - info.dataOffset), info);
+  }
+
+  #inflate(compressed: Uint8Array, info: EntryInfo): Uint8Array {
     const r = inflateOne(compressed, info.size, true);
     if (r.kind !== 'done') throw new PackError('OBJECT_CORRUPT', 'truncated entry');
     return r.data;
@@ -350,6 +389,68 @@ export class FsObjectStore implements ObjectStore {
       if (k > 0) this.#remember(o, result);
     }
     return result;
+  }
+
+  /**
+   * `#readPacked` without awaiting, for objects whose whole delta chain lies in packs held
+   * whole (or ends at a cached base); undefined when some part needs a read.
+   */
+  #readPackedSync(oid: ObjectId, pack: LoadedPack, offset: number): GitObject | undefined {
+    const chain: { info: EntryInfo; pack: LoadedPack; oid: ObjectId }[] = [];
+    let cur = { pack, offset, oid };
+    let base: GitObject | undefined;
+    for (let guard = 0; ; guard++) {
+      if (guard > 100_000) throw new PackError('OBJECT_CORRUPT', 'delta chain too long or cyclic');
+      const end = this.#entryEnd(cur.pack, cur.offset);
+      const head = this.#view(cur.pack, cur.offset, Math.min(32, end - cur.offset));
+      if (!head) return undefined;
+      const info = this.#parseEntry(cur.pack, cur.offset, end, head);
+      if (info.code >= 1 && info.code <= 4) {
+        base = {
+          type: CODE_TYPES[info.code]!,
+          data: this.#inflate(cur.pack.bytes!.subarray(info.dataOffset, info.end), info),
+        };
+        if (chain.length > 0) this.#remember(cur.oid, base);
+        break;
+      }
+      chain.push({ info, pack: cur.pack, oid: cur.oid });
+      const baseOid = info.code === 6 ? this.#oidAtOffset(cur.pack, info.baseOffset!) : info.baseOid!;
+      const hit = this.#cache.get(baseOid);
+      if (hit) {
+        base = hit;
+        break;
+      }
+      if (info.code === 6) {
+        cur = { pack: cur.pack, offset: info.baseOffset!, oid: baseOid };
+      } else {
+        const loc = this.#find(baseOid);
+        if (!loc) return undefined;
+        cur = { pack: loc.pack, offset: loc.offset, oid: baseOid };
+      }
+    }
+    let result = base;
+    for (let k = chain.length - 1; k >= 0; k--) {
+      const { info, pack: p, oid: o } = chain[k]!;
+      const delta = this.#inflate(p.bytes!.subarray(info.dataOffset, info.end), info);
+      result = { type: result.type, data: applyDelta(result.data, delta) };
+      if (k > 0) this.#remember(o, result);
+    }
+    return result;
+  }
+
+  /**
+   * The object when it can be had without awaiting (cached, or packed in packs held whole);
+   * undefined means "use `read`", not "missing".
+   */
+  readSync(oid: ObjectId): GitObject | undefined {
+    const hit = this.#cache.get(oid);
+    if (hit) return hit;
+    if (!this.#scanned || oid.length !== 40) return undefined;
+    const loc = this.#find(oid);
+    if (!loc?.pack.bytes) return undefined;
+    const obj = this.#readPackedSync(oid, loc.pack, loc.offset);
+    if (obj) this.#remember(oid, obj);
+    return obj;
   }
 
   async has(oid: ObjectId): Promise<boolean> {

@@ -64,7 +64,24 @@ export function assertObjectId(value: unknown): asserts value is ObjectId {
 const HEX: string[] = [];
 for (let i = 0; i < 256; i++) HEX.push(i.toString(16).padStart(2, '0'));
 
+/** Char codes of each byte's two hex digits. */
+const HEX_CODES = new Uint16Array(512);
+for (let i = 0; i < 256; i++) {
+  HEX_CODES[2 * i] = HEX[i]!.charCodeAt(0);
+  HEX_CODES[2 * i + 1] = HEX[i]!.charCodeAt(1);
+}
+const idCodes: number[] = new Array(40).fill(0);
+
 export function bytesToHex(bytes: Uint8Array, start = 0, end = bytes.length): string {
+  if (end - start === 20) {
+    // ids: one flat string (concatenation builds a rope that every Map/Set lookup must flatten)
+    for (let i = 0, o = 0; i < 20; i++, o += 2) {
+      const v = bytes[start + i]! * 2;
+      idCodes[o] = HEX_CODES[v]!;
+      idCodes[o + 1] = HEX_CODES[v + 1]!;
+    }
+    return String.fromCharCode.apply(null, idCodes);
+  }
   let s = '';
   for (let i = start; i < end; i++) s += HEX[bytes[i]!];
   return s;

@@ -145,6 +145,11 @@ describe.each(stores)('ObjectStore conformance: %s', (_name, make) => {
       expect(b?.type).toBe(a?.type);
       expect(bytesToHex(b!.data)).toBe(bytesToHex(a!.data));
     }
+    // the synchronous path, where a store has one, agrees with read (undefined means "ask read")
+    for (const oid of [commit, tree, ...blobs]) {
+      const sync = store.readSync?.(oid);
+      if (sync) expect(bytesToHex(sync.data)).toBe(bytesToHex((await store.read(oid))!.data));
+    }
     // and out again, reusing whatever the store keeps
     const again = await collect(packObjects(store, [commit, tree, ...blobs]));
     const third = new MemoryObjectStore();
@@ -168,5 +173,39 @@ describe.each(stores)('ObjectStore conformance: %s', (_name, make) => {
     await expect(importPack(store, [bytes])).rejects.toMatchObject({ code: 'PACK_BAD_CHECKSUM' });
     expect(await store.has(oid)).toBe(false);
     await store.close?.();
+  });
+});
+
+describe('FsObjectStore.readSync', () => {
+  it('serves packed objects (deltas included) without awaiting once their pack is held whole, equal to read', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gitport-store-'));
+    temps.push(dir);
+    const source = new MemoryObjectStore();
+    const oids: string[] = [];
+    let base = seededBlob(7, 30_000);
+    for (let i = 0; i < 8; i++) {
+      base = base.slice();
+      base.set(enc.encode(`change ${i}`), (i * 2011) % 29_000);
+      oids.push(await source.write('blob', base));
+    }
+    const pack = await collect(packObjects(source, oids));
+    const writer = new FsObjectStore(nodeFs, dir);
+    await importPack(writer, pack);
+    await writer.close();
+    // a fresh store: nothing cached, the pack not read yet
+    const store = new FsObjectStore(nodeFs, dir);
+    expect(store.readSync(oids[0]!)).toBeUndefined();
+    const first = await store.read(oids[0]!);
+    expect(first?.type).toBe('blob');
+    const fresh = new FsObjectStore(nodeFs, dir);
+    for (const oid of oids) {
+      const sync = store.readSync(oid);
+      expect(sync).toBeDefined();
+      expect(bytesToHex(sync!.data)).toBe(bytesToHex((await fresh.read(oid))!.data));
+      expect(await hashObject('blob', sync!.data)).toBe(oid);
+    }
+    expect(store.readSync('ab'.repeat(20))).toBeUndefined();
+    await store.close();
+    await fresh.close();
   });
 });

@@ -27,6 +27,11 @@ export interface ObjectStore {
   has(oid: ObjectId): Promise<boolean>;
   read(oid: ObjectId): Promise<GitObject | undefined>;
   write(type: ObjectType, data: Uint8Array): Promise<ObjectId>;
+  /**
+   * The object when the store can return it without awaiting (held in memory); undefined means
+   * "ask `read`", not "missing". Lets hot walks skip a promise per object.
+   */
+  readSync?(oid: ObjectId): GitObject | undefined;
   /** Type and size without the data where the store can tell cheaply. */
   readHeader?(oid: ObjectId): Promise<{ type: ObjectType; size: number } | undefined>;
   /** The stored (packed) form of an object, for delta and compression reuse. */
@@ -61,6 +66,10 @@ export class MemoryObjectStore implements ObjectStore {
   }
 
   async read(oid: ObjectId): Promise<GitObject | undefined> {
+    return this.#objects.get(oid);
+  }
+
+  readSync(oid: ObjectId): GitObject | undefined {
     return this.#objects.get(oid);
   }
 

@@ -31,7 +31,7 @@ export class CommitCache {
   async get(oid: ObjectId): Promise<CommitInfo> {
     const hit = this.#map.get(oid);
     if (hit) return hit;
-    const obj = await this.store.read(oid);
+    const obj = this.store.readSync?.(oid) ?? (await this.store.read(oid));
     if (!obj) throw new PackError('OBJECT_NOT_FOUND', `commit ${oid} is missing`);
     if (obj.type !== 'commit') throw new PackError('OBJECT_BAD_TYPE', `${oid} is a ${obj.type}, not a commit`);
     const info = { oid, ...parseCommitLinks(obj.data) };
@@ -379,7 +379,7 @@ export async function enumerateObjects(store: ObjectStore, options: EnumerateOpt
     while (stack.length > 0) {
       throwIfAborted(signal);
       const { oid, hash, root: isRoot } = stack.pop()!;
-      const tree = await store.read(oid);
+      const tree = store.readSync?.(oid) ?? (await store.read(oid));
       if (!tree) throw new PackError('OBJECT_NOT_FOUND', `tree ${oid} is missing`);
       if (tree.type !== 'tree') throw new PackError('OBJECT_BAD_TYPE', `${oid} is a ${tree.type}, not a tree`);
       const data = tree.data;
