@@ -370,7 +370,9 @@ export function renderSvg(rows) {
   const width = labelWidth + plotWidth + valueWidth;
   const height = top + Math.max(1, charted.length) * rowHeight + 30;
   const logs = charted.map((r) => Math.log2(advantage(r)));
-  const span = Math.max(1, Math.ceil(Math.max(0, ...logs.map(Math.abs))));
+  // at most 64x either way on the axis; longer bars are clipped (their label keeps the figure)
+  const MAX_SPAN = 6;
+  const span = Math.min(MAX_SPAN, Math.max(1, Math.ceil(Math.max(0, ...logs.map(Math.abs)))));
   const x0 = labelWidth + plotWidth / 2;
   const scale = plotWidth / 2 / span;
   const parts = [
@@ -388,7 +390,7 @@ export function renderSvg(rows) {
   }
   charted.forEach((row, i) => {
     const y = top + i * rowHeight;
-    const log = logs[i];
+    const log = Math.max(-span, Math.min(span, logs[i]));
     const w = Math.abs(log) * scale;
     const x = log >= 0 ? x0 : x0 - w;
     const colour = log >= 0 ? '#2e8b57' : '#c0392b';
