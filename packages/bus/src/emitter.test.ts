@@ -347,6 +347,18 @@ describe('createEmitter', () => {
     });
   });
 
+  it('unsubscribing the first of two registrations of one function removes that one, not the later', () => {
+    const e = createEmitter();
+    const calls: string[] = [];
+    const fn = () => calls.push('fn');
+    const first = e.on('a', fn);
+    e.on('a', () => calls.push('other'));
+    e.on('a', fn);
+    first();
+    e.emit('a');
+    expect(calls).toEqual(['other', 'fn']);
+  });
+
   it('stale unsubscribe functions never remove a later registration, whatever the list shape', () => {
     const e = createEmitter();
     let n = 0;
