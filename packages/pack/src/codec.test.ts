@@ -74,6 +74,37 @@ describe('zlib implementations', () => {
     }
   });
 
+  it('pako (one reused context) and node:zlib agree on every cut, on wrong declared sizes, and after errors', () => {
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ maxLength: 3000 }),
+        fc.nat(),
+        fc.integer({ min: -3, max: 3 }),
+        (data, cutSeed, skew) => {
+          const packed = nodeZlib.deflate(data);
+          const cut = cutSeed % (packed.length + 1);
+          const outcome = (z: typeof webZlib, input: Uint8Array, size: number, final: boolean) => {
+            try {
+              const r = z.inflateOne(input, size, final);
+              return r.kind === 'done' ? `done ${r.consumed} ${bytesToHex(r.data)}` : r.kind;
+            } catch (error) {
+              return (error as { code?: string }).code;
+            }
+          };
+          // a corrupt stream first: the reused context must not carry its state over
+          outcome(webZlib, enc.encode('garbage that is not zlib'), 10, true);
+          for (const final of [false, true]) {
+            const size = Math.max(0, data.length + skew);
+            expect(outcome(webZlib, packed.subarray(0, cut), size, final)).toBe(
+              outcome(nodeZlib, packed.subarray(0, cut), size, final),
+            );
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
   it('CRC32 agrees between implementations', () => {
     fc.assert(
       fc.property(fc.uint8Array({ maxLength: 2000 }), (data) => {

@@ -32,7 +32,7 @@ describe('OidSet', () => {
       expect(set.has(id)).toBe(true);
       expect(copy.hasBytes(hexToBytes(id))).toBe(true);
     }
-    const other = '0'.repeat(39) + '1';
+    const other = `${'0'.repeat(39)}1`;
     expect(set.has(other)).toBe(reference.has(other));
     copy.add(other);
     expect(copy.has(other)).toBe(true);
