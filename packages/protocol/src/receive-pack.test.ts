@@ -68,10 +68,19 @@ describe('receive-pack', () => {
     expect(result).toMatchObject({ ok: true, unpack: 'ok' });
     expect(serverResult.updated).toEqual([{ name: 'refs/heads/main', old: expect.any(String), new: ahead[1] }]);
     expect(await server.refs.resolve('refs/heads/main')).toBe(ahead[1]);
+    // HEAD points to main: deleting it is refused, as git's receive.denyDeleteCurrent does
     const [o2, t2] = connectionPair();
     const served2 = serveReceivePack(server, t2);
-    const del = await push(client, { connection: o2 }, { refspecs: [':refs/heads/main'] });
+    const refused = await push(client, { connection: o2 }, { refspecs: [':refs/heads/main'] });
     await served2;
+    expect(refused.ok).toBe(false);
+    expect(JSON.stringify(refused)).toContain('deletion of the current branch prohibited');
+    expect(await server.refs.resolve('refs/heads/main')).toBe(ahead[1]);
+    // unless the server allows it
+    const [o3, t3] = connectionPair();
+    const served3 = serveReceivePack(server, t3, { allowDeleteCurrent: true });
+    const del = await push(client, { connection: o3 }, { refspecs: [':refs/heads/main'] });
+    await served3;
     expect(del.ok).toBe(true);
     expect(await server.refs.read('refs/heads/main')).toEqual({ kind: 'missing' });
   });
@@ -175,13 +184,14 @@ describe('receive-pack', () => {
 
   it('does not wait for a pack when every command is a delete', async () => {
     const { server, base } = await setup();
+    await server.refs.update([{ name: 'refs/heads/topic', old: null, new: base[1]! }]);
     const { response } = await raw(
       server,
-      concatBytes([encodeText(`${base[2]} ${ZERO_OID} refs/heads/main\0report-status delete-refs\n`), FLUSH]),
+      concatBytes([encodeText(`${base[1]} ${ZERO_OID} refs/heads/topic\0report-status delete-refs\n`), FLUSH]),
       { end: false },
     );
-    expect(await reportOf(response)).toEqual(['unpack ok', 'ok refs/heads/main', 'flush']);
-    expect(await server.refs.list()).toEqual([]);
+    expect(await reportOf(response)).toEqual(['unpack ok', 'ok refs/heads/topic', 'flush']);
+    expect(await server.refs.list()).toEqual([{ name: 'refs/heads/main', oid: base[2] }]);
   });
 
   it('accepts an empty pack for a ref to an existing commit, and side-bands the report', async () => {
