@@ -8,10 +8,13 @@
  * OPFS adapters). When it has `open()` with positional `read()` (Node's FileHandle), packs are
  * read at offsets; otherwise a pack is read whole once. New packs are written `.pack` first,
  * then `.idx`, each through a temporary file and a rename, as git does; loose objects likewise.
+ * An incoming pack (`beginPack`, used by `importPack`) is written to `objects/pack/tmp_pack_*`
+ * as it arrives and renamed into place once verified.
  */
 import { deflate, inflateAll, inflateOne } from '#zlib';
 import { applyDelta } from './delta.js';
 import { PackError } from './errors.js';
+import type { IndexEntry } from './idx.js';
 import { PackIndex, writeIdx } from './idx.js';
 import {
   bytesToHex,
@@ -24,12 +27,17 @@ import {
   type ObjectType,
   objectHeader,
 } from './object.js';
-import type { ObjectStore, PackFile, RawEntry, StoredPack } from './store.js';
+import type { ObjectStore, PackFile, PackSpool, RawEntry, StoredPack } from './store.js';
 
 export interface FileHandleLike {
   read(buffer: Uint8Array, offset: number, length: number, position: number): Promise<{ bytesRead: number } | number>;
   /** Sequential writes (Node's FileHandle), used to write packs without joining their chunks. */
-  write?(buffer: Uint8Array, offset: number, length: number): Promise<{ bytesWritten: number } | number>;
+  write?(
+    buffer: Uint8Array,
+    offset: number,
+    length: number,
+    position?: number,
+  ): Promise<{ bytesWritten: number } | number>;
   close(): Promise<void>;
 }
 
@@ -596,6 +604,175 @@ export class FsObjectStore implements ObjectStore {
     await this.#atomicWrite(`${dir}/${base}.pack`, pack.chunks, dir);
     await this.#atomicWrite(`${dir}/${base}.idx`, writeIdx(pack.entries, pack.hash), dir);
     await this.#loadPack(base);
+  }
+
+  async beginPack(): Promise<PackSpool | undefined> {
+    if (!this.#fs.open) return undefined;
+    await this.#ensureScanned();
+    const dir = `${this.#objects}/pack`;
+    await this.#mkdir(dir);
+    const tmp = `${dir}/tmp_pack_${Date.now().toString(36)}_${(tmpCounter++).toString(36)}`;
+    let handle: FileHandleLike;
+    try {
+      handle = await this.#fs.open(tmp, 'w+');
+    } catch (error) {
+      throw new PackError('STORE_IO', `cannot create ${tmp}`, { cause: error });
+    }
+    if (!handle.write) {
+      await handle.close();
+      await this.#fs.unlink(tmp).catch(() => undefined);
+      return undefined;
+    }
+    const write = handle.write.bind(handle);
+    const writeAt = async (bytes: Uint8Array, position: number) => {
+      let done = 0;
+      while (done < bytes.length) {
+        const r = await write(bytes, done, bytes.length - done, position + done);
+        const n = typeof r === 'number' ? r : r.bytesWritten;
+        if (n <= 0) throw new PackError('STORE_IO', `short write to ${tmp}`);
+        done += n;
+      }
+    };
+    const readAt = async (position: number, length: number) => {
+      const out = new Uint8Array(length);
+      let got = 0;
+      while (got < length) {
+        const r = await handle.read(out, got, length - got, position + got);
+        const n = typeof r === 'number' ? r : r.bytesRead;
+        if (n <= 0) throw new PackError('OBJECT_CORRUPT', `${tmp} is shorter than written`);
+        got += n;
+      }
+      return out;
+    };
+    // appends gather in a block written as one; the last 2 MiB stay in memory too, since
+    // delta bases usually lie close behind their deltas (most reads need no file access)
+    let length = 0;
+    const tail = new Uint8Array(256 * 1024);
+    let tailLength = 0;
+    const recent: { at: number; bytes: Uint8Array }[] = [];
+    let recentBytes = 0;
+    const RECENT_MAX = 2 * 2 ** 20;
+    let queue: Promise<void> = Promise.resolve();
+    let failure: unknown;
+    let closed = false;
+    const flushTail = () => {
+      if (tailLength === 0) return;
+      const block = tail.slice(0, tailLength);
+      const at = length - tailLength;
+      tailLength = 0;
+      recent.push({ at, bytes: block });
+      recentBytes += block.length;
+      while (recent.length > 1 && recentBytes - recent[0]!.bytes.length >= RECENT_MAX) {
+        recentBytes -= recent.shift()!.bytes.length;
+      }
+      queue = queue
+        .then(() => (failure === undefined ? writeAt(block, at) : undefined))
+        .catch((error) => {
+          failure ??= error;
+        });
+    };
+    /** A copy of the range from memory, when it lies in the recent blocks and the tail. */
+    const fromMemory = (offset: number, n: number): Uint8Array | undefined => {
+      if (offset + n > length) return undefined;
+      const segments =
+        tailLength > 0 ? [...recent, { at: length - tailLength, bytes: tail.subarray(0, tailLength) }] : recent;
+      let i = segments.length - 1;
+      while (i >= 0 && segments[i]!.at > offset) i--;
+      if (i < 0) return undefined;
+      const out = new Uint8Array(n);
+      let o = 0;
+      for (let k = i; k < segments.length && o < n; k++) {
+        const seg = segments[k]!;
+        const from = offset + o - seg.at;
+        if (from < 0 || from >= seg.bytes.length) return undefined;
+        const take = Math.min(seg.bytes.length - from, n - o);
+        out.set(seg.bytes.subarray(from, from + take), o);
+        o += take;
+      }
+      return o === n ? out : undefined;
+    };
+    const close = async () => {
+      if (closed) return;
+      closed = true;
+      await queue.catch(() => undefined);
+      await handle.close();
+    };
+    const store = this;
+    const drain = async () => {
+      flushTail();
+      await queue;
+      if (failure !== undefined) throw new PackError('STORE_IO', `cannot write ${tmp}`, { cause: failure });
+    };
+    return {
+      get length() {
+        return length;
+      },
+      append(bytes: Uint8Array) {
+        let pos = 0;
+        while (pos < bytes.length) {
+          if (tailLength === tail.length) flushTail();
+          const n = Math.min(bytes.length - pos, tail.length - tailLength);
+          tail.set(bytes.subarray(pos, pos + n), tailLength);
+          tailLength += n;
+          length += n;
+          pos += n;
+        }
+      },
+      drain,
+      async read(offset: number, n: number) {
+        const hit = fromMemory(offset, n);
+        if (hit) return hit;
+        await drain();
+        return readAt(offset, n);
+      },
+      truncate(n: number) {
+        if (n >= length) return;
+        if (n >= length - tailLength) {
+          tailLength -= length - n;
+          length = n;
+          return;
+        }
+        flushTail();
+        length = n;
+        // what lies past the new end will be overwritten by later appends
+        while (recent.length > 0 && recent[recent.length - 1]!.at >= n) recentBytes -= recent.pop()!.bytes.length;
+        const last = recent[recent.length - 1];
+        if (last && last.at + last.bytes.length > n) {
+          recentBytes -= last.at + last.bytes.length - n;
+          last.bytes = last.bytes.subarray(0, n - last.at);
+        }
+      },
+      async patch(offset: number, bytes: Uint8Array) {
+        await drain();
+        await writeAt(bytes, offset);
+      },
+      async *chunks() {
+        await drain();
+        const step = 1 << 20;
+        for (let at = 0; at < length; at += step) yield await readAt(at, Math.min(step, length - at));
+      },
+      async commit(hash: string, entries: readonly IndexEntry[]) {
+        await drain();
+        await close();
+        const base = `pack-${hash}`;
+        if (store.#packNames.has(base)) {
+          await store.#fs.unlink(tmp).catch(() => undefined);
+          return;
+        }
+        try {
+          await store.#fs.rename(tmp, `${dir}/${base}.pack`);
+        } catch (error) {
+          await store.#fs.unlink(tmp).catch(() => undefined);
+          throw new PackError('STORE_IO', `cannot write ${dir}/${base}.pack`, { cause: error });
+        }
+        await store.#atomicWrite(`${dir}/${base}.idx`, writeIdx(entries, hash), dir);
+        await store.#loadPack(base);
+      },
+      async abort() {
+        await close().catch(() => undefined);
+        await store.#fs.unlink(tmp).catch(() => undefined);
+      },
+    };
   }
 
   async findPack(oids: readonly ObjectId[]): Promise<StoredPack | undefined> {

@@ -4,6 +4,12 @@
  * `git index-pack --fix-thin` (missing bases appended as whole objects, count and trailer
  * rewritten), verifies the trailer, and only then hands the objects to the store: a pack that
  * fails anywhere changes nothing in the store.
+ *
+ * Stores that keep packs and offer `beginPack` (FsObjectStore over an fs with positional reads
+ * and writes) get the pack written to a temporary file as it arrives; entries are read back by
+ * position when a delta needs a base no longer cached, so memory is bounded by the objects
+ * (and a constant cache), not by the pack. The file is moved into place, `.pack` then `.idx`,
+ * only once the pack checks out, and removed otherwise.
  */
 import { createSha1 } from '#sha1';
 import { crc32, deflate, inflateOne } from '#zlib';
@@ -13,7 +19,7 @@ import type { IndexEntry } from './idx.js';
 import { bytesToHex, hashObjectSync, type ObjectId, type ObjectType, objectHeader, TYPE_CODES } from './object.js';
 import { PackBuffer } from './pack-buffer.js';
 import { type PackEntry, type PackLimits, PackReader } from './pack-reader.js';
-import type { ObjectStore } from './store.js';
+import type { ObjectStore, PackSpool } from './store.js';
 
 export interface ImportOptions {
   /** Complete a thin pack with bases from the store (git index-pack --fix-thin). */
@@ -51,6 +57,9 @@ interface Slot {
   delta?: Uint8Array;
 }
 
+/** With the pack on disk, objects stored whole are cached for delta resolution up to this size. */
+const SPOOL_CACHE_WHOLE_MAX = 256 * 1024;
+
 class LruCache {
   readonly #map = new Map<number, Uint8Array>();
   #bytes = 0;
@@ -80,14 +89,44 @@ export async function importPack(
   pack: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
   options: ImportOptions = {},
 ): Promise<ImportResult> {
+  // stores over a .git directory take the pack on disk as it arrives (memory bounded by the
+  // objects, not the pack); others get it from memory
+  const spool = typeof store.writePack === 'function' && store.beginPack ? await store.beginPack() : undefined;
+  if (!spool) return importWith(store, pack, options, undefined);
+  try {
+    return await importWith(store, drained(pack, spool), options, spool);
+  } catch (error) {
+    await spool.abort();
+    throw error;
+  }
+}
+
+/** Pulls the next chunk only once the spool has written what came before (bounded queue). */
+async function* drained(
+  source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+  spool: PackSpool,
+): AsyncGenerator<Uint8Array> {
+  for await (const chunk of source) {
+    await spool.drain();
+    yield chunk;
+  }
+  await spool.drain();
+}
+
+async function importWith(
+  store: ObjectStore,
+  pack: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+  options: ImportOptions,
+  spool: PackSpool | undefined,
+): Promise<ImportResult> {
   const keepPack = typeof store.writePack === 'function';
-  const buffer = new PackBuffer();
+  const buffer = spool ? undefined : new PackBuffer();
   const reader = new PackReader(pack, {
     limits: options.limits,
     signal: options.signal,
     keepLarge: !keepPack,
     ...(options.streamThreshold !== undefined ? { streamThreshold: options.streamThreshold } : {}),
-    onBytes: (b) => buffer.append(b),
+    onBytes: spool ? (b) => spool.append(b) : (b) => buffer!.append(b),
   });
   const limits = reader.limits;
   const slots: Slot[] = [];
@@ -104,14 +143,17 @@ export async function importPack(
   };
 
   /** Re-inflates a slot's own data from the pack buffer. */
-  const reinflate = (s: Slot): Uint8Array => {
-    const r = inflateOne(buffer.read(s.dataOffset, s.end - s.dataOffset), s.size, true);
+  const reinflate = async (s: Slot): Promise<Uint8Array> => {
+    const bytes = spool
+      ? await spool.read(s.dataOffset, s.end - s.dataOffset)
+      : buffer!.read(s.dataOffset, s.end - s.dataOffset);
+    const r = inflateOne(bytes, s.size, true);
     if (r.kind !== 'done') throw new PackError('PACK_CORRUPT_ZLIB', 'entry could not be re-read', { offset: s.offset });
     return r.data;
   };
 
   /** The resolved data of a resolved slot, rebuilt along its chain when not cached. */
-  const load = (index: number): Uint8Array => {
+  const load = async (index: number): Promise<Uint8Array> => {
     const hit = cache.get(index);
     if (hit) return hit;
     const chain: number[] = [];
@@ -122,7 +164,7 @@ export async function importPack(
       data = cache.get(i);
       if (data) break;
       if (s.base === -1) {
-        data = reinflate(s);
+        data = await reinflate(s);
         cache.set(i, data);
         break;
       }
@@ -131,7 +173,7 @@ export async function importPack(
     }
     for (let k = chain.length - 1; k >= 0; k--) {
       const s = slots[chain[k]!]!;
-      data = applyDelta(data, s.delta ?? reinflate(s), limits.maxDeltaResultSize);
+      data = applyDelta(data, s.delta ?? (await reinflate(s)), limits.maxDeltaResultSize);
       cache.set(chain[k]!, data);
     }
     return data;
@@ -146,7 +188,9 @@ export async function importPack(
       if (s.oid === undefined) s.oid = hashObjectSync(s.type!, data);
       if (!keepPack) collected.push({ oid: s.oid, type: s.type!, data });
       if (!byOid.has(s.oid)) byOid.set(s.oid, index);
-      cache.set(index, data);
+      // with the pack on disk, large objects stored whole are read back when a delta needs them
+      // (as git index-pack does); delta results (the likely next bases) and small objects are kept
+      if (!spool || s.base !== -1 || data.length <= SPOOL_CACHE_WHOLE_MAX) cache.set(index, data);
       if (waiting.size === 0) continue;
       const byIndex = waiting.get(index);
       const byId = waiting.get(s.oid);
@@ -191,7 +235,7 @@ export async function importPack(
       if (e.data) resolved(index, e.data);
       else if (!byOid.has(e.oid)) byOid.set(e.oid, index);
       // a streamed object kept in the pack only; anything waiting on it re-reads it
-      if (!e.data) flushWaiters(index, e.oid);
+      if (!e.data) await flushWaiters(index, e.oid);
     } else {
       slot.delta = e.data;
       const baseIndex = e.kind === 'ofs-delta' ? byOffset.get(e.baseOffset) : byOid.get(e.baseOid);
@@ -211,7 +255,7 @@ export async function importPack(
             offset: e.offset,
           });
         }
-        const result = applyDelta(load(baseIndex), e.data, limits.maxDeltaResultSize);
+        const result = applyDelta(await load(baseIndex), e.data, limits.maxDeltaResultSize);
         reader.addInflated(result.length);
         slot.delta = undefined;
         resolved(index, result);
@@ -226,13 +270,13 @@ export async function importPack(
     }
   }
 
-  function flushWaiters(index: number, oid: ObjectId) {
-    if (waiting.has(index) || waiting.has(oid)) resolved(index, load(index));
+  async function flushWaiters(index: number, oid: ObjectId) {
+    if (waiting.has(index) || waiting.has(oid)) resolved(index, await load(index));
   }
 
   // Thin pack: bases named by REF deltas that the pack does not contain.
   const appended: { oid: ObjectId; offset: number; crc32: number }[] = [];
-  let thinLength = buffer.length - 20;
+  let thinLength = (spool ? spool.length : buffer!.length) - 20;
   const thinParts: Uint8Array[] = [];
   for (const key of [...waiting.keys()]) {
     throwIfAborted(options.signal);
@@ -277,22 +321,33 @@ export async function importPack(
 
   let hash = reader.hash!;
   if (thinParts.length > 0 && keepPack) {
-    buffer.truncate(buffer.length - 20);
-    for (const p of thinParts) buffer.append(p);
     const header = new Uint8Array(4);
     new DataView(header.buffer).setUint32(0, slots.length);
-    buffer.patch(8, header);
     const h = createSha1();
-    for (const c of buffer.chunks()) h.update(c);
+    if (spool) {
+      spool.truncate(spool.length - 20);
+      for (const p of thinParts) spool.append(p);
+      await spool.patch(8, header);
+      for await (const c of spool.chunks()) h.update(c);
+    } else {
+      buffer!.truncate(buffer!.length - 20);
+      for (const p of thinParts) buffer!.append(p);
+      buffer!.patch(8, header);
+      for (const c of buffer!.chunks()) h.update(c);
+    }
     const trailer = h.digest();
-    buffer.append(trailer);
+    if (spool) {
+      spool.append(trailer);
+      await spool.drain();
+    } else buffer!.append(trailer);
     hash = bytesToHex(trailer);
   }
 
   const objects = slots.map((s) => s.oid!);
   if (keepPack) {
     const entries: IndexEntry[] = slots.map((s) => ({ oid: s.oid!, offset: s.offset, crc32: s.crc32 }));
-    await store.writePack!({ hash, chunks: buffer.chunks(), length: buffer.length, entries });
+    if (spool) await spool.commit(hash, entries);
+    else await store.writePack!({ hash, chunks: buffer!.chunks(), length: buffer!.length, entries });
   } else if (store.writeHashed) {
     await store.writeHashed(collected);
   } else {

@@ -41,10 +41,37 @@ export interface ObjectStore {
   /** Stores a whole verified pack with its index entries (stores over a .git directory). */
   writePack?(pack: PackFile): Promise<void>;
   /**
+   * A place on disk for an incoming pack (stores over a .git directory whose fs can write and
+   * read at positions): `importPack` writes the pack there as it arrives and reads entries back
+   * by position, so memory stays bounded by the objects, not the pack. Undefined when the store
+   * cannot (then `writePack` gets the pack from memory).
+   */
+  beginPack?(): Promise<PackSpool | undefined>;
+  /**
    * A stored pack holding exactly these objects, streamed verbatim (git's pack reuse): what a
    * server sends on a clone of a freshly repacked repository.
    */
   findPack?(oids: readonly ObjectId[]): Promise<StoredPack | undefined>;
+}
+
+/** An incoming pack being written to a temporary file (see `ObjectStore.beginPack`). */
+export interface PackSpool {
+  /** Bytes written so far (appends go at this position). */
+  readonly length: number;
+  /** Queues a copy of `bytes` at the end. */
+  append(bytes: Uint8Array): void;
+  /** Waits for queued writes (rejects with the first write error). */
+  drain(): Promise<void>;
+  read(offset: number, length: number): Promise<Uint8Array>;
+  /** Later appends go at `length` (the thin-pack trailer is overwritten). */
+  truncate(length: number): void;
+  patch(offset: number, bytes: Uint8Array): Promise<void>;
+  /** The bytes in order, read back (hashing a rewritten pack). */
+  chunks(): AsyncIterable<Uint8Array>;
+  /** Moves the verified pack into place (`.pack`, then its `.idx`). */
+  commit(hash: string, entries: readonly IndexEntry[]): Promise<void>;
+  /** Removes the temporary file; nothing of the pack stays. */
+  abort(): Promise<void>;
 }
 
 export interface StoredPack {
