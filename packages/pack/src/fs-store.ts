@@ -615,8 +615,10 @@ export class FsObjectStore implements ObjectStore {
     let handle: FileHandleLike;
     try {
       handle = await this.#fs.open(tmp, 'w+');
-    } catch (error) {
-      throw new PackError('STORE_IO', `cannot create ${tmp}`, { cause: error });
+    } catch {
+      // an fs whose open() has no read-write mode (lock-only handles, some browser adapters) gets
+      // the in-memory path; a real I/O failure surfaces there, on the pack's own write
+      return undefined;
     }
     if (!handle.write) {
       await handle.close();
