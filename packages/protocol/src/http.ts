@@ -15,7 +15,7 @@ import { collectRefs, encodeAdvertisementV0, encodeCapabilitiesV2 } from './adve
 import { DEFAULT_AGENT, uploadPackCapabilities, v2Capabilities } from './capabilities.js';
 import { ByteChannel } from './channel.js';
 import { CommitGraph } from './commit-graph.js';
-import type { Repository } from './connection.js';
+import type { Connection, Repository } from './connection.js';
 import { ProtocolError } from './errors.js';
 import {
   type ReceivePackOptions,
@@ -103,24 +103,10 @@ export function handleUploadPackHttp(
   body: AsyncIterable<Uint8Array>,
   options: Omit<UploadPackOptions, 'stateless' | 'advertise'> = {},
 ): { body: AsyncIterable<Uint8Array>; done: Promise<void> } {
-  const out = new ByteChannel();
-  const done = serveUploadPack(
-    repo,
-    { input: body, write: (b) => out.write(b), end: () => out.end() },
-    {
-      ...options,
-      stateless: true,
-      advertise: false,
-    },
-  ).then(
-    () => out.end(),
-    (error: unknown) => {
-      out.end();
-      throw error;
-    },
+  const round = statelessRound(body, (connection) =>
+    serveUploadPack(repo, connection, { ...options, stateless: true, advertise: false }),
   );
-  done.catch(() => {});
-  return { body: out, done };
+  return { body: round.body, done: round.settled };
 }
 
 /**
@@ -132,27 +118,25 @@ export function handleReceivePackHttp(
   body: AsyncIterable<Uint8Array>,
   options: Omit<ReceivePackOptions, 'stateless' | 'advertise'> = {},
 ): { body: AsyncIterable<Uint8Array>; result: Promise<ReceivePackResult> } {
-  const out = new ByteChannel();
-  const result = serveReceivePack(
-    repo,
-    { input: body, write: (b) => out.write(b), end: () => out.end() },
-    {
-      ...options,
-      stateless: true,
-      advertise: false,
-    },
-  ).then(
-    (r) => {
-      out.end();
-      return r;
-    },
-    (error: unknown) => {
-      out.end();
-      throw error;
-    },
+  const round = statelessRound(body, (connection) =>
+    serveReceivePack(repo, connection, { ...options, stateless: true, advertise: false }),
   );
-  result.catch(() => {});
-  return { body: out, result };
+  return { body: round.body, result: round.settled };
+}
+
+/**
+ * Runs one server round over a request body, its output streamed through a channel that ends when
+ * the round settles either way. `settled` is marked handled here (errors also reach the client
+ * in-band), and still rejects for a caller that awaits it.
+ */
+function statelessRound<T>(
+  body: AsyncIterable<Uint8Array>,
+  serve: (connection: Connection) => Promise<T>,
+): { body: AsyncIterable<Uint8Array>; settled: Promise<T> } {
+  const out = new ByteChannel();
+  const settled = serve({ input: body, write: (b) => out.write(b), end: () => out.end() }).finally(() => out.end());
+  settled.catch(() => {});
+  return { body: out, settled };
 }
 
 export function httpError(status: number, message: string): ProtocolError {
