@@ -27,6 +27,7 @@ import {
   serializeTree,
 } from '@gitport/pack';
 import { createGitSandbox } from '@gitport/tests/git';
+import { prng } from '@gitport/tests/history';
 import { afterAll, bench, describe } from 'vitest';
 import { startTsWorker } from '../tests/src/ts-worker.js';
 import { QUICK, record, sized } from './report.js';
@@ -36,17 +37,6 @@ const BLOB_SIZE = 50 * 1000;
 const CONCURRENT = 10;
 const WORKERS = 2;
 const RUNS = sized(15, 1);
-
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 async function referencePack(): Promise<{ pack: Uint8Array; objects: number }> {
   const store = new MemoryObjectStore();

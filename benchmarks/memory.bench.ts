@@ -30,6 +30,7 @@ import {
 } from '@gitport/pack';
 import { demuxSideband, PacketReader, SidebandMuxer } from '@gitport/pktline';
 import { type Connection, clone, MemoryRefStore, serveUploadPack } from '@gitport/protocol';
+import { prng } from '@gitport/tests/history';
 import { type DuplexStream, listen, open } from '@gitport/transport';
 import { bench, describe } from 'vitest';
 import { memoryBytes, QUICK, record, sized } from './report.js';
@@ -48,18 +49,6 @@ async function settle(): Promise<void> {
     gc!();
     await new Promise<void>((resolve) => setImmediate(resolve));
   }
-}
-
-/** mulberry32, seeded: the same corpus every run. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 async function buildCorpus(): Promise<{ store: MemoryObjectStore; head: ObjectId; objects: number }> {

@@ -10,6 +10,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { prng } from './prng.js';
 
 export interface HistoryOptions {
   /** Number of commits on main (merges and side-branch commits come on top). */
@@ -50,17 +51,7 @@ export function defaults(options: HistoryOptions): Required<HistoryOptions> {
   };
 }
 
-/** A small fast PRNG (mulberry32). */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { prng } from './prng.js';
 
 const WORDS = (
   'git pack object tree blob commit tag delta offset index stream bus port worker message ' +

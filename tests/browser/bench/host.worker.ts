@@ -6,6 +6,7 @@ import '../worker-globals.js';
 import { createBus, messagePortEndpoint, workerEndpoint } from '@gitport/bus';
 import { FsRepositoryRegistry, host, MemoryFs } from 'gitport';
 import git from 'isomorphic-git';
+import { prng } from '../../src/prng.js';
 
 type WorkerLike = Parameters<typeof workerEndpoint>[0];
 type PortLike = Parameters<typeof messagePortEndpoint>[0];
@@ -14,17 +15,6 @@ const bus = createBus({ id: 'host' });
 const fs = new MemoryFs();
 const registry = new FsRepositoryRegistry(fs, '/repos');
 host(bus, registry);
-
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 bus.handle('corpus', async (payload) => {
   const { commits, size } = payload as { commits: number; size: number };
