@@ -49,12 +49,12 @@ interface Slot {
   size: number;
   /** -1: whole object; otherwise the base's slot, or -2 while a REF base is unknown. */
   base: number;
-  baseOid?: ObjectId;
-  type?: ObjectType;
-  oid?: ObjectId;
+  baseOid: ObjectId | undefined;
+  type: ObjectType | undefined;
+  oid: ObjectId | undefined;
   depth: number;
   /** Delta data of an unresolved delta. */
-  delta?: Uint8Array;
+  delta: Uint8Array | undefined;
 }
 
 /** With the pack on disk, objects stored whole are cached for delta resolution up to this size. */
@@ -106,12 +106,28 @@ async function* drained(
   source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
   spool: PackSpool,
 ): AsyncGenerator<Uint8Array> {
+  // Writes run while the next chunks are parsed: a drain is started every DRAIN_STEP bytes and
+  // awaited at the next one, so at most about two steps are queued (waiting for each write
+  // before parsing on would leave the thread idle for every write's round trip).
+  let pending: Promise<void> | undefined;
+  let since = 0;
   for await (const chunk of source) {
-    await spool.drain();
+    since += chunk.length;
+    if (since >= DRAIN_STEP) {
+      since = 0;
+      if (pending) await pending;
+      pending = spool.drain();
+      // rejections surface at the next await of `pending` (or the final drain)
+      pending.catch(() => undefined);
+    }
     yield chunk;
   }
+  if (pending) await pending;
   await spool.drain();
 }
+
+/** Bytes of pack input between two waits for the spool's writes. */
+const DRAIN_STEP = 1 << 20;
 
 async function importWith(
   store: ObjectStore,
@@ -130,7 +146,6 @@ async function importWith(
   });
   const limits = reader.limits;
   const slots: Slot[] = [];
-  const byOffset = new Map<number, number>();
   const byOid = new Map<ObjectId, number>();
   const waiting = new Map<number | ObjectId, number[]>();
   const cache = new LruCache(options.cacheBytes ?? 64 * 2 ** 20);
@@ -144,6 +159,7 @@ async function importWith(
 
   /** Re-inflates a slot's own data from the pack buffer. */
   const reinflate = async (s: Slot): Promise<Uint8Array> => {
+    reader.flush();
     const bytes = spool
       ? await spool.read(s.dataOffset, s.end - s.dataOffset)
       : buffer!.read(s.dataOffset, s.end - s.dataOffset);
@@ -215,8 +231,22 @@ async function importWith(
     }
   };
 
-  let count = 0;
-  for await (const e of reader.entries()) {
+  /** Slot of the entry starting at `offset` (entries are in increasing offset order). */
+  const slotAt = (offset: number): number | undefined => {
+    let lo = 0;
+    let hi = slots.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const o = slots[mid]!.offset;
+      if (o === offset) return mid;
+      if (o < offset) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return undefined;
+  };
+
+  /** Records one entry; a promise only when it must wait (a base read back, a streamed object). */
+  const take = (e: PackEntry): Promise<void> | undefined => {
     const index = slots.length;
     const slot: Slot = {
       offset: e.offset,
@@ -225,50 +255,73 @@ async function importWith(
       crc32: e.crc32,
       size: e.size,
       base: -1,
+      baseOid: undefined,
+      type: undefined,
+      oid: undefined,
       depth: 0,
+      delta: undefined,
     };
     slots.push(slot);
-    byOffset.set(e.offset, index);
     if (e.kind === 'whole') {
       slot.type = e.type;
       slot.oid = e.oid;
-      if (e.data) resolved(index, e.data);
-      else if (!byOid.has(e.oid)) byOid.set(e.oid, index);
+      if (e.data) {
+        resolved(index, e.data);
+        return undefined;
+      }
+      if (!byOid.has(e.oid)) byOid.set(e.oid, index);
       // a streamed object kept in the pack only; anything waiting on it re-reads it
-      if (!e.data) await flushWaiters(index, e.oid);
-    } else {
-      slot.delta = e.data;
-      const baseIndex = e.kind === 'ofs-delta' ? byOffset.get(e.baseOffset) : byOid.get(e.baseOid);
-      if (e.kind === 'ofs-delta' && baseIndex === undefined) {
-        throw new PackError('PACK_BAD_BASE_OFFSET', `no entry starts at base offset ${e.baseOffset}`, {
-          offset: e.offset,
-        });
-      }
-      if (e.kind === 'ref-delta') slot.baseOid = e.baseOid;
-      if (baseIndex !== undefined && slots[baseIndex]!.oid !== undefined) {
-        const base = slots[baseIndex]!;
-        slot.base = baseIndex;
-        slot.type = base.type;
-        slot.depth = base.depth + 1;
-        if (slot.depth > limits.maxDeltaDepth) {
-          throw new PackError('PACK_LIMIT_DEPTH', `delta chain longer than ${limits.maxDeltaDepth}`, {
-            offset: e.offset,
-          });
-        }
-        const result = applyDelta(await load(baseIndex), e.data, limits.maxDeltaResultSize);
-        reader.addInflated(result.length);
-        slot.delta = undefined;
-        resolved(index, result);
-      } else {
-        slot.base = -2;
-        wait(baseIndex ?? (e as { baseOid: ObjectId }).baseOid, index);
-      }
+      return flushWaiters(index, e.oid);
     }
+    const baseIndex = e.kind === 'ofs-delta' ? slotAt(e.baseOffset) : byOid.get(e.baseOid);
+    if (e.kind === 'ofs-delta' && baseIndex === undefined) {
+      throw new PackError('PACK_BAD_BASE_OFFSET', `no entry starts at base offset ${e.baseOffset}`, {
+        offset: e.offset,
+      });
+    }
+    if (e.kind === 'ref-delta') slot.baseOid = e.baseOid;
+    if (baseIndex === undefined || slots[baseIndex]!.oid === undefined) {
+      slot.delta = e.data;
+      slot.base = -2;
+      wait(baseIndex ?? (e as { baseOid: ObjectId }).baseOid, index);
+      return undefined;
+    }
+    const base = slots[baseIndex]!;
+    slot.base = baseIndex;
+    slot.type = base.type;
+    slot.depth = base.depth + 1;
+    if (slot.depth > limits.maxDeltaDepth) {
+      throw new PackError('PACK_LIMIT_DEPTH', `delta chain longer than ${limits.maxDeltaDepth}`, {
+        offset: e.offset,
+      });
+    }
+    const apply = (baseData: Uint8Array) => {
+      const result = applyDelta(baseData, e.data, limits.maxDeltaResultSize);
+      reader.addInflated(result.length);
+      resolved(index, result);
+    };
+    const cached = cache.get(baseIndex);
+    if (cached) {
+      apply(cached);
+      return undefined;
+    }
+    return load(baseIndex).then(apply);
+  };
+
+  await reader.readHeader();
+  const total = reader.count;
+  let count = 0;
+  while (reader.remaining > 0) {
+    throwIfAborted(options.signal);
+    // whole objects and deltas on a cached base go through without a promise
+    const pending = take(reader.nextSync() ?? (await reader.next()));
+    if (pending) await pending;
     count++;
     if (options.onProgress && (count & 1023) === 0) {
-      options.onProgress({ objects: count, total: reader.count, phase: 'receiving' });
+      options.onProgress({ objects: count, total, phase: 'receiving' });
     }
   }
+  await reader.finish();
 
   async function flushWaiters(index: number, oid: ObjectId) {
     if (waiting.has(index) || waiting.has(oid)) resolved(index, await load(index));
@@ -298,9 +351,11 @@ async function importWith(
       crc32: crc32(entry.bytes),
       size: base.data.length,
       base: -1,
+      baseOid: undefined,
       type: base.type,
       oid: key,
       depth: 0,
+      delta: undefined,
     };
     slots.push(slot);
     thinParts.push(entry.bytes);

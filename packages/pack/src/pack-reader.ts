@@ -101,10 +101,18 @@ export class PackReader {
   readonly #onBytes: ((bytes: Uint8Array) => void) | undefined;
   #buf: Uint8Array = new Uint8Array(0);
   #pos = 0;
+  /** Pack offset of `#buf[#pos]`. */
   #offset = 0;
   #eof = false;
   #hash: Sha1 = createSha1();
+  /**
+   * Consumed bytes are hashed and handed to `onBytes` in runs (`#flush`), not one call per
+   * consumed field: `#buf` before this index is done.
+   */
+  #hashFrom = 0;
   #crc = 0;
+  /** The current entry's bytes in `#buf` before this index are in `#crc`. */
+  #crcFrom = 0;
   #count = -1;
   #read = 0;
   #inflated = 0;
@@ -130,6 +138,11 @@ export class PackReader {
     return this.#count;
   }
 
+  /** Entries not read yet (after `readHeader`). */
+  get remaining(): number {
+    return this.#count - this.#read;
+  }
+
   get limits(): Required<PackLimits> {
     return this.#limits;
   }
@@ -144,6 +157,28 @@ export class PackReader {
 
   get #available(): number {
     return this.#buf.length - this.#pos;
+  }
+
+  /**
+   * Hashes every byte consumed so far and hands it to `onBytes`. Runs by itself whenever the
+   * input buffer moves on; callers that read the pack back through `onBytes` call it first.
+   */
+  flush(): void {
+    if (this.#pos > this.#hashFrom) {
+      const view = this.#buf.subarray(this.#hashFrom, this.#pos);
+      this.#hashFrom = this.#pos;
+      this.#hash.update(view);
+      this.#onBytes?.(view);
+    }
+  }
+
+  /** The current entry's CRC32 up to `#pos`. */
+  #crcNow(): number {
+    if (this.#pos > this.#crcFrom) {
+      this.#crc = crc32(this.#buf.subarray(this.#crcFrom, this.#pos), this.#crc);
+      this.#crcFrom = this.#pos;
+    }
+    return this.#crc >>> 0;
   }
 
   /** Ensures `n` bytes are buffered; false at end of input with fewer. */
@@ -166,6 +201,9 @@ export class PackReader {
       have += chunk.length;
     }
     if (parts.length === 0) return this.#available >= n;
+    // the consumed part of the buffer goes: hash it and fold it into the entry's CRC first
+    this.flush();
+    this.#crcNow();
     if (this.#available === 0 && parts.length === 1) {
       this.#buf = parts[0]!;
     } else {
@@ -179,28 +217,31 @@ export class PackReader {
       this.#buf = next;
     }
     this.#pos = 0;
+    this.#hashFrom = 0;
+    this.#crcFrom = 0;
     return this.#available >= n;
   }
 
-  #consume(n: number, hashed = true): Uint8Array {
+  #consume(n: number): Uint8Array {
     const view = this.#buf.subarray(this.#pos, this.#pos + n);
     this.#pos += n;
     this.#offset += n;
-    if (hashed) {
-      this.#hash.update(view);
-      this.#crc = crc32(view, this.#crc);
-    }
-    this.#onBytes?.(view);
     return view;
   }
 
+  #byte(): number {
+    this.#offset++;
+    return this.#buf[this.#pos++]!;
+  }
+
   async #need(n: number, what: string): Promise<void> {
-    if (!(await this.#fill(n))) {
+    if (this.#available < n && !(await this.#fill(n))) {
       throw new PackError('PACK_TRUNCATED', `pack ends inside ${what}`, { offset: this.#offset });
     }
   }
 
-  async #header(): Promise<void> {
+  /** Reads and checks the 12-byte pack header (`entries()` does this itself). */
+  async readHeader(): Promise<void> {
     await this.#need(12, 'the header');
     const h = this.#consume(12);
     if (h[0] !== 0x50 || h[1] !== 0x41 || h[2] !== 0x43 || h[3] !== 0x4b) {
@@ -221,17 +262,35 @@ export class PackReader {
         },
       );
     }
+    this.#read = 0;
   }
 
-  async *entries(): AsyncGenerator<PackEntry> {
-    await this.#header();
-    for (this.#read = 0; this.#read < this.#count; this.#read++) {
-      throwIfAborted(this.#signal);
-      yield await this.#entry();
-    }
+  /**
+   * The next entry when it lies whole in the bytes already buffered (no waiting, no promise),
+   * else undefined: then `next()` reads it. Call only while `remaining > 0`.
+   */
+  nextSync(): PackEntry | undefined {
+    const entry = this.#entrySync();
+    if (entry) this.#read++;
+    return entry;
+  }
+
+  /** The next entry, waiting for input as needed. Call only while `remaining > 0`. */
+  async next(): Promise<PackEntry> {
+    const entry = this.#entrySync() ?? (await this.#entry());
+    this.#read++;
+    return entry;
+  }
+
+  /** Reads and verifies the trailer after the last entry; sets `hash`. */
+  async finish(): Promise<void> {
     await this.#need(20, 'the trailer');
+    this.flush();
     const expected = bytesToHex(this.#hash.digest());
-    const actual = bytesToHex(this.#consume(20, false));
+    const trailer = this.#consume(20);
+    this.#hashFrom = this.#pos;
+    this.#onBytes?.(trailer);
+    const actual = bytesToHex(trailer);
     if (expected !== actual) {
       throw new PackError('PACK_BAD_CHECKSUM', `pack checksum mismatch: trailer ${actual}, content ${expected}`, {
         offset: this.#offset - 20,
@@ -243,21 +302,17 @@ export class PackReader {
     this.hash = actual;
   }
 
-  async #entry(): Promise<PackEntry> {
-    const offset = this.#offset;
-    this.#crc = 0;
-    await this.#need(1, 'an entry header');
-    let c = this.#consume(1)[0]!;
-    const code = (c >> 4) & 7;
-    let size = c & 15;
-    let shift = 4;
-    while (c & 0x80) {
-      await this.#need(1, 'an entry header');
-      c = this.#consume(1)[0]!;
-      if (shift > 49) throw new PackError('PACK_BAD_HEADER', 'entry size varint too long', { offset });
-      size += (c & 0x7f) * 2 ** shift;
-      shift += 7;
+  async *entries(): AsyncGenerator<PackEntry> {
+    await this.readHeader();
+    while (this.#read < this.#count) {
+      throwIfAborted(this.#signal);
+      yield this.nextSync() ?? (await this.next());
     }
+    await this.finish();
+  }
+
+  /** Throws PACK_LIMIT_OBJECT_SIZE past the limit. */
+  #checkSize(size: number, offset: number): void {
     if (size > this.#limits.maxObjectSize) {
       throw new PackError(
         'PACK_LIMIT_OBJECT_SIZE',
@@ -267,13 +322,111 @@ export class PackReader {
         },
       );
     }
+  }
+
+  /**
+   * The entry at `#pos` parsed and inflated from the buffer alone; undefined, with nothing
+   * consumed, when it needs more input (or is large): `#entry` then reads it as a stream. Throws
+   * exactly what `#entry` would for the same bytes.
+   */
+  #entrySync(): PackEntry | undefined {
+    const buf = this.#buf;
+    const end = buf.length;
+    const start = this.#pos;
+    const offset = this.#offset;
+    this.#crc = 0;
+    this.#crcFrom = start;
+    let p = start;
+    if (p >= end) return undefined;
+    let c = buf[p++]!;
+    const code = (c >> 4) & 7;
+    let size = c & 15;
+    let shift = 4;
+    while (c & 0x80) {
+      if (p >= end) return undefined;
+      c = buf[p++]!;
+      if (shift > 49) throw new PackError('PACK_BAD_HEADER', 'entry size varint too long', { offset });
+      size += (c & 0x7f) * 2 ** shift;
+      shift += 7;
+    }
+    this.#checkSize(size, offset);
+    if (size > this.#threshold || this.#inflated + size > this.#limits.maxInflatedBytes) return undefined;
+    let baseOffset = 0;
+    let baseOid: ObjectId | undefined;
+    let type: ObjectType | undefined;
+    if (code === 6) {
+      if (p >= end) return undefined;
+      c = buf[p++]!;
+      let rel = c & 0x7f;
+      while (c & 0x80) {
+        if (p >= end) return undefined;
+        c = buf[p++]!;
+        rel = (rel + 1) * 128 + (c & 0x7f);
+        if (rel > offset) break;
+      }
+      baseOffset = offset - rel;
+      if (rel <= 0 || baseOffset < 12) {
+        throw new PackError('PACK_BAD_BASE_OFFSET', 'delta base offset points outside the pack', { offset });
+      }
+    } else if (code === 7) {
+      if (p + 20 > end) return undefined;
+      baseOid = bytesToHex(buf, p, p + 20);
+      p += 20;
+    } else {
+      type = CODE_TYPES[code];
+      if (!type) throw new PackError('PACK_BAD_TYPE', `entry type ${code} is not valid`, { offset });
+    }
+    const r = inflateOne(buf.subarray(p), size, false);
+    if (r.kind !== 'done') return undefined;
+    this.addInflated(size);
+    const dataOffset = offset + (p - start);
+    this.#pos = p + r.consumed;
+    this.#offset = dataOffset + r.consumed;
+    const crc = this.#crcNow();
+    const data = r.data;
+    if (type) {
+      return {
+        kind: 'whole',
+        offset,
+        dataOffset,
+        end: this.#offset,
+        crc32: crc,
+        type,
+        size,
+        oid: hashObjectSync(type, data),
+        data,
+      };
+    }
+    if (baseOid !== undefined) {
+      return { kind: 'ref-delta', offset, dataOffset, end: this.#offset, crc32: crc, size, baseOid, data };
+    }
+    return { kind: 'ofs-delta', offset, dataOffset, end: this.#offset, crc32: crc, size, baseOffset, data };
+  }
+
+  async #entry(): Promise<PackEntry> {
+    const offset = this.#offset;
+    this.#crc = 0;
+    this.#crcFrom = this.#pos;
+    await this.#need(1, 'an entry header');
+    let c = this.#byte();
+    const code = (c >> 4) & 7;
+    let size = c & 15;
+    let shift = 4;
+    while (c & 0x80) {
+      await this.#need(1, 'an entry header');
+      c = this.#byte();
+      if (shift > 49) throw new PackError('PACK_BAD_HEADER', 'entry size varint too long', { offset });
+      size += (c & 0x7f) * 2 ** shift;
+      shift += 7;
+    }
+    this.#checkSize(size, offset);
     if (code === 6) {
       await this.#need(1, 'a delta base offset');
-      c = this.#consume(1)[0]!;
+      c = this.#byte();
       let rel = c & 0x7f;
       while (c & 0x80) {
         await this.#need(1, 'a delta base offset');
-        c = this.#consume(1)[0]!;
+        c = this.#byte();
         rel = (rel + 1) * 128 + (c & 0x7f);
         if (rel > offset) break;
       }
@@ -288,7 +441,7 @@ export class PackReader {
         offset,
         dataOffset,
         end: this.#offset,
-        crc32: this.#crc >>> 0,
+        crc32: this.#crcNow(),
         size,
         baseOffset,
         data,
@@ -299,7 +452,7 @@ export class PackReader {
       const baseOid = bytesToHex(this.#consume(20));
       const dataOffset = this.#offset;
       const data = (await this.#inflate(size, true, undefined))!;
-      return { kind: 'ref-delta', offset, dataOffset, end: this.#offset, crc32: this.#crc >>> 0, size, baseOid, data };
+      return { kind: 'ref-delta', offset, dataOffset, end: this.#offset, crc32: this.#crcNow(), size, baseOid, data };
     }
     const type = CODE_TYPES[code];
     if (!type) throw new PackError('PACK_BAD_TYPE', `entry type ${code} is not valid`, { offset });
@@ -307,12 +460,12 @@ export class PackReader {
     if (size <= this.#threshold) {
       const data = (await this.#inflate(size, true, undefined))!;
       const oid = hashObjectSync(type, data);
-      return { kind: 'whole', offset, dataOffset, end: this.#offset, crc32: this.#crc >>> 0, type, size, oid, data };
+      return { kind: 'whole', offset, dataOffset, end: this.#offset, crc32: this.#crcNow(), type, size, oid, data };
     }
     const hasher = createSha1().update(objectHeader(type, size));
     const data = await this.#inflate(size, this.#keepLarge, hasher);
     const oid = bytesToHex(hasher.digest());
-    return { kind: 'whole', offset, dataOffset, end: this.#offset, crc32: this.#crc >>> 0, type, size, oid, data };
+    return { kind: 'whole', offset, dataOffset, end: this.#offset, crc32: this.#crcNow(), type, size, oid, data };
   }
 
   /** Inflates one zlib stream of `size` bytes; feeds `hasher`; returns the data when kept. */
