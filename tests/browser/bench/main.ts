@@ -1,8 +1,13 @@
 /**
- * Browser clone benchmark page: a host worker and a client worker joined by a MessageChannel,
- * driven from this page over the bus. `window.runCloneBench(options)` answers the timings.
+ * Browser benchmark page, driven by tests/src/gitport/browser-bench.ts:
+ * - `window.runCloneBench(options)`: a host worker and a client worker joined by a MessageChannel,
+ *   driven from this page over the bus; answers the clone timings;
+ * - `window.runEmitterBench(options)`: the emitters on this page's main thread (emitter.ts);
+ * - `window.runTransportBench(cases)`: the transport from this page to a Web Worker (transport.ts).
  */
 import { createBus, workerEndpoint } from '@gitport/bus';
+import { runEmitterBench } from './emitter.js';
+import { runTransportBench } from './transport.js';
 
 type WorkerLike = Parameters<typeof workerEndpoint>[0];
 
@@ -47,5 +52,5 @@ async function runCloneBench(options: Options) {
   }
 }
 
-(window as unknown as { runCloneBench: typeof runCloneBench }).runCloneBench = runCloneBench;
+Object.assign(window, { runCloneBench, runEmitterBench, runTransportBench });
 document.title = 'ready';

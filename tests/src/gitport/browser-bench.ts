@@ -1,11 +1,17 @@
 /**
- * Runs the browser clone benchmark page (tests/browser/bench/) in headless Chromium: a vite dev
- * server over the TypeScript sources (the `source` condition, as in the browser test project),
- * driven with playwright-core. Used by benchmarks/clone.bench.ts.
+ * Runs the browser benchmark page (tests/browser/bench/) in headless Chromium: a vite dev server
+ * over the TypeScript sources (the `source` condition, as in the browser test project), driven
+ * with playwright-core. Used by benchmarks/clone.bench.ts (the clone between two Web Workers)
+ * and benchmarks/browser.bench.ts (emitters on the page, the transport to a Web Worker).
  */
+import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { chromium, type Page } from 'playwright-core';
 import { createViteServer } from 'vitest/node';
+import type { EmitterBenchOptions, EmitterBenchResult } from '../../browser/bench/emitter.js';
+import type { TransportBenchResult, TransportCase } from '../../browser/bench/transport.js';
+
+export type { EmitterBenchOptions, EmitterBenchResult, TransportBenchResult, TransportCase };
 
 export interface BrowserCloneOptions {
   commits: number;
@@ -19,17 +25,53 @@ export interface BrowserCloneResult {
   results: Record<'memory' | 'opfs', { ms: number; packBytes: number }[]>;
 }
 
+export interface BrowserPageBenchOptions {
+  emitter: EmitterBenchOptions;
+  transport: TransportCase[];
+}
+
+export interface BrowserPageBenchResult {
+  userAgent: string;
+  emitter: EmitterBenchResult;
+  transport: TransportBenchResult;
+}
+
 const root = fileURLToPath(new URL('../../browser/', import.meta.url));
 const workspace = fileURLToPath(new URL('../../../', import.meta.url));
 
-export async function runBrowserCloneBench(options: BrowserCloneOptions): Promise<BrowserCloneResult> {
+/**
+ * The emitter libraries the page compares against are dependencies of the benchmarks package:
+ * the page imports them as `bench-peer/<name>`, resolved to the benchmarks package's copies.
+ */
+const PEER_LIBRARIES = ['nanoevents', 'eventemitter3', 'mitt'];
+const peerAliases = () =>
+  PEER_LIBRARIES.map((name) => ({
+    find: `bench-peer/${name}`,
+    replacement: realpathSync(`${workspace}benchmarks/node_modules/${name}`),
+  }));
+
+/** Starts the page, calls `fn` on it, and tears everything down. */
+async function withBenchPage<T>(fn: (page: Page) => Promise<T>): Promise<T> {
   const server = await createViteServer({
     configFile: false,
     root,
     logLevel: 'error',
-    resolve: { conditions: ['source', 'browser', 'module', 'import', 'development|production'] },
+    resolve: {
+      conditions: ['source', 'browser', 'module', 'import', 'development|production'],
+      alias: peerAliases(),
+    },
     worker: { format: 'es' },
-    optimizeDeps: { include: ['isomorphic-git', 'comlink', '@isomorphic-git/lightning-fs', 'buffer'] },
+    optimizeDeps: {
+      // the workers' imports too, so that the dependency optimizer does not discover them late and reload the page
+      entries: ['bench/index.html', 'bench/*.worker.ts'],
+      include: [
+        'isomorphic-git',
+        'comlink',
+        '@isomorphic-git/lightning-fs',
+        'buffer',
+        ...PEER_LIBRARIES.map((name) => `bench-peer/${name}`),
+      ],
+    },
     server: { port: 0, host: '127.0.0.1', fs: { allow: [workspace] } },
   });
   await server.listen();
@@ -50,16 +92,49 @@ export async function runBrowserCloneBench(options: BrowserCloneOptions): Promis
     const page = await browser.newPage();
     const errors: string[] = [];
     page.on('pageerror', (error) => errors.push(error.message));
-    await page.goto(`http://127.0.0.1:${address.port}/bench/index.html`);
-    await page.waitForFunction(() => document.title === 'ready', undefined, { timeout: 120_000 });
-    const result = await page.evaluate(
-      (o) => (window as unknown as { runCloneBench(o: unknown): Promise<unknown> }).runCloneBench(o),
-      options,
-    );
-    if (errors.length > 0) throw new Error(`page errors: ${errors.join('; ')}`);
-    return result as BrowserCloneResult;
+    const url = `http://127.0.0.1:${address.port}/bench/index.html`;
+    // vite may still reload the page if its dependency optimizer finds an import late (the page
+    // is then navigated away under the load or the evaluation): load it again and retry.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await page.goto(url);
+        await page.waitForFunction(() => document.title === 'ready', undefined, { timeout: 120_000 });
+        const result = await fn(page);
+        if (errors.length > 0) throw new Error(`page errors: ${errors.join('; ')}`);
+        return result;
+      } catch (error) {
+        if (attempt >= 3 || !/Execution context was destroyed|navigation/i.test(String(error))) throw error;
+        errors.length = 0;
+      }
+    }
   } finally {
     await browser.close();
     await server.close();
   }
+}
+
+export function runBrowserCloneBench(options: BrowserCloneOptions): Promise<BrowserCloneResult> {
+  return withBenchPage(
+    async (page) =>
+      (await page.evaluate(
+        (o) => (window as unknown as { runCloneBench(o: unknown): Promise<unknown> }).runCloneBench(o),
+        options,
+      )) as BrowserCloneResult,
+  );
+}
+
+/** The emitters on the page's main thread, then the transport between the page and a Web Worker. */
+export function runBrowserPageBench(options: BrowserPageBenchOptions): Promise<BrowserPageBenchResult> {
+  return withBenchPage(async (page) => {
+    const emitter = (await page.evaluate(
+      (o) => (window as unknown as { runEmitterBench(o: unknown): unknown }).runEmitterBench(o),
+      options.emitter,
+    )) as EmitterBenchResult;
+    const transport = (await page.evaluate(
+      (cases) => (window as unknown as { runTransportBench(c: unknown): Promise<unknown> }).runTransportBench(cases),
+      options.transport,
+    )) as TransportBenchResult;
+    const userAgent = await page.evaluate(() => navigator.userAgent);
+    return { userAgent, emitter, transport };
+  });
 }
