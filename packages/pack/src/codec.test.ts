@@ -195,6 +195,26 @@ describe('.idx v2', () => {
     expect(index.offsetAt(index.find(`12${'ab'.repeat(19)}`))).toBe(2 ** 40 + 3);
   });
 
+  it('sorts ids as git does: shared 32-bit prefixes, duplicates (the first kept), any order', () => {
+    const hex = fc.stringMatching(/^[0-9a-f]{32}$/);
+    const prefix = fc.constantFrom('00000000', '0000000f', 'ffffffff', '12345678', '12345679');
+    const entry = fc.record({ prefix, rest: hex, offset: fc.integer({ min: 12, max: 2 ** 40 }) });
+    fc.assert(
+      fc.property(fc.array(entry, { maxLength: 60 }), fc.array(fc.nat(), { maxLength: 10 }), (list, dups) => {
+        const entries = list.map((e, i) => ({ oid: e.prefix + e.rest, offset: e.offset, crc32: i }));
+        // duplicated ids later in the pack, with their own offsets
+        for (const d of dups) {
+          if (entries.length > 0) entries.push({ ...entries[d % entries.length]!, offset: 1, crc32: 999 });
+        }
+        const first = new Map<string, { oid: string; offset: number; crc32: number }>();
+        for (const e of entries) if (!first.has(e.oid)) first.set(e.oid, e);
+        const expected = [...first.values()].sort((a, b) => (a.oid < b.oid ? -1 : 1));
+        expect(readIdx(writeIdx(entries, '3'.repeat(40)))).toEqual(expected);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
   it('rejects damaged indexes with stable codes', () => {
     const idx = writeIdx([{ oid: 'ab'.repeat(20), offset: 12, crc32: 0 }], '0'.repeat(40));
     expect(() => new PackIndex(idx.subarray(0, 100))).toThrow(expect.objectContaining({ code: 'IDX_TRUNCATED' }));

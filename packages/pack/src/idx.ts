@@ -19,18 +19,18 @@ export interface IndexEntry {
 const MAGIC = [0xff, 0x74, 0x4f, 0x63];
 
 export function writeIdx(entries: readonly IndexEntry[], packHash: string): Uint8Array {
-  // a plain string sort (native comparisons) is much faster than one with a comparator
-  const byOid = new Map<string, IndexEntry>();
-  for (const e of entries) if (!byOid.has(e.oid)) byOid.set(e.oid, e);
-  const sorted = [...byOid.keys()].sort().map((oid) => byOid.get(oid)!);
-  const n = sorted.length;
+  const count = entries.length;
+  // every id decoded once, in entry order
+  const ids = new Uint8Array(count * 20);
+  for (let i = 0; i < count; i++) hexToBytes(entries[i]!.oid, ids, i * 20);
+  const order = sortedOrder(ids, count);
+  const n = order.length;
   let large = 0;
-  for (const e of sorted) if (e.offset >= 0x80000000) large++;
+  for (let i = 0; i < n; i++) if (entries[order[i]!]!.offset >= 0x80000000) large++;
   const size = 8 + 1024 + n * 28 + large * 8 + 40;
   const out = new Uint8Array(size);
-  const view = new DataView(out.buffer);
   out.set(MAGIC, 0);
-  view.setUint32(4, 2);
+  out[7] = 2;
   const oids = 8 + 1024;
   const crcs = oids + n * 20;
   const offs = crcs + n * 4;
@@ -38,28 +38,91 @@ export function writeIdx(entries: readonly IndexEntry[], packHash: string): Uint
   const fanout = new Uint32Array(256);
   let big = 0;
   for (let i = 0; i < n; i++) {
-    const e = sorted[i]!;
-    hexToBytes(e.oid, out, oids + i * 20);
-    fanout[out[oids + i * 20]!]!++;
-    view.setUint32(crcs + i * 4, e.crc32 >>> 0);
+    const k = order[i]!;
+    const e = entries[k]!;
+    out.set(ids.subarray(k * 20, k * 20 + 20), oids + i * 20);
+    fanout[ids[k * 20]!]!++;
+    put32(out, crcs + i * 4, e.crc32 >>> 0);
     if (e.offset >= 0x80000000) {
-      view.setUint32(offs + i * 4, (0x80000000 | big) >>> 0);
-      view.setUint32(bigs + big * 8, Math.floor(e.offset / 0x100000000));
-      view.setUint32(bigs + big * 8 + 4, e.offset >>> 0);
+      put32(out, offs + i * 4, (0x80000000 | big) >>> 0);
+      put32(out, bigs + big * 8, Math.floor(e.offset / 0x100000000));
+      put32(out, bigs + big * 8 + 4, e.offset >>> 0);
       big++;
     } else {
-      view.setUint32(offs + i * 4, e.offset);
+      put32(out, offs + i * 4, e.offset);
     }
   }
   let total = 0;
   for (let i = 0; i < 256; i++) {
     total += fanout[i]!;
-    view.setUint32(8 + i * 4, total);
+    put32(out, 8 + i * 4, total);
   }
   const trailer = bigs + large * 8;
   hexToBytes(packHash, out, trailer);
   out.set(sha1(out.subarray(0, trailer + 20)), trailer + 20);
   return out;
+}
+
+function put32(out: Uint8Array, at: number, v: number): void {
+  out[at] = v >>> 24;
+  out[at + 1] = (v >>> 16) & 255;
+  out[at + 2] = (v >>> 8) & 255;
+  out[at + 3] = v & 255;
+}
+
+/** Largest entry count sorted by packed numeric keys (32-bit id prefix and a 21-bit index). */
+const NUMERIC_SORT_MAX = 2 ** 21;
+
+/**
+ * Indexes of the ids (`count` x 20 bytes) in sorted order, the first of each duplicate only.
+ * Ids are sorted as numbers (their first 32 bits above the entry's index, in a Float64Array's
+ * native sort), several times faster than sorting hex strings; ids sharing a prefix are then
+ * ordered by their remaining bytes.
+ */
+function sortedOrder(ids: Uint8Array, count: number): number[] {
+  const prefix = (i: number) =>
+    ids[i * 20]! * 0x1000000 + ((ids[i * 20 + 1]! << 16) | (ids[i * 20 + 2]! << 8) | ids[i * 20 + 3]!);
+  const compare = (a: number, b: number) => {
+    for (let k = 0; k < 20; k++) {
+      const d = ids[a * 20 + k]! - ids[b * 20 + k]!;
+      if (d !== 0) return d;
+    }
+    return a - b;
+  };
+  const sameId = (a: number, b: number) => {
+    for (let k = 0; k < 20; k++) if (ids[a * 20 + k] !== ids[b * 20 + k]) return false;
+    return true;
+  };
+  let order: number[];
+  if (count < NUMERIC_SORT_MAX) {
+    const keys = new Float64Array(count);
+    for (let i = 0; i < count; i++) keys[i] = prefix(i) * NUMERIC_SORT_MAX + i;
+    keys.sort();
+    order = new Array<number>(count);
+    for (let i = 0; i < count; i++) order[i] = keys[i]! % NUMERIC_SORT_MAX;
+    // runs sharing the 32-bit prefix (rare): order by the whole id, then by position
+    for (let i = 0; i < count; ) {
+      const p = prefix(order[i]!);
+      let j = i + 1;
+      while (j < count && prefix(order[j]!) === p) j++;
+      if (j - i > 1) {
+        const run = order.slice(i, j).sort(compare);
+        for (let k = 0; k < run.length; k++) order[i + k] = run[k]!;
+      }
+      i = j;
+    }
+  } else {
+    order = Array.from({ length: count }, (_, i) => i);
+    order.sort(compare);
+  }
+  // duplicates are adjacent, the first in the pack first: keep that one
+  let w = 0;
+  for (let i = 0; i < count; i++) {
+    if (w > 0 && sameId(order[w - 1]!, order[i]!)) continue;
+    order[w++] = order[i]!;
+  }
+  order.length = w;
+  return order;
 }
 
 /** A parsed .idx v2: binary search by object id, offsets, CRCs. Keeps a view of `data`. */
