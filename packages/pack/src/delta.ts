@@ -88,61 +88,119 @@ function blockHash(data: Uint8Array, at: number): number {
   return h;
 }
 
+/**
+ * Recycled index tables: a delta window builds one index per object and drops one per object,
+ * so a pool shared by the window's indexes keeps memory flat instead of churning. Bounded.
+ */
+export class IndexTablePool {
+  readonly #free: Int32Array[] = [];
+  #bytes = 0;
+  constructor(readonly maxBytes = 4 << 20) {}
+
+  take(length: number): Int32Array {
+    const free = this.#free;
+    // the smallest table that fits, so that small indexes do not take the large ones
+    let pick = -1;
+    for (let i = 0; i < free.length; i++) {
+      const cap = free[i]!.length;
+      if (cap >= length && (pick < 0 || cap < free[pick]!.length)) pick = i;
+    }
+    if (pick < 0 || free[pick]!.length > length * 4 + 1024) return new Int32Array(length);
+    const t = free[pick]!;
+    free[pick] = free[free.length - 1]!;
+    free.pop();
+    this.#bytes -= t.byteLength;
+    return t.length === length ? t : t.subarray(0, length);
+  }
+
+  give(t: Int32Array): void {
+    const whole = t.byteLength === t.buffer.byteLength ? t : new Int32Array(t.buffer);
+    if (whole.byteLength < 4096 || this.#bytes + whole.byteLength > this.maxBytes) return;
+    this.#free.push(whole);
+    this.#bytes += whole.byteLength;
+  }
+}
+
 /** An index of a delta base, reusable for several targets. */
 export class DeltaIndex {
   readonly base: Uint8Array;
   readonly #mask: number;
   readonly #heads: Int32Array;
   readonly #next: Int32Array;
+  /** The full hash of each block: most bucket hits of unrelated data are rejected without reading bytes. */
+  readonly #hashes: Int32Array;
+  readonly #pool: IndexTablePool | undefined;
 
-  constructor(base: Uint8Array) {
+  constructor(base: Uint8Array, pool?: IndexTablePool) {
     this.base = base;
+    this.#pool = pool;
     const blocks = Math.floor(base.length / BLOCK);
     let size = 16;
     while (size < blocks * 2) size <<= 1;
-    this.#mask = size - 1;
-    this.#heads = new Int32Array(size).fill(-1);
-    this.#next = new Int32Array(Math.max(1, blocks)).fill(-1);
+    const mask = size - 1;
+    this.#mask = mask;
+    const heads = pool ? pool.take(size) : new Int32Array(size);
+    heads.fill(-1);
+    const next = pool ? pool.take(Math.max(1, blocks)) : new Int32Array(Math.max(1, blocks));
+    const hashes = pool ? pool.take(Math.max(1, blocks)) : new Int32Array(Math.max(1, blocks));
     // Later blocks first in each chain, so earlier positions win ties (shorter copy offsets).
     for (let b = blocks - 1; b >= 0; b--) {
-      const slot = (blockHash(base, b * BLOCK) >>> 0) & this.#mask;
-      this.#next[b] = this.#heads[slot]!;
-      this.#heads[slot] = b;
+      const h = blockHash(base, b * BLOCK);
+      const slot = h & mask;
+      hashes[b] = h;
+      next[b] = heads[slot]!;
+      heads[slot] = b;
     }
+    this.#heads = heads;
+    this.#next = next;
+    this.#hashes = hashes;
+  }
+
+  /** Gives the tables back to the pool the index was built from; the index must not be used afterwards. */
+  release(): void {
+    const pool = this.#pool;
+    if (!pool) return;
+    pool.give(this.#heads);
+    pool.give(this.#next);
+    pool.give(this.#hashes);
   }
 
   /** A delta turning the base into `target`, or undefined if it would exceed `maxSize` bytes. */
   createDelta(target: Uint8Array, maxSize = Number.MAX_SAFE_INTEGER): Uint8Array | undefined {
     const base = this.base;
-    const out = new DeltaWriter(Math.min(maxSize, target.length + 64) + 32);
-    out.varint(base.length);
+    const blen = base.length;
+    const out = scratchWriter(Math.min(maxSize, target.length + 64) + 32);
+    out.varint(blen);
     out.varint(target.length);
     const n = target.length;
+    const heads = this.#heads;
+    const next = this.#next;
+    const hashes = this.#hashes;
+    const mask = this.#mask;
     let insertStart = 0;
     let i = 0;
     let h = n >= BLOCK ? blockHash(target, 0) : 0;
-    const heads = this.#heads;
-    const next = this.#next;
-    const mask = this.#mask;
     // past this position the pending insert alone would overflow maxSize: give up early
-    const budget = (from: number) => from + Math.floor(((maxSize - out.length) * 127) / 128);
-    let abortAt = budget(insertStart);
-    while (i + BLOCK <= n) {
+    let abortAt = insertStart + Math.floor(((maxSize - out.length) * 127) / 128);
+    const last = n - BLOCK;
+    while (i <= last) {
       if (i > abortAt) return undefined;
+      let b = heads[h & mask]!;
       let bestLen = 0;
       let bestOff = 0;
-      let b = heads[(h >>> 0) & mask]!;
       let tries = 0;
       while (b >= 0 && tries < 16) {
         tries++;
-        const off = b * BLOCK;
-        let len = 0;
-        const maxLen = Math.min(base.length - off, n - i);
-        while (len < maxLen && base[off + len] === target[i + len]) len++;
-        if (len > bestLen) {
-          bestLen = len;
-          bestOff = off;
-          if (len >= 4096) break;
+        if (hashes[b] === h) {
+          const off = b * BLOCK;
+          let len = 0;
+          const maxLen = Math.min(blen - off, n - i);
+          while (len < maxLen && base[off + len] === target[i + len]) len++;
+          if (len > bestLen) {
+            bestLen = len;
+            bestOff = off;
+            if (len >= 4096) break;
+          }
         }
         b = next[b]!;
       }
@@ -164,11 +222,11 @@ export class DeltaIndex {
         }
         i += bestLen;
         insertStart = i;
-        abortAt = budget(insertStart);
-        if (i + BLOCK <= n) h = blockHash(target, i);
+        abortAt = insertStart + Math.floor(((maxSize - out.length) * 127) / 128);
+        if (i <= last) h = blockHash(target, i);
         continue;
       }
-      if (i + BLOCK < n) h = (Math.imul(h - Math.imul(target[i]!, PRIME_POW), PRIME) + target[i + BLOCK]!) | 0;
+      if (i < last) h = (Math.imul(h - Math.imul(target[i]!, PRIME_POW), PRIME) + target[i + BLOCK]!) | 0;
       i++;
     }
     if (!out.insert(target, insertStart, n, maxSize)) return undefined;
@@ -180,11 +238,30 @@ export function createDelta(base: Uint8Array, target: Uint8Array, maxSize?: numb
   return new DeltaIndex(base).createDelta(target, maxSize);
 }
 
+/**
+ * One writer for every delta computed (createDelta is synchronous, so it is never shared by
+ * two calls at once): most attempts fail or lose to a better base, and a fresh buffer per
+ * attempt was mostly garbage. The result is copied out.
+ */
+let scratch: DeltaWriter | undefined;
+function scratchWriter(capacity: number): DeltaWriter {
+  if (!scratch) scratch = new DeltaWriter(Math.max(capacity, 64 * 1024));
+  scratch.reset(capacity);
+  return scratch;
+}
+
 class DeltaWriter {
   buf: Uint8Array;
   length = 0;
   constructor(capacity: number) {
     this.buf = new Uint8Array(capacity);
+  }
+  reset(capacity: number): void {
+    this.length = 0;
+    // keep a large buffer only while it is needed: a 2 MiB target must not pin 2 MiB forever
+    if (this.buf.length < capacity || (this.buf.length > 1 << 20 && capacity <= 64 * 1024)) {
+      this.buf = new Uint8Array(Math.max(capacity, 64 * 1024));
+    }
   }
   #ensure(n: number): void {
     if (this.length + n <= this.buf.length) return;

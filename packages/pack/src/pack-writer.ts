@@ -13,7 +13,7 @@
  */
 import { createSha1 } from '#sha1';
 import { deflate } from '#zlib';
-import { DeltaIndex } from './delta.js';
+import { DeltaIndex, IndexTablePool } from './delta.js';
 import { PackError, throwIfAborted } from './errors.js';
 import { hexToBytes, type ObjectId, type ObjectType, TYPE_CODES } from './object.js';
 import { encodeEntryHeader, encodeOfsOffset } from './pack-import.js';
@@ -219,12 +219,9 @@ async function* writeStream(
       index?: DeltaIndex;
     }
     const window: Slot[] = [];
-    const indexOf = async (slot: Slot): Promise<DeltaIndex> => {
-      if (!slot.index) slot.index = new DeltaIndex(await readData(slot.item));
-      return slot.index;
-    };
+    const pool = new IndexTablePool();
     const readData = async (item: Item): Promise<Uint8Array> => {
-      const obj = await store.read(item.oid);
+      const obj = store.readSync?.(item.oid) ?? (await store.read(item.oid));
       if (!obj) throw new PackError('OBJECT_NOT_FOUND', `object ${item.oid} is missing`);
       return obj.data;
     };
@@ -238,22 +235,30 @@ async function* writeStream(
         base.depth < maxDepth &&
         // both stored whole in the source's packs: the repack that wrote them already tried (as git does)
         !(target.raw?.kind === 'whole' && base.raw?.kind === 'whole');
+      let bestAt = -1;
       if (!target.edge && target.base === undefined && window.some((w) => usable(w.item))) {
         const data = await readData(target);
+        const n = data.length;
         let best: Uint8Array | undefined;
         let bestBase: Item | undefined;
         for (let w = window.length - 1; w >= 0; w--) {
           const base = window[w]!.item;
           if (!usable(base)) continue;
           const bsize = base.size;
-          if (data.length < bsize / 32) continue;
-          let max = Math.floor(data.length / 2) - 20;
+          if (n < bsize / 32) continue;
+          // git's try_delta: half the target at most, less for deep bases, so that long chains
+          // only grow for deltas worth it; never more than the best delta so far
+          const refDepth = bestBase ? bestBase.depth + 1 : 1;
+          let max = Math.floor(((Math.floor(n / 2) - 20) * (maxDepth - base.depth)) / (maxDepth - refDepth + 1));
           if (best) max = Math.min(max, best.length - 1);
-          if (max <= 0 || Math.abs(data.length - bsize) >= max) continue;
-          const d = (await indexOf(window[w]!)).createDelta(data, max);
+          if (max <= 0 || Math.abs(n - bsize) >= max) continue;
+          const ws = window[w]!;
+          if (!ws.index) ws.index = new DeltaIndex(await readData(base), pool);
+          const d = ws.index.createDelta(data, max);
           if (d && (!best || d.length < best.length)) {
             best = d;
             bestBase = base;
+            bestAt = w;
           }
         }
         if (best && bestBase) {
@@ -261,10 +266,15 @@ async function* writeStream(
           target.delta = best;
           target.depth = bestBase.depth + 1;
         }
-        slot.index = new DeltaIndex(data);
+        // a target at the depth limit cannot be a base: it takes no window slot (as git does)
+        if (target.depth < maxDepth) slot.index = new DeltaIndex(data, pool);
       }
+      if (target.depth >= maxDepth) continue;
       window.push(slot);
-      if (window.length > windowSize) window.shift();
+      // the best base moves to the newest end, after the target: it stays longest and is tried
+      // first for the next object (git's find_deltas)
+      if (bestAt >= 0) window.push(window.splice(bestAt, 1)[0]!);
+      if (window.length > windowSize) window.shift()!.index?.release();
     }
   }
   // 3. write: bases before deltas
@@ -279,9 +289,26 @@ async function* writeStream(
   let offset = 0;
   let pending: Uint8Array[] = [];
   let pendingBytes = 0;
+  /** Chunks ready to go out, in order. */
+  const ready: Uint8Array[] = [];
   const emit = (bytes: Uint8Array) => {
     pending.push(bytes);
     pendingBytes += bytes.length;
+    offset += bytes.length;
+  };
+  /**
+   * Bytes this writer allocated (a deflate output): a large one goes out as its own chunk
+   * instead of being copied into the next one, when it fills most of its buffer (a view would
+   * otherwise keep, or transfer, a much larger buffer).
+   */
+  const emitOwned = (bytes: Uint8Array) => {
+    if (bytes.length < 16 * 1024 || bytes.length * 2 < bytes.buffer.byteLength) return emit(bytes);
+    if (pendingBytes > 0) {
+      ready.push(concatChunks(pending, pendingBytes));
+      pending = [];
+      pendingBytes = 0;
+    }
+    ready.push(bytes);
     offset += bytes.length;
   };
   emit(header);
@@ -304,7 +331,8 @@ async function* writeStream(
       }
       emit(encodeEntryHeader(useOfs ? 6 : 7, size));
       emit(useOfs ? encodeOfsOffset(at - baseOffset) : hexToBytes(baseOid));
-      emit(compressed);
+      if (item.raw?.kind === 'delta') emit(compressed);
+      else emitOwned(compressed);
       return;
     }
     if (item.raw?.kind === 'whole') {
@@ -315,7 +343,7 @@ async function* writeStream(
     const obj = await store.read(item.oid);
     if (!obj) throw new PackError('OBJECT_NOT_FOUND', `object ${item.oid} is missing`);
     emit(encodeEntryHeader(TYPE_CODES[obj.type as ObjectType], obj.data.length));
-    emit(deflate(obj.data, level));
+    emitOwned(deflate(obj.data, level));
   };
   for (const item of order) {
     throwIfAborted(signal);
@@ -334,12 +362,19 @@ async function* writeStream(
       if (++done % 1024 === 0) options.onProgress?.({ phase: 'writing', done, total });
     }
     if (pendingBytes >= 64 * 1024) {
-      const chunk = concatChunks(pending, pendingBytes);
-      hash.update(chunk);
-      yield chunk;
+      ready.push(concatChunks(pending, pendingBytes));
       pending = [];
       pendingBytes = 0;
     }
+    while (ready.length > 0) {
+      const chunk = ready.shift()!;
+      hash.update(chunk);
+      yield chunk;
+    }
+  }
+  for (const chunk of ready) {
+    hash.update(chunk);
+    yield chunk;
   }
   const last = concatChunks(pending, pendingBytes);
   hash.update(last);
