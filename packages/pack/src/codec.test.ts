@@ -4,6 +4,7 @@ import { parseCommit, serializeCommit } from './commit.js';
 import { applyDelta, createDelta, DeltaIndex } from './delta.js';
 import { PackIndex, readIdx, writeIdx } from './idx.js';
 import { bytesToHex, hashObject } from './object.js';
+import { resolveDelta } from './pack-import.js';
 import * as webSha1 from './sha1.js';
 import * as nodeSha1 from './sha1.node.js';
 import { parseTag, serializeTag } from './tag.js';
@@ -136,6 +137,34 @@ describe('deltas', () => {
         },
       ),
       { numRuns: 200 },
+    );
+  });
+
+  it("import's resolveDelta agrees with applyDelta, results and error codes, on valid and damaged deltas", () => {
+    const outcome = (fn: () => Uint8Array) => {
+      try {
+        return bytesToHex(fn());
+      } catch (error) {
+        return `error ${(error as { code?: string }).code}`;
+      }
+    };
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ minLength: 0, maxLength: 3000 }),
+        fc.uint8Array({ minLength: 0, maxLength: 3000 }),
+        fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 4 }),
+        fc.nat(40),
+        fc.integer({ min: 0, max: 4000 }),
+        (base, target, damage, cut, maxResult) => {
+          const delta = createDelta(base, target)!.slice();
+          for (const [at, value] of damage) if (delta.length > 0) delta[at % delta.length] = value;
+          const input = cut > 0 && cut < delta.length ? delta.subarray(0, delta.length - cut) : delta;
+          expect(outcome(() => resolveDelta(base, input, maxResult))).toBe(
+            outcome(() => applyDelta(base, input, maxResult)),
+          );
+        },
+      ),
+      { numRuns: 300 },
     );
   });
 

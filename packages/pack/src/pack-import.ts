@@ -13,7 +13,6 @@
  */
 import { createSha1 } from '#sha1';
 import { crc32, deflate, inflateOne } from '#zlib';
-import { applyDelta } from './delta.js';
 import { PackError, throwIfAborted } from './errors.js';
 import type { IndexEntry } from './idx.js';
 import { bytesToHex, hashObjectSync, type ObjectId, type ObjectType, objectHeader, TYPE_CODES } from './object.js';
@@ -189,7 +188,7 @@ async function importWith(
     }
     for (let k = chain.length - 1; k >= 0; k--) {
       const s = slots[chain[k]!]!;
-      data = applyDelta(data, s.delta ?? (await reinflate(s)), limits.maxDeltaResultSize);
+      data = resolveDelta(data, s.delta ?? (await reinflate(s)), limits.maxDeltaResultSize);
       cache.set(chain[k]!, data);
     }
     return data;
@@ -197,22 +196,17 @@ async function importWith(
 
   /** Records a resolved object and resolves everything waiting on it (iteratively). */
   const resolved = (first: number, firstData: Uint8Array) => {
+    // one object and nothing waiting on it (the common case) goes without the stack
+    if (!record(first, firstData)) return;
     const stack: [number, Uint8Array][] = [[first, firstData]];
     while (stack.length > 0) {
       const [index, data] = stack.pop()!;
       const s = slots[index]!;
-      if (s.oid === undefined) s.oid = hashObjectSync(s.type!, data);
-      if (!keepPack) collected.push({ oid: s.oid, type: s.type!, data });
-      if (!byOid.has(s.oid)) byOid.set(s.oid, index);
-      // with the pack on disk, large objects stored whole are read back when a delta needs them
-      // (as git index-pack does); delta results (the likely next bases) and small objects are kept
-      if (!spool || s.base !== -1 || data.length <= SPOOL_CACHE_WHOLE_MAX) cache.set(index, data);
-      if (waiting.size === 0) continue;
       const byIndex = waiting.get(index);
-      const byId = waiting.get(s.oid);
+      const byId = waiting.get(s.oid!);
       if (!byIndex && !byId) continue;
       waiting.delete(index);
-      waiting.delete(s.oid);
+      waiting.delete(s.oid!);
       for (const c of byIndex && byId ? [...byIndex, ...byId] : (byIndex ?? byId)!) {
         const child = slots[c]!;
         child.base = index;
@@ -223,12 +217,24 @@ async function importWith(
             offset: child.offset,
           });
         }
-        const result = applyDelta(data, child.delta!, limits.maxDeltaResultSize);
+        const result = resolveDelta(data, child.delta!, limits.maxDeltaResultSize);
         reader.addInflated(result.length);
         child.delta = undefined;
-        stack.push([c, result]);
+        if (record(c, result)) stack.push([c, result]);
       }
     }
+  };
+
+  /** Hashes, caches and collects one resolved object; true when deltas may wait on it. */
+  const record = (index: number, data: Uint8Array): boolean => {
+    const s = slots[index]!;
+    if (s.oid === undefined) s.oid = hashObjectSync(s.type!, data);
+    if (!keepPack) collected.push({ oid: s.oid, type: s.type!, data });
+    if (!byOid.has(s.oid)) byOid.set(s.oid, index);
+    // with the pack on disk, large objects stored whole are read back when a delta needs them
+    // (as git index-pack does); delta results (the likely next bases) and small objects are kept
+    if (!spool || s.base !== -1 || data.length <= SPOOL_CACHE_WHOLE_MAX) cache.set(index, data);
+    return waiting.size > 0 && (waiting.has(index) || waiting.has(s.oid));
   };
 
   /** Slot of the entry starting at `offset` (entries are in increasing offset order). */
@@ -296,7 +302,7 @@ async function importWith(
       });
     }
     const apply = (baseData: Uint8Array) => {
-      const result = applyDelta(baseData, e.data, limits.maxDeltaResultSize);
+      const result = resolveDelta(baseData, e.data, limits.maxDeltaResultSize);
       reader.addInflated(result.length);
       resolved(index, result);
     };
@@ -410,6 +416,90 @@ async function importWith(
   }
   options.onProgress?.({ objects: slots.length, total: slots.length, phase: 'resolving' });
   return { hash, objects };
+}
+
+/**
+ * Results of deltas up to this size are carved from shared slabs: an ArrayBuffer per result
+ * (thousands of small trees) costs more in allocation and GC than applying the delta.
+ */
+const SLAB = 1 << 20;
+let slab = new Uint8Array(0);
+let slabUsed = 0;
+function resultBuffer(n: number): Uint8Array {
+  if (n > SLAB / 8) return new Uint8Array(n);
+  if (slabUsed + n > slab.length) {
+    slab = new Uint8Array(SLAB);
+    slabUsed = 0;
+  }
+  const out = slab.subarray(slabUsed, slabUsed + n);
+  slabUsed += (n + 7) & ~7;
+  return out;
+}
+
+function deltaError(message: string): PackError {
+  return new PackError('PACK_BAD_DELTA', message);
+}
+
+/**
+ * `applyDelta` (delta.ts, same checks and error codes) for import: the result in slab memory
+ * (a view: stores copy what they keep) and short copies and inserts as byte loops rather than
+ * a subarray view each.
+ */
+export function resolveDelta(base: Uint8Array, delta: Uint8Array, maxResult: number): Uint8Array {
+  const n = delta.length;
+  let pos = 0;
+  const varint = (): number => {
+    let value = 0;
+    let shift = 0;
+    for (;;) {
+      if (pos >= n) throw deltaError('delta header truncated');
+      const b = delta[pos++]!;
+      value += (b & 0x7f) * 2 ** shift;
+      shift += 7;
+      if (!(b & 0x80)) return value;
+      if (shift > 49) throw deltaError('delta size varint too long');
+    }
+  };
+  const baseSize = varint();
+  const resultSize = varint();
+  if (baseSize !== base.length) {
+    throw deltaError(`delta expects a base of ${baseSize} bytes, base has ${base.length}`);
+  }
+  if (resultSize > maxResult) {
+    throw new PackError('PACK_LIMIT_DELTA_SIZE', `delta result of ${resultSize} bytes exceeds the limit ${maxResult}`);
+  }
+  const out = resultBuffer(resultSize);
+  let o = 0;
+  while (pos < n) {
+    const op = delta[pos++]!;
+    if (op & 0x80) {
+      let off = 0;
+      let size = 0;
+      if (op & 0x01) off = delta[pos++]!;
+      if (op & 0x02) off |= delta[pos++]! << 8;
+      if (op & 0x04) off |= delta[pos++]! << 16;
+      if (op & 0x08) off = (off | (delta[pos++]! << 24)) >>> 0;
+      if (op & 0x10) size = delta[pos++]!;
+      if (op & 0x20) size |= delta[pos++]! << 8;
+      if (op & 0x40) size |= delta[pos++]! << 16;
+      if (pos > n) throw deltaError('delta copy instruction truncated');
+      if (size === 0) size = 0x10000;
+      if (off + size > base.length || o + size > resultSize) throw deltaError('delta copy out of bounds');
+      if (size <= 32) for (let k = 0; k < size; k++) out[o + k] = base[off + k]!;
+      else out.set(base.subarray(off, off + size), o);
+      o += size;
+    } else if (op !== 0) {
+      if (pos + op > n || o + op > resultSize) throw deltaError('delta insert out of bounds');
+      if (op <= 32) for (let k = 0; k < op; k++) out[o + k] = delta[pos + k]!;
+      else out.set(delta.subarray(pos, pos + op), o);
+      o += op;
+      pos += op;
+    } else {
+      throw deltaError('delta opcode 0 is reserved');
+    }
+  }
+  if (o !== resultSize) throw deltaError(`delta produced ${o} bytes, header said ${resultSize}`);
+  return out;
 }
 
 /** A whole-object pack entry: header + zlib data. */
