@@ -10,7 +10,7 @@
  * may change the repository directly).
  */
 import { spawn } from 'node:child_process';
-import { AdvertisementCache } from './advertisement-cache.js';
+import { AdvertisementCache, adKey } from './advertisement-cache.js';
 import type { GitBackend, GitService, RpcOptions } from './backend.js';
 import { GatewayError } from './errors.js';
 import { RepositoryRoot } from './repository-root.js';
@@ -161,7 +161,7 @@ export function createGitProcessBackend(options: GitProcessBackendOptions): GitB
     async advertise(repo: string, service: GitService, { protocol }: RpcOptions) {
       return cache.get(
         repo,
-        `${service}\0${protocol ?? ''}`,
+        adKey(service, protocol),
         () => dirOf(repo),
         async () => {
           const dir = await dirOf(repo);
@@ -223,7 +223,7 @@ export function createGitProcessBackend(options: GitProcessBackendOptions): GitB
     },
 
     cachedAdvertisement(repo, service, protocol) {
-      return cache.peek(repo, `${service}\0${protocol ?? ''}`);
+      return cache.peek(repo, adKey(service, protocol));
     },
 
     onRefUpdate(listener) {

@@ -81,6 +81,11 @@ export interface Gateway {
   fetch(request: Request): Promise<Response>;
   /** The same routing, returning a reply the node adapter writes without building a Response. */
   handle(request: GatewayRequest): Promise<GatewayReply>;
+  /**
+   * The same routing again, answering synchronously when no I/O is needed (a cached
+   * advertisement, /healthz, a refusal), and with a promise otherwise; never throws.
+   */
+  dispatch(request: GatewayRequest): GatewayReply | Promise<GatewayReply>;
   readonly hub: SseHub;
   readonly backend: GitBackend;
   /** Requests currently running. */
@@ -94,7 +99,11 @@ const SERVICE_HEADERS: Record<GitService, Uint8Array> = {
   'git-receive-pack': encoder.encode('001f# service=git-receive-pack\n0000'),
 };
 const NO_CACHE = 'no-cache, max-age=0, must-revalidate';
-const withServiceHeader = new WeakMap<Uint8Array, Uint8Array>();
+/**
+ * Discovery replies by advertisement (a cached advertisement is the same array each time), per
+ * flavour: v0/v1 with the `# service=` header, v2 without. They are shared: never mutated.
+ */
+const discoveryReplies = new WeakMap<Uint8Array, { v0?: GatewayReply; v2?: GatewayReply }>();
 const NEVER = new AbortController().signal;
 const PROBE = '0000';
 
@@ -226,7 +235,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     };
   };
 
-  async function route(request: GatewayRequest): Promise<GatewayReply> {
+  /** Routing: synchronous up to the first I/O (a cached advertisement needs none). */
+  function route(request: GatewayRequest): GatewayReply | Promise<GatewayReply> {
     const { path, query } = splitTarget(request.url);
     const method = request.method.toUpperCase();
     if (path === '/healthz') {
@@ -238,8 +248,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (method !== 'GET') return text(405, 'method not allowed', { allow: 'GET' });
       const repos = params.getAll('repo').map((r) => decodeRepoName(encodeURIComponent(r)));
       if (options.private && !authorized(request, params.get('token') ?? undefined)) return text(404, 'not found');
-      for (const repo of repos) if (!(await backend.exists(repo))) return text(404, 'not found');
-      return events(request, repos.length === 0 ? undefined : repos, params);
+      return allEvents(request, repos, params);
     }
     // /<name>.git/<rest>
     const slash = path.indexOf('/', 1);
@@ -289,6 +298,22 @@ export function createGateway(options: GatewayOptions): Gateway {
       const cached = backend.cachedAdvertisement?.(repo, service, protocol);
       if (cached !== undefined) return advertiseReply(service, protocol, cached, false);
     }
+    return serve(request, repo, service, kind, params);
+  }
+
+  async function allEvents(request: GatewayRequest, repos: string[], params: URLSearchParams): Promise<GatewayReply> {
+    for (const repo of repos) if (!(await backend.exists(repo))) return text(404, 'not found');
+    return events(request, repos.length === 0 ? undefined : repos, params);
+  }
+
+  /** The part of routing that needs the backend: the repository must exist. */
+  async function serve(
+    request: GatewayRequest,
+    repo: string,
+    service: GitService,
+    kind: 'advertise' | 'rpc' | 'events',
+    params: URLSearchParams,
+  ): Promise<GatewayReply> {
     if (!(await backend.exists(repo))) return text(404, 'not found');
     if (kind === 'events') return events(request, [repo], params);
     if (closed) return text(503, 'shutting down');
@@ -326,30 +351,39 @@ export function createGateway(options: GatewayOptions): Gateway {
   }
 
   function advertiseReply(service: GitService, protocol: string | null, ad: Uint8Array, head: boolean): GatewayReply {
-    const v2 = protocol?.split(':').includes('version=2') ?? false;
-    let bytes = ad;
-    if (!v2) {
-      // a cached advertisement is the same array each time: prefix it once
-      const prefixed = withServiceHeader.get(ad);
-      if (prefixed !== undefined) bytes = prefixed;
-      else {
+    const v2 = protocol?.split(':').includes('version=2') === true;
+    // a cached advertisement is the same array each time: its reply (prefix, headers) is built once
+    const key = v2 ? 'v2' : 'v0';
+    let replies = discoveryReplies.get(ad);
+    if (replies === undefined) {
+      replies = {};
+      discoveryReplies.set(ad, replies);
+    }
+    let reply = replies[key];
+    if (reply === undefined) {
+      let bytes = ad;
+      if (!v2) {
         const header = SERVICE_HEADERS[service];
         bytes = new Uint8Array(header.byteLength + ad.byteLength);
         bytes.set(header, 0);
         bytes.set(ad, header.byteLength);
-        withServiceHeader.set(ad, bytes);
       }
+      reply = {
+        status: 200,
+        headers: Object.freeze({
+          'content-type': `application/x-${service}-advertisement`,
+          'cache-control': NO_CACHE,
+          expires: 'Fri, 01 Jan 1980 00:00:00 GMT',
+          pragma: 'no-cache',
+          'content-length': String(bytes.byteLength),
+        }) as Record<string, string>,
+        body: { kind: 'bytes', bytes },
+      };
+      replies[key] = reply;
     }
-    return {
-      status: 200,
-      headers: {
-        'content-type': `application/x-${service}-advertisement`,
-        'cache-control': NO_CACHE,
-        expires: 'Fri, 01 Jan 1980 00:00:00 GMT',
-        pragma: 'no-cache',
-      },
-      body: head ? { kind: 'none' } : { kind: 'bytes', bytes },
-    };
+    if (!head) return reply;
+    const { 'content-length': _, ...headers } = reply.headers;
+    return { status: 200, headers, body: { kind: 'none' } };
   }
 
   async function rpc(request: GatewayRequest, repo: string, service: GitService): Promise<GatewayReply> {
@@ -426,20 +460,29 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
   }
 
-  async function handle(request: GatewayRequest): Promise<GatewayReply> {
+  function dispatch(request: GatewayRequest): GatewayReply | Promise<GatewayReply> {
     const cors = corsHeaders(request);
     if (request.method.toUpperCase() === 'OPTIONS') return preflight(cors);
-    let reply: GatewayReply;
+    let routed: GatewayReply | Promise<GatewayReply>;
     try {
-      reply = await route(request);
+      routed = route(request);
     } catch (error) {
-      reply = isGatewayError(error)
-        ? text(error.status === 499 ? 400 : error.status, error.message)
-        : text(500, 'internal error');
-      if (!request.signal.aborted && (!isGatewayError(error) || error.status >= 500)) reportError(error);
+      return withCors(failed(request, error), cors);
     }
-    if (cors !== undefined) Object.assign(reply.headers, cors);
-    return reply;
+    if (routed instanceof Promise) {
+      return routed.then(
+        (reply) => withCors(reply, cors),
+        (error) => withCors(failed(request, error), cors),
+      );
+    }
+    return withCors(routed, cors);
+  }
+
+  function failed(request: GatewayRequest, error: unknown): GatewayReply {
+    if ((!isGatewayError(error) || error.status >= 500) && !request.signal.aborted) reportError(error);
+    return isGatewayError(error)
+      ? text(error.status === 499 ? 400 : error.status, error.message)
+      : text(500, 'internal error');
   }
 
   function preflight(cors: Record<string, string> | undefined): GatewayReply {
@@ -462,9 +505,12 @@ export function createGateway(options: GatewayOptions): Gateway {
     get inFlight() {
       return inFlight;
     },
-    handle,
+    dispatch,
+    async handle(request) {
+      return dispatch(request);
+    },
     async fetch(request) {
-      return toResponse(await handle(request), hub, request.signal);
+      return toResponse(await dispatch(request), hub, request.signal);
     },
     async close() {
       if (closed) return;
@@ -478,6 +524,12 @@ export function createGateway(options: GatewayOptions): Gateway {
 function reportError(error: unknown): void {
   // a bug, not bad input: keep the server up and say what happened
   console.error('gitport gateway: internal error', error);
+}
+
+/** Adds the CORS headers; a reply's headers may be shared (cached discovery replies), so they are copied. */
+function withCors(reply: GatewayReply, cors: Record<string, string> | undefined): GatewayReply {
+  if (cors === undefined) return reply;
+  return { status: reply.status, headers: { ...reply.headers, ...cors }, body: reply.body };
 }
 
 function rpcReply(service: GitService, body: ReplyBody): GatewayReply {

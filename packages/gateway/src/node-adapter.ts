@@ -6,6 +6,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { BodySource } from './body.js';
 import type { Gateway, GatewayReply, GatewayRequest } from './handler.js';
 import type { SseSink } from './sse-hub.js';
 
@@ -47,12 +48,91 @@ async function* bodyOf(req: IncomingMessage): AsyncGenerator<Uint8Array> {
   for await (const chunk of req as AsyncIterable<Buffer>) yield toUint8(chunk);
 }
 
-class NodeHeaders {
-  constructor(private readonly raw: IncomingMessage['headers']) {}
+/** Header names node:http keeps only the first value of (it discards the duplicates). */
+const FIRST_ONLY = new Set([
+  'age',
+  'authorization',
+  'content-length',
+  'content-type',
+  'etag',
+  'expires',
+  'from',
+  'host',
+  'if-modified-since',
+  'if-unmodified-since',
+  'last-modified',
+  'location',
+  'max-forwards',
+  'proxy-authorization',
+  'referer',
+  'retry-after',
+  'server',
+  'user-agent',
+]);
+
+/**
+ * A request as the gateway reads it, made of the IncomingMessage without copying: headers are
+ * looked up in `rawHeaders` (node builds `req.headers` lazily, and discovery needs one or two of
+ * them), the body and the AbortSignal are made on first use.
+ */
+class NodeRequest implements GatewayRequest {
+  readonly method: string;
+  readonly url: string;
+  private controller: AbortController | undefined;
+  private stream: AsyncGenerator<Uint8Array> | undefined;
+
+  constructor(
+    private readonly req: IncomingMessage,
+    private readonly res: ServerResponse,
+  ) {
+    this.method = req.method ?? 'GET';
+    this.url = req.url ?? '/';
+  }
+
+  get headers(): this {
+    return this;
+  }
+
+  /** One header, combined the way node:http combines `req.headers`. */
   get(name: string): string | null {
-    const v = this.raw[name.toLowerCase()];
-    if (v === undefined) return null;
-    return Array.isArray(v) ? v.join(name.toLowerCase() === 'cookie' ? '; ' : ', ') : v;
+    const raw = this.req.rawHeaders;
+    const wanted = name.toLowerCase();
+    let found: string | null = null;
+    for (let i = 0; i + 1 < raw.length; i += 2) {
+      const key = raw[i]!;
+      if (key.length !== wanted.length || key.toLowerCase() !== wanted) continue;
+      const value = raw[i + 1]!;
+      if (found === null) found = value;
+      else if (FIRST_ONLY.has(wanted)) break;
+      else found += wanted === 'cookie' ? `; ${value}` : `, ${value}`;
+    }
+    return found;
+  }
+
+  get body(): BodySource | null {
+    const method = this.method;
+    if (method === 'GET' || method === 'HEAD' || method === 'OPTIONS') return null;
+    this.stream ??= bodyOf(this.req);
+    return this.stream;
+  }
+
+  /** Aborted when the client disconnects before the response is complete. */
+  get signal(): AbortSignal {
+    return this.abortController().signal;
+  }
+
+  abortController(): AbortController {
+    if (this.controller !== undefined) return this.controller;
+    const made = new AbortController();
+    this.controller = made;
+    const { req, res } = this;
+    if (res.destroyed || req.destroyed) made.abort(new Error('client disconnected'));
+    else {
+      res.on('close', () => {
+        if (!res.writableFinished) made.abort(new Error('client disconnected'));
+      });
+    }
+    return made;
   }
 }
 
@@ -76,47 +156,40 @@ export function createNodeListener(
   options: NodeListenerOptions = {},
 ): (req: IncomingMessage, res: ServerResponse) => void {
   const maxSse = options.maxSseBufferedBytes ?? gateway.hub.maxBufferedBytes;
-  return (req, res) => {
-    // the AbortSignal is made on first use: discovery requests answered from the cache never need one
-    let controller: AbortController | undefined;
-    const signal = (): AbortController => {
-      if (controller !== undefined) return controller;
-      const made = new AbortController();
-      controller = made;
-      if (res.destroyed || req.destroyed) made.abort(new Error('client disconnected'));
-      else {
-        res.on('close', () => {
-          if (!res.writableFinished) made.abort(new Error('client disconnected'));
-        });
-      }
-      return made;
-    };
-    const method = req.method ?? 'GET';
-    const request: GatewayRequest = {
-      method,
-      url: req.url ?? '/',
-      headers: new NodeHeaders(req.headers),
-      body: method === 'GET' || method === 'HEAD' || method === 'OPTIONS' ? null : bodyOf(req),
-      get signal() {
-        return signal().signal;
-      },
-    };
-    gateway.handle(request).then(
-      (reply) => write(reply, req, res, signal, gateway, maxSse),
-      (error) => {
-        console.error('gitport gateway: unhandled', error);
-        if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
-        res.end();
-      },
-    );
+  const failed = (res: ServerResponse) => (error: unknown) => {
+    console.error('gitport gateway: unhandled', error);
+    if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
+    res.end();
   };
+  return (req, res) => {
+    const request = new NodeRequest(req, res);
+    const reply = gateway.dispatch(request);
+    // a reply ready at once (a cached advertisement) is written in the same tick, with no promise
+    if (!(reply instanceof Promise)) {
+      if (reply.body.kind === 'bytes') writeBytes(reply, reply.body.bytes, res);
+      else void write(reply, req, res, request, gateway, maxSse).catch(failed(res));
+      return;
+    }
+    reply.then((ready) => write(ready, req, res, request, gateway, maxSse)).catch(failed(res));
+  };
+}
+
+/** A body already in memory: the status line, headers and body leave in one `end`. */
+function writeBytes(reply: GatewayReply, bytes: Uint8Array, res: ServerResponse): void {
+  let headers = reply.headers;
+  if (headers['content-length'] === undefined) {
+    // replies may share their headers (cached discovery replies carry their length): never mutate them
+    headers = { ...headers, 'content-length': String(bytes.byteLength) };
+  }
+  res.writeHead(reply.status, headers);
+  res.end(bytes);
 }
 
 async function write(
   reply: GatewayReply,
   req: IncomingMessage,
   res: ServerResponse,
-  controllerOf: () => AbortController,
+  request: NodeRequest,
   gateway: Gateway,
   maxSse: number,
 ): Promise<void> {
@@ -127,9 +200,7 @@ async function write(
       res.end();
       return;
     case 'bytes':
-      reply.headers['content-length'] = String(body.bytes.byteLength);
-      res.writeHead(reply.status, reply.headers);
-      res.end(body.bytes);
+      writeBytes(reply, body.bytes, res);
       return;
     case 'events': {
       if (res.destroyed) return;
@@ -175,7 +246,7 @@ async function write(
       return;
     }
     case 'stream': {
-      const controller = controllerOf();
+      const controller = request.abortController();
       res.writeHead(reply.status, reply.headers);
       const it = body.chunks[Symbol.asyncIterator]();
       try {

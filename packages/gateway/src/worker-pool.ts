@@ -19,7 +19,7 @@ import { type NodeWorkerLike, nodeEndpoint } from '@gitport/bus/node';
 import { encodeData, PacketReader, packetText } from '@gitport/pktline';
 import { open } from '@gitport/transport';
 import { HTTP_STREAM, isRefUpdateEvent, REF_UPDATE_EVENT } from 'gitport';
-import { AdvertisementCache } from './advertisement-cache.js';
+import { AdvertisementCache, adKey } from './advertisement-cache.js';
 import type { GitBackend, GitService } from './backend.js';
 import { collect } from './body.js';
 import { GatewayError } from './errors.js';
@@ -38,6 +38,14 @@ export interface WorkerPoolOptions {
   spawn?: SpawnWorker;
   /** Transport receive window per stream. */
   window?: number;
+  /**
+   * A worker that dies before it connects (or fails to connect within `connectTimeoutMs`) is
+   * started again after `initialMs`, doubling up to `maxMs` while it keeps failing
+   * (default 100 ms to 10 s); the pool reports unhealthy meanwhile.
+   */
+  restartBackoff?: { initialMs?: number; maxMs?: number };
+  /** How long a new worker may take to connect (ms, default 60 000). */
+  connectTimeoutMs?: number;
 }
 
 export interface WorkerPoolBackend extends GitBackend {
@@ -55,6 +63,10 @@ interface Slot {
   peer: string | undefined;
   generation: number;
   starting: Promise<void> | undefined;
+  /** Failed starts in a row. */
+  failures: number;
+  /** The next start, while backing off. */
+  retry: ReturnType<typeof setTimeout> | undefined;
 }
 
 const encoder = new TextEncoder();
@@ -107,34 +119,88 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
     peer: undefined,
     generation: 0,
     starting: undefined,
+    failures: 0,
+    retry: undefined,
   }));
+  const backoffInitial = Math.max(1, options.restartBackoff?.initialMs ?? 100);
+  const backoffMax = Math.max(backoffInitial, options.restartBackoff?.maxMs ?? 10_000);
+  const connectTimeout = options.connectTimeoutMs ?? 60_000;
   const inFlight = new Set<Promise<unknown>>();
   let closed = false;
 
+  /** One attempt: spawn a worker and connect to it; fails if the worker exits before connecting. */
   const start = (slot: Slot): Promise<void> => {
     slot.starting ??= (async () => {
       const id = `gateway-worker-${slot.index}-${slot.generation++}`;
       const worker = spawn(entry, { workerData: { id, root: options.root } });
       slot.worker = worker;
       worker.on('error', (error) => console.error(`gitport: worker ${id} failed`, error));
-      worker.once('exit', () => {
-        if (slot.worker !== worker) return;
-        const wasUp = slot.peer !== undefined;
-        slot.worker = undefined;
-        slot.peer = undefined;
-        // a worker that crashed after starting is replaced; requests pinned to it wait for the new one
-        if (!closed && wasUp)
-          void start(slot).catch((error) => console.error('gitport: restarting a worker failed', error));
+      const exited = new Promise<never>((_, reject) => {
+        worker.once('exit', (code) => {
+          reject(new GatewayError('GATEWAY_BACKEND_FAILED', `worker ${id} exited (code ${code}) before connecting`));
+          if (slot.worker !== worker) return;
+          const wasUp = slot.peer !== undefined;
+          slot.worker = undefined;
+          slot.peer = undefined;
+          // a worker that crashed after starting is replaced; requests pinned to it wait for the new one
+          if (!closed && wasUp) void supervise(slot).catch(() => {});
+        });
       });
-      const peer = await bus.connect(nodeEndpoint(worker as unknown as NodeWorkerLike), { timeout: 60_000 });
-      slot.peer = peer.id;
+      exited.catch(() => {});
+      const connecting = new AbortController();
+      try {
+        const peer = await Promise.race([
+          bus.connect(nodeEndpoint(worker as unknown as NodeWorkerLike), {
+            timeout: connectTimeout,
+            signal: connecting.signal,
+          }),
+          exited,
+        ]);
+        if (closed) {
+          await worker.terminate();
+          throw new GatewayError('GATEWAY_CLOSED', 'shutting down', { status: 503 });
+        }
+        slot.peer = peer.id;
+      } catch (error) {
+        connecting.abort();
+        if (slot.worker === worker) slot.worker = undefined;
+        void worker.terminate();
+        throw error;
+      }
     })().finally(() => {
       slot.starting = undefined;
     });
     return slot.starting;
   };
 
-  await Promise.all(slots.map(start));
+  /** Starts a slot's worker; while that fails, tries again with a growing, bounded delay. */
+  const supervise = (slot: Slot): Promise<void> => {
+    if (slot.retry !== undefined) {
+      clearTimeout(slot.retry);
+      slot.retry = undefined;
+    }
+    return start(slot).then(
+      () => {
+        slot.failures = 0;
+      },
+      (error: unknown) => {
+        if (closed) throw error;
+        const delay = Math.min(backoffMax, backoffInitial * 2 ** Math.min(slot.failures, 30));
+        slot.failures++;
+        console.error(
+          `gitport: worker ${slot.index} did not start (${error instanceof Error ? error.message : String(error)}); retrying in ${delay} ms`,
+        );
+        slot.retry = setTimeout(() => {
+          slot.retry = undefined;
+          if (!closed && slot.peer === undefined && slot.starting === undefined) void supervise(slot).catch(() => {});
+        }, delay);
+        throw error;
+      },
+    );
+  };
+
+  // a worker that fails its first start keeps being retried; the pool is unhealthy until it is up
+  await Promise.all(slots.map((slot) => supervise(slot).catch(() => {})));
 
   bus.on(REF_UPDATE_EVENT, (payload) => {
     if (!isRefUpdateEvent(payload)) return;
@@ -153,7 +219,8 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
 
   const peerFor = async (repo: string): Promise<string> => {
     const slot = slots[workerOf(repo)]!;
-    if (slot.peer === undefined) await (slot.starting ?? start(slot));
+    // a worker on its way up is waited for; one backing off after failed starts is not
+    if (slot.peer === undefined && slot.starting !== undefined) await slot.starting.catch(() => {});
     if (slot.peer === undefined)
       throw new GatewayError('GATEWAY_BACKEND_FAILED', 'worker unavailable', { status: 503 });
     return slot.peer;
@@ -254,7 +321,7 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
     advertise(repo: string, service: GitService, { protocol }) {
       return cache.get(
         repo,
-        `${service}\0${protocol ?? ''}`,
+        adKey(service, protocol),
         async () => {
           const dir = await root.resolve(repo);
           if (dir === undefined) throw new GatewayError('GATEWAY_NOT_FOUND', 'repository not found', { status: 404 });
@@ -315,7 +382,7 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
     },
 
     cachedAdvertisement(repo, service, protocol) {
-      return cache.peek(repo, `${service}\0${protocol ?? ''}`);
+      return cache.peek(repo, adKey(service, protocol));
     },
 
     onRefUpdate(listener) {
@@ -331,7 +398,7 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
       const worker = slot.worker;
       slot.peer = undefined;
       if (worker !== undefined) await worker.terminate();
-      while (slot.peer === undefined) await (slot.starting ?? start(slot));
+      while (slot.peer === undefined) await (slot.starting ?? supervise(slot));
     },
 
     async close() {
@@ -339,6 +406,7 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
       closed = true;
       // requests in flight (pushes) finish first
       await Promise.allSettled([...inFlight]);
+      for (const slot of slots) clearTimeout(slot.retry);
       bus.close();
       await Promise.all(slots.map((s) => s.worker?.terminate()));
     },

@@ -1,11 +1,14 @@
 /**
  * The worker pool itself: repositories pinned to workers by name, a replaced worker serving the
- * same repositories again (fetch, push, ref-update signals), /healthz following the pool.
+ * same repositories again (fetch, push, ref-update signals), /healthz following the pool, a worker
+ * that crashes before it ever connects started again with backoff.
  */
 import { join } from 'node:path';
-import type { WorkerPoolBackend } from '@gitport/gateway';
-import { describe, expect, it } from 'vitest';
+import { Worker } from 'node:worker_threads';
+import { createGateway, createWorkerPoolBackend, listen, type WorkerPoolBackend } from '@gitport/gateway';
+import { describe, expect, it, vi } from 'vitest';
 import { createGitSandbox } from '../git.js';
+import { startTsWorker } from '../ts-worker.js';
 import { rawRequest, startServer } from './server.js';
 import { connectSse } from './sse-client.js';
 
@@ -76,5 +79,61 @@ describe('worker pool', () => {
     const after = await refs();
     expect(after).toHaveLength(2);
     expect(after.some((l) => l.endsWith('\trefs/heads/topic'))).toBe(true);
+  });
+
+  it('retries a worker that crashes before its first connect, unhealthy until it is up', async () => {
+    await using sandbox = await createGitSandbox();
+    const root = sandbox.path('root');
+    const work = sandbox.path('work');
+    await sandbox.git(['init', '--quiet', work]);
+    await sandbox.git(['-C', work, 'commit', '--quiet', '--allow-empty', '-m', 'one']);
+    // worker 0 is a real worker thread that throws while loading, until the test lets it start
+    let healed = false;
+    const crashes: number[] = [];
+    let crashed: () => void = () => {};
+    const backend = await createWorkerPoolBackend({
+      root,
+      workers: 2,
+      revalidateMs: 0,
+      restartBackoff: { initialMs: 20, maxMs: 80 },
+      spawn: (entry, options) => {
+        const id = (options.workerData as { id: string }).id;
+        if (id.startsWith('gateway-worker-0-') && !healed) {
+          const worker = new Worker('throw new Error("worker crashed while loading")', { eval: true });
+          worker.once('exit', (code) => {
+            crashes.push(code);
+            crashed();
+          });
+          return worker;
+        }
+        return startTsWorker(entry, options);
+      },
+    });
+    const server = await listen(createGateway({ backend }), { port: 0, host: '127.0.0.1' });
+    try {
+      const name = Array.from({ length: 100 }, (_, i) => `pinned${i}`).find((n) => backend.workerOf(n) === 0)!;
+      await sandbox.git(['clone', '--quiet', '--bare', work, join(root, `${name}.git`)]);
+      // it keeps being started again while it keeps crashing, and the pool says so
+      while (crashes.length < 4) await new Promise<void>((resolve) => (crashed = resolve));
+      expect(crashes.every((code) => code !== 0)).toBe(true);
+      expect(backend.healthy()).toBe(false);
+      expect((await rawRequest(server, 'GET', '/healthz')).status).toBe(503);
+      const refused = await rawRequest(server, 'GET', `/${name}.git/info/refs?service=git-upload-pack`);
+      expect(refused.status).toBe(503);
+
+      healed = true;
+      await vi.waitFor(
+        async () => {
+          expect((await rawRequest(server, 'GET', '/healthz')).status).toBe(200);
+        },
+        { timeout: 30_000, interval: 50 },
+      );
+      await sandbox.git(['clone', '--quiet', `${server.url}/${name}.git`, sandbox.path('clone')]);
+      expect(await sandbox.git(['-C', sandbox.path('clone'), 'rev-parse', 'HEAD'])).toBe(
+        await sandbox.git(['-C', work, 'rev-parse', 'HEAD']),
+      );
+    } finally {
+      await server.close();
+    }
   });
 });
