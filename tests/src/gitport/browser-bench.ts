@@ -50,8 +50,11 @@ const peerAliases = () =>
     replacement: realpathSync(`${workspace}benchmarks/node_modules/${name}`),
   }));
 
-/** Starts the page, calls `fn` on it, and tears everything down. */
-async function withBenchPage<T>(fn: (page: Page) => Promise<T>): Promise<T> {
+/**
+ * Starts the page, calls `fn` on it, and tears everything down. `GITPORT_CHROMIUM_FLAGS` adds
+ * Chromium switches (separated by `;`), e.g. `--js-flags=--prof` when profiling.
+ */
+export async function withBenchPage<T>(fn: (page: Page) => Promise<T>): Promise<T> {
   const server = await createViteServer({
     configFile: false,
     root,
@@ -86,6 +89,7 @@ async function withBenchPage<T>(fn: (page: Page) => Promise<T>): Promise<T> {
       '--disable-background-networking',
       '--disable-component-update',
       '--disable-sync',
+      ...(process.env.GITPORT_CHROMIUM_FLAGS?.split(';').filter(Boolean) ?? []),
     ],
   });
   try {
