@@ -4,10 +4,11 @@
  * gave it; `i` says whether the sender of a frame is that opener (1) or the acceptor (0), so
  * both sides can open streams without their ids colliding.
  *
- *   open    {t:'open',   s, n: name, w: window, m: max, v: 1}  opener -> acceptor
- *   accept  {t:'accept', s, w: window, m: max}                acceptor -> opener
+ *   open    {t:'open',   s, n: name, w: window, m: max, v: 1, c?: credit}  opener -> acceptor
+ *   accept  {t:'accept', s, w: window, m: max, r?: room}      acceptor -> opener
  *   refuse  {t:'refuse', s, c: code, m: message}         acceptor -> opener (nobody listens)
- *   data    {t:'data',   s, i, b: Uint8Array}            costs b.byteLength credit
+ *   data    {t:'data',   s, i, b: Uint8Array | Uint8Array[]}  costs the bytes' length in credit;
+ *                                                        an array carries several chunks in order
  *   credit  {t:'credit', s, i, n: bytes}                 the reader consumed n more bytes
  *   blocked {t:'blocked',s, i}                           the writer waits for credit: grant now
  *   end     {t:'end',    s, i}                           the sender's write side is done
@@ -16,6 +17,14 @@
  *
  * `m` is the largest data payload the sender's bus accepts in one message; each writer splits
  * its data below the smaller of its own limit and the other side's.
+ *
+ * Optimistic open: an opener that already had a stream on that name accepted by that peer (so
+ * it knows the listener's window and payload limit, and `r`, how many more streams the listener
+ * took then) may start writing right after the open frame, within the credit `c` it announces
+ * there (at most {@link OPTIMISTIC_CREDIT}, and no more than the window it learnt). The acceptor
+ * gives such a stream a receive window of at least `c`, and the accept's `w` replaces `c` on
+ * the writer's side (what it sent counts against it). A refused open drops that data (at most
+ * `c` bytes): frames for streams nobody has are ignored.
  *
  * Flow control: each side advertises a receive window in bytes (open/accept). A writer may
  * have at most that many bytes sent and not yet granted back; the reader grants bytes back in
@@ -34,10 +43,10 @@ export const PROTOCOL_VERSION = 1;
 export type Side = 0 | 1;
 
 export type Frame =
-  | { t: 'open'; s: number; n: string; w: number; m: number; v: number }
-  | { t: 'accept'; s: number; w: number; m: number }
+  | { t: 'open'; s: number; n: string; w: number; m: number; v: number; c?: number }
+  | { t: 'accept'; s: number; w: number; m: number; r?: number }
   | { t: 'refuse'; s: number; c: string; m: string }
-  | { t: 'data'; s: number; i: Side; b: Uint8Array }
+  | { t: 'data'; s: number; i: Side; b: Uint8Array | Uint8Array[] }
   | { t: 'credit'; s: number; i: Side; n: number }
   | { t: 'blocked'; s: number; i: Side }
   | { t: 'end'; s: number; i: Side }
@@ -45,7 +54,26 @@ export type Frame =
   | { t: 'abort'; s: number; i: Side; e: WireReason };
 
 const MAX_NAME = 1024;
+/** The most chunks one data frame may carry. */
+export const MAX_FRAME_CHUNKS = 1024;
+
+const isChunks = (v: unknown): v is Uint8Array | Uint8Array[] => {
+  if (v instanceof Uint8Array) return true;
+  if (!Array.isArray(v) || v.length > MAX_FRAME_CHUNKS) return false;
+  for (let k = 0; k < v.length; k++) if (!(v[k] instanceof Uint8Array)) return false;
+  return true;
+};
+
+/** The bytes a data frame carries. */
+export const dataBytes = (b: Uint8Array | Uint8Array[]): number => {
+  if (b instanceof Uint8Array) return b.byteLength;
+  let n = 0;
+  for (let k = 0; k < b.length; k++) n += b[k]!.byteLength;
+  return n;
+};
 export const MAX_WINDOW = 2 ** 30;
+/** The most credit an optimistic open may announce (and an acceptor grants on its word). */
+export const OPTIMISTIC_CREDIT = 1024 * 1024;
 
 /** The most a reader keeps consumed and not granted: a quarter of its window. */
 export const grantBatch = (window: number): number => Math.max(1, Math.floor(window / 4));
@@ -54,6 +82,7 @@ export const mustSayBlocked = (need: number, remoteWindow: number): boolean =>
   need > remoteWindow - grantBatch(remoteWindow);
 
 const isId = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 2 ** 52;
+const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 2 ** 31;
 const isSide = (v: unknown): v is Side => v === 0 || v === 1;
 const isWindow = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= MAX_WINDOW;
 /** The smallest payload limit a side may announce. */
@@ -73,7 +102,7 @@ export function parseFrame(value: unknown): Frame | undefined {
   if (!isId(f.s)) return undefined;
   switch (f.t) {
     case 'data':
-      return isSide(f.i) && f.b instanceof Uint8Array ? (value as Frame) : undefined;
+      return isSide(f.i) && isChunks(f.b) ? (value as Frame) : undefined;
     case 'credit':
       return isSide(f.i) && typeof f.n === 'number' && Number.isInteger(f.n) && f.n > 0 && f.n <= MAX_WINDOW
         ? (value as Frame)
@@ -89,11 +118,12 @@ export function parseFrame(value: unknown): Frame | undefined {
         f.n.length <= MAX_NAME &&
         isWindow(f.w) &&
         isPayloadLimit(f.m) &&
-        typeof f.v === 'number'
+        typeof f.v === 'number' &&
+        (f.c === undefined || (isWindow(f.c) && f.c <= OPTIMISTIC_CREDIT))
         ? (value as Frame)
         : undefined;
     case 'accept':
-      return isWindow(f.w) && isPayloadLimit(f.m) ? (value as Frame) : undefined;
+      return isWindow(f.w) && isPayloadLimit(f.m) && (f.r === undefined || isCount(f.r)) ? (value as Frame) : undefined;
     case 'refuse':
       return typeof f.c === 'string' && typeof f.m === 'string' ? (value as Frame) : undefined;
     default:

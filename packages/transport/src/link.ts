@@ -3,7 +3,7 @@
  * peer, receive frames, learn that a peer is gone. The bus gives this (see `bus-link.ts`);
  * `portLink` gives it over one bare MessagePort-like object, which the unit tests use.
  */
-import type { Frame } from './frames.js';
+import { dataBytes, type Frame } from './frames.js';
 
 export interface FrameLink {
   /** The largest message the channel carries; data frames are split below it. */
@@ -53,8 +53,8 @@ export function portLink(port: PortLike, options: { peer: string; maxMessageSize
     send(peer, frame, transfer) {
       if (peer !== options.peer || lost) throw new Error(`no peer ${peer}`);
       // Like the bus: a message above the limit is refused (the frame around the bytes is small).
-      if (frame.t === 'data' && frame.b.byteLength + 64 > maxMessageSize) {
-        throw new Error(`a message of ${frame.b.byteLength} bytes is above the limit of ${maxMessageSize}`);
+      if (frame.t === 'data' && dataBytes(frame.b) + 64 > maxMessageSize) {
+        throw new Error(`a message of ${dataBytes(frame.b)} bytes is above the limit of ${maxMessageSize}`);
       }
       port.postMessage(frame, transfer);
     },

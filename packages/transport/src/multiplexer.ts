@@ -4,7 +4,15 @@
  * streams' coalescing buffers together on one macrotask tick, round-robin.
  */
 import { reasonToWire, TransportError } from './errors.js';
-import { type Frame, MAX_WINDOW, MIN_PAYLOAD, PROTOCOL_VERSION, parseFrame, type Side } from './frames.js';
+import {
+  type Frame,
+  MAX_WINDOW,
+  MIN_PAYLOAD,
+  OPTIMISTIC_CREDIT,
+  PROTOCOL_VERSION,
+  parseFrame,
+  type Side,
+} from './frames.js';
 import type { FrameLink } from './link.js';
 import { type DuplexStream, Stream, type StreamHost } from './stream.js';
 
@@ -63,9 +71,23 @@ interface PendingOpen {
   peer: string;
   name: string;
   window: number;
+  /** The stream already handed out by an optimistic open (settled by the answer). */
+  stream?: Stream;
   resolve: (stream: Stream) => void;
   reject: (error: unknown) => void;
   cleanup: () => void;
+}
+
+/** What an opener learnt about a name on a peer from its last accept. */
+interface KnownName {
+  /** Whether a stream on this name was accepted (the figures below are from that accept). */
+  known: boolean;
+  window: number;
+  maxPayload: number;
+  /** How many more streams the listener takes, as far as we know. */
+  room: number;
+  /** Our opens on this name not answered yet (each takes a slot there). */
+  pending: number;
 }
 
 /**
@@ -113,6 +135,8 @@ export class Multiplexer {
   #peers = new Map<string, PeerStreams>();
   #listeners = new Map<string, Listener>();
   #pending = new Map<number, PendingOpen>();
+  /** Per peer, per name: what the accepts told us (for optimistic opens). */
+  #names = new Map<string, Map<string, KnownName>>();
   #nextId = 1;
   #flushQueue: Stream[] = [];
   /** Buffers handed to the bus for transfer (see StreamHost.claim). */
@@ -159,14 +183,34 @@ export class Multiplexer {
       return Promise.reject(new TransportError('TRANSPORT_ABORTED', 'open aborted', { cause: signal.reason }));
     }
     const id = this.#nextId++;
-    return new Promise<DuplexStream>((resolve, reject) => {
+    const known = this.#nameOf(peer, name);
+    // Optimistic: the name was accepted there before and has room: write before the answer.
+    const optimistic = known.known && known.room > 0;
+    let stream: Stream | undefined;
+    let credit = 0;
+    if (optimistic) {
+      known.room--;
+      credit = Math.min(known.window, OPTIMISTIC_CREDIT);
+      stream = new Stream(this.#host(peer, 1, known.maxPayload), {
+        peer,
+        name,
+        id,
+        side: 1,
+        window,
+        remoteWindow: credit,
+      });
+    }
+    known.pending++;
+    const opening = new Promise<DuplexStream>((resolve, reject) => {
       const timeout = options.timeout ?? DEFAULT_OPEN_TIMEOUT;
       const fail = (error: TransportError) => {
-        if (!this.#pending.delete(id)) return;
-        cleanup();
+        const pending = this.#pending.get(id);
+        if (pending === undefined) return;
+        this.#settled(id, pending);
         // If the peer accepts after all, it learns the stream is gone.
         this.#trySend(peer, { t: 'abort', s: id, i: 1, e: reasonToWire(error) });
-        reject(error);
+        if (pending.stream) pending.stream.fail(error, true);
+        else reject(error);
       };
       const timer = setTimeout(
         () =>
@@ -180,12 +224,17 @@ export class Multiplexer {
         clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
       };
-      this.#pending.set(id, { peer, name, window, resolve, reject, cleanup });
+      this.#pending.set(id, { peer, name, window, resolve, reject, cleanup, ...(stream ? { stream } : {}) });
+      const frame: Frame = { t: 'open', s: id, n: name, w: window, m: this.#maxPayload, v: PROTOCOL_VERSION };
+      if (stream) frame.c = credit;
       try {
-        this.#link.send(peer, { t: 'open', s: id, n: name, w: window, m: this.#maxPayload, v: PROTOCOL_VERSION }, []);
+        this.#link.send(peer, frame, []);
+        if (stream) {
+          this.#streamsOf(peer).opened.set(id, stream);
+          resolve(stream);
+        }
       } catch (error) {
-        this.#pending.delete(id);
-        cleanup();
+        this.#settled(id, this.#pending.get(id)!);
         const closed = (error as { code?: unknown } | null)?.code === 'BUS_CLOSED';
         reject(
           new TransportError(
@@ -196,6 +245,30 @@ export class Multiplexer {
         );
       }
     });
+    return opening;
+  }
+
+  /** What we know of `name` on `peer` (created empty). */
+  #nameOf(peer: string, name: string): KnownName {
+    let names = this.#names.get(peer);
+    if (names === undefined) {
+      names = new Map();
+      this.#names.set(peer, names);
+    }
+    let known = names.get(name);
+    if (known === undefined) {
+      known = { known: false, window: 0, maxPayload: 0, room: 0, pending: 0 };
+      names.set(name, known);
+    }
+    return known;
+  }
+
+  /** An open was answered or given up: forget it as pending. */
+  #settled(id: number, pending: PendingOpen): void {
+    this.#pending.delete(id);
+    pending.cleanup();
+    const known = this.#names.get(pending.peer)?.get(pending.name);
+    if (known !== undefined && known.pending > 0) known.pending--;
   }
 
   get stats(): TransportStats {
@@ -226,6 +299,7 @@ export class Multiplexer {
       pending.cleanup();
       pending.reject(error);
     }
+    this.#names.clear();
     for (const peer of [...this.#peers.keys()]) this.#failPeer(peer, error);
   }
 
@@ -239,21 +313,27 @@ export class Multiplexer {
         this.#onOpen(peer, frame);
         return;
       case 'accept':
-        this.#onAccept(peer, frame.s, frame.w, frame.m);
+        this.#onAccept(peer, frame);
         return;
       case 'refuse': {
         const pending = this.#pending.get(frame.s);
         if (pending === undefined || pending.peer !== peer) return;
-        this.#pending.delete(frame.s);
-        pending.cleanup();
-        pending.reject(
-          new TransportError(
-            frame.c === 'TRANSPORT_NO_LISTENER' || frame.c === 'TRANSPORT_TOO_MANY_STREAMS'
-              ? frame.c
-              : 'TRANSPORT_PROTOCOL',
-            `${peer} refused to open ${pending.name}: ${frame.m}`,
-          ),
+        this.#settled(frame.s, pending);
+        const known = this.#names.get(peer)?.get(pending.name);
+        if (known !== undefined) {
+          // Nobody listens any more (forget the name), or no room: open the next one the slow way.
+          if (frame.c === 'TRANSPORT_NO_LISTENER') known.known = false;
+          known.room = 0;
+        }
+        const error = new TransportError(
+          frame.c === 'TRANSPORT_NO_LISTENER' || frame.c === 'TRANSPORT_TOO_MANY_STREAMS'
+            ? frame.c
+            : 'TRANSPORT_PROTOCOL',
+          `${peer} refused to open ${pending.name}: ${frame.m}`,
         );
+        // An optimistic stream fails as a whole (what it wrote was dropped there).
+        if (pending.stream) pending.stream.fail(error, true);
+        else pending.reject(error);
         return;
       }
       default: {
@@ -287,6 +367,8 @@ export class Multiplexer {
       return;
     }
     listener.open++;
+    // An optimistic opener writes within the credit it announced: the window holds at least that.
+    const window = frame.c === undefined ? listener.window : Math.max(listener.window, frame.c);
     const stream = new Stream(
       this.#host(peer, 0, frame.m, () => listener.open--),
       {
@@ -294,12 +376,13 @@ export class Multiplexer {
         name,
         id,
         side: 0,
-        window: listener.window,
+        window,
         remoteWindow,
       },
     );
     streams.accepted.set(id, stream);
-    if (!this.#trySend(peer, { t: 'accept', s: id, w: listener.window, m: this.#maxPayload })) {
+    const room = listener.maxStreams - listener.open;
+    if (!this.#trySend(peer, { t: 'accept', s: id, w: window, m: this.#maxPayload, r: room })) {
       stream.fail(new TransportError('TRANSPORT_PEER_LOST', `cannot answer ${peer}`), true);
       return;
     }
@@ -314,14 +397,24 @@ export class Multiplexer {
     }
   }
 
-  #onAccept(peer: string, id: number, remoteWindow: number, remoteMaxPayload: number): void {
+  #onAccept(peer: string, frame: Extract<Frame, { t: 'accept' }>): void {
+    const { s: id, w: remoteWindow, m: remoteMaxPayload } = frame;
     const pending = this.#pending.get(id);
     if (pending === undefined || pending.peer !== peer) {
       this.#trySend(peer, { t: 'abort', s: id, i: 1, e: { name: 'Error', message: 'open abandoned' } });
       return;
     }
-    this.#pending.delete(id);
-    pending.cleanup();
+    this.#settled(id, pending);
+    const known = this.#nameOf(peer, pending.name);
+    known.known = true;
+    known.window = remoteWindow;
+    known.maxPayload = remoteMaxPayload;
+    // The room it counted is before our later opens (still pending) took theirs.
+    known.room = Math.max(0, (frame.r ?? 0) - known.pending);
+    if (pending.stream) {
+      pending.stream.accepted(remoteWindow, Math.min(this.#maxPayload, remoteMaxPayload));
+      return;
+    }
     const stream = new Stream(this.#host(peer, 1, remoteMaxPayload), {
       peer,
       name: pending.name,
@@ -346,6 +439,7 @@ export class Multiplexer {
       pending.cleanup();
       pending.reject(error);
     }
+    this.#names.delete(peer);
     this.#failPeer(peer, error);
   }
 

@@ -59,8 +59,8 @@ export interface StreamStats {
 /** What a stream needs from its multiplexer. */
 export interface StreamHost {
   send(frame: Frame, transfer?: Transferable[]): void;
-  /** The largest data payload one frame may carry. */
-  readonly maxPayload: number;
+  /** The largest data payload one frame may carry (set again when an optimistic open is accepted). */
+  maxPayload: number;
   /**
    * Claims a writer's buffer for transfer: false when it was claimed already (the bus posts on
    * a microtask, so a buffer written twice in one tick is not detached yet; it is copied then).
@@ -77,6 +77,13 @@ type WriteState = 'open' | 'ending' | 'ended' | 'cancelled' | 'errored';
 const COALESCE_BUFFER = 64 * 1024;
 /** Writes up to this size are coalesced. */
 const COALESCE_MAX = 16 * 1024;
+/**
+ * Chunks sent within one tick travel together in one frame (one bus message, each buffer in the
+ * transfer list) up to this many bytes: the per-message cost is paid once per batch.
+ */
+const BATCH_BYTES = 256 * 1024;
+/** The most chunks one data frame carries. */
+const BATCH_CHUNKS = 64;
 
 const RESOLVED: Promise<void> = Promise.resolve();
 const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
@@ -126,6 +133,10 @@ export class Stream implements DuplexStream {
   #coalesceSize: number;
   #buffer: Uint8Array | undefined;
   #fill = 0;
+  /** Chunks whose credit is paid, waiting to go out together in one data frame. */
+  #out: Uint8Array[] = [];
+  #outBytes = 0;
+  #batchBytes: number;
   #flushScheduled = false;
   #creditWaiter: { need: number; resolve: () => void; reject: (e: unknown) => void } | undefined;
   #writeTail: Promise<void> | undefined;
@@ -147,6 +158,7 @@ export class Stream implements DuplexStream {
     this.#credit = init.remoteWindow;
     this.#coalesceMax = Math.min(COALESCE_MAX, init.remoteWindow, host.maxPayload);
     this.#coalesceSize = Math.min(COALESCE_BUFFER, host.maxPayload);
+    this.#batchBytes = Math.min(BATCH_BYTES, host.maxPayload);
     this.closed = new Promise<void>((resolve, reject) => {
       this.#resolveClosed = resolve;
       this.#rejectClosed = reject;
@@ -155,13 +167,36 @@ export class Stream implements DuplexStream {
     this.closed.catch(() => {});
   }
 
+  /**
+   * The other side accepted a stream we opened optimistically (writing within the credit the
+   * open frame announced): its real receive window replaces that credit. What we sent before
+   * counts against it; the credit may go below zero until the reader grants back.
+   */
+  accepted(remoteWindow: number, maxPayload: number): void {
+    if (this.#done) return;
+    this.#host.maxPayload = maxPayload;
+    this.#credit += remoteWindow - this.#remoteWindow;
+    this.#remoteWindow = remoteWindow;
+    this.#coalesceMax = Math.min(COALESCE_MAX, remoteWindow, maxPayload);
+    this.#coalesceSize = Math.min(COALESCE_BUFFER, maxPayload);
+    this.#batchBytes = Math.min(BATCH_BYTES, maxPayload);
+    const waiter = this.#creditWaiter;
+    if (waiter === undefined || this.#writeState === 'errored' || this.#writeState === 'cancelled') return;
+    if (this.#credit >= waiter.need) {
+      this.#creditWaiter = undefined;
+      waiter.resolve();
+    } else if (mustSayBlocked(waiter.need, remoteWindow)) {
+      this.#sendControl({ t: 'blocked', s: this.id, i: this.side });
+    }
+  }
+
   get stats(): StreamStats {
     return {
       queuedBytes: this.#queued,
       maxQueuedBytes: this.#maxQueued,
       inFlightBytes: this.#remoteWindow - this.#credit,
       credit: this.#credit,
-      bufferedBytes: this.#fill,
+      bufferedBytes: this.#fill + this.#outBytes,
       window: this.#window,
       remoteWindow: this.#remoteWindow,
     };
@@ -301,16 +336,26 @@ export class Stream implements DuplexStream {
     }
   }
 
-  #onData(chunk: Uint8Array): void {
-    const n = chunk.byteLength;
+  #onData(data: Uint8Array | Uint8Array[]): void {
     if (this.#readState !== 'open') {
       if (this.#readState === 'ended') this.#protocolError('data after end');
       return; // cancelled or errored: the writer learns it from our cancel/abort
     }
+    let n = 0;
+    if (data instanceof Uint8Array) n = data.byteLength;
+    else for (let k = 0; k < data.length; k++) n += data[k]!.byteLength;
     if (this.#queued + this.#ungranted + n > this.#window) {
       this.#protocolError(`the writer overran the window of ${this.#window} bytes`);
       return;
     }
+    if (n === 0) return;
+    if (data instanceof Uint8Array) this.#take(data);
+    else for (let k = 0; k < data.length; k++) this.#take(data[k]!);
+  }
+
+  /** One received chunk: to the waiting reader, else to the queue. */
+  #take(chunk: Uint8Array): void {
+    const n = chunk.byteLength;
     if (n === 0) return;
     const waiter = this.#waiter;
     if (waiter) {
@@ -430,13 +475,12 @@ export class Stream implements DuplexStream {
         this.#append(chunk);
         return undefined;
       }
-      this.#flush();
       return this.#waitCredit(len).then(() => {
         this.#checkWritable();
         this.#append(chunk);
       });
     }
-    this.#flush();
+    this.#stage();
     const whole = Math.min(this.#host.maxPayload, this.#remoteWindow);
     if (transfer && len <= whole && ownsWholeBuffer(chunk) && this.#host.claim(chunk.buffer as ArrayBuffer)) {
       if (this.#credit >= len) {
@@ -472,6 +516,8 @@ export class Stream implements DuplexStream {
   }
 
   #waitCredit(need: number): Promise<void> {
+    // What is queued goes out first: the reader can only grant back what it receives.
+    this.#flush();
     return new Promise<void>((resolve, reject) => {
       this.#creditWaiter = { need, resolve, reject };
       if (mustSayBlocked(need, this.#remoteWindow)) this.#sendControl({ t: 'blocked', s: this.id, i: this.side });
@@ -480,19 +526,22 @@ export class Stream implements DuplexStream {
 
   #append(chunk: Uint8Array): void {
     const len = chunk.byteLength;
-    if (this.#buffer !== undefined && this.#fill + len > this.#buffer.byteLength) this.#flush();
+    if (this.#buffer !== undefined && this.#fill + len > this.#buffer.byteLength) this.#stage();
     if (this.#buffer === undefined) this.#buffer = new Uint8Array(this.#coalesceSize);
     this.#buffer.set(chunk, this.#fill);
     this.#fill += len;
     this.#credit -= len;
-    if (this.#fill === this.#buffer.byteLength) this.#flush();
-    else if (!this.#flushScheduled) {
-      this.#flushScheduled = true;
-      this.#host.scheduleFlush(this);
-    }
+    if (this.#fill === this.#buffer.byteLength) this.#stage();
+    else this.#scheduleFlush();
   }
 
-  /** Sends what the coalescing buffer holds (the multiplexer calls it on its flush tick). */
+  #scheduleFlush(): void {
+    if (this.#flushScheduled) return;
+    this.#flushScheduled = true;
+    this.#host.scheduleFlush(this);
+  }
+
+  /** Sends what is buffered and queued (the multiplexer calls it on its flush tick). */
   flush(): void {
     this.#flushScheduled = false;
     if (this.#writeError) return;
@@ -504,7 +553,14 @@ export class Stream implements DuplexStream {
     }
   }
 
+  /** Sends everything written so far. */
   #flush(): void {
+    this.#stage();
+    this.#sendOut();
+  }
+
+  /** Moves the coalescing buffer's bytes to the send queue (behind what is queued already). */
+  #stage(): void {
     const buffer = this.#buffer;
     if (buffer === undefined || this.#fill === 0) return;
     const fill = this.#fill;
@@ -522,15 +578,39 @@ export class Stream implements DuplexStream {
   #dropBuffer(): void {
     this.#buffer = undefined;
     this.#fill = 0;
+    this.#out = [];
+    this.#outBytes = 0;
   }
 
   /**
-   * Sends a chunk we own (its whole ArrayBuffer is transferred). The caller checked the credit;
-   * coalesced bytes paid theirs when they were buffered.
+   * Queues a chunk we own (its whole ArrayBuffer is transferred) to go out with the others of
+   * this tick; a full batch goes at once. The caller checked the credit; coalesced bytes paid
+   * theirs when they were buffered.
    */
   #sendData(chunk: Uint8Array, paid = false): void {
-    if (!paid) this.#credit -= chunk.byteLength;
-    this.#send({ t: 'data', s: this.id, i: this.side, b: chunk }, [chunk.buffer as ArrayBuffer]);
+    const len = chunk.byteLength;
+    if (!paid) this.#credit -= len;
+    if (this.#outBytes + len > this.#batchBytes) this.#sendOut();
+    this.#out.push(chunk);
+    this.#outBytes += len;
+    if (this.#outBytes >= this.#batchBytes || this.#out.length >= BATCH_CHUNKS) this.#sendOut();
+    else this.#scheduleFlush();
+  }
+
+  /** Sends the queued chunks as one data frame. */
+  #sendOut(): void {
+    const out = this.#out;
+    if (out.length === 0) return;
+    this.#out = [];
+    this.#outBytes = 0;
+    if (out.length === 1) {
+      const chunk = out[0]!;
+      this.#send({ t: 'data', s: this.id, i: this.side, b: chunk }, [chunk.buffer as ArrayBuffer]);
+      return;
+    }
+    const transfer: ArrayBuffer[] = new Array(out.length);
+    for (let k = 0; k < out.length; k++) transfer[k] = out[k]!.buffer as ArrayBuffer;
+    this.#send({ t: 'data', s: this.id, i: this.side, b: out }, transfer);
   }
 
   end(): Promise<void> {
@@ -562,6 +642,8 @@ export class Stream implements DuplexStream {
 
   abort(reason?: unknown): void {
     if (this.#done) return;
+    // What was written before goes out ahead of the abort, as if each write had been sent at once.
+    if (this.#writeError === undefined) this.flush();
     this.#sendControl({ t: 'abort', s: this.id, i: this.side, e: reasonToWire(reason) });
     const message = typeof reason === 'object' && reason !== null && 'message' in reason ? reason.message : reason;
     this.fail(

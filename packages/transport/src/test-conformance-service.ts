@@ -3,7 +3,8 @@
  * the other end of the pair lives: the same thread, a worker thread, a Web Worker; so it uses
  * web APIs only.
  *
- * It listens on `conformance`. A stream starts with one header line of JSON, `{"op": ...}\n`:
+ * It listens on `conformance` (the default window) and `conformance-small` (a receive window of
+ * {@link SMALL_WINDOW}), the same service on both. A stream starts with one header line of JSON, `{"op": ...}\n`:
  *   sink       read everything; answer {bytes, hash, maxQueued} and end
  *   echo       write every chunk back; end when the input ends
  *   source     write `bytes` seeded random bytes in random chunks, end; read the input (report)
@@ -17,6 +18,9 @@
  */
 import type { DuplexStream, TransportStats } from './index.js';
 import type { StreamStats } from './stream.js';
+
+/** The receive window of the service's streams on `conformance-small`. */
+export const SMALL_WINDOW = 32 * 1024;
 
 export interface TransportSide {
   listen(name: string, onStream: (stream: DuplexStream) => void, options?: { window?: number }): () => void;
@@ -282,10 +286,17 @@ export function serveConformance(side: TransportSide): () => void {
     }
   };
 
-  return side.listen('conformance', (stream) => {
+  const onStream = (stream: DuplexStream) => {
     handle(stream).catch((error) => {
       // A stream that failed under a test (aborts, peer death) is expected here.
       stream.abort(error);
     });
-  });
+  };
+  const stops = [
+    side.listen('conformance', onStream),
+    side.listen('conformance-small', onStream, { window: SMALL_WINDOW }),
+  ];
+  return () => {
+    for (const stop of stops) stop();
+  };
 }

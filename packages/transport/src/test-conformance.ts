@@ -15,6 +15,7 @@ import {
   jsonLine,
   Random,
   type Report,
+  SMALL_WINDOW,
   type TransportSide,
 } from './test-conformance-service.js';
 
@@ -94,8 +95,13 @@ async function writeRandom(
   return hash;
 }
 
-async function start(pair: ConformancePair, header: Header, window?: number): Promise<DuplexStream> {
-  const stream = await pair.local.open(pair.remotePeer, 'conformance', window ? { window } : {});
+async function start(
+  pair: ConformancePair,
+  header: Header,
+  window?: number,
+  name = 'conformance',
+): Promise<DuplexStream> {
+  const stream = await pair.local.open(pair.remotePeer, name, window ? { window } : {});
   await stream.write(jsonLine(header));
   return stream;
 }
@@ -396,9 +402,12 @@ export function transportConformance(
       const before = pair.local.stats().streams;
       const count = 100;
       const perStream = 512 * 1024;
-      const streamWindow = 32 * 1024;
+      // Small windows both ways: the far side receives on `conformance-small`.
+      const streamWindow = SMALL_WINDOW;
       const streams = await Promise.all(
-        Array.from({ length: count }, (_, i) => start(pair, { op: 'sink', id: nextId(`many${i}`) }, streamWindow)),
+        Array.from({ length: count }, (_, i) =>
+          start(pair, { op: 'sink', id: nextId(`many${i}`) }, streamWindow, 'conformance-small'),
+        ),
       );
       const written = new Array<number>(count).fill(0);
       let minWhenFirstDone = -1;

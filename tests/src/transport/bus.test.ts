@@ -45,12 +45,20 @@ describe('transport over @gitport/bus', () => {
   it('fails open streams with TRANSPORT_CLOSED when our bus closes, TRANSPORT_PEER_LOST on theirs', async () => {
     const { near, far, ports } = await connected();
     const accepted: Promise<unknown>[] = [];
+    let bothAccepted!: () => void;
+    const accepting = new Promise<void>((resolve) => {
+      bothAccepted = resolve;
+    });
     listen(far, 'hold', (stream) => {
       accepted.push(stream.closed.catch((error: unknown) => error));
+      if (accepted.length === 2) bothAccepted();
     });
     const a = await open(near, 'far', 'hold');
+    // The second open is optimistic (the name was accepted once): it resolves before the far
+    // side has the stream, so wait for both there.
     const b = await open(near, 'far', 'hold');
     await a.write(new Uint8Array(1000));
+    await accepting;
     expect(transportStats(near)).toMatchObject({ streams: 2 });
     const reading = (async () => {
       for await (const _ of a);
