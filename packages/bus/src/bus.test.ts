@@ -11,6 +11,7 @@ import {
   PROTOCOL_VERSION,
 } from './index.js';
 import { nodeEndpoint } from './node.js';
+import { envelopesOf, fromWire, toWire } from './wire.js';
 
 const cleanups: (() => void)[] = [];
 afterEach(() => {
@@ -45,7 +46,10 @@ function codeOf(promise: Promise<unknown>): Promise<string | undefined> {
   );
 }
 
-/** A hand-driven peer speaking the wire format directly, to play a misbehaving party. */
+/**
+ * A hand-driven peer speaking the wire format directly, to play a misbehaving party. Envelopes are
+ * written and read in the readable form of wire.ts (`{ k: 'rq', e, i, p, ... }`).
+ */
 class RawPeer {
   readonly inbox: Record<string, unknown>[] = [];
   private waiters: (() => void)[] = [];
@@ -55,7 +59,7 @@ class RawPeer {
     readonly id: string,
   ) {
     port.on('message', (data: unknown) => {
-      if (Array.isArray(data)) this.inbox.push(...(data as Record<string, unknown>[]));
+      if (Array.isArray(data)) this.inbox.push(...envelopesOf(data).map(fromWire));
       else this.inbox.push(data as Record<string, unknown>);
       for (const w of this.waiters.splice(0)) w();
     });
@@ -65,7 +69,7 @@ class RawPeer {
     this.port.postMessage({ $gitportBus: 'ack', id: this.id, v: PROTOCOL_VERSION, hub: false, ...extra });
   }
   send(envelope: Record<string, unknown>): void {
-    this.port.postMessage([{ s: this.id, h: 4, q: ++this.seq, ...envelope }]);
+    this.port.postMessage([toWire({ s: this.id, h: 4, q: ++this.seq, ...envelope })]);
   }
   async next(predicate: (m: Record<string, unknown>) => boolean): Promise<Record<string, unknown>> {
     for (;;) {
@@ -206,7 +210,7 @@ describe('trust', () => {
     const seen: [unknown, string][] = [];
     a.on('e', (payload, meta) => seen.push([payload, meta.from]));
     b.raw.send({ k: 'ev', s: 'c', t: 'a', e: 'e', p: 'spoofed' });
-    b.raw.port.postMessage([{ k: 'ev', s: 'b', t: 'a', h: 4, q: 1, e: 'e', p: 'replayed' }]);
+    b.raw.port.postMessage([toWire({ k: 'ev', s: 'b', t: 'a', h: 4, q: 1, e: 'e', p: 'replayed' })]);
     b.raw.send({ k: 'ev', t: 'a', e: 'e', p: 'genuine' });
     b.raw.send({ k: 'ev', t: 'a', e: '__proto__', p: 'proto' });
     b.raw.send({ k: 'hp', t: 'a' });
@@ -227,7 +231,11 @@ describe('trust', () => {
       [1, 'x'],
       [{}],
       [{ k: 'rq', s: 'b', q: 'x' }],
-      [{ k: 'rq', s: 'b', q: Number.NaN }],
+      [[]],
+      [[1]],
+      toWire({ k: 'rq', s: 'b', q: 'x' }),
+      [toWire({ k: 'rq', s: 'b', q: Number.NaN })],
+      [toWire({ k: 'rq', s: 'b', q: 1.5 })],
       { $gitportBus: 'nope' },
     ]) {
       b.raw.port.postMessage(junk);
@@ -275,10 +283,10 @@ describe('fuzz', () => {
     const frames = fc.sample(fc.array(envelope, { minLength: 1, maxLength: 5 }), { seed, numRuns: 300 });
     for (const frame of frames) {
       // never a bye from b itself: that would (rightly) end the connection
-      b.raw.port.postMessage(frame.filter((e) => e.k !== 'by' || (e.s !== undefined && e.s !== 'b')));
+      b.raw.port.postMessage(frame.filter((e) => e.k !== 'by' || (e.s !== undefined && e.s !== 'b')).map(toWire));
     }
     // Sequence numbers only go up: the fuzz may have used large ones, so the last word takes the largest.
-    b.raw.port.postMessage([{ k: 'rq', s: 'b', t: 'a', q: Number.MAX_SAFE_INTEGER, e: 'count', i: 'final' }]);
+    b.raw.port.postMessage(toWire({ k: 'rq', s: 'b', t: 'a', q: Number.MAX_SAFE_INTEGER, e: 'count', i: 'final' }));
     const reply = await b.raw.next((m) => m.k === 'rs' && m.i === 'final');
     expect(typeof reply.p).toBe('number');
     expect(a.peers.has('b')).toBe(true);

@@ -5,14 +5,17 @@
  * Wire format (structured clone, one postMessage per batch):
  *   handshake frame = { $gitportBus: "hello" | "ack", id, v, hub }
  *                   | { $gitportBus: "refuse", id, code, message }
- *   data frame      = Envelope[]                      (all envelopes queued in one microtask)
- *   Envelope        = { k: kind, s?: source, t?: target, q: sequence (per link, strictly increasing),
- *                       h?: hops left (s, t, h are left out between direct neighbours),
- *                       e?: event or handler name, i?: request id, p?: payload,
- *                       x?: wire error, c?: channel, l?: peer ids }
- *   kind            = "ev" event | "rq" request | "rs" response | "re" error response | "cn" cancel
- *                   | "ch" channel message | "pj" peers joined | "pl" peers left (from a hub)
- *                   | "hp" heartbeat ping | "ho" heartbeat pong | "by" bye
+ *   data frame      = Envelope                        (a lone envelope: its first element is a number)
+ *                   | Envelope[]                      (all envelopes queued in one microtask)
+ *   Envelope        = [kind, q, e?, i?, p?, s?, t?, h?] (an array: cheaper to clone than an object)
+ *     q             sequence number (per link, strictly increasing)
+ *     e             event or handler name, channel name
+ *     i             request id
+ *     p             payload, wire error (kind re), peer ids (kinds pj, pl)
+ *     s, t, h       source, target, hops left: left out between direct neighbours
+ *   kind            = 0 event | 1 request | 2 response | 3 error response | 4 cancel
+ *                   | 5 channel message | 6 peers joined | 7 peers left (from a hub)
+ *                   | 8 heartbeat ping | 9 heartbeat pong | 10 bye
  *
  * Handshake: each side posts `hello` (retried with backoff until answered: a window may not listen
  * yet). A side that accepts the other (from its `hello` or `ack`: same protocol version, distinct
@@ -31,8 +34,9 @@ import type { AnyMessageListener, BusMessageEvent, ChannelEndpoint, Endpoint, Me
 import { BusError, errorFromWire, errorToWire, type WireError } from './errors.js';
 import { originMatcher } from './origin.js';
 import { messageSize } from './size.js';
+import { BY, CH, CN, E, type Envelope, EV, H, HO, HP, I, K, P, PJ, PL, Q, RE, RQ, RS, S, T, TRANSFER } from './wire.js';
 
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
 const TAG = '$gitportBus';
 const MAX_ID_LENGTH = 256;
 const CHANNEL_BUFFER = 256;
@@ -127,28 +131,6 @@ export function withTransfer<T>(value: T, transfer: Transferable[]): Transferrin
   return new Transferring(value, transfer);
 }
 
-type Kind = 'ev' | 'rq' | 'rs' | 're' | 'cn' | 'ch' | 'pj' | 'pl' | 'hp' | 'ho' | 'by';
-
-interface Envelope {
-  k: Kind;
-  /** Source and target: omitted between direct neighbours, filled in on receipt. */
-  s?: string;
-  t?: string;
-  q: number;
-  /** Hops left; omitted between direct neighbours. */
-  h?: number;
-  e?: string;
-  i?: string;
-  p?: unknown;
-  x?: WireError;
-  c?: string;
-  l?: string[];
-  /** Not cloned (symbol key): what this envelope transfers. */
-  [TRANSFER]?: Transferable[];
-}
-declare const TRANSFER_BRAND: unique symbol;
-const TRANSFER: typeof TRANSFER_BRAND = Symbol('transfer') as typeof TRANSFER_BRAND;
-
 interface HandshakeFrame {
   [TAG]: 'hello' | 'ack' | 'refuse';
   id: unknown;
@@ -162,6 +144,16 @@ function isHandshake(data: unknown): data is HandshakeFrame {
   return typeof data === 'object' && data !== null && !Array.isArray(data) && Object.hasOwn(data, TAG);
 }
 
+/**
+ * Runs `fn` in a microtask. A reaction on a settled promise rather than `queueMicrotask`, which in
+ * Node wraps every callback in an async resource (several allocations and hooks per call).
+ * `fn` must not throw (it would surface as an unhandled rejection).
+ */
+const settled = Promise.resolve();
+function afterThisTask(fn: () => void): void {
+  void settled.then(fn);
+}
+
 function unref(timer: unknown): void {
   const t = timer as { unref?: () => void } | undefined;
   if (t !== undefined && t !== null && typeof t.unref === 'function') t.unref();
@@ -173,21 +165,39 @@ function defaultOnError(error: unknown): void {
   else g.console?.error('[gitport/bus]', error);
 }
 
-// 96-bit random request ids from a pooled buffer (crypto.getRandomValues is a global in browsers and Node >= 19).
-const pool = new Uint32Array(192);
+// 96-bit random request ids: 16 base64url characters made from three 32-bit words of a pooled
+// buffer (crypto.getRandomValues is a global in browsers and Node >= 19), in one fromCharCode call.
+const pool = new Uint32Array(3 * 1024);
 let poolAt = pool.length;
+const ALPHABET = new Uint8Array(64);
+for (let i = 0; i < 64; i++) {
+  ALPHABET[i] = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'.charCodeAt(i);
+}
 function randomId(): string {
-  if (poolAt + 3 > pool.length) {
+  if (poolAt === pool.length) {
     globalThis.crypto.getRandomValues(pool);
     poolAt = 0;
   }
-  const id = `${pool[poolAt]!.toString(36)}.${pool[poolAt + 1]!.toString(36)}.${pool[poolAt + 2]!.toString(36)}`;
+  const a = pool[poolAt]!;
+  const b = pool[poolAt + 1]!;
+  const c = pool[poolAt + 2]!;
   poolAt += 3;
-  return id;
+  const x = ALPHABET;
+  // 5 x 6 bits of each word, then its top 2 bits of all three together: 96 bits
+  // biome-ignore format: one character per argument, by word
+  return String.fromCharCode(
+    x[a & 63]!, x[(a >>> 6) & 63]!, x[(a >>> 12) & 63]!, x[(a >>> 18) & 63]!, x[(a >>> 24) & 63]!,
+    x[b & 63]!, x[(b >>> 6) & 63]!, x[(b >>> 12) & 63]!, x[(b >>> 18) & 63]!, x[(b >>> 24) & 63]!,
+    x[c & 63]!, x[(c >>> 6) & 63]!, x[(c >>> 12) & 63]!, x[(c >>> 18) & 63]!, x[(c >>> 24) & 63]!,
+    x[(a >>> 30) | ((b >>> 30) << 2) | ((c >>> 30) << 4)]!,
+  );
 }
 
 class Link {
-  queue: Envelope[] = [];
+  /** Envelopes waiting for the next flush: `first` alone while there is one (no array for a lone call), else `queue`. */
+  queued = 0;
+  first: Envelope | undefined;
+  queue: Envelope[] | null = null;
   queuedBytes = 0;
   transfers: Transferable[] | null = null;
   scheduled = false;
@@ -208,6 +218,16 @@ class Link {
   ) {
     this.flush = () => bus.flush(this);
   }
+}
+
+/** Where `capture`, the executor every request's promise shares, leaves its resolving functions. */
+const captured: { resolve: ((value: never) => void) | undefined; reject: ((error: unknown) => void) | undefined } = {
+  resolve: undefined,
+  reject: undefined,
+};
+function capture(resolve: (value: never) => void, reject: (error: unknown) => void): void {
+  captured.resolve = resolve;
+  captured.reject = reject;
 }
 
 class Pending {
@@ -276,6 +296,9 @@ class BusImpl implements Bus {
   private timer: ReturnType<typeof setTimeout> | undefined;
   private timerAt = Number.POSITIVE_INFINITY;
   private clearQueued = false;
+  /** True while a received frame is dispatched; `toFlush`: links to flush when it is done. */
+  private receiving = false;
+  private readonly toFlush: Link[] = [];
 
   constructor(options: BusOptions) {
     if (typeof options?.id !== 'string' || options.id.length === 0 || options.id.length > MAX_ID_LENGTH) {
@@ -443,9 +466,9 @@ class BusImpl implements Bus {
     }
     if (this.isHub) {
       const others = [...this.links.keys()].filter((other) => other !== id);
-      if (others.length > 0) this.enqueue(link, this.envelope('pj', id, { l: others }));
+      if (others.length > 0) this.enqueue(link, [PJ, 0, undefined, undefined, others]);
       for (const other of this.links.values()) {
-        if (other !== link) this.enqueue(other, this.envelope('pj', other.peer, { l: [id] }));
+        if (other !== link) this.enqueue(other, [PJ, 0, undefined, undefined, [id]]);
       }
     }
     if (!known) this.notify(this.connectedListeners, id, undefined);
@@ -460,7 +483,7 @@ class BusImpl implements Bus {
       return;
     }
     link.alive = false;
-    this.enqueue(link, this.envelope('hp', link.peer, {}));
+    this.enqueue(link, [HP, 0]);
   }
 
   private checkOrigin(event: BusMessageEvent): boolean {
@@ -478,7 +501,7 @@ class BusImpl implements Bus {
   }
 
   private sendBye(link: Link): void {
-    this.enqueue(link, this.envelope('by', link.peer, {}));
+    this.enqueue(link, [BY, 0]);
     this.flush(link);
   }
 
@@ -489,7 +512,9 @@ class BusImpl implements Bus {
     link.endpoint.removeEventListener('message', link.listener);
     clearInterval(link.heartbeat);
     link.offClose?.();
-    link.queue = [];
+    link.queued = 0;
+    link.first = undefined;
+    link.queue = null;
     link.transfers = null;
     const id = link.peer;
     if (this.links.get(id) === link) this.links.delete(id);
@@ -498,7 +523,7 @@ class BusImpl implements Bus {
     for (const peer of gone) this.forget(peer, reason);
     if (this.isHub && !this.closed) {
       for (const other of this.links.values()) {
-        this.enqueue(other, this.envelope('pl', other.peer, { l: gone }));
+        this.enqueue(other, [PL, 0, undefined, undefined, gone]);
       }
     }
   }
@@ -543,57 +568,68 @@ class BusImpl implements Bus {
 
   // ---------------------------------------------------------------- sending
 
-  private envelope(k: Kind, t: string, extra: Partial<Envelope>): Envelope {
-    return { k, s: this.id, t, q: 0, h: this.maxHops, ...extra };
+  /** An envelope to `target` over `link`: source, target and hops only when `link` leads to a hub. */
+  private envelope(link: Link, target: string, k: number, e: unknown, i: unknown, p: unknown): Envelope {
+    return link.peer === target ? [k, 0, e, i, p] : [k, 0, e, i, p, this.id, target, this.maxHops];
   }
 
   /** Queues an envelope on a link; everything queued in one microtask goes out in one postMessage. */
   private enqueue(link: Link, envelope: Envelope, transfer?: Transferable[], size = 0): void {
     if (link.dead) return;
-    envelope.q = ++link.seqOut;
-    link.queue.push(envelope);
+    envelope[Q] = ++link.seqOut;
+    const queued = link.queued++;
+    if (queued === 0) link.first = envelope;
+    else if (queued === 1) link.queue = [link.first!, envelope];
+    else link.queue!.push(envelope);
     if (transfer !== undefined && transfer.length > 0) {
       envelope[TRANSFER] = transfer;
       if (link.transfers === null) link.transfers = transfer.slice();
       else for (const t of transfer) link.transfers.push(t);
     }
     link.queuedBytes += size;
-    if (link.queuedBytes >= BATCH_BYTES || link.queue.length >= BATCH_MESSAGES) {
+    if (link.queuedBytes >= BATCH_BYTES || link.queued >= BATCH_MESSAGES) {
       // Big batches cost more to clone than they save: post this one now.
       this.flush(link);
       return;
     }
     if (!link.scheduled) {
       link.scheduled = true;
-      queueMicrotask(link.flush);
+      // While a frame is being received, what it causes goes out once it is done (no microtask);
+      // otherwise everything queued in this task goes out in one postMessage after it.
+      if (this.receiving) this.toFlush.push(link);
+      else afterThisTask(link.flush);
     }
   }
 
   flush(link: Link): void {
     link.scheduled = false;
     link.queuedBytes = 0;
-    const queue = link.queue;
-    if (queue.length === 0 || link.dead) return;
+    const queued = link.queued;
+    if (queued === 0 || link.dead) return;
+    // A lone envelope goes as it is (one array less to clone), a batch as an array of envelopes.
+    const frame = queued === 1 ? link.first! : link.queue!;
     const transfers = link.transfers;
-    link.queue = [];
+    link.queued = 0;
+    link.first = undefined;
+    link.queue = null;
     link.transfers = null;
     try {
-      if (transfers === null) link.endpoint.postMessage(queue);
-      else link.endpoint.postMessage(queue, transfers);
+      if (transfers === null) link.endpoint.postMessage(frame);
+      else link.endpoint.postMessage(frame, transfers);
     } catch (error) {
       if ((error as { name?: unknown } | null)?.name !== 'DataCloneError') {
         // The endpoint itself is unusable (closed port or channel): the peer is gone.
         this.lose(link, new BusError('BUS_PEER_LOST', `cannot post to ${JSON.stringify(link.peer)}`, { cause: error }));
         return;
       }
-      if (queue.length === 1) this.undeliverable(link, queue[0]!, error);
+      if (queued === 1) this.undeliverable(link, frame, error);
       else {
         // One bad envelope must not sink the batch: post them one by one.
-        for (const envelope of queue) {
+        for (const envelope of frame as Envelope[]) {
           try {
             const own = envelope[TRANSFER];
-            if (own === undefined) link.endpoint.postMessage([envelope]);
-            else link.endpoint.postMessage([envelope], own);
+            if (own === undefined) link.endpoint.postMessage(envelope);
+            else link.endpoint.postMessage(envelope, own);
           } catch (cause) {
             this.undeliverable(link, envelope, cause);
           }
@@ -603,12 +639,15 @@ class BusImpl implements Bus {
   }
 
   private undeliverable(link: Link, envelope: Envelope, cause: unknown): void {
-    const error = new BusError('BUS_DATA_CLONE', `cannot post a "${envelope.k}" message to ${link.peer}`, { cause });
-    if (envelope.k === 'rq') {
-      const pending = this.pending.get(envelope.i!);
-      if (pending !== undefined) this.settle(envelope.i!, pending, false, error);
-    } else if (envelope.k === 'rs') {
-      this.enqueue(link, this.envelope('re', envelope.t ?? link.peer, { i: envelope.i!, x: errorToWire(error) }));
+    const kind = envelope[K] as number;
+    const error = new BusError('BUS_DATA_CLONE', `cannot post a kind ${kind} message to ${link.peer}`, { cause });
+    const id = envelope[I] as string;
+    if (kind === RQ) {
+      const pending = this.pending.get(id);
+      if (pending !== undefined) this.settle(id, pending, false, error);
+    } else if (kind === RS) {
+      const to = (envelope[T] as string | undefined) ?? link.peer;
+      this.enqueue(link, this.envelope(link, to, RE, undefined, id, errorToWire(error)));
     } else {
       this.reportError(error);
     }
@@ -638,14 +677,7 @@ class BusImpl implements Bus {
     if (typeof event !== 'string') throw new BusError('BUS_INVALID_ARGUMENT', 'an event name must be a string');
     const link = this.route(peer);
     const size = this.checkSize(event, payload);
-    this.enqueue(
-      link,
-      link.peer === peer
-        ? { k: 'ev', q: 0, e: event, p: payload }
-        : { k: 'ev', s: this.id, t: peer, q: 0, h: this.maxHops, e: event, p: payload },
-      options?.transfer,
-      size,
-    );
+    this.enqueue(link, this.envelope(link, peer, EV, event, undefined, payload), options?.transfer, size);
   }
 
   signal(event: string, payload: unknown): void {
@@ -654,14 +686,7 @@ class BusImpl implements Bus {
     if (this.routes.size === 0) return;
     const size = this.checkSize(event, payload);
     for (const [peer, link] of this.routes) {
-      this.enqueue(
-        link,
-        link.peer === peer
-          ? { k: 'ev', q: 0, e: event, p: payload }
-          : { k: 'ev', s: this.id, t: peer, q: 0, h: this.maxHops, e: event, p: payload },
-        undefined,
-        size,
-      );
+      this.enqueue(link, this.envelope(link, peer, EV, event, undefined, payload), undefined, size);
     }
   }
 
@@ -709,31 +734,28 @@ class BusImpl implements Bus {
     const id = randomId();
     const signal = options?.signal;
     const timeout = options?.timeout ?? this.requestTimeout;
-    return new Promise<T>((resolve, reject) => {
-      const pending = new Pending(peer, resolve as (value: never) => void, reject, signal);
-      if (timeout > 0 && timeout !== Number.POSITIVE_INFINITY) {
-        pending.deadline = performance.now() + timeout;
-        pending.name = name;
-        if (pending.deadline < this.timerAt) this.armTimer(pending.deadline);
-      }
-      if (signal !== undefined) {
-        pending.onAbort = () => {
-          if (this.pending.get(id) !== pending) return;
-          this.settle(id, pending, false, new BusError('BUS_ABORTED', 'request aborted', { cause: signal.reason }));
-          this.cancelRemote(peer, id);
-        };
-        signal.addEventListener('abort', pending.onAbort, { once: true });
-      }
-      this.pending.set(id, pending);
-      this.enqueue(
-        link,
-        link.peer === peer
-          ? { k: 'rq', q: 0, e: name, i: id, p: payload }
-          : { k: 'rq', s: this.id, t: peer, q: 0, h: this.maxHops, e: name, i: id, p: payload },
-        options?.transfer,
-        size,
-      );
-    });
+    // The shared executor hands out the resolving functions: no closure made per request.
+    const promise = new Promise<T>(capture);
+    const pending = new Pending(peer, captured.resolve!, captured.reject!, signal);
+    captured.resolve = captured.reject = undefined;
+    if (timeout > 0 && timeout !== Number.POSITIVE_INFINITY) {
+      pending.deadline = performance.now() + timeout;
+      pending.name = name;
+      if (pending.deadline < this.timerAt) this.armTimer(pending.deadline);
+    }
+    if (signal !== undefined) this.watch(id, pending, signal);
+    this.pending.set(id, pending);
+    this.enqueue(link, this.envelope(link, peer, RQ, name, id, payload), options?.transfer, size);
+    return promise;
+  }
+
+  private watch(id: string, pending: Pending, signal: AbortSignal): void {
+    pending.onAbort = () => {
+      if (this.pending.get(id) !== pending) return;
+      this.settle(id, pending, false, new BusError('BUS_ABORTED', 'request aborted', { cause: signal.reason }));
+      this.cancelRemote(pending.peer, id);
+    };
+    signal.addEventListener('abort', pending.onAbort, { once: true });
   }
 
   private armTimer(at: number): void {
@@ -767,7 +789,7 @@ class BusImpl implements Bus {
 
   private cancelRemote(peer: string, id: string): void {
     const link = this.routes.get(peer);
-    if (link !== undefined) this.enqueue(link, this.envelope('cn', peer, { i: id }));
+    if (link !== undefined) this.enqueue(link, this.envelope(link, peer, CN, undefined, id, undefined));
   }
 
   private settle(id: string, pending: Pending, ok: boolean, value: unknown): void {
@@ -779,7 +801,7 @@ class BusImpl implements Bus {
       // Nothing pending: no timer left behind. Checked after the caller's continuation (queued by
       // the resolve above) has run, so a caller issuing one request after another keeps the timer.
       this.clearQueued = true;
-      queueMicrotask(this.clearIdleTimer);
+      afterThisTask(this.clearIdleTimer);
     }
   }
 
@@ -791,17 +813,17 @@ class BusImpl implements Bus {
     this.timerAt = Number.POSITIVE_INFINITY;
   };
 
-  private onRequest(link: Link, envelope: Envelope): void {
-    const from = envelope.s!; // filled in by dispatch
-    const id = envelope.i;
+  private onRequest(link: Link, from: string, envelope: Envelope): void {
+    const id = envelope[I];
     if (typeof id !== 'string' || id.length > 64) return;
-    const name = envelope.e;
+    const name = envelope[E];
     const fn = typeof name === 'string' && Object.hasOwn(this.handlers, name) ? this.handlers[name] : undefined;
     if (typeof fn !== 'function') {
       this.respondError(link, from, id, new BusError('BUS_NO_HANDLER', `no handler named ${JSON.stringify(name)}`));
       return;
     }
-    if (messageSize(envelope.p, this.maxMessageSize) + name!.length > this.maxMessageSize) {
+    const payload = envelope[P];
+    if (messageSize(payload, this.maxMessageSize) + (name as string).length > this.maxMessageSize) {
       this.respondError(link, from, id, new BusError('BUS_MESSAGE_TOO_LARGE', 'the request was dropped: too large'));
       return;
     }
@@ -814,7 +836,7 @@ class BusImpl implements Bus {
     let result: unknown;
     let thenable: boolean;
     try {
-      result = fn(envelope.p, meta);
+      result = fn(payload, meta);
       thenable = typeof (result as PromiseLike<unknown> | undefined)?.then === 'function';
     } catch (error) {
       this.respondError(link, from, id, error);
@@ -856,14 +878,7 @@ class BusImpl implements Bus {
       this.respondError(link, to, id, error);
       return;
     }
-    this.enqueue(
-      link,
-      link.peer === to
-        ? { k: 'rs', q: 0, i: id, p: value }
-        : { k: 'rs', s: this.id, t: to, q: 0, h: this.maxHops, i: id, p: value },
-      transfer,
-      size,
-    );
+    this.enqueue(link, this.envelope(link, to, RS, undefined, id, value), transfer, size);
   }
 
   private respondError(link: Link, to: string, id: string, error: unknown): void {
@@ -878,12 +893,7 @@ class BusImpl implements Bus {
         code: 'BUS_REMOTE_ERROR',
       };
     }
-    this.enqueue(
-      link,
-      link.peer === to
-        ? { k: 're', q: 0, i: id, x: wire }
-        : { k: 're', s: this.id, t: to, q: 0, h: this.maxHops, i: id, x: wire },
-    );
+    this.enqueue(link, this.envelope(link, to, RE, undefined, id, wire));
   }
 
   // ---------------------------------------------------------------- receiving
@@ -894,13 +904,18 @@ class BusImpl implements Bus {
     link.alive = true;
     const data = event.data;
     if (Array.isArray(data)) {
-      for (let i = 0; i < data.length; i++) {
-        try {
-          this.dispatch(link, data[i] as Envelope);
-        } catch (error) {
-          this.reportError(error);
-        }
-        if (link.dead) return;
+      if (this.receiving) {
+        this.receiveFrame(link, data);
+        return;
+      }
+      this.receiving = true;
+      try {
+        this.receiveFrame(link, data);
+      } finally {
+        this.receiving = false;
+        // (a flush may post to an endpoint that delivers at once, whose receive drains this list too)
+        const links = this.toFlush;
+        while (links.length > 0) this.flush(links.pop()!);
       }
     } else if (isHandshake(data) && data[TAG] === 'refuse' && data.id === link.peer) {
       this.lose(link, new BusError('BUS_HANDSHAKE', `the peer dropped the connection: ${String(data.message)}`));
@@ -914,53 +929,79 @@ class BusImpl implements Bus {
     }
   }
 
-  private dispatch(link: Link, envelope: Envelope): void {
-    if (typeof envelope !== 'object' || envelope === null) return;
-    const q = envelope.q;
-    if (!Number.isSafeInteger(q) || q <= link.seqIn) return; // malformed, replayed or reordered
-    link.seqIn = q;
-    // Between direct neighbours source and target are implied (the link's peer, us) and left out.
-    if (envelope.s === undefined) envelope.s = link.peer;
-    if (envelope.t === undefined) envelope.t = this.id;
-    const source = envelope.s;
-    if (source !== link.peer && !(link.remoteHub && typeof source === 'string' && this.routes.get(source) === link)) {
-      return; // a peer may speak only for itself, a hub for the peers it announced
-    }
-    if (envelope.t !== this.id) {
-      if (this.isHub) this.forward(link, envelope);
+  private receiveFrame(link: Link, data: unknown[]): void {
+    if (typeof data[0] === 'number') {
+      // a lone envelope
+      try {
+        this.dispatch(link, data);
+      } catch (error) {
+        this.reportError(error);
+      }
       return;
     }
-    switch (envelope.k) {
-      case 'ev': {
-        const name = envelope.e;
+    for (let i = 0; i < data.length; i++) {
+      const envelope: unknown = data[i];
+      if (!Array.isArray(envelope)) continue;
+      try {
+        this.dispatch(link, envelope);
+      } catch (error) {
+        this.reportError(error);
+      }
+      if (link.dead) return;
+    }
+  }
+
+  private dispatch(link: Link, envelope: Envelope): void {
+    const q = envelope[Q];
+    if (typeof q !== 'number' || !Number.isSafeInteger(q) || q <= link.seqIn) return; // malformed, replayed or reordered
+    link.seqIn = q;
+    // Between direct neighbours source and target are implied (the link's peer, us) and left out.
+    let source = envelope[S];
+    if (source === undefined) source = link.peer;
+    else if (
+      source !== link.peer &&
+      !(link.remoteHub && typeof source === 'string' && this.routes.get(source) === link)
+    ) {
+      return; // a peer may speak only for itself, a hub for the peers it announced
+    }
+    const target = envelope[T];
+    if (target !== undefined && target !== this.id) {
+      if (this.isHub) this.forward(link, envelope, source as string, target);
+      return;
+    }
+    const from = source as string;
+    switch (envelope[K]) {
+      case EV: {
+        const name = envelope[E];
         if (typeof name !== 'string') return;
-        if (messageSize(envelope.p, this.maxMessageSize) + name.length > this.maxMessageSize) {
-          this.reportError(new BusError('BUS_MESSAGE_TOO_LARGE', `dropped event "${name}" from ${source}: too large`));
+        const payload = envelope[P];
+        if (messageSize(payload, this.maxMessageSize) + name.length > this.maxMessageSize) {
+          this.reportError(new BusError('BUS_MESSAGE_TOO_LARGE', `dropped event "${name}" from ${from}: too large`));
           return;
         }
-        this.events.dispatch(name, envelope.p, { from: source, event: name });
+        this.events.dispatch(name, payload, { from, event: name });
         return;
       }
-      case 'rq':
-        this.onRequest(link, envelope);
+      case RQ:
+        this.onRequest(link, from, envelope);
         return;
-      case 'rs':
-      case 're': {
-        const id = envelope.i;
+      case RS:
+      case RE: {
+        const id = envelope[I];
         if (typeof id !== 'string') return;
         const pending = this.pending.get(id);
-        if (pending === undefined || pending.peer !== source) return; // not ours, or not from whom we asked
-        if (envelope.k === 're') {
-          this.settle(id, pending, false, errorFromWire(envelope.x));
-        } else if (messageSize(envelope.p, this.maxMessageSize) > this.maxMessageSize) {
+        if (pending === undefined || pending.peer !== from) return; // not ours, or not from whom we asked
+        if (envelope[K] === RE) {
+          this.settle(id, pending, false, errorFromWire(envelope[P]));
+        } else if (messageSize(envelope[P], this.maxMessageSize) > this.maxMessageSize) {
           this.settle(id, pending, false, new BusError('BUS_MESSAGE_TOO_LARGE', 'the response was dropped: too large'));
         } else {
-          this.settle(id, pending, true, envelope.p);
+          this.settle(id, pending, true, envelope[P]);
         }
         return;
       }
-      case 'cn': {
-        const key = `${source}\n${envelope.i}`;
+      case CN: {
+        const key = `${from}\n${String(envelope[I])}`;
         const request = this.incoming.get(key);
         if (request !== undefined) {
           this.incoming.delete(key);
@@ -968,19 +1009,19 @@ class BusImpl implements Bus {
         }
         return;
       }
-      case 'ch':
-        this.onChannel(source, envelope);
+      case CH:
+        this.onChannel(from, envelope);
         return;
-      case 'pj':
-      case 'pl':
-        if (source === link.peer && link.remoteHub && Array.isArray(envelope.l)) this.onAnnounce(link, envelope);
+      case PJ:
+      case PL:
+        if (from === link.peer && link.remoteHub && Array.isArray(envelope[P])) this.onAnnounce(link, envelope);
         return;
-      case 'hp':
-        this.enqueue(link, this.envelope('ho', link.peer, {}));
+      case HP:
+        this.enqueue(link, [HO, 0]);
         return;
-      case 'by':
-        if (source === link.peer) {
-          this.lose(link, new BusError('BUS_PEER_LOST', `peer ${JSON.stringify(source)} closed its bus`));
+      case BY:
+        if (from === link.peer) {
+          this.lose(link, new BusError('BUS_PEER_LOST', `peer ${JSON.stringify(from)} closed its bus`));
         }
         return;
       default:
@@ -988,16 +1029,18 @@ class BusImpl implements Bus {
     }
   }
 
-  private forward(from: Link, envelope: Envelope): void {
-    const target = typeof envelope.t === 'string' ? this.routes.get(envelope.t) : undefined;
+  private forward(from: Link, envelope: Envelope, source: string, to: unknown): void {
+    const target = typeof to === 'string' ? this.routes.get(to) : undefined;
+    const kind = envelope[K];
+    const hops = envelope[H];
     let refusal: BusError | undefined;
     if (target === undefined || target === from) {
-      refusal = new BusError('BUS_UNKNOWN_PEER', `hub ${this.id} cannot reach ${JSON.stringify(envelope.t)}`);
-    } else if (!((envelope.h ?? 0) > 0)) {
+      refusal = new BusError('BUS_UNKNOWN_PEER', `hub ${this.id} cannot reach ${JSON.stringify(to)}`);
+    } else if (!(typeof hops === 'number' && hops > 0)) {
       refusal = new BusError('BUS_HOP_LIMIT', `hop limit reached at hub ${this.id}`);
     } else if (
-      (envelope.k === 'ev' || envelope.k === 'rq' || envelope.k === 'ch') &&
-      messageSize(envelope.p, this.maxMessageSize) > this.maxMessageSize
+      (kind === EV || kind === RQ || kind === CH) &&
+      messageSize(envelope[P], this.maxMessageSize) > this.maxMessageSize
     ) {
       refusal = new BusError(
         'BUS_MESSAGE_TOO_LARGE',
@@ -1005,31 +1048,25 @@ class BusImpl implements Bus {
       );
     }
     if (refusal === undefined) {
-      envelope.h = (envelope.h ?? 0) - 1;
-      this.enqueue(target!, envelope, collectTransferables(envelope.p));
+      // Only the wire slots go on (never more than a sender could put there), source filled in.
+      const next: Envelope = [kind, 0, envelope[E], envelope[I], envelope[P], source, to, (hops as number) - 1];
+      this.enqueue(target!, next, collectTransferables(envelope[P]));
       return;
     }
-    if (envelope.k === 'rq' && typeof envelope.i === 'string') {
+    if (kind === RQ && typeof envelope[I] === 'string') {
       // Answer in the target's name: the requester reached it through us, so it trusts our word.
-      this.enqueue(from, {
-        k: 're',
-        s: envelope.t,
-        t: envelope.s,
-        q: 0,
-        h: this.maxHops,
-        i: envelope.i,
-        x: errorToWire(refusal),
-      });
+      this.enqueue(from, [RE, 0, undefined, envelope[I], errorToWire(refusal), to, source, this.maxHops]);
     } else {
       this.reportError(refusal);
     }
   }
 
   private onAnnounce(link: Link, envelope: Envelope): void {
-    const ids = envelope.l!;
+    const ids = envelope[P] as unknown[];
+    const joined = envelope[K] === PJ;
     for (const id of ids) {
       if (typeof id !== 'string' || id === this.id) continue;
-      if (envelope.k === 'pj') {
+      if (joined) {
         if (this.routes.has(id) || this.peerMap.size >= this.maxPeers * 4) continue;
         this.routes.set(id, link);
         this.peerMap.set(id, { id, via: link.peer });
@@ -1052,14 +1089,7 @@ class BusImpl implements Bus {
       postMessage: (message, transfer) => {
         const link = this.route(peer);
         const size = this.checkSize(channel, message);
-        this.enqueue(
-          link,
-          link.peer === peer
-            ? { k: 'ch', q: 0, c: channel, p: message }
-            : { k: 'ch', s: this.id, t: peer, q: 0, h: this.maxHops, c: channel, p: message },
-          transfer,
-          size,
-        );
+        this.enqueue(link, this.envelope(link, peer, CH, channel, undefined, message), transfer, size);
       },
       addEventListener: (type, listener) => {
         if (type !== 'message') return;
@@ -1101,15 +1131,15 @@ class BusImpl implements Bus {
   }
 
   private onChannel(source: string, envelope: Envelope): void {
-    const channel = envelope.c;
+    const channel = envelope[E];
     if (typeof channel !== 'string') return;
-    if (messageSize(envelope.p, this.maxMessageSize) + channel.length > this.maxMessageSize) {
+    if (messageSize(envelope[P], this.maxMessageSize) + channel.length > this.maxMessageSize) {
       this.reportError(new BusError('BUS_MESSAGE_TOO_LARGE', `dropped channel message from ${source}: too large`));
       return;
     }
     const key = `${source}\n${channel}`;
     if (this.channels.has(key)) {
-      this.deliver(key, envelope.p);
+      this.deliver(key, envelope[P]);
       return;
     }
     // Nobody listens yet (comlink's expose may come a moment later): keep a bounded backlog.
@@ -1126,7 +1156,7 @@ class BusImpl implements Bus {
       this.reportError(new BusError('BUS_TOO_MANY_PENDING', `dropped channel message from ${source}: backlog full`));
       return;
     }
-    buffer.push(envelope.p);
+    buffer.push(envelope[P]);
   }
 
   private deliver(key: string, data: unknown): void {
