@@ -115,6 +115,37 @@ describe('FsRefStore on a repository real git writes and reads', () => {
     expect(await refs.resolve('refs/heads/feature/x')).toBe(commits[2]);
   });
 
+  it('initialize writes the refs of a new repository as one packed-refs file that git reads, and only there', async () => {
+    const fresh = sandbox.path('fresh.git');
+    await sandbox.git(['init', '-q', '--bare', fresh]);
+    await writeFile(`${fresh}/objects/info/alternates`, `${gitDir}/objects\n`);
+    const refs = new FsRefStore(nodeFs(), fresh);
+    const wanted = [
+      { name: 'refs/tags/v1', oid: await sandbox.git(['--git-dir', gitDir, 'rev-parse', 'refs/tags/v1']) },
+      { name: 'refs/heads/main', oid: commits[2]! },
+      { name: 'refs/heads/feature/x', oid: commits[1]! },
+    ];
+    // clashing, repeated or invalid names: nothing written, the caller goes through update()
+    expect(await refs.initialize([...wanted, { name: 'refs/heads/main/sub', oid: commits[0]! }])).toBe(false);
+    expect(await refs.initialize([wanted[1]!, wanted[1]!])).toBe(false);
+    expect(await refs.initialize([{ name: 'HEAD', oid: commits[0]! }])).toBe(false);
+    expect(await refs.list()).toEqual([]);
+    expect(await refs.initialize(wanted)).toBe(true);
+    const listed = await sandbox.git(['--git-dir', fresh, 'for-each-ref', '--format=%(objectname) %(refname)']);
+    expect(await refs.list()).toEqual(
+      listed.split('\n').map((l) => ({ oid: l.split(' ')[0]!, name: l.split(' ')[1]! })),
+    );
+    expect(await refs.list()).toEqual([...wanted].sort((a, b) => (a.name < b.name ? -1 : 1)));
+    expect(await sandbox.git(['--git-dir', fresh, 'rev-parse', 'v1^{commit}'])).toBe(commits[0]);
+    expect((await sandbox.exec('sh', ['-c', `find ${fresh}/refs -type f`])).stdout.byteLength).toBe(0);
+    // a store that holds refs is left as it is
+    expect(await refs.initialize([{ name: 'refs/heads/other', oid: commits[0]! }])).toBe(false);
+    expect(await refs.read('refs/heads/other')).toEqual({ kind: 'missing' });
+    expect(await new FsRefStore(nodeFs(), gitDir).initialize([{ name: 'refs/heads/x', oid: commits[0]! }])).toBe(false);
+    await sandbox.git(['--git-dir', fresh, 'fsck', '--full', '--strict']);
+    expect((await sandbox.exec('sh', ['-c', `find ${fresh} -name '*.lock'`])).stdout.byteLength).toBe(0);
+  });
+
   it('refuses invalid names and directory/file conflicts', async () => {
     const refs = new FsRefStore(nodeFs(), gitDir);
     const results = await refs.update([

@@ -200,6 +200,46 @@ export class FsRefStore implements RefStore {
   }
 
   /**
+   * The first refs of a repository that holds none, in one packed-refs file: git's initial ref
+   * transaction on clone (one file written instead of a lock, a write and a rename per ref).
+   * `packed-refs.lock` is taken exclusively; under it the store must hold no direct ref, loose or
+   * packed, else nothing is written and the answer is false (as for invalid, repeated or
+   * clashing names: `update` then handles them one by one). Like git's, this assumes no other
+   * writer is adding refs to the new repository meanwhile.
+   */
+  async initialize(refs: readonly Ref[]): Promise<boolean> {
+    if (refs.length === 0) return true;
+    const names = new Set<string>();
+    for (const { name, oid } of refs) {
+      if (!isValidRefName(name) || !name.startsWith('refs/') || !OID.test(oid) || names.has(name)) return false;
+      names.add(name);
+    }
+    for (const name of names) {
+      // refs/a beside refs/a/b: a file and a directory of one name
+      for (let slash = name.indexOf('/'); slash >= 0; slash = name.indexOf('/', slash + 1)) {
+        if (names.has(name.slice(0, slash))) return false;
+      }
+    }
+    const sorted = [...refs].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const text = `# pack-refs with: sorted \n${sorted.map((r) => `${r.oid} ${r.name}\n`).join('')}`;
+    const path = this.#path('packed-refs');
+    const lock = `${path}.lock`;
+    if (!(await this.fs.createExclusive(lock, text))) return false;
+    try {
+      if ((await this.list()).length > 0) {
+        await this.fs.remove(lock);
+        return false;
+      }
+      await this.fs.rename(lock, path);
+    } catch (error) {
+      await this.fs.remove(lock);
+      throw error;
+    }
+    this.#packed = undefined;
+    return true;
+  }
+
+  /**
    * Compare-and-swap updates. Each ref is locked (`<ref>.lock`, exclusive), checked against `old`
    * under the lock, then committed by renaming the lock over it. With `atomic`, every lock is
    * taken and every check passes before anything is committed; otherwise refs are independent.

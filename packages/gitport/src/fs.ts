@@ -218,6 +218,15 @@ export class GitFs {
     }
   }
 
+  /** Creates one directory whose parent exists (an existing one is fine). */
+  async mkdir(dir: string): Promise<void> {
+    try {
+      await this.raw.mkdir(dir);
+    } catch (error) {
+      if (errorCode(error) !== 'EEXIST') throw error;
+    }
+  }
+
   async write(path: string, data: Uint8Array | string): Promise<void> {
     try {
       await this.raw.writeFile(path, data);

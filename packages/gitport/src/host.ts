@@ -143,8 +143,9 @@ export function host(
       if (!repo) throw new GitportError('REPO_NOT_FOUND', `repository ${request.repository} not found`);
       const conn = {
         input: reader.rest(),
-        write: (bytes: Uint8Array) => stream.write(bytes),
+        write: (bytes: Uint8Array, options?: { transfer?: boolean }) => stream.write(bytes, options),
         end: () => stream.end(),
+        writeSize: writeSizeOf(stream),
       };
       started = true;
       if (request.service === 'git-upload-pack') {
@@ -264,6 +265,15 @@ async function closeAfterError(stream: DuplexStream, message: Uint8Array | undef
     // The stream already failed (peer lost, aborted): nothing more to tell.
   }
   await stream[Symbol.asyncIterator]().return?.();
+}
+
+/**
+ * The write size that keeps a stream flowing: a quarter of the reader's window (what it grants
+ * back at a time), so several writes are in flight; capped at 1 MiB.
+ */
+function writeSizeOf(stream: DuplexStream): number {
+  const window = (stream as { stats?: { remoteWindow?: number } }).stats?.remoteWindow ?? 0;
+  return Math.min(2 ** 20, Math.max(64 * 1024, Math.floor(window / 4)));
 }
 
 async function* single(bytes: Uint8Array): AsyncIterable<Uint8Array> {

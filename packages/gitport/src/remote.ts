@@ -76,9 +76,15 @@ export interface GitRemote {
 }
 
 export interface RemoteOptions {
-  /** The transport receive window of each stream (bytes). */
+  /**
+   * The transport receive window of each stream (bytes). Default: 4 MiB for fetches and
+   * clones (the host then sends 1 MiB at a time), the transport's default for pushes.
+   */
   window?: number;
 }
+
+/** A fetch's receive window: what the host may send ahead of the pack's import. */
+const FETCH_WINDOW = 4 * 2 ** 20;
 
 /** A repository named `name` hosted by the bus peer `peer`. */
 export function remote(bus: Bus, peer: string, name: string, remoteOptions: RemoteOptions = {}): GitRemote {
@@ -91,8 +97,9 @@ export function remote(bus: Bus, peer: string, name: string, remoteOptions: Remo
     const { signal } = options;
     if (signal?.aborted) throw new GitportError('ABORTED', 'aborted', { cause: signal.reason });
     options.onProgress?.({ phase: 'connect', message: `connecting to ${peer}/${name}` });
+    const window = remoteOptions.window ?? (service === 'git-upload-pack' ? FETCH_WINDOW : undefined);
     const stream: DuplexStream = await open(bus, peer, GIT_STREAM, {
-      ...(remoteOptions.window !== undefined ? { window: remoteOptions.window } : {}),
+      ...(window !== undefined ? { window } : {}),
       ...(signal ? { signal } : {}),
     });
     const onAbort = () => stream.abort(new GitportError('ABORTED', 'aborted', { cause: signal?.reason }));

@@ -96,9 +96,9 @@ export async function initRepository(
   if (await fs.exists(joinPath(gitDir, 'HEAD'))) {
     throw new GitportError('REPO_EXISTS', `a repository already exists at ${gitDir}`);
   }
-  for (const sub of ['objects/info', 'objects/pack', 'refs/heads', 'refs/tags', 'info']) {
-    await fs.mkdirp(joinPath(gitDir, sub));
-  }
+  // each level at once: the directories, then what goes in them
+  await fs.mkdirp(gitDir);
+  await Promise.all(['objects', 'refs', 'info'].map((sub) => fs.mkdir(joinPath(gitDir, sub))));
   const config = [
     '[core]',
     '\trepositoryformatversion = 0',
@@ -107,12 +107,15 @@ export async function initRepository(
     ...(bare ? [] : ['\tlogallrefupdates = true']),
     '',
   ].join('\n');
-  await fs.write(joinPath(gitDir, 'config'), config);
-  await fs.write(
-    joinPath(gitDir, 'description'),
-    "Unnamed repository; edit this file 'description' to name the repository.\n",
-  );
-  await fs.write(joinPath(gitDir, 'info/exclude'), '# git ls-files --others --exclude-from=.git/info/exclude\n');
+  await Promise.all([
+    ...['objects/info', 'objects/pack', 'refs/heads', 'refs/tags'].map((sub) => fs.mkdir(joinPath(gitDir, sub))),
+    fs.write(joinPath(gitDir, 'config'), config),
+    fs.write(
+      joinPath(gitDir, 'description'),
+      "Unnamed repository; edit this file 'description' to name the repository.\n",
+    ),
+    fs.write(joinPath(gitDir, 'info/exclude'), '# git ls-files --others --exclude-from=.git/info/exclude\n'),
+  ]);
   // HEAD last: its presence is what makes the directory a repository.
   await fs.write(joinPath(gitDir, 'HEAD'), `ref: refs/heads/${branch}\n`);
   return openGitDir(fs, gitDir, bare, options);

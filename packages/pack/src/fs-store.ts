@@ -67,7 +67,12 @@ interface LoadedPack {
   bytes?: Uint8Array;
   /** Set while the whole pack is being read. */
   loading?: Promise<Uint8Array>;
+  /** Whether some entry is an OFS_DELTA (found out on the first `findPack` that matches). */
+  ofsDeltas?: boolean;
 }
+
+/** A read a chain walk needs: bytes of a pack, or an object found in no loaded pack. */
+type Need = { pack: LoadedPack; position: number; length: number } | { oid: ObjectId };
 
 interface EntryInfo {
   /** 1-4 whole, 6 ofs, 7 ref. */
@@ -158,8 +163,15 @@ export class FsObjectStore implements ObjectStore {
 
   async #loadPack(base: string): Promise<LoadedPack> {
     const dir = `${this.#objects}/pack`;
-    const index = new PackIndex(toBytes(await this.#fs.readFile(`${dir}/${base}.idx`)), { verify: true });
-    const st = await this.#fs.stat(`${dir}/${base}.pack`);
+    const [idx, st] = await Promise.all([
+      this.#fs.readFile(`${dir}/${base}.idx`),
+      this.#fs.stat(`${dir}/${base}.pack`),
+    ]);
+    return this.#addPack(base, new PackIndex(toBytes(idx), { verify: true }), st.size);
+  }
+
+  /** Makes a pack whose index is parsed readable. */
+  #addPack(base: string, index: PackIndex, size: number): LoadedPack {
     const order = new Uint32Array(index.count);
     const offs = new Float64Array(index.count);
     for (let i = 0; i < index.count; i++) {
@@ -169,7 +181,7 @@ export class FsObjectStore implements ObjectStore {
     order.sort((a, b) => offs[a]! - offs[b]!);
     const sorted = new Float64Array(index.count);
     for (let i = 0; i < index.count; i++) sorted[i] = offs[order[i]!]!;
-    const pack: LoadedPack = { name: base, index, offsets: sorted, positions: order, size: st.size };
+    const pack: LoadedPack = { name: base, index, offsets: sorted, positions: order, size };
     this.#packs.push(pack);
     this.#packNames.add(base);
     return pack;
@@ -310,10 +322,6 @@ export class FsObjectStore implements ObjectStore {
     return info;
   }
 
-  async #inflateEntry(pack: LoadedPack, info: EntryInfo): Promise<Uint8Array> {
-    return this.#inflate(await this.#readAt(pack, info.dataOffset, info.end - info.dataOffset), info);
-  }
-
   #inflate(compressed: Uint8Array, info: EntryInfo): Uint8Array {
     const r = inflateOne(compressed, info.size, true);
     if (r.kind !== 'done') throw new PackError('OBJECT_CORRUPT', 'truncated entry');
@@ -357,67 +365,32 @@ export class FsObjectStore implements ObjectStore {
     }
   }
 
-  async #readPacked(oid: ObjectId, pack: LoadedPack, offset: number): Promise<GitObject> {
-    // walk the chain down to a whole (or cached) object, then apply the deltas upward
-    const chain: { info: EntryInfo; pack: LoadedPack; oid: ObjectId }[] = [];
-    let cur = { pack, offset, oid };
-    let base: GitObject | undefined;
-    for (let guard = 0; ; guard++) {
-      if (guard > 100_000) throw new PackError('OBJECT_CORRUPT', 'delta chain too long or cyclic');
-      const info = await this.#entry(cur.pack, cur.offset);
-      if (info.code >= 1 && info.code <= 4) {
-        base = { type: CODE_TYPES[info.code]!, data: await this.#inflateEntry(cur.pack, info) };
-        if (chain.length > 0) this.#remember(cur.oid, base);
-        break;
-      }
-      chain.push({ info, pack: cur.pack, oid: cur.oid });
-      const baseOid = info.code === 6 ? this.#oidAtOffset(cur.pack, info.baseOffset!) : info.baseOid!;
-      const hit = this.#cache.get(baseOid);
-      if (hit) {
-        base = hit;
-        break;
-      }
-      if (info.code === 6) {
-        cur = { pack: cur.pack, offset: info.baseOffset!, oid: baseOid };
-      } else {
-        const loc = await this.#locate(baseOid);
-        if (!loc) {
-          base = await this.read(baseOid);
-          if (!base) throw new PackError('OBJECT_NOT_FOUND', `delta base ${baseOid} is missing`);
-          break;
-        }
-        cur = { pack: loc.pack, offset: loc.offset, oid: baseOid };
-      }
-    }
-    let result = base;
-    for (let k = chain.length - 1; k >= 0; k--) {
-      const { info, pack: p, oid: o } = chain[k]!;
-      const delta = await this.#inflateEntry(p, info);
-      result = { type: result.type, data: applyDelta(result.data, delta) };
-      if (k > 0) this.#remember(o, result);
-    }
-    return result;
-  }
-
   /**
-   * `#readPacked` without awaiting, for objects whose whole delta chain lies in packs held
-   * whole (or ends at a cached base); undefined when some part needs a read.
+   * A packed object: its delta chain walked down to an object stored whole (or cached), then
+   * the deltas applied upward. A generator over the reads the walk needs, so that one walk
+   * serves both `read` (which awaits each read, see `#readPacked`) and `readSync` (which stops
+   * at the first read that would have to wait, see `#readPackedSync`).
    */
-  #readPackedSync(oid: ObjectId, pack: LoadedPack, offset: number): GitObject | undefined {
+  *#packed(
+    oid: ObjectId,
+    pack: LoadedPack,
+    offset: number,
+  ): Generator<Need, GitObject, Uint8Array | GitObject | undefined> {
     const chain: { info: EntryInfo; pack: LoadedPack; oid: ObjectId }[] = [];
     let cur = { pack, offset, oid };
     let base: GitObject | undefined;
     for (let guard = 0; ; guard++) {
       if (guard > 100_000) throw new PackError('OBJECT_CORRUPT', 'delta chain too long or cyclic');
       const end = this.#entryEnd(cur.pack, cur.offset);
-      const head = this.#view(cur.pack, cur.offset, Math.min(32, end - cur.offset));
-      if (!head) return undefined;
+      const head = (yield {
+        pack: cur.pack,
+        position: cur.offset,
+        length: Math.min(32, end - cur.offset),
+      }) as Uint8Array;
       const info = this.#parseEntry(cur.pack, cur.offset, end, head);
       if (info.code >= 1 && info.code <= 4) {
-        base = {
-          type: CODE_TYPES[info.code]!,
-          data: this.#inflate(cur.pack.bytes!.subarray(info.dataOffset, info.end), info),
-        };
+        const compressed = (yield this.#dataOf(cur.pack, info)) as Uint8Array;
+        base = { type: CODE_TYPES[info.code]!, data: this.#inflate(compressed, info) };
         if (chain.length > 0) this.#remember(cur.oid, base);
         break;
       }
@@ -430,20 +403,54 @@ export class FsObjectStore implements ObjectStore {
       }
       if (info.code === 6) {
         cur = { pack: cur.pack, offset: info.baseOffset!, oid: baseOid };
-      } else {
-        const loc = this.#find(baseOid);
-        if (!loc) return undefined;
-        cur = { pack: loc.pack, offset: loc.offset, oid: baseOid };
+        continue;
       }
+      const loc = this.#find(baseOid);
+      if (!loc) {
+        // stored loose, or in a pack added since the last scan
+        base = (yield { oid: baseOid }) as GitObject | undefined;
+        if (!base) throw new PackError('OBJECT_NOT_FOUND', `delta base ${baseOid} is missing`);
+        break;
+      }
+      cur = { pack: loc.pack, offset: loc.offset, oid: baseOid };
     }
     let result = base;
     for (let k = chain.length - 1; k >= 0; k--) {
       const { info, pack: p, oid: o } = chain[k]!;
-      const delta = this.#inflate(p.bytes!.subarray(info.dataOffset, info.end), info);
+      const delta = this.#inflate((yield this.#dataOf(p, info)) as Uint8Array, info);
       result = { type: result.type, data: applyDelta(result.data, delta) };
       if (k > 0) this.#remember(o, result);
     }
     return result;
+  }
+
+  #dataOf(pack: LoadedPack, info: EntryInfo): Need {
+    return { pack, position: info.dataOffset, length: info.end - info.dataOffset };
+  }
+
+  async #readPacked(oid: ObjectId, pack: LoadedPack, offset: number): Promise<GitObject> {
+    const walk = this.#packed(oid, pack, offset);
+    let step = walk.next();
+    while (!step.done) {
+      const need = step.value;
+      step = walk.next(
+        'oid' in need ? await this.read(need.oid) : await this.#readAt(need.pack, need.position, need.length),
+      );
+    }
+    return step.value;
+  }
+
+  /** `#readPacked` without awaiting: undefined as soon as a read is not in memory. */
+  #readPackedSync(oid: ObjectId, pack: LoadedPack, offset: number): GitObject | undefined {
+    const walk = this.#packed(oid, pack, offset);
+    let step = walk.next();
+    while (!step.done) {
+      const need = step.value;
+      const bytes = 'oid' in need ? undefined : this.#view(need.pack, need.position, need.length);
+      if (!bytes) return undefined;
+      step = walk.next(bytes);
+    }
+    return step.value;
   }
 
   /**
@@ -561,8 +568,12 @@ export class FsObjectStore implements ObjectStore {
     }
   }
 
+  #tmpName(dir: string, kind: string): string {
+    return `${dir}/tmp_${kind}_${Date.now().toString(36)}_${(tmpCounter++).toString(36)}`;
+  }
+
   async #atomicWrite(path: string, data: Uint8Array | readonly Uint8Array[], dir: string): Promise<void> {
-    const tmp = `${dir}/tmp_obj_${Date.now().toString(36)}_${(tmpCounter++).toString(36)}`;
+    const tmp = this.#tmpName(dir, 'obj');
     try {
       if (data instanceof Uint8Array || !(await this.#writeChunks(tmp, data))) {
         await this.#fs.writeFile(tmp, data instanceof Uint8Array ? data : concat(data));
@@ -601,9 +612,10 @@ export class FsObjectStore implements ObjectStore {
     if (this.#packNames.has(base)) return;
     const dir = `${this.#objects}/pack`;
     await this.#mkdir(dir);
+    const idx = writeIdx(pack.entries, pack.hash);
     await this.#atomicWrite(`${dir}/${base}.pack`, pack.chunks, dir);
-    await this.#atomicWrite(`${dir}/${base}.idx`, writeIdx(pack.entries, pack.hash), dir);
-    await this.#loadPack(base);
+    await this.#atomicWrite(`${dir}/${base}.idx`, idx, dir);
+    this.#addPack(base, new PackIndex(idx), pack.length);
   }
 
   async beginPack(): Promise<PackSpool | undefined> {
@@ -611,7 +623,7 @@ export class FsObjectStore implements ObjectStore {
     await this.#ensureScanned();
     const dir = `${this.#objects}/pack`;
     await this.#mkdir(dir);
-    const tmp = `${dir}/tmp_pack_${Date.now().toString(36)}_${(tmpCounter++).toString(36)}`;
+    const tmp = this.#tmpName(dir, 'pack');
     let handle: FileHandleLike;
     try {
       handle = await this.#fs.open(tmp, 'w+');
@@ -761,14 +773,33 @@ export class FsObjectStore implements ObjectStore {
           await store.#fs.unlink(tmp).catch(() => undefined);
           return;
         }
-        try {
-          await store.#fs.rename(tmp, `${dir}/${base}.pack`);
-        } catch (error) {
-          await store.#fs.unlink(tmp).catch(() => undefined);
-          throw new PackError('STORE_IO', `cannot write ${dir}/${base}.pack`, { cause: error });
+        const idx = writeIdx(entries, hash);
+        // the .idx goes to its temporary file while the .pack moves into place; it is renamed
+        // into place after the .pack, as git does
+        const idxTmp = store.#tmpName(dir, 'idx');
+        const [moved, staged] = await Promise.allSettled([
+          store.#fs.rename(tmp, `${dir}/${base}.pack`),
+          store.#fs.writeFile(idxTmp, idx),
+        ]);
+        if (moved.status === 'rejected' || staged.status === 'rejected') {
+          await store.#fs.unlink(idxTmp).catch(() => undefined);
+          if (moved.status === 'rejected') {
+            await store.#fs.unlink(tmp).catch(() => undefined);
+            throw new PackError('STORE_IO', `cannot write ${dir}/${base}.pack`, { cause: moved.reason });
+          }
+          // a .pack without its .idx is ignored by readers (git gc removes it), as on git's own failures
+          throw new PackError('STORE_IO', `cannot write ${dir}/${base}.idx`, {
+            cause: (staged as PromiseRejectedResult).reason,
+          });
         }
-        await store.#atomicWrite(`${dir}/${base}.idx`, writeIdx(entries, hash), dir);
-        await store.#loadPack(base);
+        try {
+          await store.#fs.rename(idxTmp, `${dir}/${base}.idx`);
+        } catch (error) {
+          await store.#fs.unlink(idxTmp).catch(() => undefined);
+          throw new PackError('STORE_IO', `cannot write ${dir}/${base}.idx`, { cause: error });
+        }
+        // the index just written needs no reading back nor verifying
+        store.#addPack(base, new PackIndex(idx), length);
       },
       async abort() {
         await close().catch(() => undefined);
@@ -782,31 +813,46 @@ export class FsObjectStore implements ObjectStore {
     const pack = this.#packs.find((p) => p.index.count === oids.length);
     if (!pack) return undefined;
     for (const oid of oids) if (pack.index.find(oid) < 0) return undefined;
-    // OFS_DELTA entries present? (type 6 in any entry header)
-    let ofsDeltas = false;
-    for (let i = 0; i < pack.offsets.length && !ofsDeltas; i++) {
-      const head = await this.#readAt(pack, pack.offsets[i]!, 1);
-      if (((head[0]! >> 4) & 7) === 6) ofsDeltas = true;
-    }
+    pack.ofsDeltas ??= await this.#hasOfsDeltas(pack);
     const store = this;
     return {
-      ofsDeltas,
+      ofsDeltas: pack.ofsDeltas,
       async *stream(signal?: AbortSignal) {
         const step = 1 << 20;
-        for (let at = 0; at < pack.size; at += step) {
-          if (signal?.aborted) throw new PackError('PACK_ABORTED', 'aborted', { cause: signal.reason });
-          yield (await store.#readDirectOrWhole(pack, at, Math.min(step, pack.size - at))).slice();
+        // the next piece is read while this one goes out
+        let next: Promise<Uint8Array> | undefined = pack.size > 0 ? store.#copyOut(pack, 0, step) : undefined;
+        try {
+          for (let at = 0; next; at += step) {
+            if (signal?.aborted) throw new PackError('PACK_ABORTED', 'aborted', { cause: signal.reason });
+            const bytes = await next;
+            next = at + step < pack.size ? store.#copyOut(pack, at + step, step) : undefined;
+            yield bytes;
+          }
+        } finally {
+          next?.catch(() => undefined);
         }
       },
     };
   }
 
-  async #readDirectOrWhole(pack: LoadedPack, position: number, length: number): Promise<Uint8Array> {
+  /** Whether any entry of the pack is an OFS_DELTA (type 6 in its header). */
+  async #hasOfsDeltas(pack: LoadedPack): Promise<boolean> {
+    for (let i = 0; i < pack.offsets.length; i++) {
+      const head = this.#view(pack, pack.offsets[i]!, 1) ?? (await this.#readAt(pack, pack.offsets[i]!, 1));
+      if (((head[0]! >> 4) & 7) === 6) return true;
+    }
+    return false;
+  }
+
+  /** A copy of up to `length` bytes of a pack at `position`, the caller's to keep. */
+  async #copyOut(pack: LoadedPack, position: number, length: number): Promise<Uint8Array> {
+    const n = Math.min(length, pack.size - position);
     if (!pack.bytes && !pack.handle && this.#fs.open) {
       pack.handle = await this.#fs.open(`${this.#objects}/pack/${pack.name}.pack`, 'r');
     }
-    if (pack.handle) return this.#readDirect(pack, position, length);
-    return this.#readAt(pack, position, length);
+    // positional reads fill a new buffer; views of a pack held whole are copied
+    if (!pack.bytes && pack.handle) return this.#readDirect(pack, position, n);
+    return (await this.#readAt(pack, position, n)).slice();
   }
 
   /** Closes open pack files. */

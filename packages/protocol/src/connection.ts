@@ -12,9 +12,15 @@ import type { RefStore } from './ref-store.js';
 
 export interface Connection {
   input: AsyncIterable<Uint8Array>;
-  write(bytes: Uint8Array): Promise<void>;
+  /**
+   * Writes bytes. With `transfer`, the caller gives them up (a buffer of its own that it never
+   * touches again), so a transport may move the buffer instead of copying it.
+   */
+  write(bytes: Uint8Array, options?: { transfer?: boolean }): Promise<void>;
   /** Half-closes our side (EOF for the peer). */
   end(): Promise<void>;
+  /** Optional: writes of about this many bytes travel best (a transport's flow-control batch). */
+  readonly writeSize?: number;
 }
 
 export interface Repository {

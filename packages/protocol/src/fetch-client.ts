@@ -150,13 +150,29 @@ interface Want {
 }
 
 /** Fetches from `remote` into `local` (objects, then refs). */
-export async function fetch(local: Repository, remote: Remote, options: FetchOptions = {}): Promise<FetchResult> {
+export function fetch(local: Repository, remote: Remote, options: FetchOptions = {}): Promise<FetchResult> {
+  return fetchInto(local, remote, options, false);
+}
+
+/**
+ * `fetch`; `initial`: `local` is a new repository (a clone), whose refs go in with the ref
+ * store's `initialize` when it has one (one write instead of one locked update per ref).
+ */
+async function fetchInto(
+  local: Repository,
+  remote: Remote,
+  options: FetchOptions,
+  initial: boolean,
+): Promise<FetchResult> {
   const agent = options.agent ?? DEFAULT_AGENT;
   const { signal } = options;
   const specs: Refspec[] = (options.refspecs ?? ['+refs/heads/*:refs/remotes/origin/*']).map(parseRefspec);
   const tagMode = options.tags ?? 'follow';
   if (tagMode === 'all') specs.push({ force: true, src: 'refs/tags/*', dst: 'refs/tags/*' });
   const session = await openSession(remote, 'git-upload-pack', options);
+  // the local tips the negotiation starts from, read while the remote lists its refs
+  const localTips = localTipsOf(local);
+  localTips.catch(() => {});
   try {
     const prefixes = [
       ...new Set([...specs.map(refspecPrefix), ...(tagMode === 'follow' ? ['refs/tags/'] : []), 'HEAD']),
@@ -177,10 +193,16 @@ export async function fetch(local: Repository, remote: Remote, options: FetchOpt
       options.deepen !== undefined ||
       options.since !== undefined ||
       (options.exclude?.length ?? 0) > 0;
+    // which advertised objects we have, each asked once and all at once (the store's lookups
+    // may each touch the disk)
+    const present = await presentObjects(
+      local,
+      refs.filter((r) => r.name !== 'HEAD').map((r) => r.oid),
+    );
     const wants: ObjectId[] = [];
     for (const w of selected) {
       if (wants.includes(w.ref.oid)) continue;
-      if (!deepening && (await local.objects.has(w.ref.oid))) continue;
+      if (!deepening && present.has(w.ref.oid)) continue;
       wants.push(w.ref.oid);
     }
     let shallow = new Set(options.shallow ?? []);
@@ -195,7 +217,10 @@ export async function fetch(local: Repository, remote: Remote, options: FetchOpt
       ...(head ? { head } : {}),
     };
     if (wants.length > 0) {
-      const exchange = new FetchExchange(session, local, graph, refs, wants, shallow, options, agent);
+      const exchange = new FetchExchange(session, local, graph, refs, wants, shallow, options, agent, {
+        present,
+        tips: await localTips,
+      });
       const outcome = await exchange.run();
       result.rounds = exchange.rounds;
       result.haves = exchange.havesSent;
@@ -206,7 +231,9 @@ export async function fetch(local: Repository, remote: Remote, options: FetchOpt
     }
     result.shallow = [...shallow];
     throwIfAborted(signal);
-    if (options.updateRefs !== false) result.updates = await updateLocalRefs(local, graph, selected, refs, tagMode);
+    if (options.updateRefs !== false) {
+      result.updates = await updateLocalRefs(local, graph, selected, refs, tagMode, initial);
+    }
     return result;
   } catch (error) {
     throw remoteError(error);
@@ -221,13 +248,77 @@ export async function clone(
   remote: Remote,
   options: Omit<FetchOptions, 'refspecs' | 'tags'> & { bare?: boolean } = {},
 ): Promise<FetchResult> {
-  const result = await fetch(local, remote, {
-    ...options,
-    refspecs: ['+refs/heads/*:refs/heads/*'],
-    tags: options.depth !== undefined ? 'follow' : 'all',
-  });
-  if (result.head) await local.refs.setSymbolic('HEAD', result.head);
+  const result = await fetchInto(
+    local,
+    remote,
+    {
+      ...options,
+      refspecs: ['+refs/heads/*:refs/heads/*'],
+      tags: options.depth !== undefined ? 'follow' : 'all',
+    },
+    true,
+  );
+  if (result.head) {
+    const head = await local.refs.read('HEAD');
+    if (head.kind !== 'symbolic' || head.target !== result.head) await local.refs.setSymbolic('HEAD', result.head);
+  }
   return result;
+}
+
+/** The ids among `oids` that the local store has (each looked up once, concurrently). */
+async function presentObjects(local: Repository, oids: readonly ObjectId[]): Promise<Set<ObjectId>> {
+  const unique = [...new Set(oids)];
+  const found = await Promise.all(unique.map((oid) => local.objects.has(oid)));
+  const present = new Set<ObjectId>();
+  for (let i = 0; i < unique.length; i++) if (found[i]) present.add(unique[i]!);
+  return present;
+}
+
+/** The local refs and HEAD: where the negotiator starts. */
+async function localTipsOf(local: Repository): Promise<ObjectId[]> {
+  const [list, head] = await Promise.all([local.refs.list(), local.refs.resolve('HEAD')]);
+  const tips = list.map((r) => r.oid);
+  if (head) tips.push(head);
+  return tips;
+}
+
+/**
+ * A new repository's refs in one `initialize` (git writes a clone's refs into packed-refs at
+ * once): the same refs, checks and results as the update path; undefined when the store has no
+ * `initialize` or already holds refs.
+ */
+async function initializeLocalRefs(
+  local: Repository,
+  selected: readonly Want[],
+  refs: readonly AdvertisedRef[],
+  tagMode: 'follow' | 'all' | 'none',
+): Promise<RefUpdateResult[] | undefined> {
+  if (!local.refs.initialize) return undefined;
+  // the update path's order: the refspecs' refs, then followed tags; the first of a name wins
+  const chosen = new Map<string, { oid: ObjectId; followed: boolean }>();
+  for (const w of selected) if (w.dst && !chosen.has(w.dst)) chosen.set(w.dst, { oid: w.ref.oid, followed: false });
+  if (tagMode === 'follow') {
+    for (const ref of refs) {
+      if (!ref.name.startsWith('refs/tags/') || ref.name.endsWith('^{}') || chosen.has(ref.name)) continue;
+      chosen.set(ref.name, { oid: ref.oid, followed: true });
+    }
+  }
+  const present = await presentObjects(
+    local,
+    [...chosen.values()].map((c) => c.oid),
+  );
+  const results: RefUpdateResult[] = [];
+  const written: { name: string; oid: ObjectId }[] = [];
+  for (const [name, { oid, followed }] of chosen) {
+    if (present.has(oid)) {
+      written.push({ name, oid });
+      results.push({ name, status: 'ok', old: null, new: oid });
+    } else if (!followed) {
+      // a followed tag whose object did not come is left out, as on the update path
+      results.push({ name, status: 'rejected', reason: 'stale', message: `object ${oid} was not received` });
+    }
+  }
+  return (await local.refs.initialize(written)) ? results : undefined;
 }
 
 async function updateLocalRefs(
@@ -236,7 +327,12 @@ async function updateLocalRefs(
   selected: readonly Want[],
   refs: readonly AdvertisedRef[],
   tagMode: 'follow' | 'all' | 'none',
+  initial: boolean,
 ): Promise<RefUpdateResult[]> {
+  if (initial) {
+    const done = await initializeLocalRefs(local, selected, refs, tagMode);
+    if (done) return done;
+  }
   const results: RefUpdateResult[] = [];
   const targets = new Set<string>();
   const apply = async (name: string, oid: ObjectId, force: boolean) => {
@@ -296,6 +392,8 @@ class FetchExchange {
     shallow: Set<ObjectId>,
     readonly options: FetchOptions,
     readonly agent: string,
+    /** What fetch already knows: the advertised ids the local store has, and the local tips. */
+    readonly known: { present: ReadonlySet<ObjectId>; tips: readonly ObjectId[] },
   ) {
     this.#v2 = session.advertisement.version === 2;
     this.#negotiator = new Negotiator(graph);
@@ -368,11 +466,9 @@ class FetchExchange {
     const { signal } = this.options;
     for (const ref of this.refs) {
       if (ref.name === 'HEAD') continue;
-      if (await this.local.objects.has(ref.oid)) await this.#negotiator.knownCommon(ref.oid);
+      if (this.known.present.has(ref.oid)) await this.#negotiator.knownCommon(ref.oid);
     }
-    for (const ref of await this.local.refs.list()) await this.#negotiator.addTip(ref.oid);
-    const headOid = await this.local.refs.resolve('HEAD');
-    if (headOid) await this.#negotiator.addTip(headOid);
+    for (const tip of this.known.tips) await this.#negotiator.addTip(tip);
 
     const stateless = this.session.stateless;
     const maxInVain = this.options.maxInVain ?? MAX_IN_VAIN;

@@ -66,6 +66,13 @@ export interface RefStore {
   update(updates: readonly RefUpdate[], options?: { atomic?: boolean }): Promise<RefUpdateResult[]>;
   /** Points a symbolic ref (normally `HEAD`) at `target`. */
   setSymbolic(name: string, target: string): Promise<void>;
+  /**
+   * Optional: the first refs of a store that holds none, written in one step (what git does on
+   * clone: its initial ref transaction writes every ref into packed-refs at once). Resolves
+   * false, changing nothing, when the store already holds a direct ref or a name is not a valid
+   * `refs/...` name once (the caller then goes through `update`, which says why per ref).
+   */
+  initialize?(refs: readonly Ref[]): Promise<boolean>;
 }
 
 const MAX_SYMREF_DEPTH = 5;

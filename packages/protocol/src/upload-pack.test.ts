@@ -4,7 +4,7 @@ import { connectionPair } from './channel.js';
 import { concatBytes } from './connection.js';
 import { clone, fetch, lsRemote } from './fetch-client.js';
 import { handleUploadPackHttp } from './http.js';
-import { annotatedTag, chain, emptyRepo, readAll, type TestRepo, text } from './test-repo.js';
+import { annotatedTag, chain, commit, emptyRepo, readAll, type TestRepo, text } from './test-repo.js';
 import { serveUploadPack } from './upload-pack.js';
 
 async function server(): Promise<{ repo: TestRepo; commits: string[]; tag: string }> {
@@ -210,6 +210,92 @@ describe('upload-pack', () => {
       });
       expect(await served).toMatchObject({ code: expect.stringMatching(/NOT_FOUND|MISSING/) });
     }
+  });
+
+  it('with a write size, pack frames go out several to a buffer (handed over whole), progress in its place', async () => {
+    const repo = emptyRepo();
+    let seed = 7;
+    const noise = (n: number) =>
+      Array.from({ length: n }, () => {
+        // xorshift32: incompressible enough that the pack spans many frames
+        seed ^= seed << 13;
+        seed ^= seed >>> 17;
+        seed ^= seed << 5;
+        return String.fromCharCode(33 + ((seed >>> 24) % 90));
+      }).join('');
+    const commits = await chain(repo, 1);
+    for (let i = 0; i < 4; i++) commits.push(await commit(repo, [commits.at(-1)!], noise(100_000), `f${i}`));
+    await repo.refs.update([{ name: 'refs/heads/main', old: null, new: commits.at(-1)! }]);
+    const run = async (protocol: 0 | 2, writeSize?: number) => {
+      const [a, b] = connectionPair();
+      const writes: { size: number; transfer: boolean }[] = [];
+      const host = {
+        input: b.input,
+        end: () => b.end(),
+        write: (bytes: Uint8Array, options?: { transfer?: boolean }) => {
+          writes.push({ size: bytes.length, transfer: options?.transfer === true });
+          return b.write(bytes);
+        },
+        ...(writeSize ? { writeSize } : {}),
+      };
+      const served = serveUploadPack(repo, host, { protocol, pack: { deltas: false } });
+      const progress: string[] = [];
+      const local = emptyRepo();
+      const result = await clone(local, { connection: a }, { protocol, onProgress: (t) => progress.push(t) });
+      await served;
+      expect(await local.refs.list()).toEqual(await repo.refs.list());
+      for (const c of commits) {
+        expect(text((await local.objects.read(c))!.data)).toBe(text((await repo.objects.read(c))!.data));
+      }
+      return { result, writes: writes.filter((w) => w.transfer), progress };
+    };
+    for (const protocol of [0, 2] as const) {
+      const one = await run(protocol);
+      const size = 3 * 65_520 + 100;
+      const grouped = await run(protocol, size);
+      const frames = Math.ceil(one.result.pack!.bytes / 65_515);
+      expect(one.result.pack!.bytes).toBeGreaterThan(4 * 65_515);
+      expect(grouped.result.pack).toEqual(one.result.pack);
+      expect(grouped.progress.join('')).toEqual(one.progress.join(''));
+      expect(grouped.progress.join('')).toContain('Total');
+      expect(one.writes.length).toBeGreaterThanOrEqual(frames);
+      expect(grouped.writes.length).toBeLessThanOrEqual(Math.ceil(frames / 3) + 1);
+      expect(Math.max(...grouped.writes.map((w) => w.size))).toBeLessThanOrEqual(size);
+    }
+  });
+
+  it('a clone writes its refs through the initialize of the ref store, with the results of the update path', async () => {
+    const { repo, commits } = await server();
+    await repo.refs.update([{ name: 'refs/heads/side', old: null, new: commits[1]! }]);
+    const calls: number[] = [];
+    const withInitialize = () => {
+      const local = emptyRepo();
+      const refs = Object.assign(local.refs, {
+        async initialize(list: readonly { name: string; oid: string }[]) {
+          calls.push(list.length);
+          if ((await local.refs.list()).length > 0) return false;
+          await local.refs.update(list.map((r) => ({ name: r.name, old: null, new: r.oid })));
+          return true;
+        },
+      });
+      return { objects: local.objects, refs };
+    };
+    for (const protocol of [0, 2] as const) {
+      const cloneInto = async (local: TestRepo | ReturnType<typeof withInitialize>) => {
+        const [a, b] = connectionPair();
+        const served = serveUploadPack(repo, b, { protocol });
+        const result = await clone(local as TestRepo, { connection: a }, { protocol });
+        await served;
+        return { result, refs: await local.refs.list() };
+      };
+      const plain = await cloneInto(emptyRepo());
+      const initialized = await cloneInto(withInitialize());
+      expect(initialized.refs).toEqual(plain.refs);
+      expect(initialized.refs).toEqual(await repo.refs.list());
+      expect(initialized.result.updates).toEqual(plain.result.updates);
+      expect(initialized.result.updates).toHaveLength(3);
+    }
+    expect(calls).toEqual([3, 3]);
   });
 
   it('an empty repository advertises capabilities^{} and clones to nothing', async () => {

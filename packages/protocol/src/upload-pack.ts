@@ -23,7 +23,7 @@
  * a round without `done` that is not ready ends with flush after the acknowledgments.
  */
 import { createPack, type ObjectId } from '@gitport/pack';
-import { DELIM, encodeText, FLUSH, type Packet, type PacketReader, packetText, SidebandMuxer } from '@gitport/pktline';
+import { DELIM, encodeText, FLUSH, muxSideband, type Packet, type PacketReader, packetText } from '@gitport/pktline';
 import {
   type AdvertisedRef,
   collectRefs,
@@ -244,11 +244,12 @@ class UploadSession {
     return true;
   }
 
-  /** Streams the pack to `write` (side-banded when `maxData` is given). */
+  /** Streams the pack to `conn` (side-banded when `features.sideband` is set). */
   async sendPack(
-    write: (bytes: Uint8Array) => Promise<void>,
+    conn: Connection,
     features: { sideband: number; thin: boolean; ofsDelta: boolean; includeTag: boolean; progress: boolean },
   ): Promise<void> {
+    const write = (bytes: Uint8Array) => conn.write(bytes);
     const wants = [...this.wants];
     const shallowBoundary = new Set<ObjectId>([...this.newShallow, ...this.clientShallow]);
     for (const oid of this.unshallow) {
@@ -262,7 +263,7 @@ class UploadSession {
         if (ref.name.startsWith('refs/tags/') && ref.peeled && !wants.includes(ref.oid)) tags.push(ref.oid);
       }
     }
-    const muxer = features.sideband > 0 ? new SidebandMuxer(write, { maxData: features.sideband }) : undefined;
+    const muxer = features.sideband > 0 ? new FrameGroups(conn, features.sideband) : undefined;
     const packOptions = this.options.pack ?? {};
     // progress (band 2) as git words it; createPack reports synchronously, the lines go out
     // between pack chunks
@@ -310,6 +311,7 @@ class UploadSession {
         else await write(chunk);
       }
       if (muxer && features.progress && objectCount >= 0) await muxer.progress(`Total ${objectCount}\n`);
+      await muxer?.flush();
     } catch (error) {
       if (muxer && !hasCode(error, 'PROTOCOL_ABORTED')) {
         await muxer.error(`upload-pack: ${(error as Error).message}\n`).catch(() => {});
@@ -319,6 +321,99 @@ class UploadSession {
     if (muxer) await write(FLUSH);
   }
 }
+
+/**
+ * Side-band frames (gitprotocol-pack "Packfile Data") written several to a buffer: a buffer goes
+ * out once it holds `conn.writeSize` bytes of frames (one frame when the connection gives no
+ * size), handed over whole (`transfer`), so a transport moves one buffer per flow-control batch
+ * instead of copying and sending each 64 KiB frame on its own. Progress (band 2) and errors
+ * (band 3) take their place among the data frames, in order.
+ */
+class FrameGroups {
+  readonly #conn: Connection;
+  readonly #maxData: number;
+  readonly #size: number;
+  #buffer: Uint8Array | undefined;
+  #at = 0;
+  /** Where the open data frame's header is (-1: none open). */
+  #frame = -1;
+
+  constructor(conn: Connection, maxData: number) {
+    this.#conn = conn;
+    this.#maxData = maxData;
+    const frames = Math.max(1, Math.floor((conn.writeSize ?? 0) / (maxData + 5)));
+    this.#size = frames * (maxData + 5);
+  }
+
+  async data(bytes: Uint8Array): Promise<void> {
+    let from = 0;
+    while (from < bytes.length) {
+      if (this.#frame < 0) {
+        if (this.#size - this.#at < 6) await this.flush();
+        this.#buffer ??= new Uint8Array(this.#size);
+        this.#frame = this.#at;
+        this.#at += 5;
+      }
+      const room = Math.min(this.#maxData - (this.#at - this.#frame - 5), this.#size - this.#at);
+      const n = Math.min(room, bytes.length - from);
+      this.#buffer!.set(bytes.subarray(from, from + n), this.#at);
+      this.#at += n;
+      from += n;
+      if (n === room) this.#close();
+    }
+    if (this.#at === this.#size) await this.flush();
+  }
+
+  progress(text: string): Promise<void> {
+    return this.#message(2, text);
+  }
+
+  async error(text: string): Promise<void> {
+    await this.#message(3, text);
+    await this.flush();
+  }
+
+  async #message(band: 2 | 3, text: string): Promise<void> {
+    this.#close();
+    for (const frame of muxSideband(band, textEncoder.encode(text), { maxData: this.#maxData })) {
+      if (this.#size - this.#at < frame.length) await this.flush();
+      if (frame.length > this.#size) {
+        await this.#conn.write(frame, { transfer: true });
+        continue;
+      }
+      this.#buffer ??= new Uint8Array(this.#size);
+      this.#buffer.set(frame, this.#at);
+      this.#at += frame.length;
+    }
+  }
+
+  /** Ends the open frame (its length is now known). */
+  #close(): void {
+    if (this.#frame < 0) return;
+    const buffer = this.#buffer!;
+    const length = this.#at - this.#frame;
+    buffer[this.#frame] = HEX[(length >>> 12) & 15]!;
+    buffer[this.#frame + 1] = HEX[(length >>> 8) & 15]!;
+    buffer[this.#frame + 2] = HEX[(length >>> 4) & 15]!;
+    buffer[this.#frame + 3] = HEX[length & 15]!;
+    buffer[this.#frame + 4] = 1;
+    this.#frame = -1;
+  }
+
+  /** Writes out the frames gathered so far. */
+  async flush(): Promise<void> {
+    this.#close();
+    const buffer = this.#buffer;
+    if (!buffer || this.#at === 0) return;
+    const out = this.#at === buffer.length ? buffer : buffer.slice(0, this.#at);
+    this.#buffer = undefined;
+    this.#at = 0;
+    await this.#conn.write(out, { transfer: true });
+  }
+}
+
+const textEncoder = new TextEncoder();
+const HEX = Uint8Array.from('0123456789abcdef', (c) => c.charCodeAt(0));
 
 function notOurRef(oid: ObjectId): ProtocolError {
   return new ProtocolError('PROTOCOL_NOT_OUR_REF', `upload-pack: not our ref ${oid}`, { data: { oid } });
@@ -453,7 +548,7 @@ async function serveV0(repo: Repository, conn: Connection, options: UploadPackOp
     }
     packStarted = true;
     const sideband = caps.has('side-band-64k') ? 65515 : caps.has('side-band') ? 995 : 0;
-    await session.sendPack((b) => conn.write(b), {
+    await session.sendPack(conn, {
       sideband,
       thin: caps.has('thin-pack'),
       ofsDelta: caps.has('ofs-delta'),
@@ -597,7 +692,7 @@ async function fetchV2(
   }
   await conn.write(line('packfile'));
   try {
-    await session.sendPack((b) => conn.write(b), features);
+    await session.sendPack(conn, features);
   } catch (error) {
     throw new ProtocolError(PACK_STARTED, 'the pack failed after it started', { cause: error });
   }

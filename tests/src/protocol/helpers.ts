@@ -183,6 +183,10 @@ export function startHttpBackend(sandbox: GitSandbox, root: string): Promise<Tes
     if (typeof protocol === 'string') env.GIT_PROTOCOL = protocol;
     if (req.headers['content-encoding']) env.HTTP_CONTENT_ENCODING = String(req.headers['content-encoding']);
     const cgi = spawn('git', ['http-backend'], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    // a CGI may exit without reading its stdin (a GET has no body): EPIPE on it is no failure
+    cgi.stdin.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EPIPE') res.destroy(error);
+    });
     cgi.stdin.end(body);
     const out: Buffer[] = [];
     cgi.stdout.on('data', (d: Buffer) => out.push(d));
