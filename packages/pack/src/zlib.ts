@@ -5,8 +5,16 @@
  *
  * `inflateOne` inflates one zlib stream that starts at `input[0]` and may be followed by other
  * bytes (the next pack entry); it reports how many input bytes the stream used.
+ *
+ * Every call is synchronous (the pack reader inflates entries as it parses), so pako's low-level
+ * contexts are set up once and reset per call: one for inflating, one per deflate level. In
+ * Chromium that is 2.3x for deflating small objects (trees, commits) and 2-4x for inflating loose
+ * objects against a new pako Inflate/Deflate per call. DecompressionStream is no match per entry:
+ * it is asynchronous, and 40 entries of 50 KB took 45 ms through it against 3 ms here, 200 small
+ * ones 177 ms against 2 ms (Chromium 156, best of 9).
  */
-import { Inflate, deflate as pakoDeflate } from 'pako';
+import { Inflate } from 'pako';
+import pakoDeflate from 'pako/lib/zlib/deflate.js';
 import pakoInflate from 'pako/lib/zlib/inflate.js';
 import ZStream from 'pako/lib/zlib/zstream.js';
 import { PackError } from './errors.js';
@@ -23,6 +31,16 @@ export type InflateOutcome = { kind: 'done'; data: Uint8Array; consumed: number 
 const REUSED_MAX = 1 << 20;
 let reused: ZStream | undefined;
 
+/** The inflate context shared by every call (calls are synchronous, never nested). */
+function reusedInflater(): ZStream | undefined {
+  if (!reused) {
+    const strm = new ZStream();
+    if (pakoInflate.inflateInit(strm) !== 0) return undefined;
+    reused = strm;
+  }
+  return reused;
+}
+
 export function inflateOne(input: Uint8Array, expectedSize: number, final: boolean): InflateOutcome {
   if (expectedSize <= REUSED_MAX) {
     const r = inflateReused(input, expectedSize, final);
@@ -36,12 +54,8 @@ export function inflateOne(input: Uint8Array, expectedSize: number, final: boole
  * longer than declared (so that too much data shows). Undefined only if pako cannot set up.
  */
 function inflateReused(input: Uint8Array, expectedSize: number, final: boolean): InflateOutcome | undefined {
-  let strm = reused;
-  if (!strm) {
-    strm = new ZStream();
-    if (pakoInflate.inflateInit(strm) !== 0) return undefined;
-    reused = strm;
-  }
+  const strm = reusedInflater();
+  if (!strm) return undefined;
   pakoInflate.inflateReset(strm);
   const out = new Uint8Array(expectedSize + 1);
   strm.input = input;
@@ -99,12 +113,91 @@ export function inflateWithInflate(input: Uint8Array, expectedSize: number, fina
   return { kind: 'done', data: concat(chunks, total), consumed };
 }
 
+/** One deflate context per level, reset per call (a new one allocates and clears ~260 KB of state). */
+const deflaters = new Map<number, ZStream>();
+
 export function deflate(data: Uint8Array, level = 6): Uint8Array {
-  return pakoDeflate(data, { level: level as 1 });
+  let strm = deflaters.get(level);
+  if (!strm) {
+    strm = new ZStream();
+    // zlib's defaults: deflated, 32 KiB window (15 bits), memLevel 8, default strategy
+    if (pakoDeflate.deflateInit2(strm, level, 8, 15, 8, 0) !== 0) {
+      throw new PackError('PACK_CORRUPT_ZLIB', `zlib: cannot set up deflate at level ${level}`);
+    }
+    deflaters.set(level, strm);
+  } else {
+    pakoDeflate.deflateReset(strm);
+  }
+  const n = data.length;
+  // zlib's deflateBound for these settings, plus the zlib header and trailer
+  let out = new Uint8Array(n + (n >>> 12) + (n >>> 14) + (n >>> 25) + 13 + 6);
+  strm.input = data;
+  strm.next_in = 0;
+  strm.avail_in = n;
+  strm.output = out;
+  strm.next_out = 0;
+  strm.avail_out = out.length;
+  strm.msg = '';
+  try {
+    for (;;) {
+      const ret = pakoDeflate.deflate(strm, 4 /* Z_FINISH */);
+      if (ret === 1) break;
+      if (ret !== 0 && ret !== -5) throw new PackError('PACK_CORRUPT_ZLIB', `zlib: ${strm.msg || ret}`);
+      // the bound is exact for zlib; should pako need more, grow and go on
+      const grown = new Uint8Array(out.length * 2);
+      grown.set(out.subarray(0, strm.next_out));
+      out = grown;
+      strm.output = out;
+      strm.avail_out = out.length - strm.next_out;
+    }
+  } catch (error) {
+    deflaters.delete(level);
+    throw error;
+  } finally {
+    strm.input = null;
+    strm.output = null;
+  }
+  return out.subarray(0, strm.next_out);
 }
 
-/** Inflates a whole zlib stream (a loose object). */
+/** Inflates a whole zlib stream (a loose object), through the reused context, growing the output as needed. */
 export function inflateAll(input: Uint8Array, maxSize: number): Uint8Array {
+  const strm = reusedInflater();
+  if (!strm) return inflateAllWithInflate(input, maxSize);
+  pakoInflate.inflateReset(strm);
+  let out = new Uint8Array(Math.min(maxSize + 1, Math.max(256, input.length * 4)));
+  strm.input = input;
+  strm.next_in = 0;
+  strm.avail_in = input.length;
+  strm.output = out;
+  strm.next_out = 0;
+  strm.avail_out = out.length;
+  strm.msg = '';
+  try {
+    for (;;) {
+      const ret = pakoInflate.inflate(strm, 0);
+      if (strm.next_out > maxSize) {
+        throw new PackError('PACK_LIMIT_OBJECT_SIZE', `inflated data exceeds ${maxSize} bytes`);
+      }
+      if (ret === 1) break;
+      if ((ret !== 0 && ret !== -5) || strm.avail_out > 0) {
+        throw new PackError('PACK_CORRUPT_ZLIB', `zlib: ${strm.msg || (ret === 0 || ret === -5 ? 'truncated' : ret)}`);
+      }
+      const grown = new Uint8Array(Math.min(maxSize + 1, out.length * 2));
+      grown.set(out);
+      out = grown;
+      strm.output = out;
+      strm.avail_out = out.length - strm.next_out;
+    }
+  } finally {
+    strm.input = null;
+    strm.output = null;
+  }
+  return out.subarray(0, strm.next_out);
+}
+
+/** A whole zlib stream through a new pako `Inflate` (the fallback). */
+function inflateAllWithInflate(input: Uint8Array, maxSize: number): Uint8Array {
   const inflator = new Inflate({ chunkSize: 64 * 1024 });
   const chunks: Uint8Array[] = [];
   let total = 0;
@@ -130,20 +223,46 @@ function concat(chunks: Uint8Array[], total: number): Uint8Array {
   return out;
 }
 
-let table: Int32Array | undefined;
+/** CRC-32 tables for slicing by 8: `tables[k * 256 + b]` is the CRC of byte b followed by k zero bytes. */
+let tables: Int32Array | undefined;
 
-export function crc32(data: Uint8Array, crc = 0): number {
-  if (!table) {
-    table = new Int32Array(256);
-    for (let n = 0; n < 256; n++) {
-      let c = n;
-      for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-      table[n] = c;
+function crcTables(): Int32Array {
+  const t = new Int32Array(8 * 256);
+  for (let n = 0; n < 256; n++) {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    t[n] = c;
+  }
+  for (let n = 0; n < 256; n++) {
+    let c = t[n]!;
+    for (let k = 1; k < 8; k++) {
+      c = t[c & 0xff]! ^ (c >>> 8);
+      t[k * 256 + n] = c;
     }
   }
-  const t = table;
+  return t;
+}
+
+/** CRC-32 (the .idx v2 checksum of each entry), eight bytes per step. */
+export function crc32(data: Uint8Array, crc = 0): number {
+  const t = (tables ??= crcTables());
   let c = ~crc;
-  for (let i = 0; i < data.length; i++) c = t[(c ^ data[i]!) & 0xff]! ^ (c >>> 8);
+  let i = 0;
+  const n = data.length;
+  const end8 = n - (n & 7);
+  for (; i < end8; i += 8) {
+    const lo = c ^ (data[i]! | (data[i + 1]! << 8) | (data[i + 2]! << 16) | (data[i + 3]! << 24));
+    c =
+      t[1792 + (lo & 0xff)]! ^
+      t[1536 + ((lo >>> 8) & 0xff)]! ^
+      t[1280 + ((lo >>> 16) & 0xff)]! ^
+      t[1024 + (lo >>> 24)]! ^
+      t[768 + data[i + 4]!]! ^
+      t[512 + data[i + 5]!]! ^
+      t[256 + data[i + 6]!]! ^
+      t[data[i + 7]!]!;
+  }
+  for (; i < n; i++) c = t[(c ^ data[i]!) & 0xff]! ^ (c >>> 8);
   return ~c >>> 0;
 }
 
