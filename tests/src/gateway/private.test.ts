@@ -1,9 +1,10 @@
 /**
  * `--private` with real git: without the token the repository does not exist (404, so git says
  * "not found"); with it (as a header, since git only sends Basic credentials after a 401) clone
- * and push work.
+ * and push work. Repeated and oddly cased headers are read the way node:http reads them.
  */
 import { writeFile } from 'node:fs/promises';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createGitSandbox } from '../git.js';
@@ -39,5 +40,35 @@ describe.each(backends)('private repositories, %s backend', (backend) => {
     expect(await sandbox.git(['--git-dir', join(server.root, 'secret.git'), 'rev-parse', 'main'])).toBe(
       await sandbox.git(['-C', dest, 'rev-parse', 'HEAD']),
     );
+  });
+});
+
+/** The status of one request sent byte for byte (repeated headers, any case). */
+function statusOf(server: { host: string; port: number }, head: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(server.port, server.host, () => socket.write(`${head}Connection: close\r\n\r\n`));
+    let got = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => (got += chunk));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(got)?.[1] ?? 0)));
+  });
+}
+
+describe('private repositories, request headers', () => {
+  it('takes the first of repeated Authorization headers, joins Cookie headers, ignores header case', async () => {
+    await using sandbox = await createGitSandbox();
+    await using server = await startServer({ token: TOKEN, private: true, backend: 'git-process' });
+    const work = sandbox.path('work');
+    await sandbox.git(['init', '--quiet', work]);
+    await sandbox.git(['-C', work, 'commit', '--quiet', '--allow-empty', '-m', 'a']);
+    await sandbox.git(['clone', '--quiet', '--bare', work, join(server.root, 'secret.git')]);
+    const get = 'GET /secret.git/info/refs?service=git-upload-pack HTTP/1.1\r\nHost: x\r\n';
+    expect(await statusOf(server, get)).toBe(404);
+    expect(await statusOf(server, `${get}AUTHORIZATION: Bearer ${TOKEN}\r\n`)).toBe(200);
+    expect(await statusOf(server, `${get}Authorization: Bearer ${TOKEN}\r\nauthorization: Bearer nope\r\n`)).toBe(200);
+    expect(await statusOf(server, `${get}Authorization: Bearer nope\r\nauthorization: Bearer ${TOKEN}\r\n`)).toBe(404);
+    expect(await statusOf(server, `${get}Cookie: a=1\r\ncookie: gitport_token=${TOKEN}\r\n`)).toBe(200);
+    expect(await statusOf(server, `${get}Cookie: a=1\r\ncookie: b=2\r\n`)).toBe(404);
   });
 });
