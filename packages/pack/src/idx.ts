@@ -20,9 +20,11 @@ const MAGIC = [0xff, 0x74, 0x4f, 0x63];
 
 export function writeIdx(entries: readonly IndexEntry[], packHash: string): Uint8Array {
   const count = entries.length;
-  // every id decoded once, in entry order
-  const ids = new Uint8Array(count * 20);
-  for (let i = 0; i < count; i++) hexToBytes(entries[i]!.oid, ids, i * 20);
+  // every id decoded once, in entry order, in one call: this runs once per pack, mostly before
+  // the JIT has seen it, and one long loop is optimized on the fly where 20-step calls are not
+  const hex = new Array<string>(count);
+  for (let i = 0; i < count; i++) hex[i] = entries[i]!.oid;
+  const ids = hexToBytes(hex.join(''));
   const order = sortedOrder(ids, count);
   const n = order.length;
   let large = 0;
@@ -40,16 +42,26 @@ export function writeIdx(entries: readonly IndexEntry[], packHash: string): Uint
   for (let i = 0; i < n; i++) {
     const k = order[i]!;
     const e = entries[k]!;
-    out.set(ids.subarray(k * 20, k * 20 + 20), oids + i * 20);
+    for (let b = 0, from = k * 20, to = oids + i * 20; b < 20; b++) out[to + b] = ids[from + b]!;
     fanout[ids[k * 20]!]!++;
-    put32(out, crcs + i * 4, e.crc32 >>> 0);
+    const crc = e.crc32 >>> 0;
+    const c = crcs + i * 4;
+    out[c] = crc >>> 24;
+    out[c + 1] = (crc >>> 16) & 255;
+    out[c + 2] = (crc >>> 8) & 255;
+    out[c + 3] = crc & 255;
     if (e.offset >= 0x80000000) {
       put32(out, offs + i * 4, (0x80000000 | big) >>> 0);
       put32(out, bigs + big * 8, Math.floor(e.offset / 0x100000000));
       put32(out, bigs + big * 8 + 4, e.offset >>> 0);
       big++;
     } else {
-      put32(out, offs + i * 4, e.offset);
+      const v = e.offset;
+      const at = offs + i * 4;
+      out[at] = v >>> 24;
+      out[at + 1] = (v >>> 16) & 255;
+      out[at + 2] = (v >>> 8) & 255;
+      out[at + 3] = v & 255;
     }
   }
   let total = 0;
@@ -80,8 +92,6 @@ const NUMERIC_SORT_MAX = 2 ** 21;
  * ordered by their remaining bytes.
  */
 function sortedOrder(ids: Uint8Array, count: number): number[] {
-  const prefix = (i: number) =>
-    ids[i * 20]! * 0x1000000 + ((ids[i * 20 + 1]! << 16) | (ids[i * 20 + 2]! << 8) | ids[i * 20 + 3]!);
   const compare = (a: number, b: number) => {
     for (let k = 0; k < 20; k++) {
       const d = ids[a * 20 + k]! - ids[b * 20 + k]!;
@@ -93,33 +103,44 @@ function sortedOrder(ids: Uint8Array, count: number): number[] {
     for (let k = 0; k < 20; k++) if (ids[a * 20 + k] !== ids[b * 20 + k]) return false;
     return true;
   };
-  let order: number[];
-  if (count < NUMERIC_SORT_MAX) {
-    const keys = new Float64Array(count);
-    for (let i = 0; i < count; i++) keys[i] = prefix(i) * NUMERIC_SORT_MAX + i;
-    keys.sort();
-    order = new Array<number>(count);
-    for (let i = 0; i < count; i++) order[i] = keys[i]! % NUMERIC_SORT_MAX;
-    // runs sharing the 32-bit prefix (rare): order by the whole id, then by position
-    for (let i = 0; i < count; ) {
-      const p = prefix(order[i]!);
-      let j = i + 1;
-      while (j < count && prefix(order[j]!) === p) j++;
-      if (j - i > 1) {
-        const run = order.slice(i, j).sort(compare);
-        for (let k = 0; k < run.length; k++) order[i + k] = run[k]!;
-      }
-      i = j;
+  /** Sorts `order[from..to)` by whole id and drops repeated ids (the first in the pack stays). */
+  const settle = (order: number[], from: number, to: number): number[] => {
+    const run = order.slice(from, to).sort(compare);
+    let w = 0;
+    for (let i = 0; i < run.length; i++) {
+      if (w > 0 && sameId(run[w - 1]!, run[i]!)) continue;
+      run[w++] = run[i]!;
     }
-  } else {
-    order = Array.from({ length: count }, (_, i) => i);
-    order.sort(compare);
+    run.length = w;
+    return run;
+  };
+  if (count >= NUMERIC_SORT_MAX)
+    return settle(
+      Array.from({ length: count }, (_, i) => i),
+      0,
+      count,
+    );
+  const keys = new Float64Array(count);
+  for (let i = 0, at = 0; i < count; i++, at += 20) {
+    const p = ids[at]! * 0x1000000 + ((ids[at + 1]! << 16) | (ids[at + 2]! << 8) | ids[at + 3]!);
+    keys[i] = p * NUMERIC_SORT_MAX + i;
   }
-  // duplicates are adjacent, the first in the pack first: keep that one
+  keys.sort();
+  const order = new Array<number>(count);
   let w = 0;
-  for (let i = 0; i < count; i++) {
-    if (w > 0 && sameId(order[w - 1]!, order[i]!)) continue;
-    order[w++] = order[i]!;
+  for (let i = 0; i < count; ) {
+    // ids sharing the 32-bit prefix (rare, and the only place duplicates can be): by whole id
+    const prefix = Math.floor(keys[i]! / NUMERIC_SORT_MAX);
+    let j = i + 1;
+    while (j < count && Math.floor(keys[j]! / NUMERIC_SORT_MAX) === prefix) j++;
+    if (j === i + 1) {
+      order[w++] = keys[i]! % NUMERIC_SORT_MAX;
+    } else {
+      const run: number[] = [];
+      for (let k = i; k < j; k++) run.push(keys[k]! % NUMERIC_SORT_MAX);
+      for (const k of settle(run, 0, run.length)) order[w++] = k;
+    }
+    i = j;
   }
   order.length = w;
   return order;

@@ -15,9 +15,9 @@ import { createSha1 } from '#sha1';
 import { crc32, deflate, inflateOne } from '#zlib';
 import { PackError, throwIfAborted } from './errors.js';
 import type { IndexEntry } from './idx.js';
-import { bytesToHex, hashObjectSync, type ObjectId, type ObjectType, objectHeader, TYPE_CODES } from './object.js';
+import { bytesToHex, type ObjectId, type ObjectType, objectHeader, TYPE_CODES } from './object.js';
 import { PackBuffer } from './pack-buffer.js';
-import { type PackEntry, type PackLimits, PackReader } from './pack-reader.js';
+import { objectId, type PackEntry, type PackLimits, PackReader } from './pack-reader.js';
 import type { ObjectStore, PackSpool } from './store.js';
 
 export interface ImportOptions {
@@ -145,7 +145,18 @@ async function importWith(
   });
   const limits = reader.limits;
   const slots: Slot[] = [];
-  const byOid = new Map<ObjectId, number>();
+  // ids to slots, built on the first REF_DELTA or thin base (packs of OFS deltas never need it)
+  let byOid: Map<ObjectId, number> | undefined;
+  const ids = (): Map<ObjectId, number> => {
+    if (!byOid) {
+      byOid = new Map();
+      for (let i = 0; i < slots.length; i++) {
+        const oid = slots[i]!.oid;
+        if (oid !== undefined && !byOid.has(oid)) byOid.set(oid, i);
+      }
+    }
+    return byOid;
+  };
   const waiting = new Map<number | ObjectId, number[]>();
   const cache = new LruCache(options.cacheBytes ?? 64 * 2 ** 20);
   const collected: { oid: ObjectId; type: ObjectType; data: Uint8Array }[] = [];
@@ -228,9 +239,9 @@ async function importWith(
   /** Hashes, caches and collects one resolved object; true when deltas may wait on it. */
   const record = (index: number, data: Uint8Array): boolean => {
     const s = slots[index]!;
-    if (s.oid === undefined) s.oid = hashObjectSync(s.type!, data);
+    if (s.oid === undefined) s.oid = objectId(s.type!, data);
     if (!keepPack) collected.push({ oid: s.oid, type: s.type!, data });
-    if (!byOid.has(s.oid)) byOid.set(s.oid, index);
+    if (byOid && !byOid.has(s.oid)) byOid.set(s.oid, index);
     // with the pack on disk, large objects stored whole are read back when a delta needs them
     // (as git index-pack does); delta results (the likely next bases) and small objects are kept
     if (!spool || s.base !== -1 || data.length <= SPOOL_CACHE_WHOLE_MAX) cache.set(index, data);
@@ -275,11 +286,11 @@ async function importWith(
         resolved(index, e.data);
         return undefined;
       }
-      if (!byOid.has(e.oid)) byOid.set(e.oid, index);
+      if (byOid && !byOid.has(e.oid)) byOid.set(e.oid, index);
       // a streamed object kept in the pack only; anything waiting on it re-reads it
       return flushWaiters(index, e.oid);
     }
-    const baseIndex = e.kind === 'ofs-delta' ? slotAt(e.baseOffset) : byOid.get(e.baseOid);
+    const baseIndex = e.kind === 'ofs-delta' ? slotAt(e.baseOffset) : ids().get(e.baseOid);
     if (e.kind === 'ofs-delta' && baseIndex === undefined) {
       throw new PackError('PACK_BAD_BASE_OFFSET', `no entry starts at base offset ${e.baseOffset}`, {
         offset: e.offset,
@@ -367,7 +378,7 @@ async function importWith(
     thinParts.push(entry.bytes);
     appended.push({ oid: key, offset: thinLength, crc32: slot.crc32 });
     thinLength += entry.bytes.length;
-    byOid.set(key, index);
+    ids().set(key, index);
     // already in the store: resolve waiters without storing the base again
     const stack = waiting.get(key) ?? [];
     waiting.delete(key);

@@ -11,7 +11,7 @@
  * streams may cross input chunks anywhere. Objects above `streamThreshold` are inflated in
  * pieces (`keepLarge: false` hashes them without keeping the data).
  */
-import { createSha1, type Sha1 } from '#sha1';
+import { createSha1, type Sha1, sha1Hex } from '#sha1';
 import { crc32, inflateOne } from '#zlib';
 import { PackError, throwIfAborted } from './errors.js';
 import { StreamInflater } from './inflate-stream.js';
@@ -85,6 +85,35 @@ export interface PackReaderOptions {
   keepLarge?: boolean;
   /** Receives every byte of the pack (trailer included) in order. */
   onBytes?: (bytes: Uint8Array) => void;
+}
+
+const TYPE_PREFIX: Record<ObjectType, Uint8Array> = {
+  commit: new TextEncoder().encode('commit '),
+  tree: new TextEncoder().encode('tree '),
+  blob: new TextEncoder().encode('blob '),
+  tag: new TextEncoder().encode('tag '),
+};
+let idScratch = new Uint8Array(64 * 1024);
+
+/**
+ * `hashObjectSync` for import: `<type> <size>\0` and the data laid out once in a scratch buffer
+ * and hashed in one call (no header array, no argument list, one copy).
+ */
+export function objectId(type: ObjectType, data: Uint8Array): ObjectId {
+  const n = data.length;
+  if (n > 1 << 20) return hashObjectSync(type, data);
+  if (idScratch.length < n + 32) idScratch = new Uint8Array(Math.max(n + 32, idScratch.length * 2));
+  const out = idScratch;
+  const prefix = TYPE_PREFIX[type];
+  out.set(prefix);
+  let o = prefix.length;
+  let digits = 1;
+  for (let v = n; v >= 10; v = Math.floor(v / 10)) digits++;
+  for (let i = digits - 1, v = n; i >= 0; i--, v = Math.floor(v / 10)) out[o + i] = 48 + (v % 10);
+  o += digits;
+  out[o++] = 0;
+  out.set(data, o);
+  return sha1Hex(out.subarray(0, o + n));
 }
 
 /** The longest zlib stream accepted for `size` inflated bytes (stored blocks cost 5 bytes per 64 KiB). */
@@ -393,7 +422,7 @@ export class PackReader {
         crc32: crc,
         type,
         size,
-        oid: hashObjectSync(type, data),
+        oid: objectId(type, data),
         data,
       };
     }
@@ -459,7 +488,7 @@ export class PackReader {
     const dataOffset = this.#offset;
     if (size <= this.#threshold) {
       const data = (await this.#inflate(size, true, undefined))!;
-      const oid = hashObjectSync(type, data);
+      const oid = objectId(type, data);
       return { kind: 'whole', offset, dataOffset, end: this.#offset, crc32: this.#crcNow(), type, size, oid, data };
     }
     const hasher = createSha1().update(objectHeader(type, size));

@@ -74,7 +74,9 @@ let slabUsed = 0;
 function allocate(n: number): Uint8Array {
   if (n > SLAB / 8) return new Uint8Array(n);
   if (slabUsed + n > slab.length) {
-    slab = new Uint8Array(SLAB);
+    // not zero-filled: inflate overwrites every byte handed out (a short result is an error)
+    const b = Buffer.allocUnsafeSlow(SLAB);
+    slab = new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
     slabUsed = 0;
   }
   const out = slab.subarray(slabUsed, slabUsed + n);
