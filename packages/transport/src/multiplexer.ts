@@ -1,7 +1,8 @@
 /**
  * Many duplex streams over one frame link (one per bus): routes frames to streams, answers
  * open requests from the listeners, fails every stream of a lost peer, and flushes the
- * streams' coalescing buffers together on one macrotask tick, round-robin.
+ * streams' coalescing buffers and send queues together on one macrotask tick, round-robin.
+ * Remembers, per peer and name, what the last accept said, so later opens can be optimistic.
  */
 import { reasonToWire, TransportError } from './errors.js';
 import {

@@ -27,8 +27,9 @@ export interface DuplexStream extends AsyncIterable<Uint8Array> {
   /** The write side as a WHATWG stream (chunks are copied; close() ends, abort() aborts). */
   readonly writable: WritableStream<Uint8Array>;
   /**
-   * Writes a chunk; resolves once it is handed to the bus (awaiting credit when the window is
-   * spent). With `transfer: true` the caller gives the chunk up: do not touch it afterwards.
+   * Writes a chunk; resolves once it is queued within the credit (awaiting credit when the
+   * window is spent); what is written in one tick goes out together in one frame. With
+   * `transfer: true` the caller gives the chunk up: do not touch it afterwards.
    */
   write(chunk: Uint8Array, options?: { transfer?: boolean }): Promise<void>;
   /** Half-closes our write side (after pending writes); the other side's read ends. */
@@ -75,6 +76,11 @@ type WriteState = 'open' | 'ending' | 'ended' | 'cancelled' | 'errored';
 
 /** Small writes are copied into a buffer of this size and sent together. */
 const COALESCE_BUFFER = 64 * 1024;
+/**
+ * The first coalescing buffer of a tick is this small (or as large as the last tick's bytes):
+ * a request of a few pkt-lines does not allocate (and zero) 64 KiB. It grows as writes add up.
+ */
+const COALESCE_START = 4 * 1024;
 /** Writes up to this size are coalesced. */
 const COALESCE_MAX = 16 * 1024;
 /**
@@ -133,6 +139,8 @@ export class Stream implements DuplexStream {
   #coalesceSize: number;
   #buffer: Uint8Array | undefined;
   #fill = 0;
+  /** The size to start the next coalescing buffer with. */
+  #bufferHint = COALESCE_START;
   /** Chunks whose credit is paid, waiting to go out together in one data frame. */
   #out: Uint8Array[] = [];
   #outBytes = 0;
@@ -526,12 +534,29 @@ export class Stream implements DuplexStream {
 
   #append(chunk: Uint8Array): void {
     const len = chunk.byteLength;
-    if (this.#buffer !== undefined && this.#fill + len > this.#buffer.byteLength) this.#stage();
-    if (this.#buffer === undefined) this.#buffer = new Uint8Array(this.#coalesceSize);
-    this.#buffer.set(chunk, this.#fill);
+    const size = this.#coalesceSize;
+    let buffer = this.#buffer;
+    const need = this.#fill + len;
+    if (buffer !== undefined && need > buffer.byteLength) {
+      if (need <= size) {
+        // Still below a full buffer: grow this one.
+        const grown = new Uint8Array(Math.min(size, Math.max(need, buffer.byteLength * 4)));
+        grown.set(buffer.subarray(0, this.#fill));
+        buffer = grown;
+        this.#buffer = grown;
+      } else {
+        this.#stage();
+        buffer = undefined;
+      }
+    }
+    if (buffer === undefined) {
+      buffer = new Uint8Array(Math.min(size, Math.max(len, this.#bufferHint)));
+      this.#buffer = buffer;
+    }
+    buffer.set(chunk, this.#fill);
     this.#fill += len;
     this.#credit -= len;
-    if (this.#fill === this.#buffer.byteLength) this.#stage();
+    if (this.#fill === size) this.#stage();
     else this.#scheduleFlush();
   }
 
@@ -565,6 +590,7 @@ export class Stream implements DuplexStream {
     if (buffer === undefined || this.#fill === 0) return;
     const fill = this.#fill;
     this.#fill = 0;
+    this.#bufferHint = Math.max(COALESCE_START, fill);
     if (fill * 2 >= buffer.byteLength) {
       // Mostly full: give the whole buffer away (no copy) and start a new one later.
       this.#buffer = undefined;

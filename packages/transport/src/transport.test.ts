@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { DuplexStream } from './index.js';
 import { portLink } from './link.js';
 import { Multiplexer } from './multiplexer.js';
+import type { StreamStats } from './stream.js';
 import { type ConformancePair, transportConformance } from './test-conformance.js';
 import { serveConformance, type TransportSide } from './test-conformance-service.js';
 
@@ -45,6 +46,8 @@ transportConformance(
     window: 64 * 1024,
   },
 );
+
+const stats = (stream: DuplexStream): StreamStats => (stream as unknown as { stats: StreamStats }).stats;
 
 /** The chunks of the data frames among `frames`, in order (a frame may carry several). */
 const dataChunks = (frames: Record<string, unknown>[]): Uint8Array[] =>
@@ -199,6 +202,105 @@ describe('transport details', () => {
     const data = dataChunks(m.frames);
     expect(data.every((b) => b.byteLength <= 50_000)).toBe(true);
     expect(data.reduce((n, b) => n + b.byteLength, 0)).toBe(320_000);
+    m.close();
+  });
+
+  it('sends the chunks written in one tick in one data frame, each buffer transferred', async () => {
+    const m = manualPair();
+    const opening = m.mux.open('far', 'x');
+    const open = await m.next('open');
+    m.post({ t: 'accept', s: open.s, w: 1024 * 1024, m: 1024 * 1024 });
+    const stream = await opening;
+    const chunks = Array.from({ length: 6 }, (_, i) => new Uint8Array(64 * 1024).fill(i + 1));
+    for (const chunk of chunks) await stream.write(chunk, { transfer: true });
+    await stream.end();
+    await m.next('end');
+    const frames = m.frames.filter((f) => f.t === 'data');
+    // 256 KiB make a batch: four chunks in the first frame, the other two in the next.
+    expect(frames.map((f) => (Array.isArray(f.b) ? f.b.length : 1))).toEqual([4, 2]);
+    expect(dataChunks(m.frames).map((b) => [b.byteLength, b[0]])).toEqual(chunks.map((_, i) => [64 * 1024, i + 1]));
+    expect(chunks.every((chunk) => chunk.byteLength === 0)).toBe(true);
+    m.close();
+  });
+
+  it('opens optimistically a name accepted before: data follows the open frame, the accept sets the window', async () => {
+    const m = manualPair();
+    const first = m.mux.open('far', 'x');
+    const open1 = await m.next('open');
+    expect(open1.c).toBeUndefined();
+    m.post({ t: 'accept', s: open1.s, w: 100_000, m: 1024 * 1024, r: 5 });
+    await first;
+    // Accepted once with room left: the next open resolves with no answer yet.
+    const stream = await m.mux.open('far', 'x');
+    const open2 = await m.next('open');
+    expect(open2.c).toBe(100_000);
+    expect(stats(stream)).toMatchObject({ remoteWindow: 100_000, credit: 100_000 });
+    await stream.write(new Uint8Array(60_000).fill(5), { transfer: true });
+    expect(await m.next('data')).toMatchObject({ s: open2.s, i: 1 });
+    // The listener's window is smaller now: what was sent counts against it.
+    m.post({ t: 'accept', s: open2.s, w: 50_000, m: 1024 * 1024, r: 4 });
+    // A byte from the far side, read here, comes after the accept: the accept is in.
+    const it = stream[Symbol.asyncIterator]();
+    m.post({ t: 'data', s: open2.s, i: 0, b: new Uint8Array(1) });
+    expect((await it.next()).value).toHaveLength(1);
+    expect(stats(stream)).toMatchObject({ remoteWindow: 50_000, credit: -10_000 });
+    let resolved = false;
+    const writing = stream.write(new Uint8Array(1000), { transfer: true }).then(() => {
+      resolved = true;
+    });
+    m.post({ t: 'credit', s: open2.s, i: 0, n: 5000 });
+    m.post({ t: 'data', s: open2.s, i: 0, b: new Uint8Array(1) });
+    expect((await it.next()).value).toHaveLength(1);
+    // Granted 5000 of the 11000 it needs: still waiting.
+    expect(stats(stream).credit).toBe(-5000);
+    expect(resolved).toBe(false);
+    m.post({ t: 'credit', s: open2.s, i: 0, n: 55_000 });
+    await writing;
+    expect(stats(stream).credit).toBe(49_000);
+    stream.abort(new Error('done'));
+    m.close();
+  });
+
+  it('fails an optimistic stream the far side refuses, and opens the next one the slow way', async () => {
+    const m = manualPair();
+    const first = m.mux.open('far', 'x');
+    const open1 = await m.next('open');
+    m.post({ t: 'accept', s: open1.s, w: 65536, m: 1024 * 1024, r: 1 });
+    await first;
+    const stream = await m.mux.open('far', 'x');
+    const open2 = await m.next('open');
+    expect(open2.c).toBe(65536);
+    await stream.write(new Uint8Array(1000));
+    m.post({ t: 'refuse', s: open2.s, c: 'TRANSPORT_NO_LISTENER', m: 'gone' });
+    await expect(stream.closed).rejects.toMatchObject({ code: 'TRANSPORT_NO_LISTENER' });
+    await expect(stream.write(new Uint8Array(1))).rejects.toMatchObject({ code: 'TRANSPORT_NO_LISTENER' });
+    // Nobody listens there any more: the next open waits for the answer and rejects.
+    const third = m.mux.open('far', 'x');
+    const open3 = await m.next('open');
+    expect(open3.c).toBeUndefined();
+    m.post({ t: 'refuse', s: open3.s, c: 'TRANSPORT_NO_LISTENER', m: 'gone' });
+    await expect(third).rejects.toMatchObject({ code: 'TRANSPORT_NO_LISTENER' });
+    m.close();
+  });
+
+  it('opens the slow way when the listener has no room left', async () => {
+    const m = manualPair();
+    const first = m.mux.open('far', 'x');
+    const open1 = await m.next('open');
+    m.post({ t: 'accept', s: open1.s, w: 65536, m: 1024 * 1024, r: 1 });
+    await first;
+    // One slot left: this open takes it optimistically, the next one has to wait.
+    await m.mux.open('far', 'x');
+    expect((await m.next('open')).c).toBe(65536);
+    let settled = false;
+    const third = m.mux.open('far', 'x').finally(() => {
+      settled = true;
+    });
+    const open3 = await m.next('open');
+    expect(open3.c).toBeUndefined();
+    expect(settled).toBe(false);
+    m.post({ t: 'refuse', s: open3.s, c: 'TRANSPORT_TOO_MANY_STREAMS', m: 'full' });
+    await expect(third).rejects.toMatchObject({ code: 'TRANSPORT_TOO_MANY_STREAMS' });
     m.close();
   });
 
