@@ -7,9 +7,6 @@ import { messagePortEndpoint, workerEndpoint } from '@gitport/bus';
 import { busConformance } from '../../packages/bus/src/test-conformance.js';
 import { startTestPeer } from '../../packages/bus/src/test-peer.js';
 
-type WorkerLike = Parameters<typeof workerEndpoint>[0];
-type PortLike = Parameters<typeof messagePortEndpoint>[0];
-
 // Tolerant of a loaded machine (a busy page or worker must not look dead), quick enough for the peer-loss tests.
 const heartbeats = { bus: { heartbeatInterval: 250, heartbeatMisses: 6 } };
 let counter = 0;
@@ -18,9 +15,9 @@ busConformance(
   'DOM MessageChannel in one thread (Chromium)',
   async () => {
     const { port1, port2 } = new MessageChannel();
-    const remote = startTestPeer(messagePortEndpoint(port2 as unknown as PortLike), { id: 'remote' });
+    const remote = startTestPeer(messagePortEndpoint(port2), { id: 'remote' });
     return {
-      endpoint: messagePortEndpoint(port1 as unknown as PortLike),
+      endpoint: messagePortEndpoint(port1),
       remoteId: 'remote',
       ready: remote,
       kill: async () => {
@@ -48,7 +45,7 @@ busConformance(
     const id = `worker-${counter++}`;
     const worker = peerWorker('worker', id);
     return {
-      endpoint: workerEndpoint(worker as unknown as WorkerLike),
+      endpoint: workerEndpoint(worker),
       remoteId: id,
       kill: () => worker.terminate(),
       dispose: () => worker.terminate(),
@@ -65,7 +62,7 @@ busConformance(
     const { port1, port2 } = new MessageChannel();
     worker.postMessage({ type: 'port', port: port2 }, [port2]);
     return {
-      endpoint: messagePortEndpoint(port1 as unknown as PortLike),
+      endpoint: messagePortEndpoint(port1),
       remoteId: id,
       kill: () => worker.terminate(),
       dispose: () => {

@@ -5,15 +5,15 @@
 import { type Endpoint, messagePortEndpoint, workerEndpoint } from '@gitport/bus';
 import { startTestPeer } from '../../packages/bus/src/test-peer.js';
 
-type WorkerLike = Parameters<typeof workerEndpoint>[0];
-type PortLike = Parameters<typeof messagePortEndpoint>[0];
+// This project compiles with the DOM library, where `self` is a Window: the worker scope is typed here.
+type WorkerScope = Parameters<typeof workerEndpoint>[0] & typeof self;
 
 const start = (endpoint: Endpoint) => void startTestPeer(endpoint, { id: self.name });
 if (new URL(self.location.href).searchParams.get('via') === 'port') {
   self.addEventListener('message', (event: MessageEvent) => {
     const data = event.data as { type?: string; port?: MessagePort };
-    if (data?.type === 'port' && data.port) start(messagePortEndpoint(data.port as unknown as PortLike));
+    if (data?.type === 'port' && data.port) start(messagePortEndpoint(data.port));
   });
 } else {
-  start(workerEndpoint(self as unknown as WorkerLike));
+  start(workerEndpoint(self as unknown as WorkerScope));
 }

@@ -1,16 +1,12 @@
 import { createBus, messagePortEndpoint, workerEndpoint } from '@gitport/bus';
 
-// The DOM's Worker and MessagePort overload addEventListener; the bus's structural types want one signature.
-type WorkerLike = Parameters<typeof workerEndpoint>[0];
-type PortLike = Parameters<typeof messagePortEndpoint>[0];
-
 import { expect, it } from 'vitest';
 
 it('connects a bus to a Web Worker and over a MessageChannel in Chromium: requests, events, errors', async () => {
   const worker = new Worker(new URL('./bus.worker.ts', import.meta.url), { type: 'module' });
   const main = createBus({ id: 'main' });
   try {
-    const peer = await main.connect(workerEndpoint(worker as unknown as WorkerLike));
+    const peer = await main.connect(workerEndpoint(worker));
     expect(peer.id).toBe('worker');
     expect(await main.request('worker', 'double', 21)).toBe(42);
     const pong = new Promise((resolve) => main.on('pong', (payload) => resolve(payload)));
@@ -22,7 +18,7 @@ it('connects a bus to a Web Worker and over a MessageChannel in Chromium: reques
     const side = createBus({ id: 'side' });
     const channel = new MessageChannel();
     worker.postMessage({ type: 'join-port', port: channel.port2 }, [channel.port2]);
-    const sidePeer = await side.connect(messagePortEndpoint(channel.port1 as unknown as PortLike));
+    const sidePeer = await side.connect(messagePortEndpoint(channel.port1));
     expect(sidePeer.id).toBe('worker');
     expect(await side.request('worker', 'double', 5)).toBe(10);
     side.close();

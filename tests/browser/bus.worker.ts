@@ -5,15 +5,14 @@
  */
 import { createBus, messagePortEndpoint, workerEndpoint } from '@gitport/bus';
 
-// The DOM's Worker and MessagePort overload addEventListener; the bus's structural types want one signature.
-type WorkerLike = Parameters<typeof workerEndpoint>[0];
-type PortLike = Parameters<typeof messagePortEndpoint>[0];
+// This project compiles with the DOM library, where `self` is a Window: the worker scope is typed here.
+type WorkerScope = Parameters<typeof workerEndpoint>[0] & typeof self;
 
 const bus = createBus({ id: 'worker' });
 bus.handle('double', (payload) => (payload as number) * 2);
 bus.on('ping', (payload, meta) => bus.send(meta.from, 'pong', payload));
 self.addEventListener('message', (event: MessageEvent) => {
   const data = event.data as { type?: string; port?: MessagePort } | undefined;
-  if (data?.type === 'join-port' && data.port) void bus.connect(messagePortEndpoint(data.port as unknown as PortLike));
+  if (data?.type === 'join-port' && data.port) void bus.connect(messagePortEndpoint(data.port));
 });
-void bus.connect(workerEndpoint(self as unknown as WorkerLike));
+void bus.connect(workerEndpoint(self as unknown as WorkerScope));

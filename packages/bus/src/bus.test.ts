@@ -378,6 +378,78 @@ describe('hub routing', () => {
     expect(reported).toEqual(['BUS_HOP_LIMIT']);
   });
 
+  it('reaches peers behind another hub, both ways, and learns when they leave (a -- hubA -- hubB -- b)', async () => {
+    const hubA = createHub({ id: 'hubA' });
+    const hubB = createHub({ id: 'hubB' });
+    cleanups.push(
+      () => hubA.close(),
+      () => hubB.close(),
+    );
+    const a = bus({ id: 'a' });
+    const b = bus({ id: 'b' });
+    const c = bus({ id: 'c' });
+    const seen = (who: Bus, id: string) =>
+      new Promise<void>((resolve) => who.onPeer('connected', (peer) => peer === id && resolve()));
+    await link(a, hubA);
+    await link(b, hubB);
+    // Hubs joined after their peers: each announces what it already reaches to the other.
+    const aSeesB = seen(a, 'b');
+    const bSeesA = seen(b, 'a');
+    await link(hubA, hubB);
+    await Promise.all([aSeesB, bSeesA]);
+    expect(a.peers.get('b')).toEqual({ id: 'b', via: 'hubA' });
+    expect(b.peers.get('a')).toEqual({ id: 'a', via: 'hubB' });
+    // A peer joining later is passed on from hub to hub.
+    const aSeesC = seen(a, 'c');
+    await link(c, hubB);
+    await aSeesC;
+    b.handle('who', (_p, meta) => `b answers ${meta.from}`);
+    a.handle('who', (_p, meta) => `a answers ${meta.from}`);
+    expect(await a.request('b', 'who', null)).toBe('b answers a');
+    expect(await b.request('a', 'who', null)).toBe('a answers b');
+    expect(await c.request('a', 'who', null)).toBe('a answers c');
+    const got = new Promise((resolve) => b.on('e', (payload, meta) => resolve([payload, meta.from])));
+    a.send('b', 'e', 'across two hubs');
+    expect(await got).toEqual(['across two hubs', 'a']);
+    // b leaves: hubB tells hubA, which tells a.
+    const aLosesB = new Promise((resolve) => a.onPeer('lost', (peer) => peer === 'b' && resolve(peer)));
+    b.close();
+    expect(await aLosesB).toBe('b');
+    expect(await codeOf(a.request('b', 'who', null))).toBe('BUS_UNKNOWN_PEER');
+    expect([...a.peers.keys()].sort()).toEqual(['c', 'hubA', 'hubB']);
+  });
+
+  it('stops passing announcements on around a loop of hubs', async () => {
+    const hubs = ['h1', 'h2', 'h3'].map((id) => {
+      const hub = createHub({ id });
+      cleanups.push(() => hub.close());
+      return hub;
+    });
+    const [h1, h2, h3] = hubs as [Bus, Bus, Bus];
+    await link(h1, h2);
+    await link(h2, h3);
+    await link(h3, h1);
+    const p = bus({ id: 'p' });
+    const q = bus({ id: 'q' });
+    const everyoneSees = (id: string) =>
+      Promise.all(
+        [...hubs, p, q]
+          .filter((x) => x.id !== id)
+          .map((x) =>
+            x.peers.has(id)
+              ? undefined
+              : new Promise<void>((resolve) => x.onPeer('connected', (peer) => peer === id && resolve())),
+          ),
+      );
+    await link(p, h1);
+    await link(q, h2);
+    await Promise.all([everyoneSees('p'), everyoneSees('q')]);
+    q.handle('ping', () => 'pong');
+    expect(await p.request('q', 'ping', null)).toBe('pong');
+    for (const hub of hubs)
+      expect([...hub.peers.keys()].sort()).toEqual(['h1', 'h2', 'h3', 'p', 'q'].filter((id) => id !== hub.id));
+  });
+
   it('forwards comlink-style channel messages with transferred ports', async () => {
     const { a, b } = await star();
     const port = new MessageChannel();

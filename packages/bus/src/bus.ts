@@ -465,7 +465,9 @@ class BusImpl implements Bus {
       unref(link.heartbeat);
     }
     if (this.isHub) {
-      const others = [...this.links.keys()].filter((other) => other !== id);
+      // The newcomer learns every peer this hub reaches, directly or through another hub; the
+      // others learn the newcomer (and, through onAnnounce, whoever it announces in turn).
+      const others = [...this.routes.keys()].filter((other) => other !== id);
       if (others.length > 0) this.enqueue(link, [PJ, 0, undefined, undefined, others]);
       for (const other of this.links.values()) {
         if (other !== link) this.enqueue(other, [PJ, 0, undefined, undefined, [id]]);
@@ -1064,16 +1066,25 @@ class BusImpl implements Bus {
   private onAnnounce(link: Link, envelope: Envelope): void {
     const ids = envelope[P] as unknown[];
     const joined = envelope[K] === PJ;
+    const changed: string[] = [];
     for (const id of ids) {
       if (typeof id !== 'string' || id === this.id) continue;
       if (joined) {
         if (this.routes.has(id) || this.peerMap.size >= this.maxPeers * 4) continue;
         this.routes.set(id, link);
         this.peerMap.set(id, { id, via: link.peer });
+        changed.push(id);
         this.notify(this.connectedListeners, id, undefined);
       } else if (this.routes.get(id) === link && !this.links.has(id)) {
+        changed.push(id);
         this.forget(id, new BusError('BUS_PEER_LOST', `peer ${JSON.stringify(id)} left hub ${link.peer}`));
       }
+    }
+    if (!this.isHub || changed.length === 0 || this.closed) return;
+    // A hub passes on what another hub announced, to everyone but that hub (only what changed
+    // here: an announcement travels each link of a loop of hubs at most once).
+    for (const other of this.links.values()) {
+      if (other !== link) this.enqueue(other, [envelope[K], 0, undefined, undefined, changed]);
     }
   }
 

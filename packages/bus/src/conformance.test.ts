@@ -1,11 +1,7 @@
 import { BroadcastChannel, MessageChannel, type Worker } from 'node:worker_threads';
 import { startTsWorker } from '../../../tests/src/ts-worker.js';
-import { broadcastChannelEndpoint, messagePortEndpoint } from './index.js';
-
 // Node's MessagePort and BroadcastChannel are EventTargets shaped like the DOM ones the adapters take.
-type DomPort = Parameters<typeof messagePortEndpoint>[0];
-type DomChannel = Parameters<typeof broadcastChannelEndpoint>[0];
-
+import { broadcastChannelEndpoint, messagePortEndpoint } from './index.js';
 import { nodeEndpoint } from './node.js';
 import { busConformance } from './test-conformance.js';
 import { startTestPeer } from './test-peer.js';
@@ -32,9 +28,9 @@ busConformance(
   'MessagePort as a DOM port (messagePortEndpoint: no close event, heartbeats)',
   async () => {
     const { port1, port2 } = new MessageChannel();
-    const remote = startTestPeer(messagePortEndpoint(port2 as unknown as DomPort), { id: 'remote' });
+    const remote = startTestPeer(messagePortEndpoint(port2), { id: 'remote' });
     return {
-      endpoint: messagePortEndpoint(port1 as unknown as DomPort),
+      endpoint: messagePortEndpoint(port1),
       remoteId: 'remote',
       ready: remote,
       kill: async () => {
@@ -57,9 +53,9 @@ busConformance(
     const name = `gitport-bus-conformance-${process.pid}-${counter++}`;
     const local = new BroadcastChannel(name);
     const far = new BroadcastChannel(name);
-    const remote = startTestPeer(broadcastChannelEndpoint(far as unknown as DomChannel), { id: 'remote' });
+    const remote = startTestPeer(broadcastChannelEndpoint(far), { id: 'remote' });
     return {
-      endpoint: broadcastChannelEndpoint(local as unknown as DomChannel),
+      endpoint: broadcastChannelEndpoint(local),
       remoteId: 'remote',
       ready: remote,
       kill: () => far.close(),

@@ -41,16 +41,31 @@ export interface ChannelEndpoint extends Endpoint {
 /** What the adapters listen on: any EventTarget (a DOM MessagePort, Worker, BroadcastChannel, window, worker scope). */
 type MessageTargetLike = Pick<EventTarget, 'addEventListener' | 'removeEventListener'>;
 
-/** A DOM MessagePort (or anything shaped like one). Started on connect. */
+/**
+ * The transfer-list parameter the adapters ask of `postMessage`: `never[]`, which every platform's
+ * list type accepts (the DOM's `Transferable[]`, node:worker_threads' `readonly Transferable[]`,
+ * whose port type differs from the DOM's), so the real objects are assignable without casts.
+ */
+type AnyTransferList = never[];
+
+/** Posts through `target` with a transfer list of this platform's kind (see AnyTransferList). */
+function transferList(transfer: Transferable[] | undefined): AnyTransferList {
+  return (transfer ?? []) as AnyTransferList;
+}
+
+/**
+ * A DOM MessagePort, or anything shaped like one (a node:worker_threads MessagePort is an
+ * EventTarget too). Started on connect.
+ */
 export function messagePortEndpoint(
   port: MessageTargetLike & {
-    postMessage(message: unknown, transfer: Transferable[]): void;
+    postMessage(message: unknown, transfer: AnyTransferList): void;
     start?(): void;
     close?(): void;
   },
 ): Endpoint {
   return {
-    postMessage: (message, transfer) => port.postMessage(message, transfer ?? []),
+    postMessage: (message, transfer) => port.postMessage(message, transferList(transfer)),
     addEventListener: (_type, listener) => port.addEventListener('message', listener as unknown as EventListener),
     removeEventListener: (_type, listener) => port.removeEventListener('message', listener as unknown as EventListener),
     start: () => port.start?.(),
@@ -60,10 +75,10 @@ export function messagePortEndpoint(
 
 /** A web Worker seen from its parent (or a worker's global scope seen from inside). No close event: heartbeats apply. */
 export function workerEndpoint(
-  worker: MessageTargetLike & { postMessage(message: unknown, transfer: Transferable[]): void; terminate?(): void },
+  worker: MessageTargetLike & { postMessage(message: unknown, transfer: AnyTransferList): void; terminate?(): void },
 ): Endpoint {
   return {
-    postMessage: (message, transfer) => worker.postMessage(message, transfer ?? []),
+    postMessage: (message, transfer) => worker.postMessage(message, transferList(transfer)),
     addEventListener: (_type, listener) => worker.addEventListener('message', listener as unknown as EventListener),
     removeEventListener: (_type, listener) =>
       worker.removeEventListener('message', listener as unknown as EventListener),
