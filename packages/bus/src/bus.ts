@@ -208,16 +208,12 @@ class Link {
   dead = false;
   heartbeat: ReturnType<typeof setInterval> | undefined;
   offClose: (() => void) | undefined;
-  readonly flush: () => void;
   constructor(
     readonly peer: string,
     readonly endpoint: Endpoint,
     readonly remoteHub: boolean,
     readonly listener: MessageListener,
-    bus: BusImpl,
-  ) {
-    this.flush = () => bus.flush(this);
-  }
+  ) {}
 }
 
 /** Where `capture`, the executor every request's promise shares, leaves its resolving functions. */
@@ -295,10 +291,14 @@ class BusImpl implements Bus {
   /** One timer for every request deadline, armed for the earliest one. */
   private timer: ReturnType<typeof setTimeout> | undefined;
   private timerAt = Number.POSITIVE_INFINITY;
-  private clearQueued = false;
-  /** True while a received frame is dispatched; `toFlush`: links to flush when it is done. */
-  private receiving = false;
+  /** Whether the idle timer check is due at the next tick (see settle). */
+  private idleCheck = false;
+  /** Links with envelopes waiting: flushed once the frame being received is done, else at the next tick. */
   private readonly toFlush: Link[] = [];
+  /** True while a received frame is dispatched. */
+  private receiving = false;
+  /** Whether `tick` is queued: one microtask per task does every deferred flush and the idle check. */
+  private tickQueued = false;
 
   constructor(options: BusOptions) {
     if (typeof options?.id !== 'string' || options.id.length === 0 || options.id.length > MAX_ID_LENGTH) {
@@ -420,7 +420,7 @@ class BusImpl implements Bus {
         }
         if (kind !== 'ack') return; // connected once they have accepted us too
         cleanup();
-        link = new Link(id, endpoint, frame.hub === true, listener, this);
+        link = new Link(id, endpoint, frame.hub === true, listener);
         resolve(this.establish(link));
       };
       const deadline = setTimeout(
@@ -596,10 +596,10 @@ class BusImpl implements Bus {
     }
     if (!link.scheduled) {
       link.scheduled = true;
-      // While a frame is being received, what it causes goes out once it is done (no microtask);
-      // otherwise everything queued in this task goes out in one postMessage after it.
-      if (this.receiving) this.toFlush.push(link);
-      else afterThisTask(link.flush);
+      // While a frame is being received, what it causes goes out once it is done; otherwise
+      // everything queued in this task goes out in one postMessage per link at the next tick.
+      this.toFlush.push(link);
+      if (!this.receiving) this.queueTick();
     }
   }
 
@@ -799,20 +799,34 @@ class BusImpl implements Bus {
     if (pending.onAbort !== undefined) pending.signal!.removeEventListener('abort', pending.onAbort);
     if (ok) pending.resolve(value as never);
     else pending.reject(value);
-    if (this.pending.size === 0 && this.timer !== undefined && !this.clearQueued) {
-      // Nothing pending: no timer left behind. Checked after the caller's continuation (queued by
-      // the resolve above) has run, so a caller issuing one request after another keeps the timer.
-      this.clearQueued = true;
-      afterThisTask(this.clearIdleTimer);
+    if (this.pending.size === 0 && this.timer !== undefined) {
+      // Nothing pending: no timer left behind. Checked at the next tick, after the caller's
+      // continuation (queued by the resolve above) has run, so a caller issuing one request after
+      // another keeps the timer, and that tick also posts the next request.
+      this.idleCheck = true;
+      this.queueTick();
     }
   }
 
-  private readonly clearIdleTimer = (): void => {
-    this.clearQueued = false;
-    if (this.pending.size !== 0 || this.timer === undefined) return;
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    this.timerAt = Number.POSITIVE_INFINITY;
+  private queueTick(): void {
+    if (this.tickQueued) return;
+    this.tickQueued = true;
+    afterThisTask(this.tick);
+  }
+
+  /** The deferred work of a task: flush what was queued, and clear the request timer if idle. */
+  private readonly tick = (): void => {
+    this.tickQueued = false;
+    const links = this.toFlush;
+    while (links.length > 0) this.flush(links.pop()!);
+    if (this.idleCheck) {
+      this.idleCheck = false;
+      if (this.pending.size === 0 && this.timer !== undefined) {
+        clearTimeout(this.timer);
+        this.timer = undefined;
+        this.timerAt = Number.POSITIVE_INFINITY;
+      }
+    }
   };
 
   private onRequest(link: Link, from: string, envelope: Envelope): void {
