@@ -304,9 +304,12 @@ export class PackReader {
     return entry;
   }
 
-  /** The next entry, waiting for input as needed. Call only while `remaining > 0`. */
+  /**
+   * The next entry, waiting for input as needed (after `nextSync` came back empty: this does not
+   * try the buffered bytes alone again). Call only while `remaining > 0`.
+   */
   async next(): Promise<PackEntry> {
-    const entry = this.#entrySync() ?? (await this.#entry());
+    const entry = await this.#entry();
     this.#read++;
     return entry;
   }
