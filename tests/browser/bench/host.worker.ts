@@ -1,10 +1,15 @@
 /**
  * Browser clone benchmark, host side: builds the reference corpus (commits each adding one
  * random blob, seeded) in an in-memory repository with isomorphic-git and hosts it on the bus.
+ * With `packed` (the default of the bench page), the corpus is then packed once, untimed, as
+ * `git repack -adq` packs the repository the Node clone bench serves: every object into one pack
+ * written by gitport, the loose objects deleted; clones then get that pack as it is (pack reuse),
+ * like the Node clone.
  */
 import '../worker-globals.js';
 import { createBus, messagePortEndpoint, workerEndpoint } from '@gitport/bus';
-import { FsRepositoryRegistry, host, MemoryFs } from 'gitport';
+import { createPack, importPack } from '@gitport/pack';
+import { FsRepositoryRegistry, GitFs, host, MemoryFs } from 'gitport';
 import git from 'isomorphic-git';
 import { prng } from '../../src/prng.js';
 
@@ -17,7 +22,7 @@ const registry = new FsRepositoryRegistry(fs, '/repos');
 host(bus, registry);
 
 bus.handle('corpus', async (payload) => {
-  const { commits, size } = payload as { commits: number; size: number };
+  const { commits, size, packed } = payload as { commits: number; size: number; packed?: boolean };
   const repo = await registry.create('reference');
   const gitdir = '/repos/reference.git';
   const random = prng(2026);
@@ -47,6 +52,17 @@ bus.handle('corpus', async (payload) => {
     parent = [commit];
   }
   await repo.refs.update([{ name: 'refs/heads/main', old: null, new: parent[0]! }]);
+  if (packed) {
+    // as `git repack -adq`: every object into one pack (written by gitport), the loose ones deleted
+    const result = await importPack(repo.objects, createPack(repo.objects, { wants: [parent[0]!] }));
+    const gitFs = new GitFs(fs);
+    for (const name of await gitFs.list(`${gitdir}/objects`)) {
+      if (/^[0-9a-f]{2}$/.test(name)) await gitFs.removeTree(`${gitdir}/objects/${name}`);
+    }
+    await (repo.objects as { refresh?(): Promise<void> }).refresh?.();
+    if (result.objects.length !== commits * 3)
+      throw new Error(`packed ${result.objects.length} objects, expected ${commits * 3}`);
+  }
   return parent[0];
 });
 

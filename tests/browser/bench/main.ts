@@ -16,6 +16,8 @@ interface Options {
   size: number;
   runs: number;
   warmup: number;
+  /** The host's repository packed, as `git repack -adq` leaves the Node clone's (default); false: loose objects. */
+  packed?: boolean;
 }
 
 async function runCloneBench(options: Options) {
@@ -31,7 +33,7 @@ async function runCloneBench(options: Options) {
     const head = await main.request<string>(
       'host',
       'corpus',
-      { commits: options.commits, size: options.size },
+      { commits: options.commits, size: options.size, packed: options.packed ?? true },
       { timeout: 300_000 },
     );
     const out: Record<string, { ms: number; packBytes: number }[]> = {};

@@ -18,6 +18,12 @@ export interface BrowserCloneOptions {
   size: number;
   runs: number;
   warmup: number;
+  /**
+   * The host's repository packed, as `git repack -adq` leaves the repository the Node clone
+   * bench serves (default: true); false keeps the loose objects isomorphic-git wrote, so every
+   * clone also deltifies and deflates the whole corpus on the host.
+   */
+  packed?: boolean;
 }
 
 export interface BrowserCloneResult {
@@ -64,6 +70,8 @@ export async function withBenchPage<T>(fn: (page: Page) => Promise<T>): Promise<
       alias: peerAliases(),
     },
     worker: { format: 'es' },
+    // its own dependency cache: the browser test project's vite may be optimizing tests/browser's at the same time
+    cacheDir: `${root}node_modules/.vite-bench`,
     optimizeDeps: {
       // the workers' imports too, so that the dependency optimizer does not discover them late and reload the page
       entries: ['bench/index.html', 'bench/*.worker.ts'],
@@ -98,16 +106,22 @@ export async function withBenchPage<T>(fn: (page: Page) => Promise<T>): Promise<
     page.on('pageerror', (error) => errors.push(error.message));
     const url = `http://127.0.0.1:${address.port}/bench/index.html`;
     // vite may still reload the page if its dependency optimizer finds an import late (the page
-    // is then navigated away under the load or the evaluation): load it again and retry.
+    // is then navigated away under the load or the evaluation), and a loaded machine may take
+    // long to serve the first load: load it again and retry.
     for (let attempt = 1; ; attempt++) {
+      let loaded = false;
       try {
-        await page.goto(url);
+        await page.goto(url, { timeout: 120_000 });
         await page.waitForFunction(() => document.title === 'ready', undefined, { timeout: 120_000 });
+        loaded = true;
         const result = await fn(page);
         if (errors.length > 0) throw new Error(`page errors: ${errors.join('; ')}`);
         return result;
       } catch (error) {
-        if (attempt >= 3 || !/Execution context was destroyed|navigation/i.test(String(error))) throw error;
+        const retry =
+          /Execution context was destroyed|navigation/i.test(String(error)) ||
+          (!loaded && /Timeout/.test(String(error)));
+        if (attempt >= 3 || !retry) throw error;
         errors.length = 0;
       }
     }
