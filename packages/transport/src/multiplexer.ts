@@ -5,15 +5,7 @@
  * Remembers, per peer and name, what the last accept said, so later opens can be optimistic.
  */
 import { reasonToWire, TransportError } from './errors.js';
-import {
-  type Frame,
-  MAX_WINDOW,
-  MIN_PAYLOAD,
-  OPTIMISTIC_CREDIT,
-  PROTOCOL_VERSION,
-  parseFrame,
-  type Side,
-} from './frames.js';
+import { type Frame, MAX_WINDOW, MIN_PAYLOAD, OPTIMISTIC_CREDIT, PROTOCOL_VERSION, parseFrame } from './frames.js';
 import type { FrameLink } from './link.js';
 import { type DuplexStream, Stream, type StreamHost } from './stream.js';
 
@@ -136,6 +128,9 @@ export class Multiplexer {
   #peers = new Map<string, PeerStreams>();
   #listeners = new Map<string, Listener>();
   #pending = new Map<number, PendingOpen>();
+  /** Accepts of optimistic opens not sent yet, per peer (see #deferAccept). */
+  #accepts = new Map<string, { frame: Frame; stream: Stream }[]>();
+  #acceptsScheduled = false;
   /** Per peer, per name: what the accepts told us (for optimistic opens). */
   #names = new Map<string, Map<string, KnownName>>();
   #nextId = 1;
@@ -144,6 +139,28 @@ export class Multiplexer {
   #claimed = new WeakSet<ArrayBuffer>();
   #flushScheduled = false;
   #closed = false;
+  /** What every stream of this multiplexer calls back (one object, no closures per stream). */
+  #host: StreamHost = {
+    send: (stream, frame, transfer) => {
+      // A deferred accept goes ahead of anything else to that peer.
+      if (this.#accepts.size !== 0) this.#sendAccepts(stream.peer);
+      this.#link.send(stream.peer, frame, transfer ?? []);
+    },
+    claim: (buffer) => {
+      if (this.#claimed.has(buffer)) return false;
+      this.#claimed.add(buffer);
+      return true;
+    },
+    scheduleFlush: (stream) => this.#scheduleFlush(stream),
+    finished: (stream) => {
+      if (stream.slot !== undefined) stream.slot.open--;
+      const streams = this.#peers.get(stream.peer);
+      if (streams === undefined) return;
+      const map = stream.side === 1 ? streams.opened : streams.accepted;
+      if (map.get(stream.id) === stream) map.delete(stream.id);
+      if (streams.opened.size === 0 && streams.accepted.size === 0) this.#peers.delete(stream.peer);
+    },
+  };
 
   constructor(link: FrameLink) {
     this.#link = link;
@@ -192,13 +209,14 @@ export class Multiplexer {
     if (optimistic) {
       known.room--;
       credit = Math.min(known.window, OPTIMISTIC_CREDIT);
-      stream = new Stream(this.#host(peer, 1, known.maxPayload), {
+      stream = new Stream(this.#host, {
         peer,
         name,
         id,
         side: 1,
         window,
         remoteWindow: credit,
+        maxPayload: Math.min(this.#maxPayload, known.maxPayload),
       });
     }
     known.pending++;
@@ -301,6 +319,7 @@ export class Multiplexer {
       pending.reject(error);
     }
     this.#names.clear();
+    this.#accepts.clear();
     for (const peer of [...this.#peers.keys()]) this.#failPeer(peer, error);
   }
 
@@ -348,42 +367,47 @@ export class Multiplexer {
 
   #onOpen(peer: string, frame: Extract<Frame, { t: 'open' }>): void {
     const { s: id, n: name, w: remoteWindow, v: version } = frame;
-    const refuse = (code: string, message: string) => this.#trySend(peer, { t: 'refuse', s: id, c: code, m: message });
     if (version !== PROTOCOL_VERSION) {
-      refuse('TRANSPORT_PROTOCOL', `unsupported protocol version ${version}`);
+      this.#refuse(peer, id, 'TRANSPORT_PROTOCOL', `unsupported protocol version ${version}`);
       return;
     }
     const listener = this.#listeners.get(name);
     if (listener === undefined) {
-      refuse('TRANSPORT_NO_LISTENER', `nobody listens on ${name}`);
+      this.#refuse(peer, id, 'TRANSPORT_NO_LISTENER', `nobody listens on ${name}`);
       return;
     }
     if (listener.open >= listener.maxStreams) {
-      refuse('TRANSPORT_TOO_MANY_STREAMS', `${name} already has ${listener.open} open streams`);
+      this.#refuse(peer, id, 'TRANSPORT_TOO_MANY_STREAMS', `${name} already has ${listener.open} open streams`);
       return;
     }
     const streams = this.#streamsOf(peer);
     if (streams.accepted.has(id)) {
-      refuse('TRANSPORT_PROTOCOL', `stream ${id} is already open`);
+      this.#refuse(peer, id, 'TRANSPORT_PROTOCOL', `stream ${id} is already open`);
       return;
     }
     listener.open++;
     // An optimistic opener writes within the credit it announced: the window holds at least that.
     const window = frame.c === undefined ? listener.window : Math.max(listener.window, frame.c);
-    const stream = new Stream(
-      this.#host(peer, 0, frame.m, () => listener.open--),
-      {
-        peer,
-        name,
-        id,
-        side: 0,
-        window,
-        remoteWindow,
-      },
-    );
+    const stream = new Stream(this.#host, {
+      peer,
+      name,
+      id,
+      side: 0,
+      window,
+      remoteWindow,
+      maxPayload: Math.min(this.#maxPayload, frame.m),
+      slot: listener,
+    });
     streams.accepted.set(id, stream);
-    const room = listener.maxStreams - listener.open;
-    if (!this.#trySend(peer, { t: 'accept', s: id, w: window, m: this.#maxPayload, r: room })) {
+    const accept: Frame = {
+      t: 'accept',
+      s: id,
+      w: window,
+      m: this.#maxPayload,
+      r: listener.maxStreams - listener.open,
+    };
+    if (frame.c !== undefined) this.#deferAccept(peer, accept, stream);
+    else if (!this.#trySend(peer, accept)) {
       stream.fail(new TransportError('TRANSPORT_PEER_LOST', `cannot answer ${peer}`), true);
       return;
     }
@@ -395,6 +419,42 @@ export class Multiplexer {
       }
     } catch (error) {
       stream.abort(error);
+    }
+  }
+
+  #refuse(peer: string, id: number, code: string, message: string): void {
+    this.#trySend(peer, { t: 'refuse', s: id, c: code, m: message });
+  }
+
+  /**
+   * An optimistic opener writes already: its accept need not hurry. It goes out ahead of the
+   * next frame to that peer (so it still comes first), else on the next macrotask: the answer
+   * a handler writes at once and the accept share one message.
+   */
+  #deferAccept(peer: string, frame: Frame, stream: Stream): void {
+    let queue = this.#accepts.get(peer);
+    if (queue === undefined) {
+      queue = [];
+      this.#accepts.set(peer, queue);
+    }
+    queue.push({ frame, stream });
+    if (this.#acceptsScheduled) return;
+    this.#acceptsScheduled = true;
+    scheduleMacrotask(() => {
+      this.#acceptsScheduled = false;
+      for (const waiting of [...this.#accepts.keys()]) this.#sendAccepts(waiting);
+    });
+  }
+
+  #sendAccepts(peer: string): void {
+    const queue = this.#accepts.get(peer);
+    if (queue === undefined) return;
+    this.#accepts.delete(peer);
+    for (const { frame, stream } of queue) {
+      if (stream.done) continue;
+      if (!this.#trySend(peer, frame)) {
+        stream.fail(new TransportError('TRANSPORT_PEER_LOST', `cannot answer ${peer}`), true);
+      }
     }
   }
 
@@ -416,13 +476,14 @@ export class Multiplexer {
       pending.stream.accepted(remoteWindow, Math.min(this.#maxPayload, remoteMaxPayload));
       return;
     }
-    const stream = new Stream(this.#host(peer, 1, remoteMaxPayload), {
+    const stream = new Stream(this.#host, {
       peer,
       name: pending.name,
       id,
       side: 1,
       window: pending.window,
       remoteWindow,
+      maxPayload: Math.min(this.#maxPayload, remoteMaxPayload),
     });
     this.#streamsOf(peer).opened.set(id, stream);
     pending.resolve(stream);
@@ -441,6 +502,7 @@ export class Multiplexer {
       pending.reject(error);
     }
     this.#names.delete(peer);
+    this.#accepts.delete(peer);
     this.#failPeer(peer, error);
   }
 
@@ -475,29 +537,6 @@ export class Multiplexer {
   get #maxPayload(): number {
     const limit = this.#link.maxMessageSize - FRAME_OVERHEAD;
     return Number.isFinite(limit) ? Math.max(MIN_PAYLOAD, Math.min(MAX_WINDOW, Math.floor(limit))) : MAX_WINDOW;
-  }
-
-  #host(peer: string, side: Side, remoteMaxPayload: number, onFinished?: () => void): StreamHost {
-    const link = this.#link;
-    const maxPayload = Math.min(this.#maxPayload, remoteMaxPayload);
-    return {
-      send: (frame, transfer) => link.send(peer, frame, transfer ?? []),
-      maxPayload,
-      claim: (buffer) => {
-        if (this.#claimed.has(buffer)) return false;
-        this.#claimed.add(buffer);
-        return true;
-      },
-      scheduleFlush: (stream) => this.#scheduleFlush(stream),
-      finished: (stream) => {
-        onFinished?.();
-        const streams = this.#peers.get(peer);
-        if (streams === undefined) return;
-        const map = side === 1 ? streams.opened : streams.accepted;
-        if (map.get(stream.id) === stream) map.delete(stream.id);
-        if (streams.opened.size === 0 && streams.accepted.size === 0) this.#peers.delete(peer);
-      },
-    };
   }
 
   #scheduleFlush(stream: Stream): void {

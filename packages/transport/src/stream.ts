@@ -57,11 +57,10 @@ export interface StreamStats {
   remoteWindow: number;
 }
 
-/** What a stream needs from its multiplexer. */
+/** What a stream needs from its multiplexer (one host serves all its streams). */
 export interface StreamHost {
-  send(frame: Frame, transfer?: Transferable[]): void;
-  /** The largest data payload one frame may carry (set again when an optimistic open is accepted). */
-  maxPayload: number;
+  /** Sends a frame of `stream` to its peer. */
+  send(stream: Stream, frame: Frame, transfer?: Transferable[]): void;
   /**
    * Claims a writer's buffer for transfer: false when it was claimed already (the bus posts on
    * a microtask, so a buffer written twice in one tick is not detached yet; it is copied then).
@@ -109,6 +108,10 @@ export class Stream implements DuplexStream {
   readonly closed: Promise<void>;
 
   #host: StreamHost;
+  /** The largest data payload one frame may carry (set again when an optimistic open is accepted). */
+  #maxPayload: number;
+  /** The listener's count of open streams this stream takes a place in (accepted streams). */
+  readonly slot: { open: number } | undefined;
   #error: TransportError | undefined;
   #resolveClosed!: () => void;
   #rejectClosed!: (error: unknown) => void;
@@ -153,9 +156,20 @@ export class Stream implements DuplexStream {
 
   constructor(
     host: StreamHost,
-    init: { peer: string; name: string; id: number; side: Side; window: number; remoteWindow: number },
+    init: {
+      peer: string;
+      name: string;
+      id: number;
+      side: Side;
+      window: number;
+      remoteWindow: number;
+      maxPayload: number;
+      slot?: { open: number };
+    },
   ) {
     this.#host = host;
+    this.#maxPayload = init.maxPayload;
+    this.slot = init.slot;
     this.peer = init.peer;
     this.name = init.name;
     this.id = init.id;
@@ -164,9 +178,9 @@ export class Stream implements DuplexStream {
     this.#grantAt = grantBatch(init.window);
     this.#remoteWindow = init.remoteWindow;
     this.#credit = init.remoteWindow;
-    this.#coalesceMax = Math.min(COALESCE_MAX, init.remoteWindow, host.maxPayload);
-    this.#coalesceSize = Math.min(COALESCE_BUFFER, host.maxPayload);
-    this.#batchBytes = Math.min(BATCH_BYTES, host.maxPayload);
+    this.#coalesceMax = Math.min(COALESCE_MAX, init.remoteWindow, init.maxPayload);
+    this.#coalesceSize = Math.min(COALESCE_BUFFER, init.maxPayload);
+    this.#batchBytes = Math.min(BATCH_BYTES, init.maxPayload);
     this.closed = new Promise<void>((resolve, reject) => {
       this.#resolveClosed = resolve;
       this.#rejectClosed = reject;
@@ -182,7 +196,7 @@ export class Stream implements DuplexStream {
    */
   accepted(remoteWindow: number, maxPayload: number): void {
     if (this.#done) return;
-    this.#host.maxPayload = maxPayload;
+    this.#maxPayload = maxPayload;
     this.#credit += remoteWindow - this.#remoteWindow;
     this.#remoteWindow = remoteWindow;
     this.#coalesceMax = Math.min(COALESCE_MAX, remoteWindow, maxPayload);
@@ -489,7 +503,7 @@ export class Stream implements DuplexStream {
       });
     }
     this.#stage();
-    const whole = Math.min(this.#host.maxPayload, this.#remoteWindow);
+    const whole = Math.min(this.#maxPayload, this.#remoteWindow);
     if (transfer && len <= whole && ownsWholeBuffer(chunk) && this.#host.claim(chunk.buffer as ArrayBuffer)) {
       if (this.#credit >= len) {
         this.#sendData(chunk);
@@ -510,14 +524,14 @@ export class Stream implements DuplexStream {
   /** A chunk that is copied anyway goes out in pieces as credit comes, so transfers overlap. */
   async #writeCopies(chunk: Uint8Array): Promise<void> {
     // Wait for at most a quarter window: the reader grants back that much without being asked.
-    const minPiece = Math.min(grantBatch(this.#remoteWindow), this.#host.maxPayload);
+    const minPiece = Math.min(grantBatch(this.#remoteWindow), this.#maxPayload);
     let offset = 0;
     while (offset < chunk.byteLength) {
       const left = chunk.byteLength - offset;
       const want = Math.min(left, minPiece);
       if (this.#credit < want) await this.#waitCredit(want);
       this.#checkWritable();
-      const n = Math.min(left, this.#credit, this.#host.maxPayload);
+      const n = Math.min(left, this.#credit, this.#maxPayload);
       this.#sendData(chunk.slice(offset, offset + n));
       offset += n;
     }
@@ -645,25 +659,27 @@ export class Stream implements DuplexStream {
       return this.#writeState === 'ended' ? RESOLVED : Promise.reject(this.#writeClosedError());
     }
     this.#writeState = 'ending';
-    const finish = () => {
-      this.#checkWritable();
-      this.#flush();
-      this.#sendControl({ t: 'end', s: this.id, i: this.side });
-      if (this.#writeState === 'ending') this.#writeState = 'ended';
-      this.#maybeFinish();
-    };
     const tail = this.#writeTail;
     if (tail === undefined) {
       try {
-        finish();
+        this.#finishEnd();
         this.#ending = RESOLVED;
       } catch (error) {
         this.#ending = Promise.reject(error);
       }
     } else {
-      this.#ending = tail.then(finish);
+      this.#ending = tail.then(() => this.#finishEnd());
     }
     return this.#ending;
+  }
+
+  /** Sends what is left, then the end frame. */
+  #finishEnd(): void {
+    this.#checkWritable();
+    this.#flush();
+    this.#sendControl({ t: 'end', s: this.id, i: this.side });
+    if (this.#writeState === 'ending') this.#writeState = 'ended';
+    this.#maybeFinish();
   }
 
   abort(reason?: unknown): void {
@@ -722,7 +738,7 @@ export class Stream implements DuplexStream {
 
   #sendControl(frame: Frame): void {
     try {
-      this.#host.send(frame);
+      this.#host.send(this, frame);
     } catch (error) {
       if (frame.t !== 'abort') this.#sendFailed(error);
     }
@@ -730,7 +746,7 @@ export class Stream implements DuplexStream {
 
   #send(frame: Frame, transfer: Transferable[]): void {
     try {
-      this.#host.send(frame, transfer);
+      this.#host.send(this, frame, transfer);
     } catch (error) {
       throw this.#sendFailed(error);
     }
