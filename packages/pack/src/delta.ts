@@ -234,6 +234,128 @@ export class DeltaIndex {
   }
 }
 
+/** An object in a delta search window (see DeltaWindow). */
+export interface DeltaObject {
+  type: string | number;
+  size: number;
+  /** Stored whole in the source's packs: the repack that wrote it already tried deltas against other such objects. */
+  whole?: boolean;
+  /** Delta chain depth (0: stored whole in the output). */
+  depth: number;
+  /** Set while the object is in a window and indexed. */
+  index?: DeltaIndex;
+}
+
+/**
+ * git's sliding delta window (pack-objects.c find_deltas / try_delta, the heuristics, not the
+ * code): objects come sorted (type, name hash, size descending); each is tried against the
+ * window's bases, newest first, for the smallest delta under a size limit that shrinks with
+ * the base's depth; the best base then moves to the newest end so it stays longest.
+ */
+export class DeltaWindow<T extends DeltaObject> {
+  readonly slots: T[] = [];
+  readonly #pool = new IndexTablePool();
+  constructor(
+    readonly size: number,
+    readonly maxDepth: number,
+  ) {}
+
+  usable(base: T, target: T): boolean {
+    return base.type === target.type && base.depth < this.maxDepth && !(target.whole && base.whole);
+  }
+
+  /** Whether a search for `target` could find anything. */
+  hasUsable(target: T): boolean {
+    for (const base of this.slots) if (this.usable(base, target)) return true;
+    return false;
+  }
+
+  /** The bases a search for a target of `n` bytes may try that have no index yet (the caller indexes them). */
+  unindexed(target: T, n: number): T[] {
+    const out: T[] = [];
+    for (const base of this.slots) {
+      if (base.index || !this.usable(base, target)) continue;
+      const max = this.#limit(n, base, 1);
+      if (n < base.size / 32 || max <= 0 || Math.abs(n - base.size) >= max) continue;
+      out.push(base);
+    }
+    return out;
+  }
+
+  /** Indexes `base` (one of `unindexed`) with its data. */
+  provide(base: T, data: Uint8Array): void {
+    base.index = new DeltaIndex(data, this.#pool);
+  }
+
+  #limit(n: number, base: T, refDepth: number): number {
+    // half the target at most, less for deep bases, so that long chains only grow for deltas worth it
+    const d = this.maxDepth;
+    return Math.floor(((Math.floor(n / 2) - 20) * (d - base.depth)) / (d - refDepth + 1));
+  }
+
+  /**
+   * The best delta for `target` (its bytes `data`) against the window's indexed bases, or
+   * undefined. Sets `target.depth` when a delta is chosen.
+   */
+  search(target: T, data: Uint8Array): { base: T; delta: Uint8Array } | undefined {
+    const n = data.length;
+    let best: Uint8Array | undefined;
+    let bestBase: T | undefined;
+    const slots = this.slots;
+    for (let w = slots.length - 1; w >= 0; w--) {
+      const base = slots[w]!;
+      if (!base.index || !this.usable(base, target)) continue;
+      const bsize = base.size;
+      if (n < bsize / 32) continue;
+      let max = this.#limit(n, base, bestBase ? bestBase.depth + 1 : 1);
+      // never more than the best delta so far
+      if (best && best.length - 1 < max) max = best.length - 1;
+      if (max <= 0 || Math.abs(n - bsize) >= max) continue;
+      const d = base.index.createDelta(data, max);
+      if (d && (!best || d.length < best.length)) {
+        best = d;
+        bestBase = base;
+      }
+    }
+    if (!best || !bestBase) return undefined;
+    target.depth = bestBase.depth + 1;
+    return { base: bestBase, delta: best };
+  }
+
+  /**
+   * Adds `target` after its search: indexed with `data` when given (else on demand through
+   * `unindexed`); `best` is the base it was deltified against. An object at the depth limit
+   * cannot be a base and takes no slot (as git does).
+   */
+  push(target: T, data: Uint8Array | undefined, best: T | undefined): void {
+    if (target.depth >= this.maxDepth) return;
+    if (data) target.index = new DeltaIndex(data, this.#pool);
+    const slots = this.slots;
+    slots.push(target);
+    if (best) {
+      const at = slots.lastIndexOf(best, slots.length - 2);
+      if (at >= 0) {
+        slots.splice(at, 1);
+        slots.push(best);
+      }
+    }
+    while (slots.length > this.size) {
+      const old = slots.shift()!;
+      old.index?.release();
+      old.index = undefined;
+    }
+  }
+
+  /** Drops the window (and its indexes). */
+  clear(): void {
+    for (const s of this.slots) {
+      s.index?.release();
+      s.index = undefined;
+    }
+    this.slots.length = 0;
+  }
+}
+
 export function createDelta(base: Uint8Array, target: Uint8Array, maxSize?: number): Uint8Array | undefined {
   return new DeltaIndex(base).createDelta(target, maxSize);
 }

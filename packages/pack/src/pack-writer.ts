@@ -11,9 +11,12 @@
  * deltas smaller than half the target — or the whole object deflated. Bases come before their
  * deltas; OFS_DELTA unless `ofsDelta: false`; REF_DELTA to objects outside the pack (thin).
  */
+
+import { remoteDeltaSearch } from '#delta-worker';
 import { createSha1 } from '#sha1';
 import { deflate } from '#zlib';
-import { DeltaIndex, IndexTablePool } from './delta.js';
+import { type DeltaIndex, DeltaWindow } from './delta.js';
+import type { RemoteDeltaJob, RemoteDeltaObject } from './delta-worker.js';
 import { PackError, throwIfAborted } from './errors.js';
 import { hexToBytes, type ObjectId, type ObjectType, TYPE_CODES } from './object.js';
 import { encodeEntryHeader, encodeOfsOffset } from './pack-import.js';
@@ -41,6 +44,11 @@ export interface CreatePackOptions {
   tags?: readonly ObjectId[];
   /** zlib level (default 6, like git's core.compression -1). */
   level?: number;
+  /**
+   * Threads for the delta search (default 2 where a worker thread can start, as git uses the
+   * machine's cores): the later part of the sorted candidates is searched on another thread.
+   */
+  threads?: number;
   signal?: AbortSignal;
   onProgress?: (progress: { phase: 'counting' | 'compressing' | 'writing'; done: number; total: number }) => void;
   cache?: CommitCache;
@@ -51,11 +59,25 @@ interface Item extends PackObject {
   /** Set when the object is stored as a delta in the output. */
   base?: ObjectId;
   delta?: Uint8Array;
+  /** Deflated by the delta worker: the delta (when `base` is set) or the whole object. */
+  z?: Uint8Array;
+  /** Size before deflating of `z`. */
+  zSize?: number;
   raw?: RawEntry;
   depth: number;
   /** Only a thin-pack base: not written. */
   edge?: boolean;
+  /** Stored whole in the source's packs. */
+  whole?: boolean;
+  /** While in the delta window. */
+  index?: DeltaIndex;
 }
+
+/** Below these the delta search stays on one thread (a worker's start and copies would cost more). */
+const PARALLEL_MIN_OBJECTS = 256;
+const PARALLEL_MIN_BYTES = 4 * 1024 * 1024;
+/** Chunks the candidates are cut into for sharing between the threads. */
+const PARALLEL_CHUNKS = 32;
 
 /** The objects of the pack, for callers that want the list without the bytes. */
 export { enumerateObjects };
@@ -214,67 +236,127 @@ async function* writeStream(
         b.size - a.size ||
         (a.edge === b.edge ? 0 : a.edge ? -1 : 1),
     );
-    interface Slot {
-      item: Item;
-      index?: DeltaIndex;
-    }
-    const window: Slot[] = [];
-    const pool = new IndexTablePool();
+    for (const c of candidates) c.whole = c.raw?.kind === 'whole';
     const readData = async (item: Item): Promise<Uint8Array> => {
       const obj = store.readSync?.(item.oid) ?? (await store.read(item.oid));
       if (!obj) throw new PackError('OBJECT_NOT_FOUND', `object ${item.oid} is missing`);
       return obj.data;
     };
-    let k = 0;
-    for (const target of candidates) {
-      throwIfAborted(signal);
-      if (++k % 256 === 0) options.onProgress?.({ phase: 'compressing', done: k, total: candidates.length });
-      const slot: Slot = { item: target };
-      const usable = (base: Item) =>
-        base.type === target.type &&
-        base.depth < maxDepth &&
-        // both stored whole in the source's packs: the repack that wrote them already tried (as git does)
-        !(target.raw?.kind === 'whole' && base.raw?.kind === 'whole');
-      let bestAt = -1;
-      if (!target.edge && target.base === undefined && window.some((w) => usable(w.item))) {
-        const data = await readData(target);
-        const n = data.length;
-        let best: Uint8Array | undefined;
-        let bestBase: Item | undefined;
-        for (let w = window.length - 1; w >= 0; w--) {
-          const base = window[w]!.item;
-          if (!usable(base)) continue;
-          const bsize = base.size;
-          if (n < bsize / 32) continue;
-          // git's try_delta: half the target at most, less for deep bases, so that long chains
-          // only grow for deltas worth it; never more than the best delta so far
-          const refDepth = bestBase ? bestBase.depth + 1 : 1;
-          let max = Math.floor(((Math.floor(n / 2) - 20) * (maxDepth - base.depth)) / (maxDepth - refDepth + 1));
-          if (best) max = Math.min(max, best.length - 1);
-          if (max <= 0 || Math.abs(n - bsize) >= max) continue;
-          const ws = window[w]!;
-          if (!ws.index) ws.index = new DeltaIndex(await readData(base), pool);
-          const d = ws.index.createDelta(data, max);
-          if (d && (!best || d.length < best.length)) {
-            best = d;
-            bestBase = base;
-            bestAt = w;
+    // part of the candidates searched on another thread, where one can start (git's threads):
+    // the sorted list is cut into chunks at name boundaries; this thread takes chunks from the
+    // front and hands chunks from the back to the worker whenever its queue runs low, so the
+    // two finish together whatever each chunk costs
+    let remote: RemoteDeltaJob | undefined;
+    const chunks: [number, number][] = [];
+    if ((options.threads ?? 2) > 1 && candidates.length >= PARALLEL_MIN_OBJECTS) {
+      let total = 0;
+      for (const c of candidates) total += c.size + 256;
+      remote =
+        total >= PARALLEL_MIN_BYTES
+          ? remoteDeltaSearch()?.begin({ window: windowSize, depth: maxDepth, level, wholeBudget: 64 * 1024 * 1024 })
+          : undefined;
+      if (remote) {
+        const per = total / PARALLEL_CHUNKS;
+        let from = 0;
+        let acc = 0;
+        for (let i = 0; i < candidates.length; i++) {
+          acc += candidates[i]!.size + 256;
+          const next = candidates[i + 1];
+          const boundary = !next || next.type !== candidates[i]!.type || next.nameHash !== candidates[i]!.nameHash;
+          if (boundary && (acc >= per || !next)) {
+            chunks.push([from, i + 1]);
+            from = i + 1;
+            acc = 0;
           }
         }
-        if (best && bestBase) {
-          target.base = bestBase.oid;
-          target.delta = best;
-          target.depth = bestBase.depth + 1;
-        }
-        // a target at the depth limit cannot be a base: it takes no window slot (as git does)
-        if (target.depth < maxDepth) slot.index = new DeltaIndex(data, pool);
       }
-      if (target.depth >= maxDepth) continue;
-      window.push(slot);
-      // the best base moves to the newest end, after the target: it stays longest and is tried
-      // first for the next object (git's find_deltas)
-      if (bestAt >= 0) window.push(window.splice(bestAt, 1)[0]!);
-      if (window.length > windowSize) window.shift()!.index?.release();
+    }
+    if (chunks.length === 0) chunks.push([0, candidates.length]);
+    const sendChunk = async (job: RemoteDeltaJob, [from, to]: [number, number]) => {
+      let batch: RemoteDeltaObject[] = [];
+      let batchBytes = 0;
+      for (let i = from; i < to; i++) {
+        throwIfAborted(signal);
+        const c = candidates[i]!;
+        // a copy: the store's bytes may be views of its caches, and the copy is transferred
+        const data = (await readData(c)).slice();
+        batch.push({ i, type: c.type, size: c.size, whole: c.whole === true, edge: c.edge === true, data });
+        batchBytes += data.length;
+        if (batch.length >= 256 || batchBytes >= 1 << 20) {
+          job.add(batch, from, false);
+          batch = [];
+          batchBytes = 0;
+        }
+      }
+      job.add(batch, from, true);
+    };
+    let k = 0;
+    const searchHere = async (from: number, to: number) => {
+      const window = new DeltaWindow<Item>(windowSize, maxDepth);
+      for (let c = from; c < to; c++) {
+        const target = candidates[c]!;
+        throwIfAborted(signal);
+        if (++k % 256 === 0) options.onProgress?.({ phase: 'compressing', done: k, total: candidates.length });
+        if (target.edge || !window.hasUsable(target)) {
+          window.push(target, undefined, undefined);
+          continue;
+        }
+        const data = await readData(target);
+        for (const base of window.unindexed(target, data.length)) window.provide(base, await readData(base));
+        const found = window.search(target, data);
+        if (found) {
+          target.base = found.base.oid;
+          target.delta = found.delta;
+        }
+        window.push(target, data, found?.base);
+      }
+      window.clear();
+    };
+    const given: [number, number][] = [];
+    try {
+      let front = 0;
+      let back = chunks.length;
+      if (remote) {
+        // the worker's first chunks, then one whenever fewer than two are queued
+        for (let n = 0; n < 2 && back - front > 1; n++) {
+          given.push(chunks[--back]!);
+          await sendChunk(remote, chunks[back]!);
+        }
+      }
+      while (front < back) {
+        if (remote) {
+          // let the worker's answers in
+          await new Promise<void>((resolve) => setTimeout(resolve, 0));
+          while (remote.queuedChunks() < 2 && back - front > 1) {
+            given.push(chunks[--back]!);
+            await sendChunk(remote, chunks[back]!);
+          }
+        }
+        const [from, to] = chunks[front++]!;
+        await searchHere(from, to);
+      }
+    } catch (error) {
+      remote?.cancel();
+      throw error;
+    }
+    if (remote) {
+      let results: Awaited<ReturnType<RemoteDeltaJob['finish']>> | undefined;
+      try {
+        results = await remote.finish();
+      } catch {
+        // the worker failed: this thread searches its part too
+        for (const [from, to] of given) await searchHere(from, to);
+      }
+      for (const r of results ?? []) {
+        const item = candidates[r.i]!;
+        if (r.base >= 0) {
+          item.base = candidates[r.base]!.oid;
+          item.depth = r.depth;
+        }
+        item.z = r.z;
+        item.zSize = r.size;
+      }
+      options.onProgress?.({ phase: 'compressing', done: candidates.length, total: candidates.length });
     }
   }
   // 3. write: bases before deltas
@@ -324,6 +406,10 @@ async function* writeStream(
       if (item.raw?.kind === 'delta') {
         compressed = item.raw.compressed;
         size = item.raw.size;
+      } else if (item.z) {
+        compressed = item.z;
+        size = item.zSize!;
+        item.z = undefined;
       } else {
         compressed = deflate(item.delta!, level);
         size = item.delta!.length;
@@ -338,6 +424,12 @@ async function* writeStream(
     if (item.raw?.kind === 'whole') {
       emit(encodeEntryHeader(TYPE_CODES[item.raw.type], item.raw.size));
       emit(item.raw.compressed);
+      return;
+    }
+    if (item.z) {
+      emit(encodeEntryHeader(TYPE_CODES[item.type], item.zSize!));
+      emitOwned(item.z);
+      item.z = undefined;
       return;
     }
     const obj = await store.read(item.oid);
