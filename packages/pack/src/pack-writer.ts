@@ -250,9 +250,14 @@ async function* writeStream(
     const chunks: [number, number][] = [];
     if ((options.threads ?? 2) > 1 && candidates.length >= PARALLEL_MIN_OBJECTS) {
       let total = 0;
-      for (const c of candidates) total += c.size + 256;
+      // only objects that will be searched count (reused whole objects are not tried against each other)
+      let searched = 0;
+      for (const c of candidates) {
+        total += c.size + 256;
+        if (!c.whole && !c.edge) searched += c.size + 256;
+      }
       remote =
-        total >= PARALLEL_MIN_BYTES
+        searched >= PARALLEL_MIN_BYTES
           ? remoteDeltaSearch()?.begin({ window: windowSize, depth: maxDepth, level, wholeBudget: 64 * 1024 * 1024 })
           : undefined;
       if (remote) {
