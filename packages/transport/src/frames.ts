@@ -24,7 +24,9 @@
  * there (at most {@link OPTIMISTIC_CREDIT}, and no more than the window it learnt). The acceptor
  * gives such a stream a receive window of at least `c`, and the accept's `w` replaces `c` on
  * the writer's side (what it sent counts against it). A refused open drops that data (at most
- * `c` bytes): frames for streams nobody has are ignored.
+ * `c` bytes): frames for streams nobody has are ignored. The acceptor need not answer such an
+ * open at once: its accept may wait for the next frame it sends that peer (and goes ahead of
+ * it) or for its next macrotask, so the accept and a quick answer share one message.
  *
  * Flow control: each side advertises a receive window in bytes (open/accept). A writer may
  * have at most that many bytes sent and not yet granted back; the reader grants bytes back in

@@ -68,11 +68,19 @@ function manualPair(options: { maxMessageSize?: number } = {}) {
       await new Promise((resolve) => channel.port2.once('message', resolve));
     }
   };
+  const post = (frame: unknown, transfer: Transferable[] = []) => channel.port2.postMessage(frame, transfer as never);
   return {
     mux,
     frames,
     next,
-    post: (frame: unknown, transfer: Transferable[] = []) => channel.port2.postMessage(frame, transfer as never),
+    post,
+    /** Opens `x`, answers the open frame with `accept`; gives the stream and the open frame. */
+    async accepted(accept: { w: number; m: number; r?: number }, options?: { window?: number }) {
+      const opening = mux.open('far', 'x', options);
+      const open = await next('open');
+      post({ t: 'accept', s: open.s, ...accept });
+      return { stream: await opening, open };
+    },
     close() {
       mux.close();
       channel.port1.close();
@@ -118,10 +126,7 @@ describe('transport details', () => {
 
   it('aborts with TRANSPORT_PROTOCOL when the writer overruns the window', async () => {
     const m = manualPair();
-    const opening = m.mux.open('far', 'x', { window: 1000 });
-    const open = await m.next('open');
-    m.post({ t: 'accept', s: open.s, w: 4096, m: 65536 });
-    const stream = await opening;
+    const { stream, open } = await m.accepted({ w: 4096, m: 65536 }, { window: 1000 });
     m.post({ t: 'data', s: open.s, i: 0, b: new Uint8Array(600) });
     m.post({ t: 'data', s: open.s, i: 0, b: new Uint8Array(600) });
     await expect(stream.closed).rejects.toMatchObject({ code: 'TRANSPORT_PROTOCOL' });
@@ -131,10 +136,7 @@ describe('transport details', () => {
 
   it('grants credit in batches, and at once to a writer that says it is blocked', async () => {
     const m = manualPair();
-    const opening = m.mux.open('far', 'x', { window: 4000 });
-    const open = await m.next('open');
-    m.post({ t: 'accept', s: open.s, w: 4096, m: 65536 });
-    const stream = await opening;
+    const { stream, open } = await m.accepted({ w: 4096, m: 65536 }, { window: 4000 });
     const it = stream[Symbol.asyncIterator]();
     for (let i = 0; i < 3; i++) m.post({ t: 'data', s: open.s, i: 0, b: new Uint8Array(400) });
     for (let i = 0; i < 2; i++) expect((await it.next()).value).toHaveLength(400);
@@ -151,10 +153,7 @@ describe('transport details', () => {
 
   it('transfers owned chunks, copies views and kept chunks, coalesces small writes, splits large ones', async () => {
     const m = manualPair({ maxMessageSize: 100 * 1024 });
-    const opening = m.mux.open('far', 'x');
-    const open = await m.next('open');
-    m.post({ t: 'accept', s: open.s, w: 8 * 1024 * 1024, m: 1024 * 1024 });
-    const stream = await opening;
+    const { stream } = await m.accepted({ w: 8 * 1024 * 1024, m: 1024 * 1024 });
     const owned = new Uint8Array(64 * 1024).fill(1);
     await stream.write(owned, { transfer: true });
     const kept = new Uint8Array(64 * 1024).fill(2);
@@ -207,10 +206,7 @@ describe('transport details', () => {
 
   it('sends the chunks written in one tick in one data frame, each buffer transferred', async () => {
     const m = manualPair();
-    const opening = m.mux.open('far', 'x');
-    const open = await m.next('open');
-    m.post({ t: 'accept', s: open.s, w: 1024 * 1024, m: 1024 * 1024 });
-    const stream = await opening;
+    const { stream } = await m.accepted({ w: 1024 * 1024, m: 1024 * 1024 });
     const chunks = Array.from({ length: 6 }, (_, i) => new Uint8Array(64 * 1024).fill(i + 1));
     for (const chunk of chunks) await stream.write(chunk, { transfer: true });
     await stream.end();
@@ -225,11 +221,8 @@ describe('transport details', () => {
 
   it('opens optimistically a name accepted before: data follows the open frame, the accept sets the window', async () => {
     const m = manualPair();
-    const first = m.mux.open('far', 'x');
-    const open1 = await m.next('open');
+    const { open: open1 } = await m.accepted({ w: 100_000, m: 1024 * 1024, r: 5 });
     expect(open1.c).toBeUndefined();
-    m.post({ t: 'accept', s: open1.s, w: 100_000, m: 1024 * 1024, r: 5 });
-    await first;
     // Accepted once with room left: the next open resolves with no answer yet.
     const stream = await m.mux.open('far', 'x');
     const open2 = await m.next('open');
@@ -263,10 +256,7 @@ describe('transport details', () => {
 
   it('fails an optimistic stream the far side refuses, and opens the next one the slow way', async () => {
     const m = manualPair();
-    const first = m.mux.open('far', 'x');
-    const open1 = await m.next('open');
-    m.post({ t: 'accept', s: open1.s, w: 65536, m: 1024 * 1024, r: 1 });
-    await first;
+    await m.accepted({ w: 65536, m: 1024 * 1024, r: 1 });
     const stream = await m.mux.open('far', 'x');
     const open2 = await m.next('open');
     expect(open2.c).toBe(65536);
@@ -285,10 +275,7 @@ describe('transport details', () => {
 
   it('opens the slow way when the listener has no room left', async () => {
     const m = manualPair();
-    const first = m.mux.open('far', 'x');
-    const open1 = await m.next('open');
-    m.post({ t: 'accept', s: open1.s, w: 65536, m: 1024 * 1024, r: 1 });
-    await first;
+    await m.accepted({ w: 65536, m: 1024 * 1024, r: 1 });
     // One slot left: this open takes it optimistically, the next one has to wait.
     await m.mux.open('far', 'x');
     expect((await m.next('open')).c).toBe(65536);
