@@ -26,6 +26,8 @@ export type RefStoreLike = RefStore;
 
 const OID = /^[0-9a-f]{40}$/;
 const MAX_SYMREF_DEPTH = 5;
+/** Loose refs read at once while listing (bounded: each read holds a file descriptor). */
+const CONCURRENT_READS = 32;
 const decoder = new TextDecoder();
 
 /** git-check-ref-format(1), the rules git applies to every ref it writes. */
@@ -158,23 +160,31 @@ export class FsRefStore implements RefStore {
   }
 
   async #walk(dir: string, prefix: string, into: Map<string, ObjectId>): Promise<void> {
+    const names: string[] = [];
     for (const entry of await this.fs.list(this.#path(dir))) {
       const name = `${dir}/${entry}`;
       if (entry.endsWith('.lock') || entry.startsWith('.')) continue;
       if (!name.startsWith(prefix) && !prefix.startsWith(`${name}/`)) continue;
-      // Read first (one call per ref); a directory reads as EISDIR and is walked.
+      names.push(name);
+    }
+    // The entries of a directory are read several at a time (one call per ref); a directory reads
+    // as EISDIR and is walked. The listing is sorted afterwards, so arrival order does not matter.
+    const visit = async (name: string) => {
       let value: RefValue | undefined | 'dir';
       try {
         value = isValidRefName(name) ? await this.#readLoose(name, true) : 'dir';
       } catch (error) {
         if ((error as { code?: string }).code !== 'REF_CORRUPT') throw error;
-        continue;
+        return;
       }
       if (value === 'dir') {
         if ((await this.fs.stat(this.#path(name)))?.isDirectory()) await this.#walk(name, prefix, into);
-        continue;
+        return;
       }
       if (value?.kind === 'direct') into.set(name, value.oid);
+    };
+    for (let i = 0; i < names.length; i += CONCURRENT_READS) {
+      await Promise.all(names.slice(i, i + CONCURRENT_READS).map(visit));
     }
   }
 

@@ -172,15 +172,29 @@ export class FsObjectStore implements ObjectStore {
 
   /** Makes a pack whose index is parsed readable. */
   #addPack(base: string, index: PackIndex, size: number): LoadedPack {
-    const order = new Uint32Array(index.count);
-    const offs = new Float64Array(index.count);
-    for (let i = 0; i < index.count; i++) {
-      order[i] = i;
-      offs[i] = index.offsetAt(i);
+    const n = index.count;
+    const order = new Uint32Array(n);
+    const sorted = new Float64Array(n);
+    if (n < 2 ** 21 && size < 2 ** 32) {
+      // offset and idx position packed in one number (offset above 21 bits of position): the
+      // typed array's own numeric sort, no comparator
+      for (let i = 0; i < n; i++) sorted[i] = index.offsetAt(i) * 2 ** 21 + i;
+      sorted.sort();
+      for (let i = 0; i < n; i++) {
+        const key = sorted[i]!;
+        const position = key % 2 ** 21;
+        order[i] = position;
+        sorted[i] = (key - position) / 2 ** 21;
+      }
+    } else {
+      const offs = new Float64Array(n);
+      for (let i = 0; i < n; i++) {
+        order[i] = i;
+        offs[i] = index.offsetAt(i);
+      }
+      order.sort((a, b) => offs[a]! - offs[b]!);
+      for (let i = 0; i < n; i++) sorted[i] = offs[order[i]!]!;
     }
-    order.sort((a, b) => offs[a]! - offs[b]!);
-    const sorted = new Float64Array(index.count);
-    for (let i = 0; i < index.count; i++) sorted[i] = offs[order[i]!]!;
     const pack: LoadedPack = { name: base, index, offsets: sorted, positions: order, size };
     this.#packs.push(pack);
     this.#packNames.add(base);
@@ -661,17 +675,22 @@ export class FsObjectStore implements ObjectStore {
     // appends gather in a block written as one; the last 2 MiB stay in memory too, since
     // delta bases usually lie close behind their deltas (most reads need no file access)
     let length = 0;
-    const tail = new Uint8Array(256 * 1024);
+    const BLOCK = 256 * 1024;
+    let tail = new Uint8Array(BLOCK);
     let tailLength = 0;
     const recent: { at: number; bytes: Uint8Array }[] = [];
     let recentBytes = 0;
     const RECENT_MAX = 2 * 2 ** 20;
     let queue: Promise<void> = Promise.resolve();
+    /** The writes queued before the latest block's (what `drain` waits for). */
+    let earlier: Promise<void> = queue;
     let failure: unknown;
     let closed = false;
     const flushTail = () => {
       if (tailLength === 0) return;
-      const block = tail.slice(0, tailLength);
+      // a full block is handed over as it is (a new one takes its place); a partial one is copied
+      const block = tailLength === BLOCK ? tail : tail.slice(0, tailLength);
+      if (block === tail) tail = new Uint8Array(BLOCK);
       const at = length - tailLength;
       tailLength = 0;
       recent.push({ at, bytes: block });
@@ -679,6 +698,7 @@ export class FsObjectStore implements ObjectStore {
       while (recent.length > 1 && recentBytes - recent[0]!.bytes.length >= RECENT_MAX) {
         recentBytes -= recent.shift()!.bytes.length;
       }
+      earlier = queue;
       queue = queue
         .then(() => (failure === undefined ? writeAt(block, at) : undefined))
         .catch((error) => {
@@ -712,10 +732,22 @@ export class FsObjectStore implements ObjectStore {
       await handle.close();
     };
     const store = this;
-    const drain = async () => {
+    const failed = () => {
+      if (failure !== undefined) throw new PackError('STORE_IO', `cannot write ${tmp}`, { cause: failure });
+    };
+    /** Every byte appended so far on file: what reading the file back, patching and the commit need. */
+    const settle = async () => {
       flushTail();
       await queue;
-      if (failure !== undefined) throw new PackError('STORE_IO', `cannot write ${tmp}`, { cause: failure });
+      failed();
+    };
+    /**
+     * Backpressure while appending: waits for the writes queued before the latest block, which
+     * goes on being written while the caller works; a partly filled block stays in memory.
+     */
+    const drain = async () => {
+      await earlier;
+      failed();
     };
     return {
       get length() {
@@ -736,7 +768,7 @@ export class FsObjectStore implements ObjectStore {
       async read(offset: number, n: number) {
         const hit = fromMemory(offset, n);
         if (hit) return hit;
-        await drain();
+        await settle();
         return readAt(offset, n);
       },
       truncate(n: number) {
@@ -757,16 +789,16 @@ export class FsObjectStore implements ObjectStore {
         }
       },
       async patch(offset: number, bytes: Uint8Array) {
-        await drain();
+        await settle();
         await writeAt(bytes, offset);
       },
       async *chunks() {
-        await drain();
+        await settle();
         const step = 1 << 20;
         for (let at = 0; at < length; at += step) yield await readAt(at, Math.min(step, length - at));
       },
       async commit(hash: string, entries: readonly IndexEntry[]) {
-        await drain();
+        await settle();
         await close();
         const base = `pack-${hash}`;
         if (store.#packNames.has(base)) {

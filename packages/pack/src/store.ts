@@ -60,7 +60,11 @@ export interface PackSpool {
   readonly length: number;
   /** Queues a copy of `bytes` at the end. */
   append(bytes: Uint8Array): void;
-  /** Waits for queued writes (rejects with the first write error). */
+  /**
+   * Backpressure for appends: waits for the writes queued before the latest block (rejects with
+   * the first write error). Bytes of a partly filled block stay in memory until it fills, or
+   * until the pack is read back, patched or committed.
+   */
   drain(): Promise<void>;
   read(offset: number, length: number): Promise<Uint8Array>;
   /** Later appends go at `length` (the thin-pack trailer is overwritten). */

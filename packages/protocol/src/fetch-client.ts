@@ -155,8 +155,9 @@ export function fetch(local: Repository, remote: Remote, options: FetchOptions =
 }
 
 /**
- * `fetch`; `initial`: `local` is a new repository (a clone), whose refs go in with the ref
- * store's `initialize` when it has one (one write instead of one locked update per ref).
+ * `fetch`; `initial`: `local` is a new repository (a clone): every tip is wanted without asking
+ * the store, and the refs go in with the ref store's `initialize` when it has one (one write
+ * instead of one locked update per ref).
  */
 async function fetchInto(
   local: Repository,
@@ -194,11 +195,13 @@ async function fetchInto(
       options.since !== undefined ||
       (options.exclude?.length ?? 0) > 0;
     // which advertised objects we have, each asked once and all at once (the store's lookups
-    // may each touch the disk)
-    const present = await presentObjects(
-      local,
-      refs.filter((r) => r.name !== 'HEAD').map((r) => r.oid),
-    );
+    // may each touch the disk); a clone asks for every tip, as git clone does
+    const present = initial
+      ? new Set<ObjectId>()
+      : await presentObjects(
+          local,
+          refs.filter((r) => r.name !== 'HEAD').map((r) => r.oid),
+        );
     const wants: ObjectId[] = [];
     for (const w of selected) {
       if (wants.includes(w.ref.oid)) continue;

@@ -1,10 +1,11 @@
+import type { ObjectStore } from '@gitport/pack';
 import { encodeText, FLUSH, PacketReader } from '@gitport/pktline';
 import { describe, expect, it } from 'vitest';
 import { connectionPair } from './channel.js';
 import { concatBytes } from './connection.js';
 import { clone, fetch, lsRemote } from './fetch-client.js';
 import { handleUploadPackHttp } from './http.js';
-import { annotatedTag, chain, commit, emptyRepo, readAll, type TestRepo, text } from './test-repo.js';
+import { annotatedTag, chain, commit, emptyRepo, packOf, readAll, type TestRepo, text } from './test-repo.js';
 import { serveUploadPack } from './upload-pack.js';
 
 async function server(): Promise<{ repo: TestRepo; commits: string[]; tag: string }> {
@@ -296,6 +297,61 @@ describe('upload-pack', () => {
       expect(initialized.result.updates).toHaveLength(3);
     }
     expect(calls).toEqual([3, 3]);
+  });
+
+  it('a clone of wants whose objects are a stored pack reuses it, and the next clone asks for it without a walk', async () => {
+    const { repo, commits, tag } = await server();
+    const all = [...repo.objects.keys()];
+    const stored = await packOf(repo.objects, all);
+    let reads = 0;
+    let findPacks = 0;
+    let packThere = true;
+    const objects: ObjectStore = {
+      has: (oid) => repo.objects.has(oid),
+      read: (oid) => {
+        reads++;
+        return repo.objects.read(oid);
+      },
+      write: (type, data) => repo.objects.write(type, data),
+      async findPack(oids) {
+        findPacks++;
+        if (!packThere || oids.length !== all.length || !all.every((o) => oids.includes(o))) return undefined;
+        return {
+          ofsDeltas: false,
+          async *stream() {
+            yield stored.slice();
+          },
+        };
+      },
+    };
+    const hosted = { objects, refs: repo.refs };
+    const cloneOnce = async (protocol: 0 | 2) => {
+      const [a, b] = connectionPair();
+      const served = serveUploadPack(hosted, b, { protocol });
+      const local = emptyRepo();
+      const before = reads;
+      const result = await clone(local, { connection: a }, { protocol });
+      await served;
+      expect(await local.refs.list()).toEqual(await repo.refs.list());
+      for (const oid of [...commits, tag]) expect(await local.objects.has(oid)).toBe(true);
+      return { result, reads: reads - before };
+    };
+    for (const protocol of [0, 2] as const) {
+      packThere = true;
+      findPacks = 0;
+      const first = await cloneOnce(protocol);
+      const second = await cloneOnce(protocol);
+      expect(first.result.pack?.hash).toBe(second.result.pack?.hash);
+      expect(findPacks).toBe(2);
+      expect(first.reads).toBeGreaterThan(all.length / 2);
+      // no history walk: only the wants' own checks read objects
+      expect(second.reads).toBeLessThan(first.reads / 2);
+      // the stored pack gone: the next clone walks and writes a pack again
+      packThere = false;
+      const third = await cloneOnce(protocol);
+      expect(third.reads).toBeGreaterThan(all.length / 2);
+      expect(third.result.pack?.objects).toBe(all.length);
+    }
   });
 
   it('an empty repository advertises capabilities^{} and clones to nothing', async () => {

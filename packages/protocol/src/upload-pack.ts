@@ -22,7 +22,7 @@
  * v2 `fetch` response: [acknowledgments] [shallow-info] packfile, sections separated by delim;
  * a round without `done` that is not ready ends with flush after the acknowledgments.
  */
-import { createPack, type ObjectId } from '@gitport/pack';
+import { createPack, type ObjectId, type ObjectStore } from '@gitport/pack';
 import { DELIM, encodeText, FLUSH, muxSideband, type Packet, type PacketReader, packetText } from '@gitport/pktline';
 import {
   type AdvertisedRef,
@@ -287,21 +287,37 @@ class UploadSession {
           }
         : undefined;
     let objectCount = -1;
+    const store = this.repo.objects;
+    // a clone of wants whose objects were found to be exactly a stored pack's goes out as that
+    // pack again without walking the history (see PACK_REUSE)
+    const reuseKey =
+      this.common.length === 0 && shallowBoundary.size === 0 && (packOptions.deltas ?? true) && store.findPack
+        ? `${[...wants].sort().join(' ')}|${[...tags].sort().join(' ')}`
+        : undefined;
+    let reusedObjects: readonly ObjectId[] | undefined;
     try {
-      const pack = createPack(this.repo.objects, {
-        wants,
-        haves: [...this.common],
-        shallow: [...shallowBoundary],
-        includeTags: tags.length > 0,
-        tags,
-        thin: features.thin,
-        ofsDelta: features.ofsDelta,
-        deltas: packOptions.deltas ?? true,
-        ...(packOptions.window !== undefined ? { window: packOptions.window } : {}),
-        ...(packOptions.depth !== undefined ? { depth: packOptions.depth } : {}),
-        ...(this.signal ? { signal: this.signal } : {}),
-        ...(onProgress ? { onProgress } : {}),
-      });
+      const reused = reuseKey ? await storedPackFor(store, reuseKey, features.ofsDelta, this.signal) : undefined;
+      const observed = reuseKey
+        ? watchPackReuse(store, features.ofsDelta, (oids) => {
+            reusedObjects = oids;
+          })
+        : store;
+      const pack =
+        reused ??
+        createPack(observed, {
+          wants,
+          haves: [...this.common],
+          shallow: [...shallowBoundary],
+          includeTags: tags.length > 0,
+          tags,
+          thin: features.thin,
+          ofsDelta: features.ofsDelta,
+          deltas: packOptions.deltas ?? true,
+          ...(packOptions.window !== undefined ? { window: packOptions.window } : {}),
+          ...(packOptions.depth !== undefined ? { depth: packOptions.depth } : {}),
+          ...(this.signal ? { signal: this.signal } : {}),
+          ...(onProgress ? { onProgress } : {}),
+        });
       for await (const chunk of pack) {
         if (objectCount < 0 && chunk.length >= 12) {
           objectCount = ((chunk[8]! << 24) | (chunk[9]! << 16) | (chunk[10]! << 8) | chunk[11]!) >>> 0;
@@ -312,6 +328,7 @@ class UploadSession {
       }
       if (muxer && features.progress && objectCount >= 0) await muxer.progress(`Total ${objectCount}\n`);
       await muxer?.flush();
+      if (reuseKey && reusedObjects) rememberPackReuse(store, reuseKey, reusedObjects);
     } catch (error) {
       if (muxer && !hasCode(error, 'PROTOCOL_ABORTED')) {
         await muxer.error(`upload-pack: ${(error as Error).message}\n`).catch(() => {});
@@ -320,6 +337,65 @@ class UploadSession {
     }
     if (muxer) await write(FLUSH);
   }
+}
+
+/**
+ * Pack reuse remembered per object store. The objects reachable from a set of wants never
+ * change (ids name content), so once `createPack` has found them to be exactly a stored pack's
+ * (and sent that pack verbatim, as git does), the next request for the same wants and tags, with
+ * nothing to exclude, asks the store for that pack directly instead of walking the history
+ * again: what git gets from a reachability bitmap on disk. `findPack` still checks that the pack
+ * is there and holds exactly those objects. A few wants sets per store are kept (ids only).
+ */
+const PACK_REUSE = new WeakMap<ObjectStore, Map<string, readonly ObjectId[]>>();
+const PACK_REUSE_ENTRIES = 8;
+
+async function storedPackFor(
+  store: ObjectStore,
+  key: string,
+  ofsDelta: boolean,
+  signal: AbortSignal | undefined,
+): Promise<AsyncIterable<Uint8Array> | undefined> {
+  const known = PACK_REUSE.get(store);
+  const oids = known?.get(key);
+  if (!known || !oids) return undefined;
+  const stored = await store.findPack?.(oids);
+  if (!stored || (stored.ofsDeltas && !ofsDelta)) {
+    known.delete(key);
+    return undefined;
+  }
+  return stored.stream(signal);
+}
+
+function rememberPackReuse(store: ObjectStore, key: string, oids: readonly ObjectId[]): void {
+  let known = PACK_REUSE.get(store);
+  if (!known) PACK_REUSE.set(store, (known = new Map()));
+  known.delete(key);
+  known.set(key, oids);
+  if (known.size > PACK_REUSE_ENTRIES) known.delete(known.keys().next().value!);
+}
+
+/** The store as `createPack` reads it, telling `found` which objects a stored pack it reuses holds. */
+function watchPackReuse(
+  store: ObjectStore,
+  ofsDelta: boolean,
+  found: (oids: readonly ObjectId[]) => void,
+): ObjectStore {
+  const findPack = store.findPack!.bind(store);
+  return {
+    has: (oid) => store.has(oid),
+    read: (oid) => store.read(oid),
+    write: (type, data) => store.write(type, data),
+    ...(store.readSync ? { readSync: store.readSync.bind(store) } : {}),
+    ...(store.readHeader ? { readHeader: store.readHeader.bind(store) } : {}),
+    ...(store.readRaw ? { readRaw: store.readRaw.bind(store) } : {}),
+    async findPack(oids) {
+      const stored = await findPack(oids);
+      // what createPack sends verbatim: a pack whose OFS deltas the client can read
+      if (stored && (!stored.ofsDeltas || ofsDelta)) found(oids);
+      return stored;
+    },
+  };
 }
 
 /**
