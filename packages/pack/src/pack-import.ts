@@ -100,24 +100,48 @@ export async function importPack(
   }
 }
 
-/** Pulls the next chunk only once the spool has written what came before (bounded queue). */
+/**
+ * Pulls the next chunk without waiting for the spool's writes unless they fall behind: a drain
+ * is started every DRAIN_STEP bytes, and waited for only once DRAIN_LAG bytes arrived since it
+ * started and it is still not done (so the memory queued for writing stays bounded). Waiting for
+ * each write before parsing on leaves the thread idle for every write's round trip, which a
+ * loaded machine makes long.
+ */
 async function* drained(
   source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
   spool: PackSpool,
 ): AsyncGenerator<Uint8Array> {
-  // Writes run while the next chunks are parsed: a drain is started every DRAIN_STEP bytes and
-  // awaited at the next one, so at most about two steps are queued (waiting for each write
-  // before parsing on would leave the thread idle for every write's round trip).
   let pending: Promise<void> | undefined;
+  let settled = false;
   let since = 0;
+  let unyielded = 0;
   for await (const chunk of source) {
     since += chunk.length;
-    if (since >= DRAIN_STEP) {
+    unyielded += chunk.length;
+    if (unyielded >= YIELD_STEP && nextTurn) {
+      // input that is already there (a file, a buffered body) never leaves the microtask queue:
+      // one event loop turn lets finished writes start the next ones while parsing goes on
+      unyielded = 0;
+      await nextTurn();
+    }
+    if (pending && (settled || since >= DRAIN_LAG)) {
+      // a write error surfaces here
+      await pending;
+      pending = undefined;
+    }
+    if (!pending && since >= DRAIN_STEP) {
       since = 0;
-      if (pending) await pending;
-      pending = spool.drain();
-      // rejections surface at the next await of `pending` (or the final drain)
-      pending.catch(() => undefined);
+      settled = false;
+      const p = spool.drain();
+      pending = p;
+      p.then(
+        () => {
+          if (pending === p) settled = true;
+        },
+        () => {
+          if (pending === p) settled = true;
+        },
+      );
     }
     yield chunk;
   }
@@ -125,8 +149,15 @@ async function* drained(
   await spool.drain();
 }
 
-/** Bytes of pack input between two waits for the spool's writes. */
+/** Bytes of pack input between two drains of the spool. */
 const DRAIN_STEP = 1 << 20;
+/** Bytes of pack input after which an unfinished drain is waited for. */
+const DRAIN_LAG = 2 << 20;
+/** Bytes of pack input between two turns of the event loop. */
+const YIELD_STEP = 256 << 10;
+const immediate = (globalThis as { setImmediate?: (fn: () => void) => unknown }).setImmediate;
+/** One event loop turn where a cheap one exists (Node's setImmediate; browsers clamp timers). */
+const nextTurn = immediate ? () => new Promise<void>((resolve) => void immediate(resolve)) : undefined;
 
 async function importWith(
   store: ObjectStore,
