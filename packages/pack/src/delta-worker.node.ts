@@ -18,6 +18,7 @@ const MARK = 'gitport-delta-worker';
 type ToWorker =
   | { op: 'job'; id: number; window: number; depth: number; level: number; wholeBudget: number }
   | { op: 'batch'; id: number; objects: RemoteDeltaObject[]; chunk: number; last: boolean }
+  | { op: 'compress'; id: number; objects: { i: number; data: Uint8Array }[] }
   | { op: 'end'; id: number };
 type FromWorker =
   | { op: 'results'; id: number; results: RemoteDeltaResult[]; last: boolean }
@@ -105,6 +106,12 @@ export function remoteDeltaSearch(): RemoteDeltaSearch | undefined {
           if (job && last) job.queued++;
           post({ op: 'batch', id, objects, chunk, last }, transfer);
         },
+        compress(objects) {
+          post(
+            { op: 'compress', id, objects },
+            objects.map((o) => o.data.buffer as ArrayBuffer),
+          );
+        },
         queuedChunks() {
           return state.jobs.get(id)?.queued ?? 0;
         },
@@ -165,6 +172,19 @@ function runWorker(): void {
       }
       const results: RemoteDeltaResult[] = [];
       const transfer: ArrayBuffer[] = [];
+      if (m.op === 'compress') {
+        const results: RemoteDeltaResult[] = [];
+        const transfer: ArrayBuffer[] = [];
+        for (const o of m.objects) {
+          if (job.wholeBudget <= 0) break;
+          const z = deflate(o.data, job.level);
+          job.wholeBudget -= z.length;
+          results.push({ i: o.i, base: -1, depth: 0, size: o.data.length, z });
+          transfer.push(z.buffer as ArrayBuffer);
+        }
+        port.postMessage({ op: 'results', id: m.id, results, last: false } satisfies FromWorker, transfer);
+        return;
+      }
       if (m.chunk !== job.chunk) {
         // a new run of the candidates: the last one's objects are no bases for it
         job.window.clear();

@@ -35,6 +35,11 @@ export interface RemoteDeltaJob {
   add(objects: RemoteDeltaObject[], chunk: number, last: boolean): void;
   /** Chunks added and not yet searched. */
   queuedChunks(): number;
+  /**
+   * Objects the caller keeps whole, to deflate there (results with base -1); the other thread
+   * may leave some out (past its memory budget). The buffers are transferred.
+   */
+  compress(objects: { i: number; data: Uint8Array }[]): void;
   /** All results, once the other thread has searched every object added. */
   finish(): Promise<RemoteDeltaResult[]>;
   /** Drops the job (the caller failed): its results are discarded. */

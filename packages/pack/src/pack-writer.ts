@@ -296,6 +296,13 @@ async function* writeStream(
       job.add(batch, from, true);
     };
     let k = 0;
+    let toCompress: { i: number; data: Uint8Array }[] = [];
+    let toCompressBytes = 0;
+    const flushCompress = () => {
+      if (remote && toCompress.length > 0) remote.compress(toCompress);
+      toCompress = [];
+      toCompressBytes = 0;
+    };
     const searchHere = async (from: number, to: number) => {
       const window = new DeltaWindow<Item>(windowSize, maxDepth);
       for (let c = from; c < to; c++) {
@@ -312,10 +319,16 @@ async function* writeStream(
         if (found) {
           target.base = found.base.oid;
           target.delta = found.delta;
+        } else if (remote && !target.whole && data.length >= 2048) {
+          // to be written whole: the worker deflates it meanwhile
+          toCompress.push({ i: c, data: data.slice() });
+          toCompressBytes += data.length;
+          if (toCompressBytes >= 1 << 20) flushCompress();
         }
         window.push(target, data, found?.base);
       }
       window.clear();
+      flushCompress();
     };
     const given: [number, number][] = [];
     try {
@@ -349,7 +362,8 @@ async function* writeStream(
       try {
         results = await remote.finish();
       } catch {
-        // the worker failed: this thread searches its part too
+        // the worker failed: this thread searches its part too (and deflates everything)
+        remote = undefined;
         for (const [from, to] of given) await searchHere(from, to);
       }
       for (const r of results ?? []) {
