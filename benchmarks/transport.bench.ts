@@ -10,7 +10,9 @@
  * on the Worker); the raw sender posts `{s, b}` on a bare MessageChannel port.
  *
  * Figures are medians of the timed runs: MB/s (10^6 bytes per second) and messages (chunks)
- * per second; each timed transfer includes opening the stream and waiting for the answer. The
+ * per second; each timed transfer includes opening the stream and waiting for the answer (the
+ * warm-up runs open the same names, so timed opens are optimistic: data follows the open frame
+ * without waiting for the accept, as for any opener that used a name before). The
  * transport and the raw sender run alternately within each iteration, so a change of load on
  * the (shared, 2-core) machine hits both alike.
  */
