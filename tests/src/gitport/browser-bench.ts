@@ -83,7 +83,8 @@ export async function withBenchPage<T>(fn: (page: Page) => Promise<T>): Promise<
         ...PEER_LIBRARIES.map((name) => `bench-peer/${name}`),
       ],
     },
-    server: { port: 0, host: '127.0.0.1', fs: { allow: [workspace] } },
+    // no file watching, no HMR: an edit to the sources during a run must not reload the page under it
+    server: { port: 0, host: '127.0.0.1', fs: { allow: [workspace] }, hmr: false, watch: null },
   });
   await server.listen();
   const address = server.httpServer?.address();
