@@ -174,6 +174,43 @@ describe('fetch handler', () => {
     expect(get.headers.get('vary')).toBe('Origin');
   });
 
+  it('answers cached discovery synchronously with shared replies that CORS and HEAD never alter', async () => {
+    const cached = createGateway({
+      backend: createGitProcessBackend({ root, revalidateMs: 60_000 }),
+      cors: ['https://app.example'],
+    });
+    try {
+      const path = '/demo.git/info/refs?service=git-upload-pack';
+      const first = await cached.fetch(req(path));
+      const bytes = new Uint8Array(await first.arrayBuffer());
+      const request = (method: string, headers: Record<string, string>) => ({
+        method,
+        url: path,
+        headers: new Headers(headers),
+        body: null,
+        signal: new AbortController().signal,
+      });
+      // a hit needs no I/O: the reply is there at once, not a promise
+      const hit = cached.dispatch(request('GET', { origin: 'https://app.example' }));
+      if (hit instanceof Promise) throw new Error('a cached advertisement was not answered synchronously');
+      expect(hit.headers['access-control-allow-origin']).toBe('https://app.example');
+      expect(hit.headers['content-length']).toBe(String(bytes.byteLength));
+      const plain = cached.dispatch(request('GET', {}));
+      if (plain instanceof Promise) throw new Error('a cached advertisement was not answered synchronously');
+      expect(plain.headers['access-control-allow-origin']).toBeUndefined();
+      expect(plain.body).toEqual({ kind: 'bytes', bytes });
+      const head = await cached.dispatch(request('HEAD', {}));
+      expect(head.status).toBe(200);
+      expect(head.body.kind).toBe('none');
+      expect(head.headers['content-length']).toBeUndefined();
+      const again = await cached.fetch(req(path));
+      expect(again.headers.get('access-control-allow-origin')).toBeNull();
+      expect(new Uint8Array(await again.arrayBuffer())).toEqual(bytes);
+    } finally {
+      await cached.close();
+    }
+  });
+
   it('streams SSE through a Response and cleans up on cancel', async () => {
     const res = await open.fetch(req('/demo.git/events'));
     expect(res.status).toBe(200);
