@@ -66,10 +66,18 @@ interface PendingOpen {
   window: number;
   /** The stream already handed out by an optimistic open (settled by the answer). */
   stream?: Stream;
-  resolve: (stream: Stream) => void;
-  reject: (error: unknown) => void;
-  cleanup: () => void;
+  /** The open() promise of an open that waits for the answer. */
+  resolve?: (stream: Stream) => void;
+  reject?: (error: unknown) => void;
+  /** When it times out (performance.now()), and its timeout in ms. */
+  deadline: number;
+  timeout: number;
+  signal?: AbortSignal;
+  onAbort?: () => void;
 }
+
+const now: () => number =
+  typeof performance !== 'undefined' && typeof performance.now === 'function' ? () => performance.now() : Date.now;
 
 /** What an opener learnt about a name on a peer from its last accept. */
 interface KnownName {
@@ -128,6 +136,9 @@ export class Multiplexer {
   #peers = new Map<string, PeerStreams>();
   #listeners = new Map<string, Listener>();
   #pending = new Map<number, PendingOpen>();
+  /** The one timer of the pending opens, and the deadline it is set for. */
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #timerAt = Number.POSITIVE_INFINITY;
   /** Accepts of optimistic opens not sent yet, per peer (see #deferAccept). */
   #accepts = new Map<string, { frame: Frame; stream: Stream }[]>();
   #acceptsScheduled = false;
@@ -220,51 +231,90 @@ export class Multiplexer {
       });
     }
     known.pending++;
-    const opening = new Promise<DuplexStream>((resolve, reject) => {
-      const timeout = options.timeout ?? DEFAULT_OPEN_TIMEOUT;
-      const fail = (error: TransportError) => {
-        const pending = this.#pending.get(id);
-        if (pending === undefined) return;
-        this.#settled(id, pending);
-        // If the peer accepts after all, it learns the stream is gone.
-        this.#trySend(peer, { t: 'abort', s: id, i: 1, e: reasonToWire(error) });
-        if (pending.stream) pending.stream.fail(error, true);
-        else reject(error);
-      };
-      const timer = setTimeout(
-        () =>
-          fail(new TransportError('TRANSPORT_OPEN_TIMEOUT', `${peer} did not answer opening ${name} in ${timeout} ms`)),
-        timeout,
+    const timeout = options.timeout ?? DEFAULT_OPEN_TIMEOUT;
+    const pending: PendingOpen = { peer, name, window, deadline: now() + timeout, timeout };
+    if (stream) pending.stream = stream;
+    this.#pending.set(id, pending);
+    this.#armDeadline(pending.deadline);
+    if (signal) {
+      pending.signal = signal;
+      pending.onAbort = () =>
+        this.#failPending(
+          id,
+          new TransportError('TRANSPORT_ABORTED', `opening ${name} on ${peer} aborted`, { cause: signal.reason }),
+        );
+      signal.addEventListener('abort', pending.onAbort, { once: true });
+    }
+    const frame: Frame = { t: 'open', s: id, n: name, w: window, m: this.#maxPayload, v: PROTOCOL_VERSION };
+    if (stream) frame.c = credit;
+    try {
+      this.#link.send(peer, frame, []);
+    } catch (error) {
+      this.#settled(id, pending);
+      const closed = (error as { code?: unknown } | null)?.code === 'BUS_CLOSED';
+      return Promise.reject(
+        new TransportError(
+          closed ? 'TRANSPORT_CLOSED' : 'TRANSPORT_PEER_LOST',
+          closed ? `the bus is closed: cannot open ${name}` : `cannot reach ${peer} to open ${name}`,
+          { cause: error },
+        ),
       );
-      const onAbort = () =>
-        fail(new TransportError('TRANSPORT_ABORTED', `opening ${name} on ${peer} aborted`, { cause: signal?.reason }));
-      signal?.addEventListener('abort', onAbort, { once: true });
-      const cleanup = () => {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-      };
-      this.#pending.set(id, { peer, name, window, resolve, reject, cleanup, ...(stream ? { stream } : {}) });
-      const frame: Frame = { t: 'open', s: id, n: name, w: window, m: this.#maxPayload, v: PROTOCOL_VERSION };
-      if (stream) frame.c = credit;
-      try {
-        this.#link.send(peer, frame, []);
-        if (stream) {
-          this.#streamsOf(peer).opened.set(id, stream);
-          resolve(stream);
-        }
-      } catch (error) {
-        this.#settled(id, this.#pending.get(id)!);
-        const closed = (error as { code?: unknown } | null)?.code === 'BUS_CLOSED';
-        reject(
+    }
+    if (stream) {
+      this.#streamsOf(peer).opened.set(id, stream);
+      return Promise.resolve(stream);
+    }
+    return new Promise<DuplexStream>((resolve, reject) => {
+      pending.resolve = resolve;
+      pending.reject = reject;
+    });
+  }
+
+  /** Gives up a pending open: its promise rejects, or its optimistic stream fails. */
+  #failPending(id: number, error: TransportError): void {
+    const pending = this.#pending.get(id);
+    if (pending === undefined) return;
+    this.#settled(id, pending);
+    // If the peer accepts after all, it learns the stream is gone.
+    this.#trySend(pending.peer, { t: 'abort', s: id, i: 1, e: reasonToWire(error) });
+    if (pending.stream) pending.stream.fail(error, true);
+    else pending.reject?.(error);
+  }
+
+  /** One timer for every pending open, set for the earliest deadline. */
+  #armDeadline(at: number): void {
+    if (at >= this.#timerAt) return;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timerAt = at;
+    this.#timer = setTimeout(() => this.#sweep(), Math.max(0, at - now()));
+  }
+
+  #disarmDeadline(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#timerAt = Number.POSITIVE_INFINITY;
+  }
+
+  /** Times out the opens whose deadline passed; sets the timer for the next one. */
+  #sweep(): void {
+    this.#timer = undefined;
+    this.#timerAt = Number.POSITIVE_INFINITY;
+    const t = now();
+    let next = Number.POSITIVE_INFINITY;
+    for (const [id, pending] of [...this.#pending]) {
+      if (pending.deadline <= t) {
+        this.#failPending(
+          id,
           new TransportError(
-            closed ? 'TRANSPORT_CLOSED' : 'TRANSPORT_PEER_LOST',
-            closed ? `the bus is closed: cannot open ${name}` : `cannot reach ${peer} to open ${name}`,
-            { cause: error },
+            'TRANSPORT_OPEN_TIMEOUT',
+            `${pending.peer} did not answer opening ${pending.name} in ${pending.timeout} ms`,
           ),
         );
+      } else if (pending.deadline < next) {
+        next = pending.deadline;
       }
-    });
-    return opening;
+    }
+    if (next !== Number.POSITIVE_INFINITY && this.#pending.size > 0) this.#armDeadline(next);
   }
 
   /** What we know of `name` on `peer` (created empty). */
@@ -285,7 +335,8 @@ export class Multiplexer {
   /** An open was answered or given up: forget it as pending. */
   #settled(id: number, pending: PendingOpen): void {
     this.#pending.delete(id);
-    pending.cleanup();
+    if (pending.onAbort !== undefined) pending.signal?.removeEventListener('abort', pending.onAbort);
+    if (this.#pending.size === 0) this.#disarmDeadline();
     const known = this.#names.get(pending.peer)?.get(pending.name);
     if (known !== undefined && known.pending > 0) known.pending--;
   }
@@ -313,10 +364,9 @@ export class Multiplexer {
     this.#closed = true;
     this.#unsubscribe();
     const error = new TransportError('TRANSPORT_CLOSED', 'the transport was closed', { cause: reason });
-    for (const [id, pending] of this.#pending) {
-      this.#pending.delete(id);
-      pending.cleanup();
-      pending.reject(error);
+    for (const [id, pending] of [...this.#pending]) {
+      this.#settled(id, pending);
+      pending.reject?.(error);
     }
     this.#names.clear();
     this.#accepts.clear();
@@ -353,7 +403,7 @@ export class Multiplexer {
         );
         // An optimistic stream fails as a whole (what it wrote was dropped there).
         if (pending.stream) pending.stream.fail(error, true);
-        else pending.reject(error);
+        else pending.reject?.(error);
         return;
       }
       default: {
@@ -486,7 +536,7 @@ export class Multiplexer {
       maxPayload: Math.min(this.#maxPayload, remoteMaxPayload),
     });
     this.#streamsOf(peer).opened.set(id, stream);
-    pending.resolve(stream);
+    pending.resolve?.(stream);
   }
 
   #onLost(peer: string, reason?: unknown): void {
@@ -495,11 +545,10 @@ export class Multiplexer {
       (reason as { code?: unknown } | undefined)?.code === 'BUS_CLOSED'
         ? new TransportError('TRANSPORT_CLOSED', `the bus was closed: ${peer} is out of reach`, { cause: reason })
         : new TransportError('TRANSPORT_PEER_LOST', `lost the connection to ${peer}`, { cause: reason });
-    for (const [id, pending] of this.#pending) {
+    for (const [id, pending] of [...this.#pending]) {
       if (pending.peer !== peer) continue;
-      this.#pending.delete(id);
-      pending.cleanup();
-      pending.reject(error);
+      this.#settled(id, pending);
+      pending.reject?.(error);
     }
     this.#names.delete(peer);
     this.#accepts.delete(peer);

@@ -346,6 +346,17 @@ describe('transport details', () => {
     const mux = new Multiplexer(portLink(channel.port1, { peer: 'silent' }));
     channel.port2.start(); // nobody answers there
     await expect(mux.open('silent', 'x', { timeout: 20 })).rejects.toMatchObject({ code: 'TRANSPORT_OPEN_TIMEOUT' });
+    // One timer serves every pending open: a later, shorter timeout and an earlier, longer one.
+    const longer = mux.open('silent', 'x', { timeout: 60 });
+    const shorter = mux.open('silent', 'x', { timeout: 10 });
+    await expect(shorter).rejects.toMatchObject({
+      code: 'TRANSPORT_OPEN_TIMEOUT',
+      message: expect.stringContaining('10 ms'),
+    });
+    await expect(longer).rejects.toMatchObject({
+      code: 'TRANSPORT_OPEN_TIMEOUT',
+      message: expect.stringContaining('60 ms'),
+    });
     const controller = new AbortController();
     const opening = mux.open('silent', 'x', { signal: controller.signal });
     controller.abort(new Error('stop'));
