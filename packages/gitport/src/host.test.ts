@@ -8,6 +8,7 @@ import { encodeGitRequest, GIT_STREAM, host, parseGitRequest } from './host.js';
 import { HTTP_STREAM } from './http-plugin.js';
 import { MemoryFs } from './memory-fs.js';
 import { FsRepositoryRegistry } from './registry.js';
+import { remote } from './remote.js';
 
 const decoder = new TextDecoder();
 
@@ -122,6 +123,56 @@ describe('a host facing bad input', () => {
       expect(JSON.parse(packetText(head!)!)).toMatchObject({ statusCode: 404 });
     } finally {
       t.close();
+    }
+  });
+});
+
+describe('a clone over the bus', () => {
+  it('creates the repository while the host answers; leaves an existing one alone; leaves nothing after a failure', async () => {
+    const channel = new MessageChannel();
+    const server = createBus({ id: 'server' });
+    const client = createBus({ id: 'client' });
+    await Promise.all([
+      server.connect(nodeEndpoint(channel.port1 as unknown as NodeMessagePortLike)),
+      client.connect(nodeEndpoint(channel.port2 as unknown as NodeMessagePortLike)),
+    ]);
+    const registry = new FsRepositoryRegistry(new MemoryFs(), '/r');
+    const served = host(server, registry);
+    try {
+      const origin = await registry.create('notes');
+      const encoder = new TextEncoder();
+      const blob = await origin.objects.write('blob', encoder.encode('hello\n'));
+      const id = Uint8Array.from(blob.match(/../g)!.map((h) => Number.parseInt(h, 16)));
+      const tree = await origin.objects.write('tree', new Uint8Array([...encoder.encode('100644 a.txt\0'), ...id]));
+      const commit = await origin.objects.write(
+        'commit',
+        encoder.encode(`tree ${tree}\nauthor t <t@x> 1 +0000\ncommitter t <t@x> 1 +0000\n\nfirst\n`),
+      );
+      await origin.refs.update([
+        { name: 'refs/heads/main', old: null, new: commit },
+        { name: 'refs/tags/v1', old: null, new: commit },
+      ]);
+      const fs = new MemoryFs();
+      const clone = await remote(client, 'server', 'notes').clone(fs, '/c');
+      expect(await clone.refs.list()).toEqual(await origin.refs.list());
+      expect(await clone.refs.resolve('HEAD')).toBe(commit);
+      // the refs of a new clone go into one packed-refs file
+      expect(decoder.decode((await fs.promises.readFile('/c/packed-refs')) as Uint8Array)).toContain(
+        `${commit} refs/heads/main`,
+      );
+      await expect(remote(client, 'server', 'notes').clone(fs, '/c')).rejects.toMatchObject({ code: 'REPO_EXISTS' });
+      expect(await clone.refs.list()).toEqual(await origin.refs.list());
+      expect((await clone.objects.read(blob))?.type).toBe('blob');
+      await expect(remote(client, 'server', 'missing').clone(fs, '/d')).rejects.toMatchObject({
+        code: 'PROTOCOL_REMOTE_ERROR',
+      });
+      await expect(fs.promises.stat('/d')).rejects.toMatchObject({ code: 'ENOENT' });
+    } finally {
+      served.close();
+      server.close();
+      client.close();
+      channel.port1.close();
+      channel.port2.close();
     }
   });
 });

@@ -150,6 +150,7 @@ export function remote(bus: Bus, peer: string, name: string, remoteOptions: Remo
           ...rest,
           ...(shallow ? { shallow } : {}),
           protocol: protocolOf(options),
+          pipelineLsRefs: rest.pipelineLsRefs ?? protocolOf(options) === 2,
           ...progress(options),
           ...(signal ? { signal } : {}),
         }),
@@ -159,25 +160,38 @@ export function remote(bus: Bus, peer: string, name: string, remoteOptions: Remo
     },
     async clone(fs, dir, options = {}) {
       const { signal: _s, onProgress: _p, protocolV2: _v, bare = true, objects, ...rest } = options;
-      const repository = await initRepository(fs, dir, { bare, ...(objects ? { objects } : {}) });
+      // the repository is created while the stream opens and the host answers the request
+      const creating = initRepository(fs, dir, { bare, ...(objects ? { objects } : {}) });
+      creating.catch(() => {});
+      let repository: GitRepository | undefined;
       try {
-        const result = await session('git-upload-pack', options, (remote, signal) =>
-          cloneInto(repository, remote, {
+        const result = await session('git-upload-pack', options, async (remote, signal) => {
+          repository = await creating;
+          return cloneInto(repository, remote, {
             ...rest,
             bare,
             protocol: protocolOf(options),
+            pipelineLsRefs: rest.pipelineLsRefs ?? protocolOf(options) === 2,
             ...progress(options),
             ...(signal ? { signal } : {}),
-          }),
-        );
+          });
+        });
+        repository ??= await creating;
         await writeShallow(repository, result.shallow);
         if (!bare) {
           options.onProgress?.({ phase: 'checkout', message: 'checking out HEAD' });
           await checkout(repository, dir);
         }
       } catch (error) {
-        // A failed clone leaves nothing behind, as git does.
-        await repository.fs.removeTree(bare ? repository.gitDir : dir).catch(() => {});
+        // A failed clone leaves nothing behind, as git does; a repository that could not be
+        // created (one already there, say) is left alone, and that is the error reported.
+        const created = repository ?? (await creating.catch(() => undefined));
+        if (!created)
+          throw await creating.then(
+            () => error,
+            (initError: unknown) => initError,
+          );
+        await created.fs.removeTree(bare ? created.gitDir : dir).catch(() => {});
         throw error;
       }
       options.onProgress?.({ phase: 'done', message: 'clone complete' });

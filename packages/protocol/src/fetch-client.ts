@@ -59,6 +59,13 @@ export interface FetchOptions {
   /** Default true: update local refs per the refspecs. */
   updateRefs?: boolean;
   maxInVain?: number;
+  /**
+   * Stateful connections to a server known to answer protocol v2 (gitport's host when asked for
+   * v2): `ls-refs` goes out with the connection's first bytes instead of after the capability
+   * advertisement, one round trip less. A server that answers v0 fails the fetch
+   * (`PROTOCOL_UNEXPECTED`).
+   */
+  pipelineLsRefs?: boolean;
   limits?: PackLimits;
   signal?: AbortSignal;
   onProgress?: (text: string) => void;
@@ -92,13 +99,19 @@ function v2Request(command: string, agent: string, args: readonly string[]): Uin
   return concatBytes(parts);
 }
 
+function lsRefsRequest(agent: string, prefixes: readonly string[] | undefined): Uint8Array {
+  const args = ['symrefs', 'peel', 'unborn', ...(prefixes ?? []).map((p) => `ref-prefix ${p}`)];
+  return v2Request('ls-refs', agent, args);
+}
+
+/** v2 `ls-refs`; `sent`: the request already went out with the connection's start. */
 async function listRefsV2(
   session: ServiceSession,
   agent: string,
   prefixes: readonly string[] | undefined,
+  sent = false,
 ): Promise<{ refs: AdvertisedRef[]; head?: string }> {
-  const args = ['symrefs', 'peel', 'unborn', ...(prefixes ?? []).map((p) => `ref-prefix ${p}`)];
-  const reader = await session.round(v2Request('ls-refs', agent, args));
+  const reader = await session.round(sent ? new Uint8Array(0) : lsRefsRequest(agent, prefixes));
   const refs: AdvertisedRef[] = [];
   let head: string | undefined;
   for (;;) {
@@ -120,9 +133,16 @@ async function remoteRefs(
   session: ServiceSession,
   agent: string,
   prefixes?: readonly string[],
+  sent = false,
 ): Promise<{ refs: AdvertisedRef[]; head?: string }> {
   const adv = session.advertisement;
-  if (adv.version === 2) return listRefsV2(session, agent, prefixes);
+  if (adv.version === 2) return listRefsV2(session, agent, prefixes, sent);
+  if (sent) {
+    throw new ProtocolError(
+      'PROTOCOL_UNEXPECTED',
+      `ls-refs was sent ahead, but the server speaks protocol v${adv.version}`,
+    );
+  }
   const head = adv.symrefs.get('HEAD');
   return head === undefined ? { refs: adv.refs } : { refs: adv.refs, head };
 }
@@ -170,15 +190,14 @@ async function fetchInto(
   const specs: Refspec[] = (options.refspecs ?? ['+refs/heads/*:refs/remotes/origin/*']).map(parseRefspec);
   const tagMode = options.tags ?? 'follow';
   if (tagMode === 'all') specs.push({ force: true, src: 'refs/tags/*', dst: 'refs/tags/*' });
-  const session = await openSession(remote, 'git-upload-pack', options);
+  const prefixes = [...new Set([...specs.map(refspecPrefix), ...(tagMode === 'follow' ? ['refs/tags/'] : []), 'HEAD'])];
+  const early = options.pipelineLsRefs && 'connection' in remote ? lsRefsRequest(agent, prefixes) : undefined;
+  const session = await openSession(remote, 'git-upload-pack', { ...options, ...(early ? { first: early } : {}) });
   // the local tips the negotiation starts from, read while the remote lists its refs
   const localTips = localTipsOf(local);
   localTips.catch(() => {});
   try {
-    const prefixes = [
-      ...new Set([...specs.map(refspecPrefix), ...(tagMode === 'follow' ? ['refs/tags/'] : []), 'HEAD']),
-    ];
-    const { refs, head } = await remoteRefs(session, agent, prefixes);
+    const { refs, head } = await remoteRefs(session, agent, prefixes, early !== undefined);
     const graph = new CommitGraph(local.objects);
     const selected: Want[] = [];
     for (const ref of refs) {

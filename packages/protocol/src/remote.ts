@@ -84,19 +84,31 @@ export function remoteError(error: unknown): unknown {
 export async function openSession(
   remote: Remote,
   service: Service,
-  options: { protocol?: 0 | 1 | 2; signal?: AbortSignal } = {},
+  options: {
+    protocol?: 0 | 1 | 2;
+    signal?: AbortSignal;
+    /**
+     * Stateful only: bytes sent before the advertisement is read, for a server whose answer is
+     * known (a v2 command to a server asked for v2): they travel with the connection's start.
+     */
+    first?: Uint8Array;
+  } = {},
 ): Promise<ServiceSession> {
   const { signal } = options;
   try {
     if ('connection' in remote) {
       const conn = remote.connection;
       const reader = newReader(conn.input, signal);
+      if (options.first) await conn.write(options.first);
       const advertisement = await decodeAdvertisement(reader);
       return {
         stateless: false,
         advertisement,
         async round(request) {
-          if (request instanceof Uint8Array) await conn.write(request);
+          // an empty request only reads (the answer to what `first` sent)
+          if (request instanceof Uint8Array) {
+            if (request.length > 0) await conn.write(request);
+          }
           else for await (const chunk of request) await conn.write(chunk);
           return reader;
         },

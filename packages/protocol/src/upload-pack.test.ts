@@ -179,6 +179,33 @@ describe('upload-pack', () => {
     }
   });
 
+  it('pipelineLsRefs: ls-refs goes out before the advertisement is read; a v0 answer is a typed error', async () => {
+    const { repo } = await server();
+    const [a, b] = connectionPair();
+    const writes: number[] = [];
+    const client = {
+      ...a,
+      write: (bytes: Uint8Array) => {
+        writes.push(bytes.length);
+        return a.write(bytes);
+      },
+    };
+    const served = serveUploadPack(repo, b, { protocol: 2 });
+    const local = emptyRepo();
+    const result = await clone(local, { connection: client }, { protocol: 2, pipelineLsRefs: true });
+    await served;
+    expect(result.version).toBe(2);
+    expect(await local.refs.list()).toEqual(await repo.refs.list());
+    // ls-refs, then fetch (with done): one round trip fewer than reading the advertisement first
+    expect(writes.length).toBe(2);
+    const [c, d] = connectionPair();
+    const old = serveUploadPack(repo, d, { protocol: 0 }).catch((e: unknown) => e);
+    await expect(clone(emptyRepo(), { connection: c }, { pipelineLsRefs: true })).rejects.toMatchObject({
+      code: 'PROTOCOL_UNEXPECTED',
+    });
+    await old;
+  });
+
   it('include-tag: an annotated tag pointing into the pack is packed with it', async () => {
     const { repo, commits, tag } = await server();
     const local = emptyRepo();
