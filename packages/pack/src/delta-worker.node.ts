@@ -18,7 +18,7 @@ const MARK = 'gitport-delta-worker';
 type ToWorker =
   | { op: 'job'; id: number; window: number; depth: number; level: number; wholeBudget: number }
   | { op: 'batch'; id: number; objects: RemoteDeltaObject[]; chunk: number; last: boolean }
-  | { op: 'compress'; id: number; objects: { i: number; data: Uint8Array }[] }
+  | { op: 'compress'; id: number; objects: { i: number; data: Uint8Array; delta?: boolean }[] }
   | { op: 'end'; id: number };
 type FromWorker =
   | { op: 'results'; id: number; results: RemoteDeltaResult[]; last: boolean }
@@ -176,9 +176,9 @@ function runWorker(): void {
         const results: RemoteDeltaResult[] = [];
         const transfer: ArrayBuffer[] = [];
         for (const o of m.objects) {
-          if (job.wholeBudget <= 0) break;
+          if (!o.delta && job.wholeBudget <= 0) continue;
           const z = deflate(o.data, job.level);
-          job.wholeBudget -= z.length;
+          if (!o.delta) job.wholeBudget -= z.length;
           results.push({ i: o.i, base: -1, depth: 0, size: o.data.length, z });
           transfer.push(z.buffer as ArrayBuffer);
         }

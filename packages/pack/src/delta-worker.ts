@@ -36,10 +36,11 @@ export interface RemoteDeltaJob {
   /** Chunks added and not yet searched. */
   queuedChunks(): number;
   /**
-   * Objects the caller keeps whole, to deflate there (results with base -1); the other thread
-   * may leave some out (past its memory budget). The buffers are transferred.
+   * Bytes the caller will write, to deflate there (results with base -1): objects it keeps
+   * whole, which the other thread may leave out past its memory budget, and deltas (`delta`),
+   * which it always deflates. The buffers are transferred.
    */
-  compress(objects: { i: number; data: Uint8Array }[]): void;
+  compress(objects: { i: number; data: Uint8Array; delta?: boolean }[]): void;
   /** All results, once the other thread has searched every object added. */
   finish(): Promise<RemoteDeltaResult[]>;
   /** Drops the job (the caller failed): its results are discarded. */

@@ -296,7 +296,7 @@ async function* writeStream(
       job.add(batch, from, true);
     };
     let k = 0;
-    let toCompress: { i: number; data: Uint8Array }[] = [];
+    let toCompress: { i: number; data: Uint8Array; delta?: boolean }[] = [];
     let toCompressBytes = 0;
     const flushCompress = () => {
       if (remote && toCompress.length > 0) remote.compress(toCompress);
@@ -319,6 +319,11 @@ async function* writeStream(
         if (found) {
           target.base = found.base.oid;
           target.delta = found.delta;
+          if (remote) {
+            // deflated by the worker meanwhile (a copy goes: this one stays for a failed worker)
+            toCompress.push({ i: c, data: found.delta.slice(), delta: true });
+            toCompressBytes += found.delta.length;
+          }
         } else if (remote && !target.whole && data.length >= 2048) {
           // to be written whole: the worker deflates it meanwhile
           toCompress.push({ i: c, data: data.slice() });
@@ -373,6 +378,7 @@ async function* writeStream(
           item.depth = r.depth;
         }
         item.z = r.z;
+        item.delta = undefined;
         item.zSize = r.size;
       }
       options.onProgress?.({ phase: 'compressing', done: candidates.length, total: candidates.length });
