@@ -165,18 +165,17 @@ export function remote(bus: Bus, peer: string, name: string, remoteOptions: Remo
       creating.catch(() => {});
       let repository: GitRepository | undefined;
       try {
-        const result = await session('git-upload-pack', options, async (remote, signal) => {
-          repository = await creating;
-          return cloneInto(repository, remote, {
+        const result = await session('git-upload-pack', options, (remote, signal) =>
+          cloneInto(creating, remote, {
             ...rest,
             bare,
             protocol: protocolOf(options),
             pipelineLsRefs: rest.pipelineLsRefs ?? protocolOf(options) === 2,
             ...progress(options),
             ...(signal ? { signal } : {}),
-          });
-        });
-        repository ??= await creating;
+          }),
+        );
+        repository = await creating;
         await writeShallow(repository, result.shallow);
         if (!bare) {
           options.onProgress?.({ phase: 'checkout', message: 'checking out HEAD' });

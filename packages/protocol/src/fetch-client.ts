@@ -180,7 +180,7 @@ export function fetch(local: Repository, remote: Remote, options: FetchOptions =
  * instead of one locked update per ref).
  */
 async function fetchInto(
-  local: Repository,
+  localIn: Repository | PromiseLike<Repository>,
   remote: Remote,
   options: FetchOptions,
   initial: boolean,
@@ -192,7 +192,19 @@ async function fetchInto(
   if (tagMode === 'all') specs.push({ force: true, src: 'refs/tags/*', dst: 'refs/tags/*' });
   const prefixes = [...new Set([...specs.map(refspecPrefix), ...(tagMode === 'follow' ? ['refs/tags/'] : []), 'HEAD'])];
   const early = options.pipelineLsRefs && 'connection' in remote ? lsRefsRequest(agent, prefixes) : undefined;
-  const session = await openSession(remote, 'git-upload-pack', { ...options, ...(early ? { first: early } : {}) });
+  // the request goes out now; a repository still being created is awaited meanwhile
+  const opening = openSession(remote, 'git-upload-pack', { ...options, ...(early ? { first: early } : {}) });
+  let local: Repository;
+  try {
+    local = await localIn;
+  } catch (error) {
+    opening.then(
+      (s) => s.close().catch(() => {}),
+      () => {},
+    );
+    throw error;
+  }
+  const session = await opening;
   // the local tips the negotiation starts from, read while the remote lists its refs
   const localTips = localTipsOf(local);
   localTips.catch(() => {});
@@ -264,14 +276,17 @@ async function fetchInto(
   }
 }
 
-/** `clone`: fetch every branch and tag into the same names, then point HEAD like the remote's. */
+/**
+ * `clone`: fetch every branch and tag into the same names, then point HEAD like the remote's.
+ * `local` may be a repository still being created: the request goes out while it is.
+ */
 export async function clone(
-  local: Repository,
+  localIn: Repository | PromiseLike<Repository>,
   remote: Remote,
   options: Omit<FetchOptions, 'refspecs' | 'tags'> & { bare?: boolean } = {},
 ): Promise<FetchResult> {
   const result = await fetchInto(
-    local,
+    localIn,
     remote,
     {
       ...options,
@@ -280,6 +295,7 @@ export async function clone(
     },
     true,
   );
+  const local = await localIn;
   if (result.head) {
     const head = await local.refs.read('HEAD');
     if (head.kind !== 'symbolic' || head.target !== result.head) await local.refs.setSymbolic('HEAD', result.head);
