@@ -71,9 +71,6 @@ interface LoadedPack {
   ofsDeltas?: boolean;
 }
 
-/** A read a chain walk needs: bytes of a pack, or an object found in no loaded pack. */
-type Need = { pack: LoadedPack; position: number; length: number } | { oid: ObjectId };
-
 interface EntryInfo {
   /** 1-4 whole, 6 ofs, 7 ref. */
   code: number;
@@ -336,6 +333,10 @@ export class FsObjectStore implements ObjectStore {
     return info;
   }
 
+  async #inflateEntry(pack: LoadedPack, info: EntryInfo): Promise<Uint8Array> {
+    return this.#inflate(await this.#readAt(pack, info.dataOffset, info.end - info.dataOffset), info);
+  }
+
   #inflate(compressed: Uint8Array, info: EntryInfo): Uint8Array {
     const r = inflateOne(compressed, info.size, true);
     if (r.kind !== 'done') throw new PackError('OBJECT_CORRUPT', 'truncated entry');
@@ -379,32 +380,16 @@ export class FsObjectStore implements ObjectStore {
     }
   }
 
-  /**
-   * A packed object: its delta chain walked down to an object stored whole (or cached), then
-   * the deltas applied upward. A generator over the reads the walk needs, so that one walk
-   * serves both `read` (which awaits each read, see `#readPacked`) and `readSync` (which stops
-   * at the first read that would have to wait, see `#readPackedSync`).
-   */
-  *#packed(
-    oid: ObjectId,
-    pack: LoadedPack,
-    offset: number,
-  ): Generator<Need, GitObject, Uint8Array | GitObject | undefined> {
+  async #readPacked(oid: ObjectId, pack: LoadedPack, offset: number): Promise<GitObject> {
+    // walk the chain down to a whole (or cached) object, then apply the deltas upward
     const chain: { info: EntryInfo; pack: LoadedPack; oid: ObjectId }[] = [];
     let cur = { pack, offset, oid };
     let base: GitObject | undefined;
     for (let guard = 0; ; guard++) {
       if (guard > 100_000) throw new PackError('OBJECT_CORRUPT', 'delta chain too long or cyclic');
-      const end = this.#entryEnd(cur.pack, cur.offset);
-      const head = (yield {
-        pack: cur.pack,
-        position: cur.offset,
-        length: Math.min(32, end - cur.offset),
-      }) as Uint8Array;
-      const info = this.#parseEntry(cur.pack, cur.offset, end, head);
+      const info = await this.#entry(cur.pack, cur.offset);
       if (info.code >= 1 && info.code <= 4) {
-        const compressed = (yield this.#dataOf(cur.pack, info)) as Uint8Array;
-        base = { type: CODE_TYPES[info.code]!, data: this.#inflate(compressed, info) };
+        base = { type: CODE_TYPES[info.code]!, data: await this.#inflateEntry(cur.pack, info) };
         if (chain.length > 0) this.#remember(cur.oid, base);
         break;
       }
@@ -417,54 +402,71 @@ export class FsObjectStore implements ObjectStore {
       }
       if (info.code === 6) {
         cur = { pack: cur.pack, offset: info.baseOffset!, oid: baseOid };
-        continue;
+      } else {
+        const loc = await this.#locate(baseOid);
+        if (!loc) {
+          base = await this.read(baseOid);
+          if (!base) throw new PackError('OBJECT_NOT_FOUND', `delta base ${baseOid} is missing`);
+          break;
+        }
+        cur = { pack: loc.pack, offset: loc.offset, oid: baseOid };
       }
-      const loc = this.#find(baseOid);
-      if (!loc) {
-        // stored loose, or in a pack added since the last scan
-        base = (yield { oid: baseOid }) as GitObject | undefined;
-        if (!base) throw new PackError('OBJECT_NOT_FOUND', `delta base ${baseOid} is missing`);
-        break;
-      }
-      cur = { pack: loc.pack, offset: loc.offset, oid: baseOid };
     }
     let result = base;
     for (let k = chain.length - 1; k >= 0; k--) {
       const { info, pack: p, oid: o } = chain[k]!;
-      const delta = this.#inflate((yield this.#dataOf(p, info)) as Uint8Array, info);
+      const delta = await this.#inflateEntry(p, info);
       result = { type: result.type, data: applyDelta(result.data, delta) };
       if (k > 0) this.#remember(o, result);
     }
     return result;
   }
 
-  #dataOf(pack: LoadedPack, info: EntryInfo): Need {
-    return { pack, position: info.dataOffset, length: info.end - info.dataOffset };
-  }
-
-  async #readPacked(oid: ObjectId, pack: LoadedPack, offset: number): Promise<GitObject> {
-    const walk = this.#packed(oid, pack, offset);
-    let step = walk.next();
-    while (!step.done) {
-      const need = step.value;
-      step = walk.next(
-        'oid' in need ? await this.read(need.oid) : await this.#readAt(need.pack, need.position, need.length),
-      );
-    }
-    return step.value;
-  }
-
-  /** `#readPacked` without awaiting: undefined as soon as a read is not in memory. */
+  /**
+   * `#readPacked` without awaiting, for objects whose whole delta chain lies in packs held
+   * whole (or ends at a cached base); undefined when some part needs a read.
+   */
   #readPackedSync(oid: ObjectId, pack: LoadedPack, offset: number): GitObject | undefined {
-    const walk = this.#packed(oid, pack, offset);
-    let step = walk.next();
-    while (!step.done) {
-      const need = step.value;
-      const bytes = 'oid' in need ? undefined : this.#view(need.pack, need.position, need.length);
-      if (!bytes) return undefined;
-      step = walk.next(bytes);
+    const chain: { info: EntryInfo; pack: LoadedPack; oid: ObjectId }[] = [];
+    let cur = { pack, offset, oid };
+    let base: GitObject | undefined;
+    for (let guard = 0; ; guard++) {
+      if (guard > 100_000) throw new PackError('OBJECT_CORRUPT', 'delta chain too long or cyclic');
+      const end = this.#entryEnd(cur.pack, cur.offset);
+      const head = this.#view(cur.pack, cur.offset, Math.min(32, end - cur.offset));
+      if (!head) return undefined;
+      const info = this.#parseEntry(cur.pack, cur.offset, end, head);
+      if (info.code >= 1 && info.code <= 4) {
+        base = {
+          type: CODE_TYPES[info.code]!,
+          data: this.#inflate(cur.pack.bytes!.subarray(info.dataOffset, info.end), info),
+        };
+        if (chain.length > 0) this.#remember(cur.oid, base);
+        break;
+      }
+      chain.push({ info, pack: cur.pack, oid: cur.oid });
+      const baseOid = info.code === 6 ? this.#oidAtOffset(cur.pack, info.baseOffset!) : info.baseOid!;
+      const hit = this.#cache.get(baseOid);
+      if (hit) {
+        base = hit;
+        break;
+      }
+      if (info.code === 6) {
+        cur = { pack: cur.pack, offset: info.baseOffset!, oid: baseOid };
+      } else {
+        const loc = this.#find(baseOid);
+        if (!loc) return undefined;
+        cur = { pack: loc.pack, offset: loc.offset, oid: baseOid };
+      }
     }
-    return step.value;
+    let result = base;
+    for (let k = chain.length - 1; k >= 0; k--) {
+      const { info, pack: p, oid: o } = chain[k]!;
+      const delta = this.#inflate(p.bytes!.subarray(info.dataOffset, info.end), info);
+      result = { type: result.type, data: applyDelta(result.data, delta) };
+      if (k > 0) this.#remember(o, result);
+    }
+    return result;
   }
 
   /**
