@@ -108,8 +108,7 @@ export async function openSession(
           // an empty request only reads (the answer to what `first` sent)
           if (request instanceof Uint8Array) {
             if (request.length > 0) await conn.write(request);
-          }
-          else for await (const chunk of request) await conn.write(chunk);
+          } else for await (const chunk of request) await conn.write(chunk);
           return reader;
         },
         close: () => conn.end(),
