@@ -19,7 +19,7 @@
  */
 import { MessageChannel } from 'node:worker_threads';
 import { createBus } from '@gitport/bus';
-import { type NodeMessagePortLike, nodeEndpoint } from '@gitport/bus/node';
+import { nodeEndpoint } from '@gitport/bus/node';
 import {
   createPack,
   importPack,
@@ -190,10 +190,7 @@ async function fetchOverBus(source: MemoryObjectStore, head: ObjectId, sample: (
   const server = createBus({ id: 'server' });
   const client = createBus({ id: 'client' });
   try {
-    await Promise.all([
-      server.connect(nodeEndpoint(channel.port1 as unknown as NodeMessagePortLike)),
-      client.connect(nodeEndpoint(channel.port2 as unknown as NodeMessagePortLike)),
-    ]);
+    await Promise.all([server.connect(nodeEndpoint(channel.port1)), client.connect(nodeEndpoint(channel.port2))]);
     const repo = {
       objects: source,
       refs: new MemoryRefStore({ refs: { 'refs/heads/main': head }, head: 'refs/heads/main' }),

@@ -18,7 +18,7 @@
  */
 import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
 import { type Bus, createBus } from '@gitport/bus';
-import { type NodeMessagePortLike, nodeEndpoint } from '@gitport/bus/node';
+import { nodeEndpoint } from '@gitport/bus/node';
 import { open } from '@gitport/transport';
 import { afterAll, bench, describe } from 'vitest';
 import { fillByte, readEveryByte } from '../tests/src/transport/bench-shared.js';
@@ -63,7 +63,7 @@ async function setup(): Promise<{ bus: Bus; raw: RawSender }> {
     transferList: [channel.port2, busChannel.port2],
   });
   bus = createBus({ id: 'bench-main' });
-  await bus.connect(nodeEndpoint(busChannel.port1 as unknown as NodeMessagePortLike));
+  await bus.connect(nodeEndpoint(busChannel.port1));
   rawPort = channel.port1;
   return { bus, raw: rawSender(rawPort) };
 }

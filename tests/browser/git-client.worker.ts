@@ -10,7 +10,6 @@ import { type FsLike, httpClient, OpfsFs, remote } from 'gitport';
 import git from 'isomorphic-git';
 
 type WorkerLike = Parameters<typeof workerEndpoint>[0];
-type PortLike = Parameters<typeof messagePortEndpoint>[0];
 
 const bus = createBus({ id: 'client' });
 const author = { name: 'client', email: 'client@gitport.invalid', timestamp: 1_700_000_500, timezoneOffset: 0 };
@@ -51,6 +50,6 @@ bus.handle('scenario', async (payload) => {
 
 self.addEventListener('message', (event: MessageEvent) => {
   const data = event.data as { type?: string; port?: MessagePort };
-  if (data?.type === 'port' && data.port) void bus.connect(messagePortEndpoint(data.port as unknown as PortLike));
+  if (data?.type === 'port' && data.port) void bus.connect(messagePortEndpoint(data.port));
 });
 void bus.connect(workerEndpoint(self as unknown as WorkerLike));

@@ -10,7 +10,6 @@ import { type FsLike, FsRepositoryRegistry, host } from 'gitport';
 import git from 'isomorphic-git';
 
 type WorkerLike = Parameters<typeof workerEndpoint>[0];
-type PortLike = Parameters<typeof messagePortEndpoint>[0];
 
 const bus = createBus({ id: 'host' });
 const fs = new LightningFS(`gitport-host-${self.name}`, { wipe: true }) as unknown as FsLike;
@@ -39,6 +38,6 @@ bus.handle('setup', async () => {
 
 self.addEventListener('message', (event: MessageEvent) => {
   const data = event.data as { type?: string; port?: MessagePort };
-  if (data?.type === 'port' && data.port) void bus.connect(messagePortEndpoint(data.port as unknown as PortLike));
+  if (data?.type === 'port' && data.port) void bus.connect(messagePortEndpoint(data.port));
 });
 void bus.connect(workerEndpoint(self as unknown as WorkerLike));

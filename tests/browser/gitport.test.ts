@@ -8,16 +8,14 @@ import { createBus, workerEndpoint } from '@gitport/bus';
 import { control, REF_UPDATE_EVENT, type RefUpdateEvent } from 'gitport';
 import { expect, it } from 'vitest';
 
-type WorkerLike = Parameters<typeof workerEndpoint>[0];
-
 it('two Web Workers: one hosts, the other clones, commits and pushes; the main thread sees the ref update', async () => {
   const run = Date.now().toString(36);
   const hostWorker = new Worker(new URL('./git-host.worker.ts', import.meta.url), { type: 'module', name: run });
   const clientWorker = new Worker(new URL('./git-client.worker.ts', import.meta.url), { type: 'module', name: run });
   const main = createBus({ id: 'main' });
   try {
-    await main.connect(workerEndpoint(hostWorker as unknown as WorkerLike));
-    await main.connect(workerEndpoint(clientWorker as unknown as WorkerLike));
+    await main.connect(workerEndpoint(hostWorker));
+    await main.connect(workerEndpoint(clientWorker));
     const channel = new MessageChannel();
     hostWorker.postMessage({ type: 'port', port: channel.port1 }, [channel.port1]);
     clientWorker.postMessage({ type: 'port', port: channel.port2 }, [channel.port2]);

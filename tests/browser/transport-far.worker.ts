@@ -8,7 +8,6 @@ import { listen, open, transportStats } from '@gitport/transport';
 import { serveConformance } from '../../packages/transport/src/test-conformance-service.js';
 
 type WorkerLike = Parameters<typeof workerEndpoint>[0];
-type PortLike = Parameters<typeof messagePortEndpoint>[0];
 
 const bus = createBus({ id: self.name, heartbeatInterval: 500, heartbeatMisses: 6 });
 serveConformance({
@@ -20,7 +19,7 @@ const viaPort = new URL(self.location.href).searchParams.get('via') === 'port';
 if (viaPort) {
   self.addEventListener('message', (event: MessageEvent) => {
     const data = event.data as { type?: string; port?: MessagePort };
-    if (data?.type === 'port' && data.port) void bus.connect(messagePortEndpoint(data.port as unknown as PortLike));
+    if (data?.type === 'port' && data.port) void bus.connect(messagePortEndpoint(data.port));
   });
 } else {
   void bus.connect(workerEndpoint(self as unknown as WorkerLike));

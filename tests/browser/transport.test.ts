@@ -8,9 +8,6 @@ import { listen, open, transportStats } from '@gitport/transport';
 import type { ConformancePair } from '../../packages/transport/src/test-conformance.js';
 import { transportConformance } from '../../packages/transport/src/test-conformance.js';
 
-type WorkerLike = Parameters<typeof workerEndpoint>[0];
-type PortLike = Parameters<typeof messagePortEndpoint>[0];
-
 let pairs = 0;
 
 async function workerPair(via: 'worker' | 'port'): Promise<ConformancePair> {
@@ -21,11 +18,11 @@ async function workerPair(via: 'worker' | 'port'): Promise<ConformancePair> {
   const worker = new Worker(url, { type: 'module', name: farId });
   const near = createBus({ id: `near-${n}`, heartbeatInterval: 500, heartbeatMisses: 6 });
   if (via === 'worker') {
-    await near.connect(workerEndpoint(worker as unknown as WorkerLike));
+    await near.connect(workerEndpoint(worker));
   } else {
     const channel = new MessageChannel();
     worker.postMessage({ type: 'port', port: channel.port2 }, [channel.port2]);
-    await near.connect(messagePortEndpoint(channel.port1 as unknown as PortLike));
+    await near.connect(messagePortEndpoint(channel.port1));
   }
   return {
     local: {

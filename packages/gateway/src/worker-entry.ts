@@ -8,7 +8,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { createBus } from '@gitport/bus';
-import { type NodeMessagePortLike, nodeEndpoint } from '@gitport/bus/node';
+import { nodeEndpoint } from '@gitport/bus/node';
 import { host, nodeRepositories } from 'gitport/node';
 
 const { id, root } = workerData as { id: string; root: string };
@@ -22,4 +22,4 @@ host(bus, nodeRepositories(root), {
     console.error(`gitport worker ${id}: ${context.service} ${context.repository}:`, error);
   },
 });
-await bus.connect(nodeEndpoint(parentPort as unknown as NodeMessagePortLike));
+await bus.connect(nodeEndpoint(parentPort));

@@ -15,7 +15,7 @@
  */
 import { Worker, type WorkerOptions } from 'node:worker_threads';
 import { type Bus, createBus } from '@gitport/bus';
-import { type NodeWorkerLike, nodeEndpoint } from '@gitport/bus/node';
+import { nodeEndpoint } from '@gitport/bus/node';
 import { encodeData, PacketReader, packetText } from '@gitport/pktline';
 import { open } from '@gitport/transport';
 import { HTTP_STREAM, isRefUpdateEvent, REF_UPDATE_EVENT } from 'gitport';
@@ -150,7 +150,7 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
       const connecting = new AbortController();
       try {
         const peer = await Promise.race([
-          bus.connect(nodeEndpoint(worker as unknown as NodeWorkerLike), {
+          bus.connect(nodeEndpoint(worker), {
             timeout: connectTimeout,
             signal: connecting.signal,
           }),

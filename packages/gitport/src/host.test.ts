@@ -1,6 +1,6 @@
 import { MessageChannel } from 'node:worker_threads';
 import { createBus } from '@gitport/bus';
-import { type NodeMessagePortLike, nodeEndpoint } from '@gitport/bus/node';
+import { nodeEndpoint } from '@gitport/bus/node';
 import { encodeData, encodeText, PacketReader, packetText } from '@gitport/pktline';
 import { open } from '@gitport/transport';
 import { describe, expect, it } from 'vitest';
@@ -42,10 +42,7 @@ describe('a host facing bad input', () => {
     const channel = new MessageChannel();
     const server = createBus({ id: 'server' });
     const client = createBus({ id: 'client' });
-    await Promise.all([
-      server.connect(nodeEndpoint(channel.port1 as unknown as NodeMessagePortLike)),
-      client.connect(nodeEndpoint(channel.port2 as unknown as NodeMessagePortLike)),
-    ]);
+    await Promise.all([server.connect(nodeEndpoint(channel.port1)), client.connect(nodeEndpoint(channel.port2))]);
     const errors: string[] = [];
     let notify = () => {};
     const served = host(server, new FsRepositoryRegistry(new MemoryFs(), '/r'), {
@@ -132,10 +129,7 @@ describe('a clone over the bus', () => {
     const channel = new MessageChannel();
     const server = createBus({ id: 'server' });
     const client = createBus({ id: 'client' });
-    await Promise.all([
-      server.connect(nodeEndpoint(channel.port1 as unknown as NodeMessagePortLike)),
-      client.connect(nodeEndpoint(channel.port2 as unknown as NodeMessagePortLike)),
-    ]);
+    await Promise.all([server.connect(nodeEndpoint(channel.port1)), client.connect(nodeEndpoint(channel.port2))]);
     const registry = new FsRepositoryRegistry(new MemoryFs(), '/r');
     const served = host(server, registry);
     try {

@@ -7,7 +7,6 @@ import { createBus, messagePortEndpoint, workerEndpoint } from '@gitport/bus';
 import { type FsLike, GitFs, MemoryFs, OpfsFs, remote } from 'gitport';
 
 type WorkerLike = Parameters<typeof workerEndpoint>[0];
-type PortLike = Parameters<typeof messagePortEndpoint>[0];
 
 const bus = createBus({ id: 'client' });
 
@@ -38,6 +37,6 @@ bus.handle('clones', async (payload) => {
 
 self.addEventListener('message', (event: MessageEvent) => {
   const data = event.data as { type?: string; port?: MessagePort };
-  if (data?.type === 'port' && data.port) void bus.connect(messagePortEndpoint(data.port as unknown as PortLike));
+  if (data?.type === 'port' && data.port) void bus.connect(messagePortEndpoint(data.port));
 });
 void bus.connect(workerEndpoint(self as unknown as WorkerLike));

@@ -14,7 +14,6 @@ import git from 'isomorphic-git';
 import { prng } from '../../src/prng.js';
 
 type WorkerLike = Parameters<typeof workerEndpoint>[0];
-type PortLike = Parameters<typeof messagePortEndpoint>[0];
 
 const bus = createBus({ id: 'host' });
 const fs = new MemoryFs();
@@ -68,6 +67,6 @@ bus.handle('corpus', async (payload) => {
 
 self.addEventListener('message', (event: MessageEvent) => {
   const data = event.data as { type?: string; port?: MessagePort };
-  if (data?.type === 'port' && data.port) void bus.connect(messagePortEndpoint(data.port as unknown as PortLike));
+  if (data?.type === 'port' && data.port) void bus.connect(messagePortEndpoint(data.port));
 });
 void bus.connect(workerEndpoint(self as unknown as WorkerLike));

@@ -9,8 +9,6 @@ import { createBus, workerEndpoint } from '@gitport/bus';
 import { runEmitterBench } from './emitter.js';
 import { runTransportBench } from './transport.js';
 
-type WorkerLike = Parameters<typeof workerEndpoint>[0];
-
 interface Options {
   commits: number;
   size: number;
@@ -25,8 +23,8 @@ async function runCloneBench(options: Options) {
   const clientWorker = new Worker(new URL('./client.worker.ts', import.meta.url), { type: 'module' });
   const main = createBus({ id: 'main' });
   try {
-    await main.connect(workerEndpoint(hostWorker as unknown as WorkerLike));
-    await main.connect(workerEndpoint(clientWorker as unknown as WorkerLike));
+    await main.connect(workerEndpoint(hostWorker));
+    await main.connect(workerEndpoint(clientWorker));
     const channel = new MessageChannel();
     hostWorker.postMessage({ type: 'port', port: channel.port1 }, [channel.port1]);
     clientWorker.postMessage({ type: 'port', port: channel.port2 }, [channel.port2]);

@@ -11,8 +11,6 @@ import { type Bus, createBus, messagePortEndpoint } from '@gitport/bus';
 import { open } from '@gitport/transport';
 import { fillByte, readEveryByte } from '../../src/transport/bench-shared.js';
 
-type PortLike = Parameters<typeof messagePortEndpoint>[0];
-
 export interface TransportCase {
   id: string;
   chunk: number;
@@ -126,7 +124,7 @@ export async function runTransportBench(cases: TransportCase[]): Promise<Transpo
       busChannel.port2,
       rawChannel.port2,
     ]);
-    await bus.connect(messagePortEndpoint(busChannel.port1 as unknown as PortLike));
+    await bus.connect(messagePortEndpoint(busChannel.port1));
     await connected;
     const raw = rawSender(rawChannel.port1);
     const out: TransportBenchResult = {};

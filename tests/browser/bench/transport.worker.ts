@@ -9,8 +9,6 @@ import { createBus, messagePortEndpoint } from '@gitport/bus';
 import { type DuplexStream, listen } from '@gitport/transport';
 import { readEveryByte } from '../../src/transport/bench-shared.js';
 
-type PortLike = Parameters<typeof messagePortEndpoint>[0];
-
 const bus = createBus({ id: 'bench-peer' });
 const encoder = new TextEncoder();
 
@@ -61,7 +59,7 @@ self.addEventListener('message', (event: MessageEvent) => {
   const data = event.data as { type?: string; bus?: MessagePort; raw?: MessagePort };
   if (data?.type !== 'ports' || !data.bus || !data.raw) return;
   serveRaw(data.raw);
-  void bus.connect(messagePortEndpoint(data.bus as unknown as PortLike)).then(() => {
+  void bus.connect(messagePortEndpoint(data.bus)).then(() => {
     (self as unknown as { postMessage(m: unknown): void }).postMessage({ type: 'connected' });
   });
 });

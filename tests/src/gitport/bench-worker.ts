@@ -13,13 +13,13 @@
 import { readdir, rm, stat } from 'node:fs/promises';
 import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import { createBus } from '@gitport/bus';
-import { type NodeMessagePortLike, nodeEndpoint } from '@gitport/bus/node';
+import { nodeEndpoint } from '@gitport/bus/node';
 import { host, remote } from 'gitport';
 import { nodeFs, nodeRepositories } from 'gitport/node';
 
 const { port, id } = workerData as { port: MessagePort; id: string };
 const bus = createBus({ id });
-const ready = bus.connect(nodeEndpoint(port as unknown as NodeMessagePortLike));
+const ready = bus.connect(nodeEndpoint(port));
 const gc = (globalThis as { gc?: () => void }).gc;
 
 const memory = () => {

@@ -8,7 +8,7 @@
  */
 import { MessageChannel } from 'node:worker_threads';
 import { createBus } from '@gitport/bus';
-import { type NodeMessagePortLike, nodeEndpoint } from '@gitport/bus/node';
+import { nodeEndpoint } from '@gitport/bus/node';
 import { open } from '@gitport/transport';
 import { encodeGitRequest, GIT_STREAM, host } from 'gitport';
 import { nodeRepositories } from 'gitport/node';
@@ -22,10 +22,7 @@ if ((service !== 'git-upload-pack' && service !== 'git-receive-pack') || !root |
 const channel = new MessageChannel();
 const hostBus = createBus({ id: 'host' });
 const clientBus = createBus({ id: 'git' });
-await Promise.all([
-  hostBus.connect(nodeEndpoint(channel.port1 as unknown as NodeMessagePortLike)),
-  clientBus.connect(nodeEndpoint(channel.port2 as unknown as NodeMessagePortLike)),
-]);
+await Promise.all([hostBus.connect(nodeEndpoint(channel.port1)), clientBus.connect(nodeEndpoint(channel.port2))]);
 host(hostBus, nodeRepositories(root), {
   onError: (error) => process.stderr.write(`gitport host: ${(error as Error).message}\n`),
 });

@@ -19,7 +19,7 @@
 import * as nodeFsModule from 'node:fs';
 import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import { createBus } from '@gitport/bus';
-import { type NodeMessagePortLike, nodeEndpoint } from '@gitport/bus/node';
+import { nodeEndpoint } from '@gitport/bus/node';
 import { encodeText, FLUSH, PacketReader } from '@gitport/pktline';
 import { open } from '@gitport/transport';
 import { encodeGitRequest, FsRepositoryRegistry, GIT_STREAM, host, openRepository, remote } from 'gitport';
@@ -28,7 +28,7 @@ import git from 'isomorphic-git';
 
 const { ports, id } = workerData as { ports: MessagePort[]; id: string };
 const bus = createBus({ id });
-const ready = Promise.all(ports.map((port) => bus.connect(nodeEndpoint(port as unknown as NodeMessagePortLike))));
+const ready = Promise.all(ports.map((port) => bus.connect(nodeEndpoint(port))));
 const fs = nodeFs();
 
 type Handler = (args: Record<string, unknown>) => Promise<unknown>;

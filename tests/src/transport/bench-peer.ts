@@ -7,7 +7,7 @@
  */
 import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import { createBus } from '@gitport/bus';
-import { type NodeMessagePortLike, nodeEndpoint } from '@gitport/bus/node';
+import { nodeEndpoint } from '@gitport/bus/node';
 import { type DuplexStream, listen } from '@gitport/transport';
 import { fillByte, readEveryByte } from './bench-shared.js';
 
@@ -111,4 +111,6 @@ rawPort.on(
   },
 );
 
-await bus.connect(nodeEndpoint((busPort ?? parentPort) as unknown as NodeMessagePortLike));
+const busTarget = busPort ?? parentPort;
+if (!busTarget) throw new Error('bench-peer must run in a worker thread');
+await bus.connect(nodeEndpoint(busTarget));

@@ -4,7 +4,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { createBus } from '@gitport/bus';
-import { type NodeMessagePortLike, nodeEndpoint } from '@gitport/bus/node';
+import { nodeEndpoint } from '@gitport/bus/node';
 import { listen, open, transportStats } from '@gitport/transport';
 import { serveConformance } from '../../../packages/transport/src/test-conformance-service.js';
 
@@ -15,5 +15,5 @@ serveConformance({
   open: (peer, name, options) => open(bus, peer, name, options),
   stats: () => transportStats(bus),
 });
-// The bus's structural port type is narrower than @types/node's overloads; the object fits.
-await bus.connect(nodeEndpoint(parentPort as unknown as NodeMessagePortLike));
+if (!parentPort) throw new Error('far-worker must run in a worker thread');
+await bus.connect(nodeEndpoint(parentPort));

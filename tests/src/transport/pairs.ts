@@ -1,7 +1,7 @@
 /** Pairs of transports over a real bus for the conformance suite: one thread, or a worker thread. */
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { type Bus, createBus, createHub } from '@gitport/bus';
-import { type NodeMessagePortLike, nodeEndpoint } from '@gitport/bus/node';
+import { nodeEndpoint } from '@gitport/bus/node';
 import { listen, open, transportStats } from '@gitport/transport';
 import type { ConformancePair } from '../../../packages/transport/src/test-conformance.js';
 import { serveConformance, type TransportSide } from '../../../packages/transport/src/test-conformance-service.js';
@@ -15,8 +15,8 @@ export const sideOf = (bus: Bus): TransportSide => ({
 
 let pairs = 0;
 
-/** The bus's structural port type is narrower than @types/node's MessagePort overloads; the object fits. */
-export const portEndpoint = (port: MessagePort) => nodeEndpoint(port as unknown as NodeMessagePortLike);
+/** A bus endpoint over one end of a worker_threads MessageChannel. */
+export const portEndpoint = (port: MessagePort) => nodeEndpoint(port);
 
 /** Two buses over a MessageChannel in this thread; kill() closes the far port. */
 export async function busChannelPair(): Promise<ConformancePair> {
