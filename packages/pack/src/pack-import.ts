@@ -166,13 +166,17 @@ async function importWith(
   spool: PackSpool | undefined,
 ): Promise<ImportResult> {
   const keepPack = typeof store.writePack === 'function';
-  const buffer = spool ? undefined : new PackBuffer();
+  // a store that takes objects (not packs) is handed every resolved object, so they are all held
+  // until then anyway: delta bases are looked up among them and the pack's bytes are not kept
+  const held: (Uint8Array | undefined)[] | undefined = keepPack ? undefined : [];
+  const buffer = spool || held ? undefined : new PackBuffer();
   const reader = new PackReader(pack, {
     limits: options.limits,
     signal: options.signal,
     keepLarge: !keepPack,
     ...(options.streamThreshold !== undefined ? { streamThreshold: options.streamThreshold } : {}),
-    onBytes: spool ? (b) => spool.append(b) : (b) => buffer!.append(b),
+    ...(spool ? { onBytes: (b: Uint8Array) => spool.append(b) } : {}),
+    ...(buffer ? { onBytes: (b: Uint8Array) => buffer.append(b) } : {}),
   });
   const limits = reader.limits;
   const slots: Slot[] = [];
@@ -201,6 +205,7 @@ async function importWith(
   /** Re-inflates a slot's own data from the pack buffer. */
   const reinflate = async (s: Slot): Promise<Uint8Array> => {
     reader.flush();
+    if (!spool && !buffer) throw new PackError('PACK_CORRUPT_ZLIB', 'entry could not be re-read', { offset: s.offset });
     const bytes = spool
       ? await spool.read(s.dataOffset, s.end - s.dataOffset)
       : buffer!.read(s.dataOffset, s.end - s.dataOffset);
@@ -211,7 +216,7 @@ async function importWith(
 
   /** The resolved data of a resolved slot, rebuilt along its chain when not cached. */
   const load = async (index: number): Promise<Uint8Array> => {
-    const hit = cache.get(index);
+    const hit = held ? held[index] : cache.get(index);
     if (hit) return hit;
     const chain: number[] = [];
     let i = index;
@@ -275,7 +280,8 @@ async function importWith(
     if (byOid && !byOid.has(s.oid)) byOid.set(s.oid, index);
     // with the pack on disk, large objects stored whole are read back when a delta needs them
     // (as git index-pack does); delta results (the likely next bases) and small objects are kept
-    if (!spool || s.base !== -1 || data.length <= SPOOL_CACHE_WHOLE_MAX) cache.set(index, data);
+    if (held) held[index] = data;
+    else if (!spool || s.base !== -1 || data.length <= SPOOL_CACHE_WHOLE_MAX) cache.set(index, data);
     return waiting.size > 0 && (waiting.has(index) || waiting.has(s.oid));
   };
 
@@ -348,7 +354,7 @@ async function importWith(
       reader.addInflated(result.length);
       resolved(index, result);
     };
-    const cached = cache.get(baseIndex);
+    const cached = held ? held[baseIndex] : cache.get(baseIndex);
     if (cached) {
       apply(cached);
       return undefined;
@@ -377,7 +383,8 @@ async function importWith(
 
   // Thin pack: bases named by REF deltas that the pack does not contain.
   const appended: { oid: ObjectId; offset: number; crc32: number }[] = [];
-  let thinLength = (spool ? spool.length : buffer!.length) - 20;
+  // where appended bases would start: the trailer's offset
+  let thinLength = spool ? spool.length - 20 : buffer ? buffer.length - 20 : (slots.at(-1)?.end ?? 12);
   const thinParts: Uint8Array[] = [];
   for (const key of [...waiting.keys()]) {
     throwIfAborted(options.signal);

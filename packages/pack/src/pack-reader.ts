@@ -83,7 +83,10 @@ export interface PackReaderOptions {
   streamThreshold?: number;
   /** Keep the data of streamed whole objects (default true). */
   keepLarge?: boolean;
-  /** Receives every byte of the pack (trailer included) in order. */
+  /**
+   * Receives every byte of the pack (trailer included) in order, as views valid during the call
+   * only (the reader reuses its buffer): copy what you keep.
+   */
   onBytes?: (bytes: Uint8Array) => void;
 }
 
@@ -129,6 +132,11 @@ export class PackReader {
   readonly #keepLarge: boolean;
   readonly #onBytes: ((bytes: Uint8Array) => void) | undefined;
   #buf: Uint8Array = new Uint8Array(0);
+  /**
+   * Where bytes that cross input chunks (an entry's zlib stream) are put together: one buffer,
+   * grown as needed and reused, rather than a new one per crossing. `#buf` is a view of it then.
+   */
+  #joint: Uint8Array = new Uint8Array(0);
   #pos = 0;
   /** Pack offset of `#buf[#pos]`. */
   #offset = 0;
@@ -236,14 +244,24 @@ export class PackReader {
     if (this.#available === 0 && parts.length === 1) {
       this.#buf = parts[0]!;
     } else {
-      const next = new Uint8Array(have);
-      next.set(this.#buf.subarray(this.#pos), 0);
-      let o = this.#available;
+      const rest = this.#available;
+      let joint = this.#joint;
+      if (joint.length < have) {
+        joint = new Uint8Array(Math.max(have, Math.min(joint.length * 2, have + (1 << 20)), 64 * 1024));
+        joint.set(this.#buf.subarray(this.#pos), 0);
+        this.#joint = joint;
+      } else if (this.#buf.buffer === joint.buffer) {
+        // the rest is already in the joint buffer (at the start of `#buf`, a view from 0)
+        joint.copyWithin(0, this.#pos, this.#buf.length);
+      } else {
+        joint.set(this.#buf.subarray(this.#pos), 0);
+      }
+      let o = rest;
       for (const p of parts) {
-        next.set(p, o);
+        joint.set(p, o);
         o += p.length;
       }
-      this.#buf = next;
+      this.#buf = joint.subarray(0, have);
     }
     this.#pos = 0;
     this.#hashFrom = 0;

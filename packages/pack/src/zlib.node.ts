@@ -84,23 +84,55 @@ function allocate(n: number): Uint8Array {
   return out;
 }
 
+/**
+ * Large outputs get a buffer of exactly their size (stores keep it as it is, no copy). One that
+ * came back unused because the input was short is kept for the retry of the same entry.
+ */
+let spare: Uint8Array | undefined;
+function allocateExact(n: number): Uint8Array {
+  const s = spare;
+  if (s !== undefined && s.length === n) {
+    spare = undefined;
+    return s;
+  }
+  // not zero-filled: inflate overwrites every byte handed out (a short result is an error)
+  const b = Buffer.allocUnsafeSlow(n);
+  return new Uint8Array(b.buffer, b.byteOffset, n);
+}
+
+/** Output space for the probe after an exactly filled large output. */
+const probe = new Uint8Array(1);
+
 export function inflateOne(input: Uint8Array, expectedSize: number, final: boolean): InflateOutcome {
   const ctx = nativeInflater();
   if (!ctx) return inflateOneSync(input, expectedSize, final);
-  const out = allocate(expectedSize + 1);
+  // small outputs get one byte more than declared (a longer stream fills it); a large one gets
+  // exactly its size, and a stream that filled it must then have ended: the probe asks for one
+  // byte more, which an oversized stream produces (and a short input reports as an error)
+  const exact = expectedSize > SLAB / 8;
+  const out = exact ? allocateExact(expectedSize) : allocate(expectedSize + 1);
   ctx.error = undefined;
   ctx.handle.writeSync(constants.Z_FINISH, input, 0, input.length, out, 0, out.length);
+  let availOut = ctx.state[0]!;
+  let availIn = ctx.state[1]!;
+  let extra = 0;
+  if (exact && availOut === 0 && ctx.error === undefined) {
+    const from = input.length - availIn;
+    ctx.handle.writeSync(constants.Z_FINISH, input, from, availIn, probe, 0, 1);
+    extra = 1 - ctx.state[0]!;
+    availIn = ctx.state[1]!;
+  }
   const error = ctx.error as { message: string; errno: number } | undefined;
-  const availOut = ctx.state[0]!;
-  const availIn = ctx.state[1]!;
   ctx.handle.reset();
   if (error) {
+    if (exact) spare = out;
     if (error.errno === constants.Z_BUF_ERROR) {
       if (final) throw new PackError('PACK_TRUNCATED', 'pack ends inside a zlib stream');
       return { kind: 'need-more' };
     }
     throw new PackError('PACK_CORRUPT_ZLIB', `zlib: ${error.message}`);
   }
+  availOut -= extra;
   const produced = out.length - availOut;
   if (produced !== expectedSize) {
     throw new PackError(
@@ -110,7 +142,7 @@ export function inflateOne(input: Uint8Array, expectedSize: number, final: boole
         : `inflated ${produced} bytes, header declared ${expectedSize}`,
     );
   }
-  return { kind: 'done', data: out.subarray(0, expectedSize), consumed: input.length - availIn };
+  return { kind: 'done', data: exact ? out : out.subarray(0, expectedSize), consumed: input.length - availIn };
 }
 
 function inflateOneSync(input: Uint8Array, expectedSize: number, final: boolean): InflateOutcome {

@@ -1,0 +1,134 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { bytesToHex } from './object.js';
+import { importPack } from './pack-import.js';
+import { PackReader } from './pack-reader.js';
+import { packObjects } from './pack-writer.js';
+import { MemoryObjectStore } from './store.js';
+import * as webZlib from './zlib.js';
+import * as nodeZlib from './zlib.node.js';
+
+/** Random bytes, or random runs of 512 between repeated ones (compressible). */
+function sample(size: number, seed: number, random: boolean): Uint8Array {
+  const out = new Uint8Array(size);
+  let x = seed >>> 0 || 1;
+  for (let i = 0; i < size; i++) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    out[i] = random ? x & 255 : (i >> 9) & 1 ? x & 255 : i & 7;
+  }
+  return out;
+}
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+}
+
+function outcome(z: typeof webZlib, input: Uint8Array, size: number, final: boolean): string {
+  try {
+    const r = z.inflateOne(input, size, final);
+    return r.kind === 'done' ? `done ${r.consumed} ${bytesToHex(r.data)}` : r.kind;
+  } catch (error) {
+    return (error as { code?: string }).code ?? String(error);
+  }
+}
+
+describe('node:zlib inflateOne, outputs above the slab size', () => {
+  it('agrees with pako on every cut and on declared sizes one off, and a large result is its own buffer', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 128 * 1024 + 1, max: 300 * 1024 }),
+        fc.nat(),
+        fc.boolean(),
+        fc.integer({ min: -1, max: 1 }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        (size, seed, random, skew, cutAt) => {
+          const data = sample(size, seed, random);
+          const packed = nodeZlib.deflate(data);
+          // whole, a little short (the trailer), or cut anywhere
+          const cuts = [packed.length, packed.length - 2, Math.floor(cutAt * packed.length)];
+          for (const cut of cuts) {
+            for (const final of [false, true]) {
+              const input = packed.subarray(0, cut);
+              expect(outcome(nodeZlib, input, size + skew, final)).toBe(outcome(webZlib, input, size + skew, final));
+            }
+          }
+          const r = nodeZlib.inflateOne(packed, size, true);
+          expect(r.kind).toBe('done');
+          if (r.kind === 'done') {
+            expect(r.data.byteOffset).toBe(0);
+            expect(r.data.buffer.byteLength).toBe(size);
+          }
+        },
+      ),
+      { numRuns: 40 },
+    );
+  });
+
+  it('a retry after need-more gives the whole data, and a different entry never gets the unused buffer', () => {
+    const a = sample(200 * 1024, 7, true);
+    const b = sample(200 * 1024, 8, false);
+    const pa = nodeZlib.deflate(a);
+    const pb = nodeZlib.deflate(b);
+    expect(nodeZlib.inflateOne(pa.subarray(0, 1000), a.length, false).kind).toBe('need-more');
+    const rb = nodeZlib.inflateOne(pb, b.length, true);
+    const ra = nodeZlib.inflateOne(pa, a.length, true);
+    expect(rb.kind === 'done' && bytesToHex(rb.data)).toBe(bytesToHex(b));
+    expect(ra.kind === 'done' && bytesToHex(ra.data)).toBe(bytesToHex(a));
+    expect(nodeZlib.inflateOne(pa.subarray(0, 1000), a.length, false).kind).toBe('need-more');
+    const again = nodeZlib.inflateOne(pa, a.length, true);
+    expect(again.kind === 'done' && bytesToHex(again.data)).toBe(bytesToHex(a));
+    // the earlier result is untouched by the later inflates
+    expect(ra.kind === 'done' && bytesToHex(ra.data)).toBe(bytesToHex(a));
+  });
+});
+
+describe('a pack of large entries over any chunking', () => {
+  it('PackReader hands every byte to onBytes in order and importPack stores the objects whole', async () => {
+    const source = new MemoryObjectStore();
+    const oids = [];
+    for (let i = 0; i < 4; i++)
+      oids.push(await source.write('blob', sample(150 * 1024 + i * 40_000, 100 + i, i % 2 === 0)));
+    const parts: Uint8Array[] = [];
+    for await (const c of packObjects(source, oids, { deltas: false })) parts.push(c.slice());
+    const pack = concat(parts);
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.integer({ min: 1, max: 90_000 }), { minLength: 1, maxLength: 30 }),
+        async (sizes) => {
+          const chunks = (): Uint8Array[] => {
+            const out: Uint8Array[] = [];
+            for (let at = 0, k = 0; at < pack.length; k++) {
+              const n = sizes[k % sizes.length]!;
+              out.push(pack.slice(at, at + n));
+              at += n;
+            }
+            return out;
+          };
+          const seen: Uint8Array[] = [];
+          const reader = new PackReader(chunks(), { onBytes: (b) => seen.push(b.slice()) });
+          const hexes: string[] = [];
+          for await (const e of reader.entries()) hexes.push(e.kind === 'whole' ? e.oid : e.kind);
+          expect(hexes).toEqual(oids);
+          expect(bytesToHex(concat(seen))).toBe(bytesToHex(pack));
+
+          const target = new MemoryObjectStore();
+          await importPack(target, chunks());
+          for (const oid of oids) {
+            const mine = await source.read(oid);
+            const theirs = await target.read(oid);
+            expect(theirs && bytesToHex(theirs.data)).toBe(bytesToHex(mine!.data));
+          }
+        },
+      ),
+      { numRuns: 10 },
+    );
+  });
+});
