@@ -551,7 +551,8 @@ export class PackReader {
         throw new PackError('PACK_SIZE_MISMATCH', `inflated data exceeds declared ${size}`, { offset: this.#offset });
       }
       hasher?.update(chunk);
-      if (keep) chunks.push(chunk.slice());
+      // the inflater hands out a new buffer per chunk: full ones are kept as they are
+      if (keep) chunks.push(chunk.byteLength === chunk.buffer.byteLength ? chunk : chunk.slice());
     });
     let used = 0;
     while (!inflater.done) {

@@ -119,12 +119,15 @@ describe('a pack of large entries over any chunking', () => {
           expect(hexes).toEqual(oids);
           expect(bytesToHex(concat(seen))).toBe(bytesToHex(pack));
 
-          const target = new MemoryObjectStore();
-          await importPack(target, chunks());
-          for (const oid of oids) {
-            const mine = await source.read(oid);
-            const theirs = await target.read(oid);
-            expect(theirs && bytesToHex(theirs.data)).toBe(bytesToHex(mine!.data));
+          // inflated in one call, and in pieces (entries above the stream threshold)
+          for (const streamThreshold of [undefined, 64 * 1024]) {
+            const target = new MemoryObjectStore();
+            await importPack(target, chunks(), streamThreshold ? { streamThreshold } : {});
+            for (const oid of oids) {
+              const mine = await source.read(oid);
+              const theirs = await target.read(oid);
+              expect(theirs && bytesToHex(theirs.data)).toBe(bytesToHex(mine!.data));
+            }
           }
         },
       ),
