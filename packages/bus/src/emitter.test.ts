@@ -359,6 +359,29 @@ describe('createEmitter', () => {
     expect(calls).toEqual(['other', 'fn']);
   });
 
+  it('stale unsubscribe functions stay harmless after their list is swept and the name reused', () => {
+    const e = createEmitter();
+    let n = 0;
+    const fn = () => n++;
+    const stale = e.on('a', fn);
+    stale();
+    // Enough emptied names to sweep the emptied list of 'a' away.
+    for (let i = 0; i < 600; i++) e.on(`name-${i}`, fn)();
+    const fresh = e.on('a', fn);
+    const second = e.on('a', fn, { priority: 1 });
+    stale();
+    e.emit('a');
+    expect(n).toBe(2);
+    second();
+    stale();
+    e.emit('a');
+    expect(n).toBe(3);
+    fresh();
+    e.emit('a');
+    expect(n).toBe(3);
+    expect(e.listenerCount('a')).toBe(0);
+  });
+
   it('stale unsubscribe functions never remove a later registration, whatever the list shape', () => {
     const e = createEmitter();
     let n = 0;

@@ -22,9 +22,11 @@
  *   listener in a variable of its own and calling them one after the other (every call site sees
  *   one function, as in code generated with eval, but without eval); beyond 16 a loop. An emit
  *   calls the dispatcher it found when it started, so a change during the emit never disturbs it.
- * - A registration is identified by its unsubscribe function, and that function is the only thing
- *   `on` allocates: it is made by a per-list factory, so it needs no context of its own, and finds
- *   itself in the list by identity (a stale one finds nothing, so calling it again is harmless).
+ * - A registration is identified by a number, counted per list and never reused; the unsubscribe
+ *   function (a closure over the list and that number) is all `on` allocates, and registering
+ *   stores only the listener and the number in the long-lived list, never a pointer to a fresh
+ *   object (no old-to-young write for the garbage collector to remember). A stale unsubscribe
+ *   function finds its number nowhere, so calling it again is harmless.
  * - Emptied lists are kept for reuse and swept when many pile up.
  */
 
@@ -46,43 +48,45 @@ type Dispatcher<M> = (payload: unknown, meta: M, name: string) => void;
 class ListenerList<M> {
   /** The only listener, while there is exactly one (and no priorities): no array at all. */
   one: Listener<unknown, M> | null = null;
-  /** The unsubscribe function of `one`. */
-  oneOff: Unsubscribe | null = null;
+  /** The registration number of `one`; 0 when `one` is null. */
+  oneId = 0;
+  /** The last registration number given out in this list (never reused, so a stale unsubscribe
+   *  function can never match a later registration). */
+  seq = 0;
   /** Otherwise every listener in call order, or null when there are none. Never mutated once set
-   *  (copy-on-write): `offs`, `prios` and `call` are replaced together with it. */
+   *  (copy-on-write): `ids`, `prios` and `call` are replaced together with it. */
   fns: Listener<unknown, M>[] | null = null;
-  /** Parallel to `fns`: each registration's unsubscribe function. */
-  offs: Unsubscribe[] | null = null;
+  /** Parallel to `fns`: each registration's number. */
+  ids: number[] | null = null;
   /** Parallel to `fns`; null while every priority is 0. */
   prios: number[] | null = null;
   /** Calls `fns` in order; null exactly when `fns` is. */
   call: Dispatcher<M> | null = null;
-  /** Makes a fresh unsubscribe function for a registration in this list. */
-  readonly unsubscriber: () => Unsubscribe;
-
   constructor(
     /** The emitter that made this list: an unforgeable brand (a polluted prototype cannot fake it). */
     readonly owner: EmitterCore<M>,
     readonly prefix: string | undefined,
-  ) {
-    const list = this;
-    // The returned function refers only to `list` (this constructor's context, made once per list)
-    // and to itself by name (no context at all), so making one allocates nothing but the function.
-    this.unsubscriber = () =>
-      function unsubscribe(): void {
-        if (list.oneOff === unsubscribe) {
-          list.one = null;
-          list.oneOff = null;
-          if (list.prefix !== undefined) list.owner.dropPattern(list);
-        } else if (list.offs !== null) {
-          list.owner.removeRegistration(list, unsubscribe);
-        }
-      };
-  }
+  ) {}
 
   get size(): number {
     return this.one !== null ? 1 : this.fns === null ? 0 : this.fns.length;
   }
+}
+
+/**
+ * The unsubscribe function of registration `id` of `list`. Its context holds the list and a small
+ * integer, so registering writes only that integer (no pointer) into the long-lived list.
+ */
+function unsubscriber<M>(list: ListenerList<M>, id: number): Unsubscribe {
+  return () => {
+    if (list.oneId === id) {
+      list.one = null;
+      list.oneId = 0;
+      if (list.prefix !== undefined) list.owner.dropPattern(list);
+    } else if (list.ids !== null) {
+      list.owner.removeRegistration(list, id);
+    }
+  };
 }
 
 const noop = (): void => {};
@@ -116,18 +120,36 @@ export class EmitterCore<M = string> {
   private sweepAt = SWEEP_AT;
 
   on(name: string, fn: Listener<unknown, M>, options?: OnOptions): () => void {
+    // The hot path (no options, a list that exists and is empty) is kept small enough to inline.
+    const list = this.lists[name];
+    if (
+      options === undefined &&
+      list !== undefined &&
+      list.owner === this &&
+      list.one === null &&
+      list.fns === null &&
+      typeof fn === 'function'
+    ) {
+      const id = ++list.seq;
+      list.one = fn;
+      list.oneId = id;
+      return unsubscriber(list, id);
+    }
+    return this.onSlow(name, fn, options);
+  }
+
+  private onSlow(name: string, fn: Listener<unknown, M>, options: OnOptions | undefined): () => void {
     if (typeof fn !== 'function') throw new TypeError('listener must be a function');
     if (options !== undefined) return this.onWithOptions(name, fn, options);
-    let list = this.lists[name];
-    if (list === undefined || list.owner !== this) list = this.list(name);
-    const off = list.unsubscriber();
+    const list = this.list(name);
+    const id = ++list.seq;
     if (list.one === null && list.fns === null) {
       list.one = fn;
-      list.oneOff = off;
+      list.oneId = id;
     } else {
-      insert(list, fn, off, 0);
+      insert(list, fn, id, 0);
     }
-    return off;
+    return unsubscriber(list, id);
   }
 
   private onWithOptions(name: string, fn: Listener<unknown, M>, options: OnOptions): () => void {
@@ -136,7 +158,8 @@ export class EmitterCore<M = string> {
     const priority = options.priority ?? 0;
     if (typeof priority !== 'number' || Number.isNaN(priority)) throw new TypeError('priority must be a number');
     const list = this.list(name);
-    const registration = list.unsubscriber();
+    const id = ++list.seq;
+    const registration = unsubscriber(list, id);
     let registered = fn;
     let active = true;
     const off = (): void => {
@@ -155,9 +178,9 @@ export class EmitterCore<M = string> {
     signal?.addEventListener('abort', off, { once: true });
     if (priority === 0 && list.one === null && list.fns === null) {
       list.one = registered;
-      list.oneOff = registration;
+      list.oneId = id;
     } else {
-      insert(list, registered, registration, priority);
+      insert(list, registered, id, priority);
     }
     return off;
   }
@@ -178,20 +201,20 @@ export class EmitterCore<M = string> {
     return list;
   }
 
-  /** For `ListenerList` only: removes the registration whose unsubscribe function is `off`. */
-  removeRegistration(list: ListenerList<M>, off: Unsubscribe): void {
-    const offs = list.offs;
-    if (offs === null) return;
-    let at = offs.length - 1;
-    while (at >= 0 && offs[at] !== off) at--;
+  /** For `unsubscriber` only: removes registration `id` from the arrays of `list`, if it is there. */
+  removeRegistration(list: ListenerList<M>, id: number): void {
+    const ids = list.ids;
+    if (ids === null) return;
+    let at = ids.length - 1;
+    while (at >= 0 && ids[at] !== id) at--;
     if (at < 0) return;
     const fns = list.fns!.slice();
-    const nextOffs = offs.slice();
+    const nextIds = ids.slice();
     const prios = list.prios === null ? null : list.prios.slice();
     fns.splice(at, 1);
-    nextOffs.splice(at, 1);
+    nextIds.splice(at, 1);
     prios?.splice(at, 1);
-    replace(list, fns, nextOffs, prios);
+    replace(list, fns, nextIds, prios);
     if (list.prefix !== undefined) this.dropPattern(list);
   }
 
@@ -283,55 +306,50 @@ export class EmitterCore<M = string> {
 }
 
 /** Installs fresh (never to be mutated) arrays in `list`, in the single slot when they allow it. */
-function replace<M>(
-  list: ListenerList<M>,
-  fns: Listener<unknown, M>[],
-  offs: Unsubscribe[],
-  prios: number[] | null,
-): void {
+function replace<M>(list: ListenerList<M>, fns: Listener<unknown, M>[], ids: number[], prios: number[] | null): void {
   if (fns.length === 0 || (fns.length === 1 && prios === null)) {
     list.one = fns.length === 0 ? null : fns[0]!;
-    list.oneOff = fns.length === 0 ? null : offs[0]!;
+    list.oneId = fns.length === 0 ? 0 : ids[0]!;
     list.fns = null;
-    list.offs = null;
+    list.ids = null;
     list.prios = null;
     list.call = null;
   } else {
     list.one = null;
-    list.oneOff = null;
+    list.oneId = 0;
     list.fns = fns;
-    list.offs = offs;
+    list.ids = ids;
     list.prios = prios;
     list.call = dispatcher(fns);
   }
 }
 
-function insert<M>(list: ListenerList<M>, fn: Listener<unknown, M>, off: Unsubscribe, priority: number): void {
+function insert<M>(list: ListenerList<M>, fn: Listener<unknown, M>, id: number, priority: number): void {
   let fns: Listener<unknown, M>[];
-  let offs: Unsubscribe[];
+  let ids: number[];
   if (list.one !== null) {
     fns = [list.one];
-    offs = [list.oneOff!];
+    ids = [list.oneId];
   } else if (list.fns === null) {
     fns = [];
-    offs = [];
+    ids = [];
   } else {
     fns = list.fns.slice();
-    offs = list.offs!.slice();
+    ids = list.ids!.slice();
   }
   let prios = list.prios;
   if (priority === 0 && prios === null) {
     fns.push(fn);
-    offs.push(off);
+    ids.push(id);
   } else {
     prios = prios === null ? new Array<number>(fns.length).fill(0) : prios.slice();
     let at = fns.length;
     while (at > 0 && prios[at - 1]! < priority) at--;
     fns.splice(at, 0, fn);
-    offs.splice(at, 0, off);
+    ids.splice(at, 0, id);
     prios.splice(at, 0, priority);
   }
-  replace(list, fns, offs, prios);
+  replace(list, fns, ids, prios);
 }
 
 /**
