@@ -563,6 +563,31 @@ describe('lifecycle', () => {
     }
   });
 
+  it('posts a lone request at once, and requests made while others are pending together', async () => {
+    const a = bus({ id: 'a' });
+    const b = bus({ id: 'b' });
+    const { port1, port2 } = channel();
+    const frames: unknown[] = [];
+    const inner = nodeEndpoint(port1);
+    const counting: Endpoint = {
+      ...inner,
+      postMessage: (message, transfer) => {
+        frames.push(message);
+        inner.postMessage(message, transfer);
+      },
+    };
+    await Promise.all([a.connect(counting), b.connect(nodeEndpoint(port2))]);
+    b.handle('echo', (p) => p);
+    frames.length = 0;
+    const lone = a.request('b', 'echo', 1);
+    expect(frames.map((f) => envelopesOf(f).map((e) => fromWire(e).k))).toEqual([['rq']]);
+    const more = [a.request('b', 'echo', 2), a.request('b', 'echo', 3)];
+    expect(frames).toHaveLength(1);
+    await Promise.resolve();
+    expect(frames.map((f) => envelopesOf(f).map((e) => fromWire(e).k))).toEqual([['rq'], ['rq', 'rq']]);
+    expect(await Promise.all([lone, ...more])).toEqual([1, 2, 3]);
+  });
+
   it('a closed bus says goodbye: the peer loses it at once', async () => {
     const a = bus({ id: 'a' });
     const b = bus({ id: 'b' });

@@ -748,6 +748,10 @@ class BusImpl implements Bus {
     if (signal !== undefined) this.watch(id, pending, signal);
     this.pending.set(id, pending);
     this.enqueue(link, this.envelope(link, peer, RQ, name, id, payload), options?.transfer, size);
+    // The only request in flight, made outside a received frame with nothing else queued on its link
+    // (one call at a time): posted now rather than at the next tick, so the round trip starts at once.
+    // Requests made while others are pending still go out together, one postMessage per tick.
+    if (this.pending.size === 1 && !this.receiving && link.queued === 1) this.flush(link);
     return promise;
   }
 
