@@ -13,11 +13,13 @@
  */
 import { createSha1 } from '#sha1';
 import { crc32, deflate, inflateOne } from '#zlib';
+import { applyDelta } from './delta.js';
 import { PackError, throwIfAborted } from './errors.js';
 import type { IndexEntry } from './idx.js';
 import { bytesToHex, type ObjectId, type ObjectType, objectHeader, TYPE_CODES } from './object.js';
 import { PackBuffer } from './pack-buffer.js';
 import { objectId, type PackEntry, type PackLimits, PackReader } from './pack-reader.js';
+import { slabAllocator } from './slab.js';
 import type { ObjectStore, PackSpool } from './store.js';
 
 export interface ImportOptions {
@@ -468,87 +470,14 @@ async function importWith(
 }
 
 /**
- * Results of deltas up to this size are carved from shared slabs: an ArrayBuffer per result
- * (thousands of small trees) costs more in allocation and GC than applying the delta.
+ * Results of deltas up to an eighth of a slab are carved from shared slabs: an ArrayBuffer per
+ * result (thousands of small trees) costs more in allocation and GC than applying the delta.
  */
-const SLAB = 1 << 20;
-let slab = new Uint8Array(0);
-let slabUsed = 0;
-function resultBuffer(n: number): Uint8Array {
-  if (n > SLAB / 8) return new Uint8Array(n);
-  if (slabUsed + n > slab.length) {
-    slab = new Uint8Array(SLAB);
-    slabUsed = 0;
-  }
-  const out = slab.subarray(slabUsed, slabUsed + n);
-  slabUsed += (n + 7) & ~7;
-  return out;
-}
+const resultBuffer = slabAllocator((size) => new Uint8Array(size));
 
-function deltaError(message: string): PackError {
-  return new PackError('PACK_BAD_DELTA', message);
-}
-
-/**
- * `applyDelta` (delta.ts, same checks and error codes) for import: the result in slab memory
- * (a view: stores copy what they keep) and short copies and inserts as byte loops rather than
- * a subarray view each.
- */
+/** `applyDelta` for import: the result in slab memory (a view: stores copy what they keep). */
 export function resolveDelta(base: Uint8Array, delta: Uint8Array, maxResult: number): Uint8Array {
-  const n = delta.length;
-  let pos = 0;
-  const varint = (): number => {
-    let value = 0;
-    let shift = 0;
-    for (;;) {
-      if (pos >= n) throw deltaError('delta header truncated');
-      const b = delta[pos++]!;
-      value += (b & 0x7f) * 2 ** shift;
-      shift += 7;
-      if (!(b & 0x80)) return value;
-      if (shift > 49) throw deltaError('delta size varint too long');
-    }
-  };
-  const baseSize = varint();
-  const resultSize = varint();
-  if (baseSize !== base.length) {
-    throw deltaError(`delta expects a base of ${baseSize} bytes, base has ${base.length}`);
-  }
-  if (resultSize > maxResult) {
-    throw new PackError('PACK_LIMIT_DELTA_SIZE', `delta result of ${resultSize} bytes exceeds the limit ${maxResult}`);
-  }
-  const out = resultBuffer(resultSize);
-  let o = 0;
-  while (pos < n) {
-    const op = delta[pos++]!;
-    if (op & 0x80) {
-      let off = 0;
-      let size = 0;
-      if (op & 0x01) off = delta[pos++]!;
-      if (op & 0x02) off |= delta[pos++]! << 8;
-      if (op & 0x04) off |= delta[pos++]! << 16;
-      if (op & 0x08) off = (off | (delta[pos++]! << 24)) >>> 0;
-      if (op & 0x10) size = delta[pos++]!;
-      if (op & 0x20) size |= delta[pos++]! << 8;
-      if (op & 0x40) size |= delta[pos++]! << 16;
-      if (pos > n) throw deltaError('delta copy instruction truncated');
-      if (size === 0) size = 0x10000;
-      if (off + size > base.length || o + size > resultSize) throw deltaError('delta copy out of bounds');
-      if (size <= 32) for (let k = 0; k < size; k++) out[o + k] = base[off + k]!;
-      else out.set(base.subarray(off, off + size), o);
-      o += size;
-    } else if (op !== 0) {
-      if (pos + op > n || o + op > resultSize) throw deltaError('delta insert out of bounds');
-      if (op <= 32) for (let k = 0; k < op; k++) out[o + k] = delta[pos + k]!;
-      else out.set(delta.subarray(pos, pos + op), o);
-      o += op;
-      pos += op;
-    } else {
-      throw deltaError('delta opcode 0 is reserved');
-    }
-  }
-  if (o !== resultSize) throw deltaError(`delta produced ${o} bytes, header said ${resultSize}`);
-  return out;
+  return applyDelta(base, delta, maxResult, resultBuffer);
 }
 
 /** A whole-object pack entry: header + zlib data. */

@@ -5,6 +5,7 @@
  */
 import { constants, Deflate, deflateSync, Inflate, inflateSync, crc32 as nodeCrc32 } from 'node:zlib';
 import { PackError } from './errors.js';
+import { SLAB_SIZE, slabAllocator } from './slab.js';
 
 export type InflateOutcome = { kind: 'done'; data: Uint8Array; consumed: number } | { kind: 'need-more' };
 
@@ -64,25 +65,15 @@ function nativeInflater() {
 }
 
 /**
- * Small outputs are carved from shared slabs: one ArrayBuffer per object costs more than the
- * inflate itself for the many small entries of a pack. The views returned share a slab, so
- * callers that hand data out (stores) copy what they keep (see MemoryObjectStore.writeHashed).
+ * Small outputs are carved from shared slabs (slab.ts): one ArrayBuffer per object costs more than
+ * the inflate itself for the many small entries of a pack. Stores copy the views they keep (see
+ * MemoryObjectStore.writeHashed). Slabs are not zero-filled: inflate overwrites every byte handed
+ * out (a short result is an error).
  */
-const SLAB = 1 << 20;
-let slab = new Uint8Array(0);
-let slabUsed = 0;
-function allocate(n: number): Uint8Array {
-  if (n > SLAB / 8) return new Uint8Array(n);
-  if (slabUsed + n > slab.length) {
-    // not zero-filled: inflate overwrites every byte handed out (a short result is an error)
-    const b = Buffer.allocUnsafeSlow(SLAB);
-    slab = new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
-    slabUsed = 0;
-  }
-  const out = slab.subarray(slabUsed, slabUsed + n);
-  slabUsed += (n + 7) & ~7;
-  return out;
-}
+const allocate = slabAllocator((size) => {
+  const b = Buffer.allocUnsafeSlow(size);
+  return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+});
 
 /**
  * Large outputs get a buffer of exactly their size (stores keep it as it is, no copy). One that
@@ -109,7 +100,7 @@ export function inflateOne(input: Uint8Array, expectedSize: number, final: boole
   // small outputs get one byte more than declared (a longer stream fills it); a large one gets
   // exactly its size, and a stream that filled it must then have ended: the probe asks for one
   // byte more, which an oversized stream produces (and a short input reports as an error)
-  const exact = expectedSize > SLAB / 8;
+  const exact = expectedSize > SLAB_SIZE / 8;
   const out = exact ? allocateExact(expectedSize) : allocate(expectedSize + 1);
   ctx.error = undefined;
   ctx.handle.writeSync(constants.Z_FINISH, input, 0, input.length, out, 0, out.length);
