@@ -6,27 +6,11 @@
  * chunk with the same function and answer the byte count and checksum.
  */
 import { createBus, messagePortEndpoint } from '@gitport/bus';
-import { type DuplexStream, listen } from '@gitport/transport';
-import { readEveryByte } from '../../src/transport/bench-shared.js';
+import { listenBenchSinks, readEveryByte } from '../../src/transport/bench-shared.js';
 
 const bus = createBus({ id: 'bench-peer' });
-const encoder = new TextEncoder();
 
-async function sink(stream: DuplexStream): Promise<void> {
-  let total = 0;
-  let sum = 0;
-  for await (const chunk of stream) {
-    sum = (sum + readEveryByte(chunk)) | 0;
-    total += chunk.byteLength;
-  }
-  await stream.write(encoder.encode(JSON.stringify({ total, sum })));
-  await stream.end();
-}
-const onStream = (stream: DuplexStream) => {
-  sink(stream).catch((error) => stream.abort(error));
-};
-listen(bus, 'bench-sink', onStream);
-listen(bus, 'bench-sink-4m', onStream, { window: 4 * 1024 * 1024 });
+listenBenchSinks(bus);
 
 // The raw baseline: {s, open: window} | {s, b: Uint8Array} | {s, end: true}; answers {s, credit}
 // as it reads (in batches of a quarter window) and {s, total, sum} at the end.

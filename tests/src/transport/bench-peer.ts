@@ -9,27 +9,12 @@ import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import { createBus } from '@gitport/bus';
 import { nodeEndpoint } from '@gitport/bus/node';
 import { type DuplexStream, listen } from '@gitport/transport';
-import { fillByte, readEveryByte } from './bench-shared.js';
+import { fillByte, listenBenchSinks, readEveryByte } from './bench-shared.js';
 
 const { id, rawPort, busPort } = workerData as { id: string; rawPort: MessagePort; busPort?: MessagePort };
 const bus = createBus({ id });
-const encoder = new TextEncoder();
 
-async function sink(stream: DuplexStream): Promise<void> {
-  let total = 0;
-  let sum = 0;
-  for await (const chunk of stream) {
-    sum = (sum + readEveryByte(chunk)) | 0;
-    total += chunk.byteLength;
-  }
-  await stream.write(encoder.encode(JSON.stringify({ total, sum })));
-  await stream.end();
-}
-const onStream = (stream: DuplexStream) => {
-  sink(stream).catch((error) => stream.abort(error));
-};
-listen(bus, 'bench-sink', onStream);
-listen(bus, 'bench-sink-4m', onStream, { window: 4 * 1024 * 1024 });
+listenBenchSinks(bus);
 
 /** `bench-source`: the request is `{total, chunk}` (JSON, then end); the answer is the bytes. */
 async function source(stream: DuplexStream): Promise<void> {

@@ -1,4 +1,9 @@
-/** What both sides of the transport benchmark share: reading and filling every byte the same way. */
+/**
+ * What both sides of the transport benchmark share (Node worker thread and Web Worker): reading
+ * and filling every byte the same way, and the transport sinks that answer what they read.
+ */
+import type { Bus } from '@gitport/bus';
+import { type DuplexStream, listen } from '@gitport/transport';
 
 /** Reads every byte of a chunk (four at a time where aligned) into a checksum. */
 export function readEveryByte(chunk: Uint8Array): number {
@@ -16,4 +21,27 @@ export function readEveryByte(chunk: Uint8Array): number {
 /** The checksum `readEveryByte` gives over `count` chunks of `size` bytes filled with `fillByte(i)`. */
 export function fillByte(index: number): number {
   return (index * 7 + 1) & 255;
+}
+
+const encoder = new TextEncoder();
+
+/** Reads a stream to its end, every byte, then answers `{ total, sum }` (JSON) and ends. */
+async function sink(stream: DuplexStream): Promise<void> {
+  let total = 0;
+  let sum = 0;
+  for await (const chunk of stream) {
+    sum = (sum + readEveryByte(chunk)) | 0;
+    total += chunk.byteLength;
+  }
+  await stream.write(encoder.encode(JSON.stringify({ total, sum })));
+  await stream.end();
+}
+
+/** Listens on `bench-sink` (default window) and `bench-sink-4m` (a 4 MiB window). */
+export function listenBenchSinks(bus: Bus): void {
+  const onStream = (stream: DuplexStream) => {
+    sink(stream).catch((error) => stream.abort(error));
+  };
+  listen(bus, 'bench-sink', onStream);
+  listen(bus, 'bench-sink-4m', onStream, { window: 4 * 1024 * 1024 });
 }
