@@ -31,6 +31,17 @@ export type InflateOutcome = { kind: 'done'; data: Uint8Array; consumed: number 
 const REUSED_MAX = 1 << 20;
 let reused: ZStream | undefined;
 
+/** Points a reset pako stream at `input` and `output`, both from their start. */
+function bindStream(strm: ZStream, input: Uint8Array, output: Uint8Array): void {
+  strm.input = input;
+  strm.next_in = 0;
+  strm.avail_in = input.length;
+  strm.output = output;
+  strm.next_out = 0;
+  strm.avail_out = output.length;
+  strm.msg = '';
+}
+
 /** The inflate context shared by every call (calls are synchronous, never nested). */
 function reusedInflater(): ZStream | undefined {
   if (!reused) {
@@ -58,13 +69,7 @@ function inflateReused(input: Uint8Array, expectedSize: number, final: boolean):
   if (!strm) return undefined;
   pakoInflate.inflateReset(strm);
   const out = new Uint8Array(expectedSize + 1);
-  strm.input = input;
-  strm.next_in = 0;
-  strm.avail_in = input.length;
-  strm.output = out;
-  strm.next_out = 0;
-  strm.avail_out = out.length;
-  strm.msg = '';
+  bindStream(strm, input, out);
   let ret: number;
   try {
     ret = pakoInflate.inflate(strm, 0);
@@ -131,13 +136,7 @@ export function deflate(data: Uint8Array, level = 6): Uint8Array {
   const n = data.length;
   // zlib's deflateBound for these settings, plus the zlib header and trailer
   let out = new Uint8Array(n + (n >>> 12) + (n >>> 14) + (n >>> 25) + 13 + 6);
-  strm.input = data;
-  strm.next_in = 0;
-  strm.avail_in = n;
-  strm.output = out;
-  strm.next_out = 0;
-  strm.avail_out = out.length;
-  strm.msg = '';
+  bindStream(strm, data, out);
   try {
     for (;;) {
       const ret = pakoDeflate.deflate(strm, 4 /* Z_FINISH */);
@@ -166,13 +165,7 @@ export function inflateAll(input: Uint8Array, maxSize: number): Uint8Array {
   if (!strm) return inflateAllWithInflate(input, maxSize);
   pakoInflate.inflateReset(strm);
   let out = new Uint8Array(Math.min(maxSize + 1, Math.max(256, input.length * 4)));
-  strm.input = input;
-  strm.next_in = 0;
-  strm.avail_in = input.length;
-  strm.output = out;
-  strm.next_out = 0;
-  strm.avail_out = out.length;
-  strm.msg = '';
+  bindStream(strm, input, out);
   try {
     for (;;) {
       const ret = pakoInflate.inflate(strm, 0);
