@@ -575,8 +575,11 @@ class BusImpl implements Bus {
     return link.peer === target ? [k, 0, e, i, p] : [k, 0, e, i, p, this.id, target, this.maxHops];
   }
 
-  /** Queues an envelope on a link; everything queued in one microtask goes out in one postMessage. */
-  private enqueue(link: Link, envelope: Envelope, transfer?: Transferable[], size = 0): void {
+  /**
+   * Queues an envelope on a link; everything queued in one microtask goes out in one postMessage.
+   * `now` posts what the link holds at once instead of at the next tick.
+   */
+  private enqueue(link: Link, envelope: Envelope, transfer?: Transferable[], size = 0, now = false): void {
     if (link.dead) return;
     envelope[Q] = ++link.seqOut;
     const queued = link.queued++;
@@ -589,7 +592,7 @@ class BusImpl implements Bus {
       else for (const t of transfer) link.transfers.push(t);
     }
     link.queuedBytes += size;
-    if (link.queuedBytes >= BATCH_BYTES || link.queued >= BATCH_MESSAGES) {
+    if (now || link.queuedBytes >= BATCH_BYTES || link.queued >= BATCH_MESSAGES) {
       // Big batches cost more to clone than they save: post this one now.
       this.flush(link);
       return;
@@ -747,11 +750,11 @@ class BusImpl implements Bus {
     }
     if (signal !== undefined) this.watch(id, pending, signal);
     this.pending.set(id, pending);
-    this.enqueue(link, this.envelope(link, peer, RQ, name, id, payload), options?.transfer, size);
     // The only request in flight, made outside a received frame with nothing else queued on its link
     // (one call at a time): posted now rather than at the next tick, so the round trip starts at once.
     // Requests made while others are pending still go out together, one postMessage per tick.
-    if (this.pending.size === 1 && !this.receiving && link.queued === 1) this.flush(link);
+    const lone = this.pending.size === 1 && !this.receiving && link.queued === 0;
+    this.enqueue(link, this.envelope(link, peer, RQ, name, id, payload), options?.transfer, size, lone);
     return promise;
   }
 
@@ -818,11 +821,16 @@ class BusImpl implements Bus {
     afterThisTask(this.tick);
   }
 
+  /** Posts what every scheduled link holds. */
+  private flushScheduled(): void {
+    const links = this.toFlush;
+    while (links.length > 0) this.flush(links.pop()!);
+  }
+
   /** The deferred work of a task: flush what was queued, and clear the request timer if idle. */
   private readonly tick = (): void => {
     this.tickQueued = false;
-    const links = this.toFlush;
-    while (links.length > 0) this.flush(links.pop()!);
+    this.flushScheduled();
     if (this.idleCheck) {
       this.idleCheck = false;
       if (this.pending.size === 0 && this.timer !== undefined) {
@@ -934,8 +942,7 @@ class BusImpl implements Bus {
       } finally {
         this.receiving = false;
         // (a flush may post to an endpoint that delivers at once, whose receive drains this list too)
-        const links = this.toFlush;
-        while (links.length > 0) this.flush(links.pop()!);
+        this.flushScheduled();
       }
     } else if (isHandshake(data) && data[TAG] === 'refuse' && data.id === link.peer) {
       this.lose(link, new BusError('BUS_HANDSHAKE', `the peer dropped the connection: ${String(data.message)}`));
@@ -1220,6 +1227,7 @@ class BusImpl implements Bus {
     for (const [id, pending] of [...this.pending]) this.settle(id, pending, false, error);
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
+    this.timerAt = Number.POSITIVE_INFINITY;
     for (const request of this.incoming.values()) request.abort(error);
     this.incoming.clear();
     this.channels.clear();

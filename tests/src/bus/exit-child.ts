@@ -5,7 +5,7 @@
  * process would not exit and the test would time out.
  */
 import { MessageChannel } from 'node:worker_threads';
-import { createBus } from '@gitport/bus';
+import { createBus, messagePortEndpoint } from '@gitport/bus';
 import { nodeEndpoint } from '@gitport/bus/node';
 
 const { port1, port2 } = new MessageChannel();
@@ -19,7 +19,7 @@ if (answers.join() !== '1,2,3') throw new Error(`wrong answers ${answers.join()}
 const raw = new MessageChannel();
 const c = createBus({ id: 'c', heartbeatInterval: 1000 });
 const d = createBus({ id: 'd', heartbeatInterval: 1000 });
-await Promise.all([c.connect(raw.port1 as never), d.connect(raw.port2 as never)]);
+await Promise.all([c.connect(messagePortEndpoint(raw.port1)), d.connect(messagePortEndpoint(raw.port2))]);
 a.close();
 b.close();
 c.close();
