@@ -81,6 +81,16 @@ function worker(): { worker: Worker; jobs: Map<number, Pending> } | undefined {
   }
 }
 
+/**
+ * Deflated bytes in a buffer of their own size: deflate's output is a view into a buffer sized for
+ * the input, and a transferred buffer goes whole, so the thread that keeps the result would hold
+ * the uncompressed size.
+ */
+function ownDeflate(data: Uint8Array, level: number): Uint8Array {
+  const z = deflate(data, level);
+  return z.byteOffset === 0 && z.byteLength === z.buffer.byteLength ? z : z.slice();
+}
+
 /** The worker thread's search, or undefined where none can start (the caller searches alone). */
 export function remoteDeltaSearch(): RemoteDeltaSearch | undefined {
   if (!isMainThread && workerData?.[MARK]) return undefined;
@@ -173,11 +183,9 @@ function runWorker(): void {
       const results: RemoteDeltaResult[] = [];
       const transfer: ArrayBuffer[] = [];
       if (m.op === 'compress') {
-        const results: RemoteDeltaResult[] = [];
-        const transfer: ArrayBuffer[] = [];
         for (const o of m.objects) {
           if (!o.delta && job.wholeBudget <= 0) continue;
-          const z = deflate(o.data, job.level);
+          const z = ownDeflate(o.data, job.level);
           if (!o.delta) job.wholeBudget -= z.length;
           results.push({ i: o.i, base: -1, depth: 0, size: o.data.length, z });
           transfer.push(z.buffer as ArrayBuffer);
@@ -202,11 +210,11 @@ function runWorker(): void {
           found = window.search(target, data);
         }
         if (found) {
-          const z = deflate(found.delta, job.level);
+          const z = ownDeflate(found.delta, job.level);
           results.push({ i: o.i, base: found.base.i, depth: target.depth, size: found.delta.length, z });
           transfer.push(z.buffer as ArrayBuffer);
         } else if (!target.edge && !target.whole && job.wholeBudget > 0) {
-          const z = deflate(data, job.level);
+          const z = ownDeflate(data, job.level);
           job.wholeBudget -= z.length;
           results.push({ i: o.i, base: -1, depth: 0, size: data.length, z });
           transfer.push(z.buffer as ArrayBuffer);

@@ -212,7 +212,12 @@ export class FsObjectStore implements ObjectStore {
     if (!pack.handle && (pack.loading || this.#wholeBytes + pack.size <= (this.#maxPages * PAGE) / 2)) {
       if (!pack.loading) {
         this.#wholeBytes += pack.size;
-        pack.loading = this.#readWhole(pack);
+        // a failed read is not kept: the next read tries again
+        pack.loading = this.#readWhole(pack).catch((error: unknown) => {
+          pack.loading = undefined;
+          this.#wholeBytes -= pack.size;
+          throw error;
+        });
       }
       return (await pack.loading).subarray(position, position + length);
     }
