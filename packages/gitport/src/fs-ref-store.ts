@@ -242,7 +242,8 @@ export class FsRefStore implements RefStore {
       }
       await this.fs.rename(lock, path);
     } catch (error) {
-      await this.fs.remove(lock);
+      // the original failure is the one to report, whether or not the lock goes
+      await this.fs.remove(lock).catch(() => {});
       throw error;
     }
     this.#packed = undefined;

@@ -184,12 +184,8 @@ export function remote(bus: Bus, peer: string, name: string, remoteOptions: Remo
       } catch (error) {
         // A failed clone leaves nothing behind, as git does; a repository that could not be
         // created (one already there, say) is left alone, and that is the error reported.
-        const created = repository ?? (await creating.catch(() => undefined));
-        if (!created)
-          throw await creating.then(
-            () => error,
-            (initError: unknown) => initError,
-          );
+        // (when the repository was never created, awaiting its creation throws that error)
+        const created = repository ?? (await creating);
         await created.fs.removeTree(bare ? created.gitDir : dir).catch(() => {});
         throw error;
       }

@@ -89,7 +89,7 @@ export class CommitGraph {
   }
 
   #remember<V>(map: Map<ObjectId, V>, oid: ObjectId, value: V): void {
-    if (map.size >= this.maxEntries) map.delete(map.keys().next().value as ObjectId);
+    if (map.size >= this.maxEntries && !map.has(oid)) map.delete(map.keys().next().value as ObjectId);
     map.set(oid, value);
   }
 
