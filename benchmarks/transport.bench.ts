@@ -21,7 +21,7 @@ import { type Bus, createBus } from '@gitport/bus';
 import { nodeEndpoint } from '@gitport/bus/node';
 import { open } from '@gitport/transport';
 import { afterAll, bench, describe } from 'vitest';
-import { fillByte, readEveryByte } from '../tests/src/transport/bench-shared.js';
+import { benchSinkFor, fillByte, readEveryByte } from '../tests/src/transport/bench-shared.js';
 import { startTsWorker } from '../tests/src/ts-worker.js';
 import { mbps, record, sized } from './report.js';
 
@@ -292,7 +292,7 @@ const median = (xs: number[]) => {
 };
 
 for (const c of cases) {
-  const name = c.window === 4 * MiB ? 'bench-sink-4m' : 'bench-sink';
+  const name = benchSinkFor(c.window);
   describe(c.toMain ? c.label : `${c.label}, main thread -> worker thread`, () => {
     // One bench runs both, alternating (and which goes first alternates too), so a change of
     // load on the machine hits both alike.

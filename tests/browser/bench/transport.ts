@@ -9,7 +9,7 @@
  */
 import { type Bus, createBus, messagePortEndpoint } from '@gitport/bus';
 import { open } from '@gitport/transport';
-import { fillByte, readEveryByte } from '../../src/transport/bench-shared.js';
+import { benchSinkFor, fillByte, readEveryByte } from '../../src/transport/bench-shared.js';
 
 export interface TransportCase {
   id: string;
@@ -129,7 +129,7 @@ export async function runTransportBench(cases: TransportCase[]): Promise<Transpo
     const raw = rawSender(rawChannel.port1);
     const out: TransportBenchResult = {};
     for (const c of cases) {
-      const name = c.window === 4 * 1024 * 1024 ? 'bench-sink-4m' : 'bench-sink';
+      const name = benchSinkFor(c.window);
       const times = { transport: [] as number[], raw: [] as number[] };
       const runTransport = async () => {
         const start = performance.now();

@@ -3,7 +3,7 @@
  * and filling every byte the same way, and the transport sinks that answer what they read.
  */
 import type { Bus } from '@gitport/bus';
-import { type DuplexStream, listen } from '@gitport/transport';
+import { DEFAULT_WINDOW, type DuplexStream, listen } from '@gitport/transport';
 
 /** Reads every byte of a chunk (four at a time where aligned) into a checksum. */
 export function readEveryByte(chunk: Uint8Array): number {
@@ -37,11 +37,23 @@ async function sink(stream: DuplexStream): Promise<void> {
   await stream.end();
 }
 
-/** Listens on `bench-sink` (default window) and `bench-sink-4m` (a 4 MiB window). */
+/** The sinks a bench peer listens on, by the receive window each grants. */
+const SINKS: ReadonlyMap<number, string> = new Map([
+  [DEFAULT_WINDOW, 'bench-sink'],
+  [4 * 1024 * 1024, 'bench-sink-4m'],
+]);
+
+/** The sink whose window is `window`, so the transport side runs with the raw side's window. */
+export function benchSinkFor(window: number): string {
+  const name = SINKS.get(window);
+  if (name === undefined) throw new Error(`no bench sink with a ${window}-byte window`);
+  return name;
+}
+
+/** Listens on every bench sink, each with its window. */
 export function listenBenchSinks(bus: Bus): void {
   const onStream = (stream: DuplexStream) => {
     sink(stream).catch((error) => stream.abort(error));
   };
-  listen(bus, 'bench-sink', onStream);
-  listen(bus, 'bench-sink-4m', onStream, { window: 4 * 1024 * 1024 });
+  for (const [window, name] of SINKS) listen(bus, name, onStream, { window });
 }
