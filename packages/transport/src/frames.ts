@@ -84,7 +84,9 @@ export const mustSayBlocked = (need: number, remoteWindow: number): boolean =>
   need > remoteWindow - grantBatch(remoteWindow);
 
 const isId = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 2 ** 52;
-const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 2 ** 31;
+/** The largest count a frame carries (an accept's room for more streams is capped to it). */
+export const MAX_COUNT = 2 ** 31;
+const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= MAX_COUNT;
 const isSide = (v: unknown): v is Side => v === 0 || v === 1;
 const isWindow = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= MAX_WINDOW;
 /** The smallest payload limit a side may announce. */

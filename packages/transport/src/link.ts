@@ -53,8 +53,11 @@ export function portLink(port: PortLike, options: { peer: string; maxMessageSize
     send(peer, frame, transfer) {
       if (peer !== options.peer || lost) throw new Error(`no peer ${peer}`);
       // Like the bus: a message above the limit is refused (the frame around the bytes is small).
-      if (frame.t === 'data' && dataBytes(frame.b) + 64 > maxMessageSize) {
-        throw new Error(`a message of ${dataBytes(frame.b)} bytes is above the limit of ${maxMessageSize}`);
+      if (frame.t === 'data') {
+        const bytes = dataBytes(frame.b);
+        if (bytes + 64 > maxMessageSize) {
+          throw new Error(`a message of ${bytes} bytes is above the limit of ${maxMessageSize}`);
+        }
       }
       port.postMessage(frame, transfer);
     },

@@ -5,7 +5,15 @@
  * Remembers, per peer and name, what the last accept said, so later opens can be optimistic.
  */
 import { reasonToWire, TransportError } from './errors.js';
-import { type Frame, MAX_WINDOW, MIN_PAYLOAD, OPTIMISTIC_CREDIT, PROTOCOL_VERSION, parseFrame } from './frames.js';
+import {
+  type Frame,
+  MAX_COUNT,
+  MAX_WINDOW,
+  MIN_PAYLOAD,
+  OPTIMISTIC_CREDIT,
+  PROTOCOL_VERSION,
+  parseFrame,
+} from './frames.js';
 import type { FrameLink } from './link.js';
 import { type DuplexStream, Stream, type StreamHost } from './stream.js';
 
@@ -454,7 +462,7 @@ export class Multiplexer {
       s: id,
       w: window,
       m: this.#maxPayload,
-      r: listener.maxStreams - listener.open,
+      r: Math.min(listener.maxStreams - listener.open, MAX_COUNT),
     };
     if (frame.c !== undefined) this.#deferAccept(peer, accept, stream);
     else if (!this.#trySend(peer, accept)) {

@@ -15,7 +15,7 @@ import {
   type TransportErrorCode,
   type WireReason,
 } from './errors.js';
-import { type Frame, grantBatch, mustSayBlocked, type Side } from './frames.js';
+import { dataBytes, type Frame, grantBatch, mustSayBlocked, type Side } from './frames.js';
 
 export interface DuplexStream extends AsyncIterable<Uint8Array> {
   /** The bus id of the other side. */
@@ -363,9 +363,7 @@ export class Stream implements DuplexStream {
       if (this.#readState === 'ended') this.#protocolError('data after end');
       return; // cancelled or errored: the writer learns it from our cancel/abort
     }
-    let n = 0;
-    if (data instanceof Uint8Array) n = data.byteLength;
-    else for (let k = 0; k < data.length; k++) n += data[k]!.byteLength;
+    const n = dataBytes(data);
     if (this.#queued + this.#ungranted + n > this.#window) {
       this.#protocolError(`the writer overran the window of ${this.#window} bytes`);
       return;

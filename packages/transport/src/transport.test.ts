@@ -341,6 +341,20 @@ describe('transport details', () => {
     channel.port2.close();
   });
 
+  it('accepts opens on a listener whose maxStreams is above what a frame can carry', async () => {
+    const channel = new MessageChannel();
+    const near = new Multiplexer(portLink(channel.port1, { peer: 'far' }));
+    const far = new Multiplexer(portLink(channel.port2, { peer: 'near' }));
+    far.listen('wide', () => {}, { maxStreams: 2 ** 40 });
+    const stream = await near.open('far', 'wide', { timeout: 5_000 });
+    expect(stream.name).toBe('wide');
+    stream.abort(new Error('done'));
+    near.close();
+    far.close();
+    channel.port1.close();
+    channel.port2.close();
+  });
+
   it('gives up opening on timeout and on abort, with typed errors', async () => {
     const channel = new MessageChannel();
     const mux = new Multiplexer(portLink(channel.port1, { peer: 'silent' }));
