@@ -45,6 +45,11 @@ describe('messageSize', () => {
     expect(messageSize(new ArrayBuffer(10))).toBe(10);
     expect(messageSize('abc')).toBe(3);
     expect(messageSize({ a: new Uint8Array(100), b: 'xy' })).toBe(8 + 1 + 100 + 1 + 2);
+    // a flat array or object counts as it would inside any other value (no index keys for arrays)
+    expect(messageSize([1, 'ab'])).toBe(8 + 8 + 2);
+    expect(messageSize([[1, 'ab']])).toBe(8 + messageSize([1, 'ab']));
+    expect(messageSize({ n: 1 })).toBe(8 + 1 + 8);
+    expect(messageSize([{ n: 1 }])).toBe(8 + messageSize({ n: 1 }));
     const shared = new Uint8Array(500);
     expect(messageSize([shared, shared])).toBe(8 + 500);
     const cyclic: Record<string, unknown> = {};

@@ -4,7 +4,8 @@
  * size(binary)  = byteLength (ArrayBuffer, typed arrays, DataView, SharedArrayBuffer)
  * size(string)  = length (UTF-16 code units)
  * size(other primitives, Date, RegExp, MessagePort, ...) = 8
- * size(array, object, Map, Set) = 8 + the size of each key and value
+ * size(object)      = 8 + the length of each own key + the size of its value
+ * size(array, Set)  = 8 + the size of each element; size(Map) = 8 + the size of each key and value
  * A value reached twice (shared or cyclic) counts once, as structured clone sends it once.
  * Functions and symbols cannot be cloned: BusError `BUS_DATA_CLONE`.
  */
@@ -27,32 +28,52 @@ export function messageSize(value: unknown, limit = Number.POSITIVE_INFINITY): n
       throw new BusError('BUS_DATA_CLONE', `a ${typeof value} cannot be sent over the bus`);
   }
   if (value === null) return SLOT;
-  if (ArrayBuffer.isView(value)) return value.byteLength;
-  if (value instanceof ArrayBuffer) return value.byteLength;
-  return flat(value as object) ?? walk(value as object, limit);
+  // The common RPC payloads first: a plain object or array of primitives needs no general walk.
+  const proto = Object.getPrototypeOf(value);
+  const size =
+    proto === Object.prototype
+      ? flatObject(value as Record<string, unknown>)
+      : proto === Array.prototype
+        ? flatArray(value as unknown[])
+        : ArrayBuffer.isView(value) || value instanceof ArrayBuffer
+          ? (value as ArrayBufferLike | ArrayBufferView).byteLength
+          : undefined;
+  return size ?? walk(value as object, limit);
 }
 
-/** The common RPC payload, a plain object or array of primitives, sized without the general walk. */
-function flat(value: object): number | undefined {
-  const proto = Object.getPrototypeOf(value);
-  if (proto !== Object.prototype && proto !== Array.prototype) return undefined;
+/** A primitive's size, or -1 for anything else (objects may be shared or cyclic: the walk decides). */
+function primitiveSize(v: unknown): number {
+  switch (typeof v) {
+    case 'string':
+      return v.length;
+    case 'number':
+    case 'boolean':
+    case 'undefined':
+    case 'bigint':
+      return SLOT;
+    default:
+      return -1;
+  }
+}
+
+function flatObject(value: Record<string, unknown>): number | undefined {
+  const keys = Object.keys(value);
   let total = SLOT;
-  for (const key in value) {
-    if (!Object.hasOwn(value, key)) continue;
-    const v = (value as Record<string, unknown>)[key];
-    switch (typeof v) {
-      case 'string':
-        total += key.length + v.length;
-        break;
-      case 'number':
-      case 'boolean':
-      case 'undefined':
-      case 'bigint':
-        total += key.length + SLOT;
-        break;
-      default:
-        return undefined; // objects (may be shared or cyclic), functions, symbols: the full walk decides
-    }
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!;
+    const size = primitiveSize(value[key]);
+    if (size < 0) return undefined;
+    total += key.length + size;
+  }
+  return total;
+}
+
+function flatArray(value: unknown[]): number | undefined {
+  let total = SLOT;
+  for (let i = 0; i < value.length; i++) {
+    const size = primitiveSize(value[i]);
+    if (size < 0) return undefined;
+    total += size;
   }
   return total;
 }
