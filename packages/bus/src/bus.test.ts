@@ -11,7 +11,7 @@ import {
   PROTOCOL_VERSION,
 } from './index.js';
 import { nodeEndpoint } from './node.js';
-import { envelopesOf, fromWire, toWire } from './wire.js';
+import { envelopesOf, fromWire, toWire } from './test-wire.js';
 
 const cleanups: (() => void)[] = [];
 afterEach(() => {
@@ -349,6 +349,28 @@ describe('hub routing', () => {
     expect(a.peers.size).toBe(0);
   });
 
+  it('reports drops caused by a peer one by one up to 20 a second, then their count', async () => {
+    const reported: { code?: string; data?: { count?: number } }[] = [];
+    let summarized: () => void = () => {};
+    const summary = new Promise<void>((resolve) => {
+      summarized = resolve;
+    });
+    const hub = createHub({
+      id: 'hub',
+      onError: (error) => {
+        reported.push(error as { code?: string });
+        if ((error as { code?: string }).code === 'BUS_REPORTS_SUPPRESSED') summarized();
+      },
+    });
+    cleanups.push(() => hub.close());
+    const raw = await rawPeer(hub, 'r');
+    await raw.connected;
+    for (let i = 0; i < 100; i++) raw.raw.send({ k: 'ev', t: 'ghost', e: 'e', p: i });
+    await summary;
+    expect(reported.slice(0, 20).map((e) => e.code)).toEqual(new Array(20).fill('BUS_UNKNOWN_PEER'));
+    expect(reported.slice(20).map((e) => [e.code, e.data?.count])).toEqual([['BUS_REPORTS_SUPPRESSED', 80]]);
+  });
+
   it('answers for an unknown target and honours the hop limit', async () => {
     const reported: unknown[] = [];
     const hub = createHub({ id: 'hub', onError: (error) => reported.push((error as { code?: string }).code) });
@@ -515,7 +537,13 @@ describe('channels', () => {
   it('keeps a bounded backlog for a channel nobody listens to yet', async () => {
     const reported: unknown[] = [];
     const a = bus({ id: 'a' });
-    const b = bus({ id: 'b', onError: (error) => reported.push((error as { code?: string }).code) });
+    const b = bus({
+      id: 'b',
+      onError: (error) => {
+        const { code, data } = error as { code?: string; data?: { count?: number } };
+        reported.push(data?.count === undefined ? code : `${code} ${data.count}`);
+      },
+    });
     await link(a, b);
     const out = a.endpoint('b', 'late');
     for (let i = 0; i < 300; i++) out.postMessage(i);
@@ -529,7 +557,9 @@ describe('channels', () => {
     );
     await all;
     expect(got).toEqual(Array.from({ length: 256 }, (_, i) => i));
-    expect(reported).toEqual(new Array(44).fill('BUS_TOO_MANY_PENDING'));
+    b.close(); // reports the count of drops left unreported so far
+    // 44 dropped: 20 reported one by one, the other 24 as a count
+    expect(reported).toEqual([...new Array(20).fill('BUS_TOO_MANY_PENDING'), 'BUS_REPORTS_SUPPRESSED 24']);
   });
 });
 

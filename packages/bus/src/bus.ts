@@ -41,6 +41,10 @@ const TAG = '$gitportBus';
 const MAX_ID_LENGTH = 256;
 const CHANNEL_BUFFER = 256;
 const CHANNEL_BUFFER_KEYS = 256;
+/** Drops caused by peers reported one by one per window (see `onError`), and the window in ms. */
+const DROP_REPORTS = 20;
+const DROP_WINDOW = 1000;
+
 /** A batch is posted at once when it reaches this many bytes (messageSize) or messages. */
 const BATCH_BYTES = 256 * 1024;
 const BATCH_MESSAGES = 1024;
@@ -74,7 +78,12 @@ export interface BusOptions {
   heartbeatMisses?: number;
   /** Default handshake timeout in ms (default 10000). */
   connectTimeout?: number;
-  /** Where errors with no caller go (a listener that threw, a message dropped); default reportError/console.error. */
+  /**
+   * Where errors with no caller go (a listener that threw, a message dropped); default
+   * reportError/console.error. Messages dropped because of what a peer sent are reported one by one
+   * up to 20 a second; past that they are counted, and the count is reported once the second is
+   * over (BusError `BUS_REPORTS_SUPPRESSED`), so a peer cannot flood the log.
+   */
   onError?: (error: unknown) => void;
 }
 
@@ -291,6 +300,11 @@ class BusImpl implements Bus {
   /** One timer for every request deadline, armed for the earliest one. */
   private timer: ReturnType<typeof setTimeout> | undefined;
   private timerAt = Number.POSITIVE_INFINITY;
+  /** Drop reports in the current window (see `dropped`), those left unreported, and its start. */
+  private dropReports = 0;
+  private dropSuppressed = 0;
+  private dropWindowAt = Number.NEGATIVE_INFINITY;
+  private dropTimer: ReturnType<typeof setTimeout> | undefined;
   /** Whether the idle timer check is due at the next tick (see settle). */
   private idleCheck = false;
   /** Links with envelopes waiting: flushed once the frame being received is done, else at the next tick. */
@@ -566,6 +580,39 @@ class BusImpl implements Bus {
     const entry = (peer: string, reason?: BusError): void => listener(peer, reason);
     set.add(entry);
     return () => set.delete(entry);
+  }
+
+  /**
+   * Reports a message dropped because of what a peer sent: one by one up to DROP_REPORTS per
+   * DROP_WINDOW, then counted, and the count reported when the window is over.
+   */
+  private dropped(error: BusError): void {
+    const now = performance.now();
+    if (now - this.dropWindowAt >= DROP_WINDOW) {
+      this.dropWindowAt = now;
+      this.dropReports = 0;
+    }
+    if (this.dropReports < DROP_REPORTS) {
+      this.dropReports++;
+      this.reportError(error);
+      return;
+    }
+    if (this.dropSuppressed++ === 0) {
+      this.dropTimer = setTimeout(() => this.reportSuppressed(), this.dropWindowAt + DROP_WINDOW - now);
+      unref(this.dropTimer);
+    }
+  }
+
+  private reportSuppressed(): void {
+    const count = this.dropSuppressed;
+    this.dropSuppressed = 0;
+    this.dropTimer = undefined;
+    if (count === 0) return;
+    this.reportError(
+      new BusError('BUS_REPORTS_SUPPRESSED', `${count} more dropped messages were not reported one by one`, {
+        data: { count },
+      }),
+    );
   }
 
   // ---------------------------------------------------------------- sending
@@ -1003,7 +1050,7 @@ class BusImpl implements Bus {
         if (typeof name !== 'string') return;
         const payload = envelope[P];
         if (messageSize(payload, this.maxMessageSize) + name.length > this.maxMessageSize) {
-          this.reportError(new BusError('BUS_MESSAGE_TOO_LARGE', `dropped event "${name}" from ${from}: too large`));
+          this.dropped(new BusError('BUS_MESSAGE_TOO_LARGE', `dropped event "${name}" from ${from}: too large`));
           return;
         }
         this.events.dispatch(name, payload, { from, event: name });
@@ -1084,7 +1131,7 @@ class BusImpl implements Bus {
       // Answer in the target's name: the requester reached it through us, so it trusts our word.
       this.enqueue(from, [RE, 0, undefined, envelope[I], errorToWire(refusal), to, source, this.maxHops]);
     } else {
-      this.reportError(refusal);
+      this.dropped(refusal);
     }
   }
 
@@ -1170,7 +1217,7 @@ class BusImpl implements Bus {
     const channel = envelope[E];
     if (typeof channel !== 'string') return;
     if (messageSize(envelope[P], this.maxMessageSize) + channel.length > this.maxMessageSize) {
-      this.reportError(new BusError('BUS_MESSAGE_TOO_LARGE', `dropped channel message from ${source}: too large`));
+      this.dropped(new BusError('BUS_MESSAGE_TOO_LARGE', `dropped channel message from ${source}: too large`));
       return;
     }
     const key = `${source}\n${channel}`;
@@ -1182,14 +1229,14 @@ class BusImpl implements Bus {
     let buffer = this.channelBuffers.get(key);
     if (buffer === undefined) {
       if (this.channelBuffers.size >= CHANNEL_BUFFER_KEYS) {
-        this.reportError(new BusError('BUS_TOO_MANY_PENDING', `dropped channel message from ${source}: no listener`));
+        this.dropped(new BusError('BUS_TOO_MANY_PENDING', `dropped channel message from ${source}: no listener`));
         return;
       }
       buffer = [];
       this.channelBuffers.set(key, buffer);
     }
     if (buffer.length >= CHANNEL_BUFFER) {
-      this.reportError(new BusError('BUS_TOO_MANY_PENDING', `dropped channel message from ${source}: backlog full`));
+      this.dropped(new BusError('BUS_TOO_MANY_PENDING', `dropped channel message from ${source}: backlog full`));
       return;
     }
     buffer.push(envelope[P]);
@@ -1225,6 +1272,10 @@ class BusImpl implements Bus {
       this.lose(link, error);
     }
     for (const [id, pending] of [...this.pending]) this.settle(id, pending, false, error);
+    if (this.dropTimer !== undefined) {
+      clearTimeout(this.dropTimer);
+      this.reportSuppressed();
+    }
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
     this.timerAt = Number.POSITIVE_INFINITY;

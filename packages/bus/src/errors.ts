@@ -18,6 +18,8 @@
  *   BUS_INVALID_ARGUMENT      a bad argument (empty id, non-string name, ...)
  *   BUS_HOP_LIMIT             a hub dropped an envelope that had used up its hops
  *   BUS_REMOTE_ERROR          a handler threw something without a code of its own
+ *   BUS_REPORTS_SUPPRESSED    (onError only) more messages were dropped than are reported one by
+ *                             one; `data.count` says how many went unreported
  */
 export type BusErrorCode =
   | 'BUS_CLOSED'
@@ -34,7 +36,8 @@ export type BusErrorCode =
   | 'BUS_INVALID_ORIGIN'
   | 'BUS_INVALID_ARGUMENT'
   | 'BUS_HOP_LIMIT'
-  | 'BUS_REMOTE_ERROR';
+  | 'BUS_REMOTE_ERROR'
+  | 'BUS_REPORTS_SUPPRESSED';
 
 const BRAND = Symbol.for('gitport.bus.error');
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type Bus, createBus, type WindowLike, windowEndpoint } from './index.js';
-import { toWire } from './wire.js';
+import { toWire } from './test-wire.js';
 
 /**
  * Windows as the browser wires them: `other.postMessage(data, targetOrigin)` is delivered to the
