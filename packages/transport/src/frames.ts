@@ -22,11 +22,15 @@
  * it knows the listener's window and payload limit, and `r`, how many more streams the listener
  * took then) may start writing right after the open frame, within the credit `c` it announces
  * there (at most {@link OPTIMISTIC_CREDIT}, and no more than the window it learnt). The acceptor
- * gives such a stream a receive window of at least `c`, and the accept's `w` replaces `c` on
- * the writer's side (what it sent counts against it). A refused open drops that data (at most
- * `c` bytes): frames for streams nobody has are ignored. The acceptor need not answer such an
- * open at once: its accept may wait for the next frame it sends that peer (and goes ahead of
- * it) or for its next macrotask, so the accept and a quick answer share one message.
+ * gives every stream of a listener that listener's window, never more: it refuses (code
+ * TRANSPORT_PROTOCOL) an open whose `c` is above it (a listener replaced by one with a smaller
+ * window). So an accept's `w` is at least `c`; it replaces `c` on the writer's side (what it sent
+ * counts against it), and an opener given less aborts the stream with TRANSPORT_PROTOCOL. A
+ * refused open drops that data (at most `c` bytes): frames for streams nobody has are ignored.
+ * The acceptor need not answer such an open at once: its accept may wait for the next frame it
+ * sends that peer (and goes ahead of it) or for its next macrotask, so the accept and a quick
+ * answer share one message. It sends no accept for a stream the opener ended before (abort, or
+ * end and cancel): the opener stops waiting for the answer when its stream is finished.
  *
  * Flow control: each side advertises a receive window in bytes (open/accept). A writer may
  * have at most that many bytes sent and not yet granted back; the reader grants bytes back in
@@ -56,8 +60,11 @@ export type Frame =
   | { t: 'abort'; s: number; i: Side; e: WireReason };
 
 const MAX_NAME = 1024;
-/** The most chunks one data frame may carry. */
-export const MAX_FRAME_CHUNKS = 1024;
+/**
+ * The most chunks one data frame carries: a writer sends a batch of this many at once, a
+ * reader ignores a frame with more as malformed.
+ */
+export const MAX_FRAME_CHUNKS = 64;
 
 const isChunks = (v: unknown): v is Uint8Array | Uint8Array[] => {
   if (v instanceof Uint8Array) return true;

@@ -52,6 +52,8 @@ export interface TransportStats {
   queuedBytes: number;
   /** Bytes sent and not yet granted back, over all streams. */
   inFlightBytes: number;
+  /** Our opens the peer has not answered yet (optimistic ones included). */
+  pendingOpens: number;
 }
 
 interface PeerStreams {
@@ -77,7 +79,10 @@ interface PendingOpen {
   /** The open() promise of an open that waits for the answer. */
   resolve?: (stream: Stream) => void;
   reject?: (error: unknown) => void;
-  /** When it times out (performance.now()), and its timeout in ms. */
+  /**
+   * When it times out (performance.now()), and its timeout in ms. An optimistic open has none
+   * (infinite): its open() resolved, so the caller's timeout and signal no longer apply.
+   */
   deadline: number;
   timeout: number;
   signal?: AbortSignal;
@@ -147,16 +152,16 @@ export class Multiplexer {
   /** The one timer of the pending opens, and the deadline it is set for. */
   #timer: ReturnType<typeof setTimeout> | undefined;
   #timerAt = Number.POSITIVE_INFINITY;
-  /** Accepts of optimistic opens not sent yet, per peer (see #deferAccept). */
+  /** Accepts of optimistic opens not sent yet, per peer (see #deferAccept); sent on the tick. */
   #accepts = new Map<string, { frame: Frame; stream: Stream }[]>();
-  #acceptsScheduled = false;
   /** Per peer, per name: what the accepts told us (for optimistic opens). */
   #names = new Map<string, Map<string, KnownName>>();
   #nextId = 1;
   #flushQueue: Stream[] = [];
   /** Buffers handed to the bus for transfer (see StreamHost.claim). */
   #claimed = new WeakSet<ArrayBuffer>();
-  #flushScheduled = false;
+  /** Whether the tick (deferred accepts, then the streams' flushes) is scheduled. */
+  #tickScheduled = false;
   #closed = false;
   /** What every stream of this multiplexer calls back (one object, no closures per stream). */
   #host: StreamHost = {
@@ -170,9 +175,18 @@ export class Multiplexer {
       this.#claimed.add(buffer);
       return true;
     },
-    scheduleFlush: (stream) => this.#scheduleFlush(stream),
+    scheduleFlush: (stream) => {
+      this.#flushQueue.push(stream);
+      this.#scheduleTick();
+    },
     finished: (stream) => {
       if (stream.slot !== undefined) stream.slot.open--;
+      // An optimistic stream that is gone before its answer came: the open is no longer pending
+      // (the answer, if it still comes, finds no open and is answered with an abort).
+      if (stream.side === 1) {
+        const pending = this.#pending.get(stream.id);
+        if (pending !== undefined && pending.stream === stream) this.#settled(stream.id, pending);
+      }
       const streams = this.#peers.get(stream.peer);
       if (streams === undefined) return;
       const map = stream.side === 1 ? streams.opened : streams.accepted;
@@ -240,11 +254,18 @@ export class Multiplexer {
     }
     known.pending++;
     const timeout = options.timeout ?? DEFAULT_OPEN_TIMEOUT;
-    const pending: PendingOpen = { peer, name, window, deadline: now() + timeout, timeout };
+    // An optimistic open resolves now: no deadline, no abort listener (they apply to opening).
+    const pending: PendingOpen = {
+      peer,
+      name,
+      window,
+      deadline: stream ? Number.POSITIVE_INFINITY : now() + timeout,
+      timeout,
+    };
     if (stream) pending.stream = stream;
     this.#pending.set(id, pending);
     this.#armDeadline(pending.deadline);
-    if (signal) {
+    if (signal && !stream) {
       pending.signal = signal;
       pending.onAbort = () =>
         this.#failPending(
@@ -363,7 +384,7 @@ export class Multiplexer {
         }
       }
     }
-    return { streams, queuedBytes, inFlightBytes };
+    return { streams, queuedBytes, inFlightBytes, pendingOpens: this.#pending.size };
   }
 
   /** Fails every stream and pending open, and detaches from the link. */
@@ -443,9 +464,20 @@ export class Multiplexer {
       this.#refuse(peer, id, 'TRANSPORT_PROTOCOL', `stream ${id} is already open`);
       return;
     }
+    // An optimistic opener writes within the credit it announced, which it learnt from an accept
+    // on this name: more than the listener's window means that listener was replaced by one with
+    // a smaller window (or the peer breaks the protocol). The window is never widened for it.
+    if (frame.c !== undefined && frame.c > listener.window) {
+      this.#refuse(
+        peer,
+        id,
+        'TRANSPORT_PROTOCOL',
+        `an open announcing ${frame.c} bytes of credit, above the window of ${listener.window} of ${name}`,
+      );
+      return;
+    }
     listener.open++;
-    // An optimistic opener writes within the credit it announced: the window holds at least that.
-    const window = frame.c === undefined ? listener.window : Math.max(listener.window, frame.c);
+    const window = listener.window;
     const stream = new Stream(this.#host, {
       peer,
       name,
@@ -496,12 +528,7 @@ export class Multiplexer {
       this.#accepts.set(peer, queue);
     }
     queue.push({ frame, stream });
-    if (this.#acceptsScheduled) return;
-    this.#acceptsScheduled = true;
-    scheduleMacrotask(() => {
-      this.#acceptsScheduled = false;
-      for (const waiting of [...this.#accepts.keys()]) this.#sendAccepts(waiting);
-    });
+    this.#scheduleTick();
   }
 
   #sendAccepts(peer: string): void {
@@ -509,6 +536,8 @@ export class Multiplexer {
     if (queue === undefined) return;
     this.#accepts.delete(peer);
     for (const { frame, stream } of queue) {
+      // Finished unanswered, it was the opener that ended it (an abort, or an end and a cancel
+      // from there): the opener settled its open then, and needs no answer.
       if (stream.done) continue;
       if (!this.#trySend(peer, frame)) {
         stream.fail(new TransportError('TRANSPORT_PEER_LOST', `cannot answer ${peer}`), true);
@@ -596,15 +625,22 @@ export class Multiplexer {
     return Number.isFinite(limit) ? Math.max(MIN_PAYLOAD, Math.min(MAX_WINDOW, Math.floor(limit))) : MAX_WINDOW;
   }
 
-  #scheduleFlush(stream: Stream): void {
-    this.#flushQueue.push(stream);
-    if (this.#flushScheduled) return;
-    this.#flushScheduled = true;
-    scheduleMacrotask(() => {
-      this.#flushScheduled = false;
-      const queue = this.#flushQueue;
-      this.#flushQueue = [];
-      for (const s of queue) s.flush();
-    });
+  /**
+   * The one macrotask tick: sends the deferred accepts, then flushes the streams that buffered
+   * or queued data (each stream's frames go behind its accept anyway, see #host.send).
+   */
+  #scheduleTick(): void {
+    if (this.#tickScheduled) return;
+    this.#tickScheduled = true;
+    scheduleMacrotask(this.#tick);
   }
+
+  #tick = (): void => {
+    this.#tickScheduled = false;
+    if (this.#accepts.size !== 0) for (const peer of [...this.#accepts.keys()]) this.#sendAccepts(peer);
+    const queue = this.#flushQueue;
+    if (queue.length === 0) return;
+    this.#flushQueue = [];
+    for (let k = 0; k < queue.length; k++) queue[k]!.flush();
+  };
 }

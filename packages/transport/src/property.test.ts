@@ -10,9 +10,6 @@ import { describe, expect, it } from 'vitest';
 import type { DuplexStream } from './index.js';
 import { portLink } from './link.js';
 import { Multiplexer } from './multiplexer.js';
-import type { StreamStats } from './stream.js';
-
-const stats = (stream: DuplexStream) => (stream as unknown as { stats: StreamStats }).stats;
 
 /** Where `got` departs from the bytes `writeAll` wrote with `tag` (-1: nowhere, same length). */
 function firstMismatch(got: Uint8Array, sizes: number[], tag: number): number {
@@ -40,7 +37,7 @@ async function readAll(stream: DuplexStream, window: number): Promise<Uint8Array
   let maxQueued = 0;
   for await (const chunk of stream) {
     parts.push(chunk);
-    maxQueued = Math.max(maxQueued, stats(stream).maxQueuedBytes);
+    maxQueued = Math.max(maxQueued, stream.stats.maxQueuedBytes);
   }
   expect(maxQueued).toBeLessThanOrEqual(window);
   const out = new Uint8Array(parts.reduce((a, b) => a + b.byteLength, 0));

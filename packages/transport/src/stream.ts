@@ -15,7 +15,7 @@ import {
   type TransportErrorCode,
   type WireReason,
 } from './errors.js';
-import { dataBytes, type Frame, grantBatch, mustSayBlocked, type Side } from './frames.js';
+import { dataBytes, type Frame, grantBatch, MAX_FRAME_CHUNKS, mustSayBlocked, type Side } from './frames.js';
 
 export interface DuplexStream extends AsyncIterable<Uint8Array> {
   /** The bus id of the other side. */
@@ -38,6 +38,12 @@ export interface DuplexStream extends AsyncIterable<Uint8Array> {
   abort(reason?: unknown): void;
   /** Resolves when both directions finished cleanly; rejects on abort or peer loss. */
   readonly closed: Promise<void>;
+  /**
+   * A snapshot of the stream's byte counts (a new object on each read; bytes, not timings),
+   * for monitoring, tests, and sizing writes: `stats.remoteWindow` is the most the other side
+   * takes before it reads, `stats.credit` what may be written now without waiting.
+   */
+  readonly stats: StreamStats;
 }
 
 /** Figures a stream exposes for tests and monitoring (bytes, not timings). */
@@ -84,11 +90,10 @@ const COALESCE_START = 4 * 1024;
 const COALESCE_MAX = 16 * 1024;
 /**
  * Chunks sent within one tick travel together in one frame (one bus message, each buffer in the
- * transfer list) up to this many bytes: the per-message cost is paid once per batch.
+ * transfer list) up to this many bytes, and up to MAX_FRAME_CHUNKS chunks: the per-message cost
+ * is paid once per batch.
  */
 const BATCH_BYTES = 256 * 1024;
-/** The most chunks one data frame carries. */
-const BATCH_CHUNKS = 64;
 
 const RESOLVED: Promise<void> = Promise.resolve();
 const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
@@ -191,11 +196,18 @@ export class Stream implements DuplexStream {
 
   /**
    * The other side accepted a stream we opened optimistically (writing within the credit the
-   * open frame announced): its real receive window replaces that credit. What we sent before
-   * counts against it; the credit may go below zero until the reader grants back.
+   * open frame announced): its receive window replaces that credit, and what we sent before
+   * counts against it. A window below the credit we announced breaks the protocol (the
+   * acceptor refuses such an open): the stream fails with TRANSPORT_PROTOCOL.
    */
   accepted(remoteWindow: number, maxPayload: number): void {
     if (this.#done) return;
+    if (remoteWindow < this.#remoteWindow) {
+      this.#protocolError(
+        `accepted with a window of ${remoteWindow} bytes, below the ${this.#remoteWindow} the open announced`,
+      );
+      return;
+    }
     this.#maxPayload = maxPayload;
     this.#credit += remoteWindow - this.#remoteWindow;
     this.#remoteWindow = remoteWindow;
@@ -631,7 +643,7 @@ export class Stream implements DuplexStream {
     if (this.#outBytes + len > this.#batchBytes) this.#sendOut();
     this.#out.push(chunk);
     this.#outBytes += len;
-    if (this.#outBytes >= this.#batchBytes || this.#out.length >= BATCH_CHUNKS) this.#sendOut();
+    if (this.#outBytes >= this.#batchBytes || this.#out.length >= MAX_FRAME_CHUNKS) this.#sendOut();
     else this.#scheduleFlush();
   }
 

@@ -17,7 +17,6 @@
  *   stats      answer the transport's byte counts
  */
 import type { DuplexStream, TransportStats } from './index.js';
-import type { StreamStats } from './stream.js';
 
 /** The receive window of the service's streams on `conformance-small`. */
 export const SMALL_WINDOW = 32 * 1024;
@@ -133,8 +132,6 @@ const describeError = (error: unknown): Report['error'] => {
   };
 };
 
-const statsOf = (stream: DuplexStream): StreamStats | undefined => (stream as { stats?: StreamStats }).stats;
-
 /** Serves the conformance protocol on `side`; returns the function that stops it. */
 export function serveConformance(side: TransportSide): () => void {
   const reports = new Map<string, Report>();
@@ -175,12 +172,12 @@ export function serveConformance(side: TransportSide): () => void {
       return {
         bytes: hash.bytes,
         hash: hash.hex,
-        maxQueued: statsOf(stream)?.maxQueuedBytes ?? -1,
+        maxQueued: stream.stats.maxQueuedBytes,
         error: describeError(error),
         ...(writeError ? { writeError } : {}),
       };
     }
-    return { bytes: hash.bytes, hash: hash.hex, maxQueued: statsOf(stream)?.maxQueuedBytes ?? -1 };
+    return { bytes: hash.bytes, hash: hash.hex, maxQueued: stream.stats.maxQueuedBytes };
   };
 
   const writeRandom = async (stream: DuplexStream, bytes: number, seed: number, maxChunk: number) => {
@@ -243,7 +240,7 @@ export function serveConformance(side: TransportSide): () => void {
         if (!stalls.has(h.id)) await new Promise<void>((resolve) => stallWaiters.set(h.id, resolve));
         const stall = stalls.get(h.id)!;
         stalls.delete(h.id);
-        await stream.write(jsonLine({ stream: statsOf(stall.stream), transport: side.stats() }));
+        await stream.write(jsonLine({ stream: stall.stream.stats, transport: side.stats() }));
         stall.release();
         await stream.end();
         return;

@@ -52,8 +52,6 @@ async function readJson<T>(stream: AsyncIterable<Uint8Array>): Promise<T> {
   return JSON.parse(text) as T;
 }
 
-const statsOf = (stream: DuplexStream): StreamStats => (stream as unknown as { stats: StreamStats }).stats;
-
 /** Writes `bytes` seeded random bytes in random chunk sizes and random ownership; returns their hash. */
 async function writeRandom(
   stream: DuplexStream,
@@ -217,10 +215,10 @@ export function transportConformance(
       const chunk = 64 * 1024;
       const random = new Random(5);
       const sent = new ByteHash();
-      const remoteWindow = statsOf(stream).remoteWindow;
+      const remoteWindow = stream.stats.remoteWindow;
       // Write while there is credit: each of these resolves without the reader.
       let written = 0;
-      while (statsOf(stream).credit >= chunk) {
+      while (stream.stats.credit >= chunk) {
         const data = random.fill(new Uint8Array(chunk));
         sent.update(data);
         await stream.write(data, { transfer: true });
@@ -229,12 +227,12 @@ export function transportConformance(
       // One more cannot go out until the far side reads: it is larger than the credit left plus
       // anything the far side consumed (only the header line), and a transferred chunk goes whole.
       let resolved = false;
-      const data = random.fill(new Uint8Array(statsOf(stream).credit + 4096));
+      const data = random.fill(new Uint8Array(stream.stats.credit + 4096));
       sent.update(data);
       const pendingWrite = stream.write(data, { transfer: true }).then(() => {
         resolved = true;
       });
-      expect(statsOf(stream).inFlightBytes).toBeLessThanOrEqual(remoteWindow);
+      expect(stream.stats.inFlightBytes).toBeLessThanOrEqual(remoteWindow);
       // A round trip on the same connection: everything sent before it has arrived.
       const statsStream = await start(pair, { op: 'stats' });
       await statsStream.end();
@@ -452,7 +450,7 @@ export function transportConformance(
       // The bulk needs about 64 windows of credit round trips; each small exchange waits behind at
       // most a window of bulk data, so they all finish long before it does.
       const bulk = await start(pair, { op: 'sink' }, window);
-      const bulkWindow = statsOf(bulk).remoteWindow;
+      const bulkWindow = bulk.stats.remoteWindow;
       const bulkBytes = 64 * bulkWindow;
       let bulkDone = false;
       const bulkWriting = (async () => {

@@ -1,9 +1,10 @@
+import { getEventListeners } from 'node:events';
 import { MessageChannel } from 'node:worker_threads';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { MAX_FRAME_CHUNKS, parseFrame } from './frames.js';
 import type { DuplexStream } from './index.js';
 import { portLink } from './link.js';
 import { Multiplexer } from './multiplexer.js';
-import type { StreamStats } from './stream.js';
 import { type ConformancePair, transportConformance } from './test-conformance.js';
 import { serveConformance, type TransportSide } from './test-conformance-service.js';
 
@@ -47,8 +48,6 @@ transportConformance(
   },
 );
 
-const stats = (stream: DuplexStream): StreamStats => (stream as unknown as { stats: StreamStats }).stats;
-
 /** The chunks of the data frames among `frames`, in order (a frame may carry several). */
 const dataChunks = (frames: Record<string, unknown>[]): Uint8Array[] =>
   frames
@@ -90,6 +89,10 @@ function manualPair(options: { maxMessageSize?: number } = {}) {
 }
 
 describe('transport details', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
   it('ignores malformed frames and keeps working', async () => {
     const bad: unknown[] = [
       null,
@@ -227,30 +230,40 @@ describe('transport details', () => {
     const stream = await m.mux.open('far', 'x');
     const open2 = await m.next('open');
     expect(open2.c).toBe(100_000);
-    expect(stats(stream)).toMatchObject({ remoteWindow: 100_000, credit: 100_000 });
+    expect(stream.stats).toMatchObject({ remoteWindow: 100_000, credit: 100_000 });
     await stream.write(new Uint8Array(60_000).fill(5), { transfer: true });
     expect(await m.next('data')).toMatchObject({ s: open2.s, i: 1 });
-    // The listener's window is smaller now: what was sent counts against it.
-    m.post({ t: 'accept', s: open2.s, w: 50_000, m: 1024 * 1024, r: 4 });
-    // A byte from the far side, read here, comes after the accept: the accept is in.
-    const it = stream[Symbol.asyncIterator]();
-    m.post({ t: 'data', s: open2.s, i: 0, b: new Uint8Array(1) });
-    expect((await it.next()).value).toHaveLength(1);
-    expect(stats(stream)).toMatchObject({ remoteWindow: 50_000, credit: -10_000 });
     let resolved = false;
-    const writing = stream.write(new Uint8Array(1000), { transfer: true }).then(() => {
+    const writing = stream.write(new Uint8Array(50_000), { transfer: true }).then(() => {
       resolved = true;
     });
-    m.post({ t: 'credit', s: open2.s, i: 0, n: 5000 });
-    m.post({ t: 'data', s: open2.s, i: 0, b: new Uint8Array(1) });
-    expect((await it.next()).value).toHaveLength(1);
-    // Granted 5000 of the 11000 it needs: still waiting.
-    expect(stats(stream).credit).toBe(-5000);
-    expect(resolved).toBe(false);
-    m.post({ t: 'credit', s: open2.s, i: 0, n: 55_000 });
+    // The listener's window is larger now (a new listener there): what was sent counts against it.
+    m.post({ t: 'accept', s: open2.s, w: 150_000, m: 1024 * 1024, r: 4 });
     await writing;
-    expect(stats(stream).credit).toBe(49_000);
+    expect(resolved).toBe(true);
+    expect(stream.stats).toMatchObject({ remoteWindow: 150_000, credit: 40_000, inFlightBytes: 110_000 });
     stream.abort(new Error('done'));
+    m.close();
+  });
+
+  it('fails an optimistic stream whose accept gives a window below the credit it announced', async () => {
+    const m = manualPair();
+    await m.accepted({ w: 100_000, m: 1024 * 1024, r: 5 });
+    const stream = await m.mux.open('far', 'x');
+    const open2 = await m.next('open');
+    expect(open2.c).toBe(100_000);
+    await stream.write(new Uint8Array(60_000), { transfer: true });
+    // Waits for credit: 60 000 of the announced 100 000 are in flight.
+    const writing = stream.write(new Uint8Array(50_000), { transfer: true });
+    // A buggy or hostile acceptor: a window that the data already sent overruns.
+    m.post({ t: 'accept', s: open2.s, w: 50_000, m: 1024 * 1024, r: 4 });
+    await expect(writing).rejects.toMatchObject({ code: 'TRANSPORT_PROTOCOL' });
+    await expect(stream.closed).rejects.toMatchObject({ code: 'TRANSPORT_PROTOCOL' });
+    expect(await m.next('abort')).toMatchObject({ s: open2.s, i: 1, e: { code: 'TRANSPORT_PROTOCOL' } });
+    // No credit below zero was ever taken as the stream's state.
+    expect(stream.stats.credit).toBeGreaterThanOrEqual(0);
+    // Only the first stream is left.
+    expect(m.mux.stats).toMatchObject({ streams: 1, pendingOpens: 0 });
     m.close();
   });
 
@@ -289,6 +302,155 @@ describe('transport details', () => {
     m.post({ t: 'refuse', s: open3.s, c: 'TRANSPORT_TOO_MANY_STREAMS', m: 'full' });
     await expect(third).rejects.toMatchObject({ code: 'TRANSPORT_TOO_MANY_STREAMS' });
     m.close();
+  });
+
+  it('settles an optimistic open whose stream ends before the answer: no timer left waiting', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const m = manualPair();
+    // The first stream (opened the slow way) stays open throughout.
+    await m.accepted({ w: 65536, m: 1024 * 1024, r: 5 });
+    expect(vi.getTimerCount()).toBe(0);
+    // Aborted before the accept came: the far side drops the stream and sends no accept.
+    const aborted = await m.mux.open('far', 'x');
+    const open2 = await m.next('open');
+    aborted.abort(new Error('changed my mind'));
+    expect(await m.next('abort')).toMatchObject({ s: open2.s, i: 1 });
+    expect(m.mux.stats).toMatchObject({ streams: 1, pendingOpens: 0 });
+    expect(vi.getTimerCount()).toBe(0);
+    // Ended and cancelled before the accept came: finished cleanly on both sides.
+    const ended = await m.mux.open('far', 'x');
+    const open3 = await m.next('open');
+    await ended[Symbol.asyncIterator]().return?.();
+    await ended.end();
+    await ended.closed;
+    expect(await m.next('end')).toMatchObject({ s: open3.s, i: 1 });
+    expect(m.mux.stats).toMatchObject({ streams: 1, pendingOpens: 0 });
+    expect(vi.getTimerCount()).toBe(0);
+    // An answer that comes after all is told the stream is gone.
+    m.post({ t: 'accept', s: open3.s, w: 65536, m: 1024 * 1024, r: 5 });
+    expect(await m.next('abort')).toMatchObject({ s: open3.s, i: 1 });
+    m.close();
+  });
+
+  it('sends no accept for an optimistic stream the opener ended first, and nothing waits on either side', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const channel = new MessageChannel();
+    const near = new Multiplexer(portLink(channel.port1, { peer: 'far' }));
+    const far = new Multiplexer(portLink(channel.port2, { peer: 'near' }));
+    const accepted: DuplexStream[] = [];
+    far.listen('x', (stream) => accepted.push(stream));
+    const first = await near.open('far', 'x');
+    const second = await near.open('far', 'x');
+    second.abort(new Error('gone at once'));
+    // The first stream's echo of a byte comes behind whatever the far side sent for the second.
+    const reading = first[Symbol.asyncIterator]().next();
+    while (accepted.length < 2) await new Promise((resolve) => setImmediate(resolve));
+    await expect(accepted[1]!.closed).rejects.toMatchObject({ code: 'TRANSPORT_ABORTED' });
+    await accepted[0]!.write(new Uint8Array([1]));
+    expect((await reading).value).toEqual(new Uint8Array([1]));
+    expect(near.stats).toMatchObject({ streams: 1, pendingOpens: 0 });
+    expect(far.stats).toMatchObject({ streams: 1, pendingOpens: 0 });
+    expect(vi.getTimerCount()).toBe(0);
+    first.abort(new Error('done'));
+    near.close();
+    far.close();
+    channel.port1.close();
+    channel.port2.close();
+  });
+
+  it('drops the signal and the timeout of an optimistic open once it resolved', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const m = manualPair();
+    await m.accepted({ w: 65536, m: 1024 * 1024, r: 5 });
+    const controller = new AbortController();
+    const stream = await m.mux.open('far', 'x', { signal: controller.signal, timeout: 50 });
+    const open2 = await m.next('open');
+    expect(open2.c).toBe(65536);
+    // Neither a timer nor an abort listener outlives open().
+    expect(vi.getTimerCount()).toBe(0);
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+    controller.abort(new Error('too late'));
+    vi.advanceTimersByTime(100);
+    await stream.write(new Uint8Array([7]));
+    expect(await m.next('data')).toMatchObject({ s: open2.s, i: 1 });
+    m.post({ t: 'accept', s: open2.s, w: 65536, m: 1024 * 1024, r: 4 });
+    m.post({ t: 'data', s: open2.s, i: 0, b: new Uint8Array([8]) });
+    expect((await stream[Symbol.asyncIterator]().next()).value).toEqual(new Uint8Array([8]));
+    expect(m.frames.filter((f) => f.t === 'abort')).toHaveLength(0);
+    expect(m.mux.stats).toMatchObject({ streams: 2, pendingOpens: 0 });
+    stream.abort(new Error('done'));
+    m.close();
+  });
+
+  it('never gives a stream more than its listener window, whatever credit an open announces', async () => {
+    // A hand-driven opener against a listener with a small window.
+    const channel = new MessageChannel();
+    const mux = new Multiplexer(portLink(channel.port1, { peer: 'opener' }));
+    const accepted: DuplexStream[] = [];
+    mux.listen('small', (stream) => accepted.push(stream), { window: 4096 });
+    const frames: Record<string, unknown>[] = [];
+    channel.port2.on('message', (frame) => frames.push(frame));
+    const next = async (type: string, s: number): Promise<Record<string, unknown>> => {
+      for (;;) {
+        const i = frames.findIndex((f) => f.t === type && f.s === s);
+        if (i >= 0) return frames.splice(i, 1)[0]!;
+        await new Promise((resolve) => channel.port2.once('message', resolve));
+      }
+    };
+    const open = (s: number, c?: number) =>
+      channel.port2.postMessage({ t: 'open', s, n: 'small', w: 65536, m: 65536, v: 1, ...(c ? { c } : {}) });
+    open(1);
+    expect(await next('accept', 1)).toMatchObject({ w: 4096 });
+    // More credit than the listener's window: refused, not widened.
+    open(2, 8192);
+    expect(await next('refuse', 2)).toMatchObject({ c: 'TRANSPORT_PROTOCOL' });
+    // Within the window: accepted with the listener's window, which the acceptor enforces.
+    open(3, 4096);
+    expect(await next('accept', 3)).toMatchObject({ w: 4096 });
+    expect(accepted.map((stream) => stream.stats.window)).toEqual([4096, 4096]);
+    channel.port2.postMessage({ t: 'data', s: 3, i: 1, b: new Uint8Array(4000) });
+    channel.port2.postMessage({ t: 'data', s: 3, i: 1, b: new Uint8Array(1000) });
+    expect(await next('abort', 3)).toMatchObject({ i: 0, e: { code: 'TRANSPORT_PROTOCOL' } });
+    await expect(accepted[1]!.closed).rejects.toMatchObject({ code: 'TRANSPORT_PROTOCOL' });
+    mux.close();
+    channel.port1.close();
+    channel.port2.close();
+  });
+
+  it('opens optimistically within a small listener window, and both sides count the same window', async () => {
+    const channel = new MessageChannel();
+    const near = new Multiplexer(portLink(channel.port1, { peer: 'far' }));
+    const far = new Multiplexer(portLink(channel.port2, { peer: 'near' }));
+    const accepted: DuplexStream[] = [];
+    far.listen('small', (stream) => accepted.push(stream), { window: 4096 });
+    await near.open('far', 'small');
+    const stream = await near.open('far', 'small');
+    // Before any answer: the credit assumed is the listener's window, not more.
+    expect(stream.stats).toMatchObject({ remoteWindow: 4096, credit: 4096 });
+    await stream.write(new Uint8Array(4096).fill(1));
+    let wrote = false;
+    const writing = stream.write(new Uint8Array(10).fill(2)).then(() => {
+      wrote = true;
+    });
+    while (accepted.length < 2) await new Promise((resolve) => setImmediate(resolve));
+    const reader = accepted[1]![Symbol.asyncIterator]();
+    const got = await reader.next();
+    expect(got.value).toHaveLength(4096);
+    expect(accepted[1]!.stats).toMatchObject({ window: 4096 });
+    await writing;
+    expect(wrote).toBe(true);
+    expect((await reader.next()).value).toEqual(new Uint8Array(10).fill(2));
+    expect(stream.stats).toMatchObject({ remoteWindow: 4096 });
+    near.close();
+    far.close();
+    channel.port1.close();
+    channel.port2.close();
+  });
+
+  it('carries at most MAX_FRAME_CHUNKS chunks in a data frame, and ignores frames with more', () => {
+    const chunks = (n: number) => Array.from({ length: n }, () => new Uint8Array(1));
+    expect(parseFrame({ t: 'data', s: 1, i: 0, b: chunks(MAX_FRAME_CHUNKS) })).toBeDefined();
+    expect(parseFrame({ t: 'data', s: 1, i: 0, b: chunks(MAX_FRAME_CHUNKS + 1) })).toBeUndefined();
   });
 
   it('rejects bad arguments and double use with typed errors', async () => {
