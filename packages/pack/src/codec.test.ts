@@ -59,6 +59,52 @@ describe('zlib implementations', () => {
     );
   });
 
+  it('a stream cut anywhere goes on in pieces to the same data (pako and node:zlib), and ends typed', () => {
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ maxLength: 4000 }),
+        fc.array(fc.nat(), { maxLength: 4 }),
+        fc.integer({ min: 0, max: 1 }),
+        (data, cutSeeds, compressible) => {
+          const body = compressible ? data.map((b) => b & 3) : data;
+          for (const z of [webZlib, nodeZlib]) {
+            const packed = z.deflate(body);
+            const input = new Uint8Array(packed.length + 5);
+            input.set(packed);
+            input.set([1, 2, 3, 4, 5], packed.length);
+            const cuts = [...new Set(cutSeeds.map((c) => c % (packed.length + 1)))].sort((a, b) => a - b);
+            const bounds = [0, ...cuts, input.length];
+            let r = z.inflateOne(input.subarray(0, bounds[1]), body.length, false, true);
+            let used = r.kind === 'done' ? r.consumed : bounds[1]!;
+            const rest = r.kind === 'need-more' ? r.rest : undefined;
+            if (r.kind === 'need-more') expect(rest).toBeDefined();
+            for (let k = 1; r.kind === 'need-more' && k < bounds.length - 1; k++) {
+              const piece = input.subarray(bounds[k], bounds[k + 1]);
+              const next = rest!.push(piece, false);
+              if (next.kind === 'done') used = bounds[k]! + next.consumed;
+              else used = bounds[k + 1]!;
+              r = next;
+            }
+            expect(r.kind).toBe('done');
+            if (r.kind === 'done') expect(bytesToHex(r.data)).toBe(bytesToHex(body));
+            expect(used).toBe(packed.length);
+            // a stream that ends early: truncated once the input is final
+            if (packed.length > 2) {
+              const cut = z.inflateOne(packed.subarray(0, packed.length - 2), body.length, false, true);
+              expect(cut.kind).toBe('need-more');
+              if (cut.kind === 'need-more') {
+                expect(() => cut.rest!.push(new Uint8Array(0), true)).toThrow(
+                  expect.objectContaining({ code: 'PACK_TRUNCATED' }),
+                );
+              }
+            }
+          }
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+
   it('reports need-more on a cut stream and a typed error at the end of input', () => {
     const data = enc.encode('x'.repeat(1000) + 'y'.repeat(1000));
     for (const z of [webZlib, nodeZlib]) {

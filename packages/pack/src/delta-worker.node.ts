@@ -8,6 +8,7 @@
  * (each has its own window). The worker loads this same module: from `dist` directly, from the
  * TypeScript sources (tests, benchmarks) through tsx's loader.
  */
+import { availableParallelism } from 'node:os';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { deflate } from '#zlib';
 import { type DeltaObject, DeltaWindow } from './delta.js';
@@ -57,6 +58,7 @@ function worker(): { worker: Worker; jobs: Map<number, Pending> } | undefined {
       const job = jobs.get(m.id);
       if (!job) return;
       if (m.op === 'results') {
+        deltaWorkerUse.results += m.results.length;
         for (const r of m.results) job.results.push(r);
         if (m.last) job.queued--;
       } else {
@@ -91,9 +93,24 @@ function ownDeflate(data: Uint8Array, level: number): Uint8Array {
   return z.byteOffset === 0 && z.byteLength === z.buffer.byteLength ? z : z.slice();
 }
 
-/** The worker thread's search, or undefined where none can start (the caller searches alone). */
-export function remoteDeltaSearch(): RemoteDeltaSearch | undefined {
+/**
+ * Use of the worker thread in this process, for tests and diagnostics: jobs begun on it, and
+ * results it sent back (objects it searched or deflated).
+ */
+export const deltaWorkerUse = { jobs: 0, results: 0 };
+
+/** Whether a second thread can help with `cores` cores available: not on one core, where it only competes. */
+export function deltaWorkerHelps(cores: number): boolean {
+  return cores > 1;
+}
+
+/**
+ * The worker thread's search, or undefined where none can start or it cannot help (one core):
+ * the caller then searches alone. `cores` defaults to what the process may use.
+ */
+export function remoteDeltaSearch(cores = availableParallelism()): RemoteDeltaSearch | undefined {
   if (!isMainThread && workerData?.[MARK]) return undefined;
+  if (!deltaWorkerHelps(cores)) return undefined;
   const state = worker();
   if (!state) return undefined;
   return {
@@ -108,6 +125,7 @@ export function remoteDeltaSearch(): RemoteDeltaSearch | undefined {
       settled.catch(() => {});
       state.worker.ref();
       post({ op: 'job', id, ...options });
+      deltaWorkerUse.jobs++;
       return {
         add(objects, chunk, last) {
           const transfer: ArrayBuffer[] = [];

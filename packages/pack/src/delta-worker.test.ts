@@ -1,6 +1,7 @@
+import { availableParallelism } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { serializeCommit } from './commit.js';
-import { remoteDeltaSearch } from './delta-worker.node.js';
+import { deltaWorkerHelps, deltaWorkerUse, remoteDeltaSearch } from './delta-worker.node.js';
 import { importPack } from './pack-import.js';
 import { createPack } from './pack-writer.js';
 import { MemoryObjectStore } from './store.js';
@@ -64,15 +65,31 @@ async function collect(it: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
 }
 
 describe('delta search on a worker thread', () => {
-  it('is available under Node', () => {
-    expect(remoteDeltaSearch()).toBeDefined();
+  it('is available under Node with two cores or more, and not started on one core', () => {
+    expect(deltaWorkerHelps(1)).toBe(false);
+    expect(deltaWorkerHelps(0)).toBe(false);
+    expect(deltaWorkerHelps(2)).toBe(true);
+    expect(deltaWorkerHelps(64)).toBe(true);
+    const jobs = deltaWorkerUse.jobs;
+    expect(remoteDeltaSearch(1)).toBeUndefined();
+    expect(remoteDeltaSearch(2)).toBeDefined();
+    // asking for the search begins no job
+    expect(deltaWorkerUse.jobs).toBe(jobs);
   });
 
   it('the pack written with the worker holds every object, deltified, like the one-thread pack', async () => {
     // 40 commits x 12 files of ~60 KB: 480 blobs, ~29 MB of candidates, past the sharing thresholds
     const { store, head } = await history(40, 12);
+    const before = { ...deltaWorkerUse };
     const two = await collect(createPack(store, { wants: [head], threads: 2 }));
+    const afterTwo = { ...deltaWorkerUse };
     const one = await collect(createPack(store, { wants: [head], threads: 1 }));
+    // the worker searched part of the candidates with two threads (where the machine has two
+    // cores), and was not asked at all with one
+    const used = deltaWorkerHelps(availableParallelism());
+    expect(afterTwo.jobs - before.jobs).toBe(used ? 1 : 0);
+    expect(afterTwo.results > before.results).toBe(used);
+    expect(deltaWorkerUse).toEqual(afterTwo);
     const total = store.size;
     for (const pack of [two, one]) {
       const target = new MemoryObjectStore();

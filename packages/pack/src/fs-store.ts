@@ -798,6 +798,12 @@ export class FsObjectStore implements ObjectStore {
       async patch(offset: number, bytes: Uint8Array) {
         await settle();
         await writeAt(bytes, offset);
+        // the blocks still held in memory serve reads before the file: they get the bytes too
+        for (const seg of recent) {
+          const from = Math.max(offset, seg.at);
+          const to = Math.min(offset + bytes.length, seg.at + seg.bytes.length);
+          if (from < to) seg.bytes.set(bytes.subarray(from - offset, to - offset), from - seg.at);
+        }
       },
       async *chunks() {
         await settle();

@@ -103,9 +103,9 @@ function sortedOrder(ids: Uint8Array, count: number): number[] {
     for (let k = 0; k < 20; k++) if (ids[a * 20 + k] !== ids[b * 20 + k]) return false;
     return true;
   };
-  /** Sorts `order[from..to)` by whole id and drops repeated ids (the first in the pack stays). */
-  const settle = (order: number[], from: number, to: number): number[] => {
-    const run = order.slice(from, to).sort(compare);
+  /** Sorts `run` in place by whole id and drops repeated ids (the first in the pack stays). */
+  const settle = (run: number[]): number[] => {
+    run.sort(compare);
     let w = 0;
     for (let i = 0; i < run.length; i++) {
       if (w > 0 && sameId(run[w - 1]!, run[i]!)) continue;
@@ -114,12 +114,7 @@ function sortedOrder(ids: Uint8Array, count: number): number[] {
     run.length = w;
     return run;
   };
-  if (count >= NUMERIC_SORT_MAX)
-    return settle(
-      Array.from({ length: count }, (_, i) => i),
-      0,
-      count,
-    );
+  if (count >= NUMERIC_SORT_MAX) return settle(Array.from({ length: count }, (_, i) => i));
   const keys = new Float64Array(count);
   for (let i = 0, at = 0; i < count; i++, at += 20) {
     const p = ids[at]! * 0x1000000 + ((ids[at + 1]! << 16) | (ids[at + 2]! << 8) | ids[at + 3]!);
@@ -138,7 +133,7 @@ function sortedOrder(ids: Uint8Array, count: number): number[] {
     } else {
       const run: number[] = [];
       for (let k = i; k < j; k++) run.push(keys[k]! % NUMERIC_SORT_MAX);
-      for (const k of settle(run, 0, run.length)) order[w++] = k;
+      for (const k of settle(run)) order[w++] = k;
     }
     i = j;
   }

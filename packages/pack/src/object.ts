@@ -107,8 +107,28 @@ export async function hashObject(type: ObjectType, data: Uint8Array): Promise<Ob
   return hashObjectSync(type, data);
 }
 
+let idScratch = new Uint8Array(64 * 1024);
+
+/**
+ * The object id of `data` stored as `type`, synchronously. Up to 1 MiB, `<type> <size>\0` and
+ * the data are laid out once in a reused scratch buffer and hashed in one call (no header array,
+ * one copy); larger data is hashed in two parts.
+ */
 export function hashObjectSync(type: ObjectType, data: Uint8Array): ObjectId {
-  return sha1Hex(objectHeader(type, data.length), data);
+  const n = data.length;
+  if (n > 1 << 20) return sha1Hex(objectHeader(type, n), data);
+  if (idScratch.length < n + 32) idScratch = new Uint8Array(Math.max(n + 32, idScratch.length * 2));
+  const out = idScratch;
+  const prefix = TYPE_BYTES[type];
+  out.set(prefix);
+  let o = prefix.length;
+  let digits = 1;
+  for (let v = n; v >= 10; v = Math.floor(v / 10)) digits++;
+  for (let i = digits - 1, v = n; i >= 0; i--, v = Math.floor(v / 10)) out[o + i] = 48 + (v % 10);
+  o += digits;
+  out[o++] = 0;
+  out.set(data, o);
+  return sha1Hex(out.subarray(0, o + n));
 }
 
 export { createSha1, sha1 };

@@ -16,9 +16,9 @@ import { crc32, deflate, inflateOne } from '#zlib';
 import { applyDelta } from './delta.js';
 import { PackError, throwIfAborted } from './errors.js';
 import type { IndexEntry } from './idx.js';
-import { bytesToHex, type ObjectId, type ObjectType, objectHeader, TYPE_CODES } from './object.js';
+import { bytesToHex, hashObjectSync, type ObjectId, type ObjectType, objectHeader, TYPE_CODES } from './object.js';
 import { PackBuffer } from './pack-buffer.js';
-import { objectId, type PackEntry, type PackLimits, PackReader } from './pack-reader.js';
+import { type PackEntry, type PackLimits, PackReader } from './pack-reader.js';
 import { slabAllocator } from './slab.js';
 import type { ObjectStore, PackSpool } from './store.js';
 
@@ -277,7 +277,7 @@ async function importWith(
   /** Hashes, caches and collects one resolved object; true when deltas may wait on it. */
   const record = (index: number, data: Uint8Array): boolean => {
     const s = slots[index]!;
-    if (s.oid === undefined) s.oid = objectId(s.type!, data);
+    if (s.oid === undefined) s.oid = hashObjectSync(s.type!, data);
     if (!keepPack) collected.push({ oid: s.oid, type: s.type!, data });
     if (byOid && !byOid.has(s.oid)) byOid.set(s.oid, index);
     // with the pack on disk, large objects stored whole are read back when a delta needs them

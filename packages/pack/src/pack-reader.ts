@@ -11,8 +11,8 @@
  * streams may cross input chunks anywhere. Objects above `streamThreshold` are inflated in
  * pieces (`keepLarge: false` hashes them without keeping the data).
  */
-import { createSha1, type Sha1, sha1Hex } from '#sha1';
-import { crc32, inflateOne } from '#zlib';
+import { createSha1, type Sha1 } from '#sha1';
+import { crc32, type InflateRest, inflateOne } from '#zlib';
 import { PackError, throwIfAborted } from './errors.js';
 import { StreamInflater } from './inflate-stream.js';
 import { bytesToHex, CODE_TYPES, hashObjectSync, type ObjectId, type ObjectType, objectHeader } from './object.js';
@@ -90,35 +90,6 @@ export interface PackReaderOptions {
   onBytes?: (bytes: Uint8Array) => void;
 }
 
-const TYPE_PREFIX: Record<ObjectType, Uint8Array> = {
-  commit: new TextEncoder().encode('commit '),
-  tree: new TextEncoder().encode('tree '),
-  blob: new TextEncoder().encode('blob '),
-  tag: new TextEncoder().encode('tag '),
-};
-let idScratch = new Uint8Array(64 * 1024);
-
-/**
- * `hashObjectSync` for import: `<type> <size>\0` and the data laid out once in a scratch buffer
- * and hashed in one call (no header array, no argument list, one copy).
- */
-export function objectId(type: ObjectType, data: Uint8Array): ObjectId {
-  const n = data.length;
-  if (n > 1 << 20) return hashObjectSync(type, data);
-  if (idScratch.length < n + 32) idScratch = new Uint8Array(Math.max(n + 32, idScratch.length * 2));
-  const out = idScratch;
-  const prefix = TYPE_PREFIX[type];
-  out.set(prefix);
-  let o = prefix.length;
-  let digits = 1;
-  for (let v = n; v >= 10; v = Math.floor(v / 10)) digits++;
-  for (let i = digits - 1, v = n; i >= 0; i--, v = Math.floor(v / 10)) out[o + i] = 48 + (v % 10);
-  o += digits;
-  out[o++] = 0;
-  out.set(data, o);
-  return sha1Hex(out.subarray(0, o + n));
-}
-
 /** The longest zlib stream accepted for `size` inflated bytes (stored blocks cost 5 bytes per 64 KiB). */
 function maxCompressed(size: number): number {
   return size * 2 + 64 * 1024;
@@ -152,6 +123,23 @@ export class PackReader {
   #crcFrom = 0;
   #count = -1;
   #read = 0;
+  /**
+   * An entry `#entrySync` began whose zlib stream goes on past the buffered bytes: its header is
+   * consumed and its stream inflated so far; `#entry` feeds it the input that follows.
+   */
+  #partial:
+    | {
+        rest: InflateRest;
+        offset: number;
+        dataOffset: number;
+        size: number;
+        /** Compressed bytes fed so far. */
+        used: number;
+        type: ObjectType | undefined;
+        baseOid: ObjectId | undefined;
+        baseOffset: number;
+      }
+    | undefined;
   #inflated = 0;
   version = 0;
   /** The verified trailer checksum once `entries()` finished. */
@@ -317,6 +305,7 @@ export class PackReader {
    * else undefined: then `next()` reads it. Call only while `remaining > 0`.
    */
   nextSync(): PackEntry | undefined {
+    if (this.#partial) return undefined;
     const entry = this.#entrySync();
     if (entry) this.#read++;
     return entry;
@@ -426,10 +415,23 @@ export class PackReader {
       type = CODE_TYPES[code];
       if (!type) throw new PackError('PACK_BAD_TYPE', `entry type ${code} is not valid`, { offset });
     }
-    const r = inflateOne(buf.subarray(p), size, false);
-    if (r.kind !== 'done') return undefined;
-    this.addInflated(size);
+    const r = inflateOne(buf.subarray(p), size, false, true);
     const dataOffset = offset + (p - start);
+    if (r.kind !== 'done') {
+      if (!r.rest) return undefined;
+      // the stream goes on in the next input: what is inflated so far is kept, not done again
+      try {
+        this.addInflated(size);
+      } catch (error) {
+        r.rest.close();
+        throw error;
+      }
+      this.#partial = { rest: r.rest, offset, dataOffset, size, used: end - p, type, baseOid, baseOffset };
+      this.#pos = end;
+      this.#offset = dataOffset + (end - p);
+      return undefined;
+    }
+    this.addInflated(size);
     this.#pos = p + r.consumed;
     this.#offset = dataOffset + r.consumed;
     const crc = this.#crcNow();
@@ -443,7 +445,7 @@ export class PackReader {
         crc32: crc,
         type,
         size,
-        oid: objectId(type, data),
+        oid: hashObjectSync(type, data),
         data,
       };
     }
@@ -453,7 +455,50 @@ export class PackReader {
     return { kind: 'ofs-delta', offset, dataOffset, end: this.#offset, crc32: crc, size, baseOffset, data };
   }
 
+  /** Finishes the entry `#entrySync` began (`#partial`) with the input that follows. */
+  async #rest(): Promise<PackEntry> {
+    const partial = this.#partial!;
+    this.#partial = undefined;
+    const { offset, dataOffset, size, type, baseOid, baseOffset } = partial;
+    const data = await this.#feed(partial.rest, size, partial.used);
+    const crc = this.#crcNow();
+    if (type) {
+      const oid = hashObjectSync(type, data);
+      return { kind: 'whole', offset, dataOffset, end: this.#offset, crc32: crc, type, size, oid, data };
+    }
+    if (baseOid !== undefined) {
+      return { kind: 'ref-delta', offset, dataOffset, end: this.#offset, crc32: crc, size, baseOid, data };
+    }
+    return { kind: 'ofs-delta', offset, dataOffset, end: this.#offset, crc32: crc, size, baseOffset, data };
+  }
+
+  /** Feeds the input that follows to a stream begun with `used` compressed bytes; its data. */
+  async #feed(rest: InflateRest, size: number, used: number): Promise<Uint8Array> {
+    try {
+      for (;;) {
+        throwIfAborted(this.#signal);
+        if (this.#available === 0) await this.#need(1, 'a zlib stream');
+        const input = this.#buf.subarray(this.#pos);
+        const r = rest.push(input, false);
+        if (r.kind === 'done') {
+          this.#consume(r.consumed);
+          return r.data;
+        }
+        this.#consume(input.length);
+        used += input.length;
+        if (used > maxCompressed(size)) {
+          throw new PackError('PACK_CORRUPT_ZLIB', `zlib stream of a ${size}-byte entry is too long`, {
+            offset: this.#offset,
+          });
+        }
+      }
+    } finally {
+      rest.close();
+    }
+  }
+
   async #entry(): Promise<PackEntry> {
+    if (this.#partial) return this.#rest();
     const offset = this.#offset;
     this.#crc = 0;
     this.#crcFrom = this.#pos;
@@ -509,7 +554,7 @@ export class PackReader {
     const dataOffset = this.#offset;
     if (size <= this.#threshold) {
       const data = (await this.#inflate(size, true, undefined))!;
-      const oid = objectId(type, data);
+      const oid = hashObjectSync(type, data);
       return { kind: 'whole', offset, dataOffset, end: this.#offset, crc32: this.#crcNow(), type, size, oid, data };
     }
     const hasher = createSha1().update(objectHeader(type, size));
@@ -522,6 +567,21 @@ export class PackReader {
   async #inflate(size: number, keep: boolean, hasher: Sha1 | undefined): Promise<Uint8Array | undefined> {
     this.addInflated(size);
     if (size <= this.#threshold) {
+      // what is buffered first; a stream going on past it is fed the input that follows
+      await this.#need(1, 'a zlib stream');
+      const input = this.#buf.subarray(this.#pos);
+      const first = inflateOne(input, size, false, true);
+      if (first.kind === 'done') {
+        this.#consume(first.consumed);
+        hasher?.update(first.data);
+        return first.data;
+      }
+      if (first.rest) {
+        this.#consume(input.length);
+        const data = await this.#feed(first.rest, size, input.length);
+        hasher?.update(data);
+        return data;
+      }
       let want = size + (size >>> 10) + 64;
       for (;;) {
         await this.#fill(want);

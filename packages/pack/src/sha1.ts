@@ -103,44 +103,44 @@ function compress(h: Int32Array, bytes: Uint8Array, o: number, count: number): v
 }
 
 class JsSha1 implements Sha1 {
-  readonly h = new Int32Array([0x67452301, 0xefcdab89 | 0, 0x98badcfe | 0, 0x10325476, 0xc3d2e1f0 | 0]);
-  readonly block = new Uint8Array(64);
-  blockLength = 0;
-  length = 0;
+  readonly #h = new Int32Array([0x67452301, 0xefcdab89 | 0, 0x98badcfe | 0, 0x10325476, 0xc3d2e1f0 | 0]);
+  readonly #block = new Uint8Array(64);
+  #blockLength = 0;
+  #length = 0;
 
   update(data: Uint8Array): Sha1 {
     let i = 0;
     const n = data.length;
-    this.length += n;
-    if (this.blockLength > 0) {
-      const take = Math.min(64 - this.blockLength, n);
-      this.block.set(take === n ? data : data.subarray(0, take), this.blockLength);
-      this.blockLength += take;
+    this.#length += n;
+    if (this.#blockLength > 0) {
+      const take = Math.min(64 - this.#blockLength, n);
+      this.#block.set(take === n ? data : data.subarray(0, take), this.#blockLength);
+      this.#blockLength += take;
       i = take;
-      if (this.blockLength < 64) return this;
-      compress(this.h, this.block, 0, 1);
-      this.blockLength = 0;
+      if (this.#blockLength < 64) return this;
+      compress(this.#h, this.#block, 0, 1);
+      this.#blockLength = 0;
     }
     const whole = (n - i) >>> 6;
     if (whole > 0) {
-      compress(this.h, data, i, whole);
+      compress(this.#h, data, i, whole);
       i += whole * 64;
     }
     if (i < n) {
-      this.block.set(data.subarray(i), 0);
-      this.blockLength = n - i;
+      this.#block.set(data.subarray(i), 0);
+      this.#blockLength = n - i;
     }
     return this;
   }
 
   digest(): Uint8Array {
-    const bits = this.length * 8;
-    const block = this.block;
-    let used = this.blockLength;
+    const bits = this.#length * 8;
+    const block = this.#block;
+    let used = this.#blockLength;
     block[used++] = 0x80;
     if (used > 56) {
       block.fill(0, used);
-      compress(this.h, block, 0, 1);
+      compress(this.#h, block, 0, 1);
       used = 0;
     }
     block.fill(0, used, 56);
@@ -154,9 +154,9 @@ class JsSha1 implements Sha1 {
     block[61] = lo >>> 16;
     block[62] = lo >>> 8;
     block[63] = lo;
-    compress(this.h, block, 0, 1);
+    compress(this.#h, block, 0, 1);
     const out = new Uint8Array(20);
-    const h = this.h;
+    const h = this.#h;
     for (let k = 0; k < 5; k++) {
       const v = h[k]!;
       out[k * 4] = v >>> 24;

@@ -209,3 +209,43 @@ describe('FsObjectStore.readSync', () => {
     await fresh.close();
   });
 });
+
+describe('FsObjectStore pack spool', () => {
+  it('patch changes what read returns, for bytes held in memory and on file alike', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gitport-store-'));
+    temps.push(dir);
+    const store = new FsObjectStore(nodeFs, dir);
+    const spool = (await store.beginPack())!;
+    expect(spool).toBeDefined();
+    // 3 MiB: the first blocks leave memory (only the last 2 MiB stay), the last ones stay
+    const total = 3 * 2 ** 20;
+    const bytes = seededBlob(3, total);
+    for (let at = 0; at < total; at += 100_000) spool.append(bytes.subarray(at, Math.min(total, at + 100_000)));
+    await spool.drain();
+    const patches = [
+      { at: 8, n: 4 }, // on file only
+      { at: total - 300_000, n: 20 }, // in a block held in memory
+      { at: total - 2 * 256 * 1024 - 5, n: 10 }, // across two blocks held in memory
+      { at: total - 10, n: 10 }, // the end, in the partly filled block
+    ];
+    const expected = bytes.slice();
+    for (const [k, { at, n }] of patches.entries()) {
+      const p = new Uint8Array(n).fill(0xf0 + k);
+      await spool.patch(at, p);
+      expected.set(p, at);
+    }
+    for (const { at, n } of patches) {
+      const end = Math.min(total, at + n + 3);
+      expect(bytesToHex(await spool.read(at - 3, end - at + 3))).toBe(bytesToHex(expected.subarray(at - 3, end)));
+    }
+    const all: Uint8Array[] = [];
+    for await (const c of spool.chunks()) all.push(c);
+    let o = 0;
+    let differing = 0;
+    for (const c of all) for (let i = 0; i < c.length; i++, o++) if (c[i] !== expected[o]) differing++;
+    expect(o).toBe(total);
+    expect(differing).toBe(0);
+    await spool.abort();
+    await store.close();
+  });
+});

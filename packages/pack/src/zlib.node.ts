@@ -7,7 +7,21 @@ import { constants, Deflate, deflateSync, Inflate, inflateSync, crc32 as nodeCrc
 import { PackError } from './errors.js';
 import { SLAB_SIZE, slabAllocator } from './slab.js';
 
-export type InflateOutcome = { kind: 'done'; data: Uint8Array; consumed: number } | { kind: 'need-more' };
+/**
+ * `need-more` may carry `rest`: the stream inflated so far, to be continued with the input that
+ * follows (so that a stream crossing input chunks is inflated once, not again from its start).
+ */
+export type InflateOutcome =
+  | { kind: 'done'; data: Uint8Array; consumed: number }
+  | { kind: 'need-more'; rest?: InflateRest };
+
+/** The rest of one zlib stream, fed piece by piece (`inflateOne(..., resumable)` hands it out). */
+export interface InflateRest {
+  /** Inflates the next piece of input: `done` with the bytes of this piece used, or `need-more` (all used). */
+  push(input: Uint8Array, final: boolean): InflateOutcome;
+  /** Gives the context back (after `done` or an error this happens by itself); idempotent. */
+  close(): void;
+}
 
 interface InflateInfo {
   buffer: Buffer;
@@ -34,12 +48,27 @@ interface NativeHandle {
   onerror: (message: string, errno: number) => void;
 }
 
-let native:
-  | { handle: NativeHandle; state: Uint32Array; error: { message: string; errno: number } | undefined }
-  | undefined;
+interface NativeContext {
+  handle: NativeHandle;
+  state: Uint32Array;
+  error: { message: string; errno: number } | undefined;
+}
 
-function nativeInflater() {
+/** The context `inflateOne` uses; one handed to an `InflateRest` is replaced from `idle`. */
+let native: NativeContext | undefined;
+/** Contexts given back by finished `InflateRest`s. */
+const idle: NativeContext[] = [];
+let nativeBroken = false;
+
+function nativeInflater(): NativeContext | undefined {
   if (native !== undefined) return native;
+  if (nativeBroken) return undefined;
+  native = idle.pop() ?? newNativeInflater();
+  if (!native) nativeBroken = true;
+  return native;
+}
+
+function newNativeInflater(): NativeContext | undefined {
   try {
     const engine = new Inflate() as unknown as { _handle?: NativeHandle; _writeState?: Uint32Array };
     const handle = engine._handle;
@@ -57,8 +86,7 @@ function nativeInflater() {
     handle.writeSync(constants.Z_FINISH, probe, 0, probe.length, out, 0, out.length);
     handle.reset();
     if (ctx.error || state[0] !== 1 || state[1] !== 0) return undefined;
-    native = ctx;
-    return native;
+    return ctx;
   } catch {
     return undefined;
   }
@@ -94,7 +122,11 @@ function allocateExact(n: number): Uint8Array {
 /** Output space for the probe after an exactly filled large output. */
 const probe = new Uint8Array(1);
 
-export function inflateOne(input: Uint8Array, expectedSize: number, final: boolean): InflateOutcome {
+/**
+ * Inflates the zlib stream at the start of `input` into `expectedSize` bytes. A stream cut short
+ * by the end of `input` gives `need-more`, with the inflate so far as `rest` when `resumable`.
+ */
+export function inflateOne(input: Uint8Array, expectedSize: number, final: boolean, resumable = false): InflateOutcome {
   const ctx = nativeInflater();
   if (!ctx) return inflateOneSync(input, expectedSize, final);
   // small outputs get one byte more than declared (a longer stream fills it); a large one gets
@@ -102,6 +134,17 @@ export function inflateOne(input: Uint8Array, expectedSize: number, final: boole
   // byte more, which an oversized stream produces (and a short input reports as an error)
   const exact = expectedSize > SLAB_SIZE / 8;
   const out = exact ? allocateExact(expectedSize) : allocate(expectedSize + 1);
+  if (resumable && !final) {
+    const r = stepNative(ctx, input, out, 0, exact);
+    if (!r.ended) {
+      // all input used, the stream goes on: the context and the output so far go to the rest,
+      // and later calls here take another context
+      native = undefined;
+      return { kind: 'need-more', rest: new NativeRest(ctx, out, r.written, expectedSize, exact) };
+    }
+    ctx.handle.reset();
+    return finished(out, r.written, expectedSize, exact, input.length - r.availIn);
+  }
   ctx.error = undefined;
   ctx.handle.writeSync(constants.Z_FINISH, input, 0, input.length, out, 0, out.length);
   let availOut = ctx.state[0]!;
@@ -134,6 +177,110 @@ export function inflateOne(input: Uint8Array, expectedSize: number, final: boole
     );
   }
   return { kind: 'done', data: exact ? out : out.subarray(0, expectedSize), consumed: input.length - availIn };
+}
+
+/**
+ * One step of a stream that may go on in later input, with Z_NO_FLUSH (node reports Z_FINISH's
+ * Z_BUF_ERROR as an error without updating the counts, so the output so far would be unknown).
+ * Inflate stops early only at the end of the stream or of the output; when it used all the input,
+ * a Z_FINISH call with none tells the two apart (Z_BUF_ERROR: the stream goes on). A full output
+ * ends the step (the caller reports the overflow); an exactly sized one is followed by the
+ * one-byte probe first. On an error the context is reset and the error thrown.
+ */
+function stepNative(
+  ctx: NativeContext,
+  input: Uint8Array,
+  out: Uint8Array,
+  written: number,
+  exact: boolean,
+): { ended: boolean; written: number; availIn: number } {
+  const handle = ctx.handle;
+  const state = ctx.state;
+  let availIn = input.length;
+  ctx.error = undefined;
+  if (written < out.length) {
+    handle.writeSync(constants.Z_NO_FLUSH, input, 0, availIn, out, written, out.length - written);
+    if (ctx.error === undefined) {
+      written = out.length - state[0]!;
+      availIn = state[1]!;
+    }
+  }
+  if (ctx.error === undefined && written === out.length && exact) {
+    handle.writeSync(constants.Z_NO_FLUSH, input, input.length - availIn, availIn, probe, 0, 1);
+    if (ctx.error === undefined) {
+      written += 1 - state[0]!;
+      availIn = state[1]!;
+    }
+  }
+  if (ctx.error === undefined && availIn === 0 && written <= (exact ? out.length : out.length - 1)) {
+    handle.writeSync(constants.Z_FINISH, input, input.length, 0, probe, 0, 1);
+    const error = ctx.error as { errno: number } | undefined;
+    if (error?.errno === constants.Z_BUF_ERROR) return { ended: false, written, availIn };
+    if (ctx.error === undefined) written += 1 - state[0]!;
+  }
+  const error = ctx.error as { message: string } | undefined;
+  if (error) {
+    handle.reset();
+    throw new PackError('PACK_CORRUPT_ZLIB', `zlib: ${error.message}`);
+  }
+  return { ended: true, written, availIn };
+}
+
+/** The data of a finished stream, once its size checks out. */
+function finished(out: Uint8Array, written: number, size: number, exact: boolean, consumed: number): InflateOutcome {
+  if (written !== size) {
+    throw new PackError(
+      'PACK_SIZE_MISMATCH',
+      written > size ? `inflated data exceeds declared ${size}` : `inflated ${written} bytes, header declared ${size}`,
+    );
+  }
+  return { kind: 'done', data: exact ? out : out.subarray(0, size), consumed };
+}
+
+/** A stream continued across input pieces on its own native context (`stepNative` per piece). */
+class NativeRest implements InflateRest {
+  #ctx: NativeContext | undefined;
+  readonly #out: Uint8Array;
+  #written: number;
+  readonly #size: number;
+  readonly #exact: boolean;
+
+  constructor(ctx: NativeContext, out: Uint8Array, written: number, size: number, exact: boolean) {
+    this.#ctx = ctx;
+    this.#out = out;
+    this.#written = written;
+    this.#size = size;
+    this.#exact = exact;
+  }
+
+  push(input: Uint8Array, final: boolean): InflateOutcome {
+    const ctx = this.#ctx;
+    if (!ctx) throw new PackError('PACK_CORRUPT_ZLIB', 'zlib: stream already finished');
+    let r: { ended: boolean; written: number; availIn: number };
+    try {
+      r = stepNative(ctx, input, this.#out, this.#written, this.#exact);
+    } catch (error) {
+      this.close();
+      throw error;
+    }
+    this.#written = r.written;
+    if (!r.ended) {
+      if (!final) return { kind: 'need-more' };
+      this.close();
+      throw new PackError('PACK_TRUNCATED', 'pack ends inside a zlib stream');
+    }
+    this.close();
+    return finished(this.#out, r.written, this.#size, this.#exact, input.length - r.availIn);
+  }
+
+  close(): void {
+    const ctx = this.#ctx;
+    if (!ctx) return;
+    this.#ctx = undefined;
+    ctx.handle.reset();
+    ctx.error = undefined;
+    if (idle.length < 4) idle.push(ctx);
+  }
 }
 
 function inflateOneSync(input: Uint8Array, expectedSize: number, final: boolean): InflateOutcome {

@@ -25,7 +25,21 @@ export interface InflateState {
   strm: { avail_in: number };
 }
 
-export type InflateOutcome = { kind: 'done'; data: Uint8Array; consumed: number } | { kind: 'need-more' };
+/**
+ * `need-more` may carry `rest`: the stream inflated so far, to be continued with the input that
+ * follows (so that a stream crossing input chunks is inflated once, not again from its start).
+ */
+export type InflateOutcome =
+  | { kind: 'done'; data: Uint8Array; consumed: number }
+  | { kind: 'need-more'; rest?: InflateRest };
+
+/** The rest of one zlib stream, fed piece by piece (`inflateOne(..., resumable)` hands it out). */
+export interface InflateRest {
+  /** Inflates the next piece of input: `done` with the bytes of this piece used, or `need-more` (all used). */
+  push(input: Uint8Array, final: boolean): InflateOutcome;
+  /** Gives the context back (after `done` or an error this happens by itself); idempotent. */
+  close(): void;
+}
 
 /** Entries up to this size go through one reused low-level context (2.2x faster than an Inflate per entry). */
 const REUSED_MAX = 1 << 20;
@@ -42,8 +56,12 @@ function bindStream(strm: ZStream, input: Uint8Array, output: Uint8Array): void 
   strm.msg = '';
 }
 
+/** Contexts given back by finished `InflateRest`s. */
+const idle: ZStream[] = [];
+
 /** The inflate context shared by every call (calls are synchronous, never nested). */
 function reusedInflater(): ZStream | undefined {
+  if (!reused) reused = idle.pop();
   if (!reused) {
     const strm = new ZStream();
     if (pakoInflate.inflateInit(strm) !== 0) return undefined;
@@ -52,9 +70,14 @@ function reusedInflater(): ZStream | undefined {
   return reused;
 }
 
-export function inflateOne(input: Uint8Array, expectedSize: number, final: boolean): InflateOutcome {
+/**
+ * Inflates the zlib stream at the start of `input` into `expectedSize` bytes. A stream cut short
+ * by the end of `input` gives `need-more`, with the inflate so far as `rest` when `resumable`
+ * (entries up to 1 MiB).
+ */
+export function inflateOne(input: Uint8Array, expectedSize: number, final: boolean, resumable = false): InflateOutcome {
   if (expectedSize <= REUSED_MAX) {
-    const r = inflateReused(input, expectedSize, final);
+    const r = inflateReused(input, expectedSize, final, resumable);
     if (r) return r;
   }
   return inflateWithInflate(input, expectedSize, final);
@@ -64,12 +87,30 @@ export function inflateOne(input: Uint8Array, expectedSize: number, final: boole
  * One zlib stream through a context reset per entry, inflating straight into a buffer one byte
  * longer than declared (so that too much data shows). Undefined only if pako cannot set up.
  */
-function inflateReused(input: Uint8Array, expectedSize: number, final: boolean): InflateOutcome | undefined {
+function inflateReused(
+  input: Uint8Array,
+  expectedSize: number,
+  final: boolean,
+  resumable: boolean,
+): InflateOutcome | undefined {
   const strm = reusedInflater();
   if (!strm) return undefined;
   pakoInflate.inflateReset(strm);
   const out = new Uint8Array(expectedSize + 1);
   bindStream(strm, input, out);
+  const r = inflateStep(strm, input, expectedSize, final);
+  if (r.kind === 'need-more' && resumable) {
+    // the context and the output so far go to the rest; later calls take another context
+    reused = undefined;
+    strm.output = out;
+    return { kind: 'need-more', rest: new PakoRest(strm, expectedSize) };
+  }
+  return r;
+}
+
+/** One inflate call over `input` (bound to `strm`), output going on where it stands. */
+function inflateStep(strm: ZStream, input: Uint8Array, expectedSize: number, final: boolean): InflateOutcome {
+  const out = strm.output as Uint8Array;
   let ret: number;
   try {
     ret = pakoInflate.inflate(strm, 0);
@@ -92,6 +133,46 @@ function inflateReused(input: Uint8Array, expectedSize: number, final: boolean):
   if (strm.avail_in > 0) throw new PackError('PACK_CORRUPT_ZLIB', 'zlib: stream stopped early');
   if (final) throw new PackError('PACK_TRUNCATED', 'pack ends inside a zlib stream');
   return { kind: 'need-more' };
+}
+
+/** A stream continued across input pieces on its own pako context. */
+class PakoRest implements InflateRest {
+  #strm: ZStream | undefined;
+  readonly #out: Uint8Array;
+  readonly #size: number;
+
+  constructor(strm: ZStream, size: number) {
+    this.#strm = strm;
+    this.#out = strm.output as Uint8Array;
+    strm.output = null;
+    this.#size = size;
+  }
+
+  push(input: Uint8Array, final: boolean): InflateOutcome {
+    const strm = this.#strm;
+    if (!strm) throw new PackError('PACK_CORRUPT_ZLIB', 'zlib: stream already finished');
+    strm.input = input;
+    strm.next_in = 0;
+    strm.avail_in = input.length;
+    strm.output = this.#out;
+    strm.avail_out = this.#out.length - strm.next_out;
+    let r: InflateOutcome;
+    try {
+      r = inflateStep(strm, input, this.#size, final);
+    } catch (error) {
+      this.close();
+      throw error;
+    }
+    if (r.kind === 'done') this.close();
+    return r;
+  }
+
+  close(): void {
+    const strm = this.#strm;
+    if (!strm) return;
+    this.#strm = undefined;
+    if (idle.length < 4) idle.push(strm);
+  }
 }
 
 /** One zlib stream through a new pako `Inflate` (the path for large entries; benchmarks compare it). */
