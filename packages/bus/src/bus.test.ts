@@ -472,6 +472,51 @@ describe('hub routing', () => {
       expect([...hub.peers.keys()].sort()).toEqual(['h1', 'h2', 'h3', 'p', 'q'].filter((id) => id !== hub.id));
   });
 
+  it('finds the way around a loop of hubs when a hub link drops, and forgets a peer that left the loop', async () => {
+    const hubs = ['h1', 'h2', 'h3'].map((id) => {
+      const hub = createHub({ id });
+      cleanups.push(() => hub.close());
+      return hub;
+    });
+    const [h1, h2, h3] = hubs as [Bus, Bus, Bus];
+    const p = bus({ id: 'p' });
+    const q = bus({ id: 'q' });
+    await link(h1, h2);
+    await link(p, h1);
+    await link(q, h2);
+    const connected = (who: Bus, id: string) =>
+      new Promise<void>((resolve) => who.onPeer('connected', (peer) => peer === id && resolve()));
+    const pSeesQ = who(p, 'q');
+    function who(x: Bus, id: string): Promise<void> {
+      return x.peers.has(id) ? Promise.resolve() : connected(x, id);
+    }
+    await pSeesQ;
+    // h3 closes the loop; h1 keeps its shorter way to q (through h2).
+    const h3SeesBoth = Promise.all([who(h3, 'p'), who(h3, 'q')]);
+    await link(h2, h3);
+    await link(h3, h1);
+    await h3SeesBoth;
+    expect(h1.peers.get('q')).toEqual({ id: 'q', via: 'h2' });
+    q.handle('ping', (_x, meta) => `pong to ${meta.from}`);
+    // The h1 -- h2 link drops: h1 and p lose q, and learn it again through h3.
+    const pSeesQAgain = new Promise<void>((resolve) =>
+      p.onPeer('lost', (peer) => peer === 'q' && connected(p, 'q').then(resolve)),
+    );
+    h1.disconnect('h2');
+    await pSeesQAgain;
+    expect(h1.peers.get('q')).toEqual({ id: 'q', via: 'h3' });
+    expect(await p.request('q', 'ping', null)).toBe('pong to p');
+    // q leaves: every hub forgets it for good (no announcement keeps circling).
+    const gone = Promise.all(
+      [h1, h2, h3, p].map((x) => new Promise<void>((resolve) => x.onPeer('lost', (peer) => peer === 'q' && resolve()))),
+    );
+    q.close();
+    await gone;
+    await p.request('h2', 'nothing', null).catch(() => {}); // a round trip p -- h1 -- h3 -- h2: the loop has settled
+    for (const x of [h1, h2, h3, p]) expect(x.peers.has('q')).toBe(false);
+    expect(await codeOf(p.request('q', 'ping', null))).toBe('BUS_UNKNOWN_PEER');
+  });
+
   it('forwards comlink-style channel messages with transferred ports', async () => {
     const { a, b } = await star();
     const port = new MessageChannel();

@@ -288,6 +288,8 @@ class BusImpl implements Bus {
   private readonly links = new Map<string, Link>();
   private readonly routes = new Map<string, Link>();
   private readonly peerMap = new Map<string, Peer>();
+  /** Links from here to each peer we route to: 1 for a direct link, more behind hubs (see onAnnounce). */
+  private readonly distance = new Map<string, number>();
   private readonly events = new EmitterCore<MessageMeta>();
   private readonly connectedListeners = new Set<(peer: string, reason?: BusError) => void>();
   private readonly lostListeners = new Set<(peer: string, reason?: BusError) => void>();
@@ -467,6 +469,7 @@ class BusImpl implements Bus {
     const known = this.peerMap.has(id);
     this.links.set(id, link);
     this.routes.set(id, link);
+    this.distance.set(id, 1);
     const peer: Peer = { id };
     this.peerMap.set(id, peer);
     const endpoint = link.endpoint;
@@ -482,9 +485,9 @@ class BusImpl implements Bus {
       // The newcomer learns every peer this hub reaches, directly or through another hub; the
       // others learn the newcomer (and, through onAnnounce, whoever it announces in turn).
       const others = [...this.routes.keys()].filter((other) => other !== id);
-      if (others.length > 0) this.enqueue(link, [PJ, 0, undefined, undefined, others]);
+      if (others.length > 0) this.announceJoined(link, others);
       for (const other of this.links.values()) {
-        if (other !== link) this.enqueue(other, [PJ, 0, undefined, undefined, [id]]);
+        if (other !== link) this.announceJoined(other, [id]);
       }
     }
     if (!known) this.notify(this.connectedListeners, id, undefined);
@@ -546,6 +549,7 @@ class BusImpl implements Bus {
 
   private forget(peer: string, reason: BusError): void {
     this.routes.delete(peer);
+    this.distance.delete(peer);
     this.peerMap.delete(peer);
     for (const [id, pending] of this.pending) {
       if (pending.peer === peer) this.settle(id, pending, false, reason);
@@ -1135,28 +1139,69 @@ class BusImpl implements Bus {
     }
   }
 
+  /**
+   * Tells `link` that we reach `ids`, each with its distance from us (links to cross). The
+   * distances ride in the name slot, so a bus that does not read them takes every peer as one hub away.
+   */
+  private announceJoined(link: Link, ids: string[]): void {
+    const distances = ids.map((id) => this.distance.get(id) ?? 1);
+    this.enqueue(link, [PJ, 0, distances, undefined, ids]);
+  }
+
+  /**
+   * What a hub announced: peers it reaches (with their distance from it) or peers it no longer
+   * reaches. A route is taken if we had none or it is shorter than ours; a departure is believed
+   * only from the link we route through. A hub answers the departure of a peer it still reaches
+   * another way with an announcement, so the other side finds that way (after a hub link drops in a
+   * loop of hubs). Routes longer than a message's hops can travel are not taken, which also ends
+   * the circling of stale announcements after a peer leaves a loop.
+   */
   private onAnnounce(link: Link, envelope: Envelope): void {
     const ids = envelope[P] as unknown[];
+    const told = envelope[E];
+    const distances = Array.isArray(told) && told.length === ids.length ? told : undefined;
     const joined = envelope[K] === PJ;
     const changed: string[] = [];
-    for (const id of ids) {
+    const stillHere: string[] = [];
+    for (let i = 0; i < ids.length; i++) {
+      const id = ids[i];
       if (typeof id !== 'string' || id === this.id) continue;
       if (joined) {
-        if (this.routes.has(id) || this.peerMap.size >= this.maxPeers * 4) continue;
-        this.routes.set(id, link);
-        this.peerMap.set(id, { id, via: link.peer });
-        changed.push(id);
-        this.notify(this.connectedListeners, id, undefined);
+        const d = distances?.[i];
+        const far = (Number.isSafeInteger(d) && (d as number) > 0 ? (d as number) : 1) + 1;
+        if (far > this.maxHops + 1) continue; // no message could travel that far
+        const route = this.routes.get(id);
+        if (route === undefined) {
+          if (this.peerMap.size >= this.maxPeers * 4) continue;
+          this.routes.set(id, link);
+          this.distance.set(id, far);
+          this.peerMap.set(id, { id, via: link.peer });
+          changed.push(id);
+          this.notify(this.connectedListeners, id, undefined);
+        } else if (
+          route === link ? far !== this.distance.get(id) : far < this.distance.get(id)! && !this.links.has(id)
+        ) {
+          // the same way, now longer or shorter; or a shorter way than ours
+          this.routes.set(id, link);
+          this.distance.set(id, far);
+          if (this.peerMap.get(id)?.via !== link.peer) this.peerMap.set(id, { id, via: link.peer });
+          changed.push(id);
+        }
       } else if (this.routes.get(id) === link && !this.links.has(id)) {
         changed.push(id);
         this.forget(id, new BusError('BUS_PEER_LOST', `peer ${JSON.stringify(id)} left hub ${link.peer}`));
+      } else if (this.isHub && this.routes.has(id)) {
+        stillHere.push(id);
       }
     }
-    if (!this.isHub || changed.length === 0 || this.closed) return;
-    // A hub passes on what another hub announced, to everyone but that hub (only what changed
-    // here: an announcement travels each link of a loop of hubs at most once).
+    if (!this.isHub || this.closed) return;
+    if (stillHere.length > 0) this.announceJoined(link, stillHere);
+    if (changed.length === 0) return;
+    // A hub passes on what changed here to everyone but the hub that told it.
     for (const other of this.links.values()) {
-      if (other !== link) this.enqueue(other, [envelope[K], 0, undefined, undefined, changed]);
+      if (other === link) continue;
+      if (joined) this.announceJoined(other, changed);
+      else this.enqueue(other, [PL, 0, undefined, undefined, changed]);
     }
   }
 
