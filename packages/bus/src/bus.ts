@@ -9,7 +9,7 @@
  *                   | Envelope[]                      (all envelopes queued in one microtask)
  *   Envelope        = [kind, q, e?, i?, p?, s?, t?, h?] (an array: cheaper to clone than an object)
  *     q             sequence number (per link, strictly increasing)
- *     e             event or handler name, channel name
+ *     e             event or handler name, channel name; distances of the peers announced (kind pj)
  *     i             request id
  *     p             payload, wire error (kind re), peer ids (kinds pj, pl)
  *     s, t, h       source, target, hops left: left out between direct neighbours
