@@ -20,6 +20,7 @@ export {
   packetText,
   RESPONSE_END,
   responseEndPacket,
+  writeLength,
 } from './packet.js';
 export {
   type ByteSource,

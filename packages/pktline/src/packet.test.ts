@@ -11,6 +11,7 @@ import {
   MAX_PACKET_DATA,
   packetText,
   RESPONSE_END,
+  writeLength,
 } from './index.js';
 import { ascii, text } from './test-helpers.js';
 
@@ -21,6 +22,17 @@ describe('encoding', () => {
     expect(ascii(encodeText('want abc\n'))).toBe('000dwant abc\n');
     const big = encodeData(new Uint8Array(0xabc).fill(0x41));
     expect(ascii(big.subarray(0, 4))).toBe('0ac0');
+  });
+
+  it('writes a length prefix in place, and refuses one past the largest packet', () => {
+    const out = new Uint8Array(12).fill(0x2e);
+    writeLength(out, 2, 0xfff0);
+    writeLength(out, 7, 1);
+    expect(ascii(out)).toBe('..fff0.0001.');
+    expect(() => writeLength(out, 0, MAX_PACKET_DATA + 5)).toThrow(
+      expect.objectContaining({ code: 'PKTLINE_TOO_LONG' }),
+    );
+    expect(ascii(out)).toBe('..fff0.0001.');
   });
 
   it('encodes the special packets', () => {

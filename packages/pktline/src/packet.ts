@@ -35,8 +35,13 @@ const HEX = ascii('0123456789abcdef');
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** Writes `length` as 4 lowercase hex digits at `out[at..at+4)`. */
+/**
+ * Writes a pkt-line length prefix: `length` (the whole packet, prefix included; or 0, 1, 2 for
+ * the special packets) as 4 lowercase hex digits at `out[at..at+4)`. For framing packets in place
+ * in a buffer of one's own; throws `PKTLINE_TOO_LONG` past MAX_PACKET_LENGTH.
+ */
 export function writeLength(out: Uint8Array, at: number, length: number): void {
+  if (length > MAX_PACKET_LENGTH || length < 0) throw tooLongError(length - 4);
   out[at] = HEX[(length >>> 12) & 15]!;
   out[at + 1] = HEX[(length >>> 8) & 15]!;
   out[at + 2] = HEX[(length >>> 4) & 15]!;

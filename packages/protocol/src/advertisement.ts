@@ -22,7 +22,15 @@
  *   ref-attribute = (symref | peeled);  symref = "symref-target:" symref-target;  peeled = "peeled:" obj-id
  */
 import type { ObjectId } from '@gitport/pack';
-import { encodeText, FLUSH, MAX_PACKET_DATA, type Packet, type PacketReader, packetText } from '@gitport/pktline';
+import {
+  encodeText,
+  FLUSH,
+  MAX_PACKET_DATA,
+  type Packet,
+  type PacketReader,
+  packetText,
+  writeLength,
+} from '@gitport/pktline';
 import { Capabilities } from './capabilities.js';
 import type { CommitGraph } from './commit-graph.js';
 import { ProtocolError } from './errors.js';
@@ -111,8 +119,6 @@ export async function collectRefs(
   return unbornHead === undefined ? { refs: out, symrefs } : { refs: out, symrefs, unbornHead };
 }
 
-const HEX_DIGITS = new TextEncoder().encode('0123456789abcdef');
-
 /**
  * Frames many text lines (each already ending in LF) as pkt-lines into one buffer: each line is
  * UTF-8 encoded in place after a 4-byte gap that then receives its length. `null` entries are
@@ -136,10 +142,7 @@ export function encodeTextLines(lines: readonly (string | null)[]): Uint8Array {
       throw new ProtocolError('PROTOCOL_LIMIT', `line of ${written} bytes does not fit in a pkt-line`);
     }
     const size = written + 4;
-    out[at] = HEX_DIGITS[(size >> 12) & 15] as number;
-    out[at + 1] = HEX_DIGITS[(size >> 8) & 15] as number;
-    out[at + 2] = HEX_DIGITS[(size >> 4) & 15] as number;
-    out[at + 3] = HEX_DIGITS[size & 15] as number;
+    writeLength(out, at, size);
     at += size;
   }
   return out.slice(0, at);

@@ -16,7 +16,7 @@ import { CommitGraph } from './commit-graph.js';
 import { concatBytes, type Repository, requireLine, requirePacket } from './connection.js';
 import { ProtocolError, throwIfAborted } from './errors.js';
 import { INITIAL_FLUSH, MAX_IN_VAIN, Negotiator, nextFlush } from './negotiator.js';
-import type { RefUpdateResult } from './ref-store.js';
+import type { RefUpdate, RefUpdateResult } from './ref-store.js';
 import { matchRefspec, parseRefspec, type Refspec, refspecPrefix } from './refspec.js';
 import { openSession, type Remote, remoteError, type ServiceSession } from './remote.js';
 
@@ -320,45 +320,22 @@ async function localTipsOf(local: Repository): Promise<ObjectId[]> {
   return tips;
 }
 
-/**
- * A new repository's refs in one `initialize` (git writes a clone's refs into packed-refs at
- * once): the same refs, checks and results as the update path; undefined when the store has no
- * `initialize` or already holds refs.
- */
-async function initializeLocalRefs(
-  local: Repository,
-  selected: readonly Want[],
-  refs: readonly AdvertisedRef[],
-  tagMode: 'follow' | 'all' | 'none',
-): Promise<RefUpdateResult[] | undefined> {
-  if (!local.refs.initialize) return undefined;
-  // the update path's order: the refspecs' refs, then followed tags; the first of a name wins
-  const chosen = new Map<string, { oid: ObjectId; followed: boolean }>();
-  for (const w of selected) if (w.dst && !chosen.has(w.dst)) chosen.set(w.dst, { oid: w.ref.oid, followed: false });
-  if (tagMode === 'follow') {
-    for (const ref of refs) {
-      if (!ref.name.startsWith('refs/tags/') || ref.name.endsWith('^{}') || chosen.has(ref.name)) continue;
-      chosen.set(ref.name, { oid: ref.oid, followed: true });
-    }
-  }
-  const present = await presentObjects(
-    local,
-    [...chosen.values()].map((c) => c.oid),
-  );
-  const results: RefUpdateResult[] = [];
-  const written: { name: string; oid: ObjectId }[] = [];
-  for (const [name, { oid, followed }] of chosen) {
-    if (present.has(oid)) {
-      written.push({ name, oid });
-      results.push({ name, status: 'ok', old: null, new: oid });
-    } else if (!followed) {
-      // a followed tag whose object did not come is left out, as on the update path
-      results.push({ name, status: 'rejected', reason: 'stale', message: `object ${oid} was not received` });
-    }
-  }
-  return (await local.refs.initialize(written)) ? results : undefined;
+/** A ref the fetch sets: a refspec's destination, or a followed tag (only created, never moved). */
+interface PlannedRef {
+  name: string;
+  oid: ObjectId;
+  force: boolean;
+  followed: boolean;
 }
 
+/**
+ * Sets the local refs after a fetch: the refspecs' destinations, then (tag mode `follow`) the
+ * tags whose objects came; the first of a name wins. A ref whose object did not come is refused
+ * (a followed tag is just left out); a non-forced update must fast-forward. On a new repository
+ * (`initial`) whose ref store has `initialize`, the refs go in with one `initialize` (git writes
+ * a clone's refs into packed-refs at once); when the store already holds refs it refuses, and
+ * the refs are checked against what is there and updated like any fetch's.
+ */
 async function updateLocalRefs(
   local: Repository,
   graph: CommitGraph,
@@ -367,41 +344,66 @@ async function updateLocalRefs(
   tagMode: 'follow' | 'all' | 'none',
   initial: boolean,
 ): Promise<RefUpdateResult[]> {
-  if (initial) {
-    const done = await initializeLocalRefs(local, selected, refs, tagMode);
-    if (done) return done;
-  }
-  const results: RefUpdateResult[] = [];
-  const targets = new Set<string>();
-  const apply = async (name: string, oid: ObjectId, force: boolean) => {
-    if (targets.has(name)) return;
-    targets.add(name);
-    const current = await local.refs.read(name);
-    const old = current.kind === 'direct' ? current.oid : null;
-    if (old === oid) return;
-    if (!(await local.objects.has(oid))) {
-      results.push({ name, status: 'rejected', reason: 'stale', message: `object ${oid} was not received` });
-      return;
-    }
-    if (old && !force) {
-      const ok = (await graph.reachableFrom([old], [oid])).has(old);
-      if (!ok) {
-        results.push({ name, status: 'rejected', reason: 'stale', message: 'non-fast-forward' });
-        return;
-      }
-    }
-    results.push(...(await local.refs.update([{ name, old, new: oid }])));
+  const planned: PlannedRef[] = [];
+  const names = new Set<string>();
+  const plan = (name: string, oid: ObjectId, force: boolean, followed: boolean) => {
+    if (names.has(name)) return;
+    names.add(name);
+    planned.push({ name, oid, force, followed });
   };
-  for (const w of selected) if (w.dst) await apply(w.dst, w.ref.oid, w.force);
+  for (const w of selected) if (w.dst) plan(w.dst, w.ref.oid, w.force, false);
   if (tagMode === 'follow') {
     for (const ref of refs) {
-      if (!ref.name.startsWith('refs/tags/') || ref.name.endsWith('^{}')) continue;
-      const current = await local.refs.read(ref.name);
-      if (current.kind !== 'missing') continue;
-      if (await local.objects.has(ref.oid)) await apply(ref.name, ref.oid, false);
+      if (ref.name.startsWith('refs/tags/') && !ref.name.endsWith('^{}')) plan(ref.name, ref.oid, false, true);
     }
   }
-  return results;
+  const initialize = initial ? local.refs.initialize?.bind(local.refs) : undefined;
+  const present = await presentObjects(
+    local,
+    planned.map((p) => p.oid),
+  );
+  // one result per planned ref that is not skipped, in plan order
+  const results: (RefUpdateResult | undefined)[] = [];
+  const updates: RefUpdate[] = [];
+  const slots: number[] = [];
+  for (const p of planned) {
+    // a new repository holds no refs: nothing to read (initialize refuses if it does)
+    const current = initialize ? undefined : await local.refs.read(p.name);
+    if (p.followed && current !== undefined && current.kind !== 'missing') continue;
+    const old = current?.kind === 'direct' ? current.oid : null;
+    if (old === p.oid) continue;
+    if (!present.has(p.oid)) {
+      if (!p.followed) {
+        results.push({
+          name: p.name,
+          status: 'rejected',
+          reason: 'stale',
+          message: `object ${p.oid} was not received`,
+        });
+      }
+      continue;
+    }
+    if (old !== null && !p.force && !(await graph.reachableFrom([old], [p.oid])).has(old)) {
+      results.push({ name: p.name, status: 'rejected', reason: 'stale', message: 'non-fast-forward' });
+      continue;
+    }
+    slots.push(results.length);
+    results.push(undefined);
+    updates.push({ name: p.name, old, new: p.oid });
+  }
+  let applied: RefUpdateResult[];
+  if (initialize) {
+    if (!(await initialize(updates.map((u) => ({ name: u.name, oid: u.new as ObjectId }))))) {
+      return updateLocalRefs(local, graph, selected, refs, tagMode, false);
+    }
+    applied = updates.map((u) => ({ name: u.name, status: 'ok', old: null, new: u.new }));
+  } else {
+    applied = updates.length > 0 ? await local.refs.update(updates) : [];
+  }
+  slots.forEach((slot, i) => {
+    results[slot] = applied[i];
+  });
+  return results as RefUpdateResult[];
 }
 
 /** One fetch negotiation and pack transfer (v0/v1 or v2, stateful or stateless). */

@@ -22,8 +22,17 @@
  * v2 `fetch` response: [acknowledgments] [shallow-info] packfile, sections separated by delim;
  * a round without `done` that is not ready ends with flush after the acknowledgments.
  */
-import { createPack, type ObjectId, type ObjectStore } from '@gitport/pack';
-import { DELIM, encodeText, FLUSH, muxSideband, type Packet, type PacketReader, packetText } from '@gitport/pktline';
+import { createPack, type ObjectId } from '@gitport/pack';
+import {
+  DELIM,
+  encodeText,
+  FLUSH,
+  muxSideband,
+  type Packet,
+  type PacketReader,
+  packetText,
+  writeLength,
+} from '@gitport/pktline';
 import {
   type AdvertisedRef,
   collectRefs,
@@ -35,6 +44,7 @@ import { Capabilities, DEFAULT_AGENT, uploadPackCapabilities, v2Capabilities } f
 import { CommitGraph, computeShallow, type ShallowRequest } from './commit-graph.js';
 import { type Connection, newReader, type Repository, requirePacket } from './connection.js';
 import { hasCode, ProtocolError, throwIfAborted } from './errors.js';
+import { PACK_REUSE } from './pack-reuse.js';
 import { isObjectId } from './ref-store.js';
 
 export interface UploadPackLimits {
@@ -289,16 +299,16 @@ class UploadSession {
     let objectCount = -1;
     const store = this.repo.objects;
     // a clone of wants whose objects were found to be exactly a stored pack's goes out as that
-    // pack again without walking the history (see PACK_REUSE)
+    // pack again without walking the history (see pack-reuse.ts)
     const reuseKey =
       this.common.length === 0 && shallowBoundary.size === 0 && (packOptions.deltas ?? true) && store.findPack
         ? `${[...wants].sort().join(' ')}|${[...tags].sort().join(' ')}`
         : undefined;
     let reusedObjects: readonly ObjectId[] | undefined;
     try {
-      const reused = reuseKey ? await storedPackFor(store, reuseKey, features.ofsDelta, this.signal) : undefined;
+      const reused = reuseKey ? await PACK_REUSE.stream(store, reuseKey, features.ofsDelta, this.signal) : undefined;
       const observed = reuseKey
-        ? watchPackReuse(store, features.ofsDelta, (oids) => {
+        ? PACK_REUSE.observe(store, features.ofsDelta, (oids) => {
             reusedObjects = oids;
           })
         : store;
@@ -328,7 +338,7 @@ class UploadSession {
       }
       if (muxer && features.progress && objectCount >= 0) await muxer.progress(`Total ${objectCount}\n`);
       await muxer?.flush();
-      if (reuseKey && reusedObjects) rememberPackReuse(store, reuseKey, reusedObjects);
+      if (reuseKey && reusedObjects) PACK_REUSE.remember(store, reuseKey, reusedObjects);
     } catch (error) {
       if (muxer && !hasCode(error, 'PROTOCOL_ABORTED')) {
         await muxer.error(`upload-pack: ${(error as Error).message}\n`).catch(() => {});
@@ -337,65 +347,6 @@ class UploadSession {
     }
     if (muxer) await write(FLUSH);
   }
-}
-
-/**
- * Pack reuse remembered per object store. The objects reachable from a set of wants never
- * change (ids name content), so once `createPack` has found them to be exactly a stored pack's
- * (and sent that pack verbatim, as git does), the next request for the same wants and tags, with
- * nothing to exclude, asks the store for that pack directly instead of walking the history
- * again: what git gets from a reachability bitmap on disk. `findPack` still checks that the pack
- * is there and holds exactly those objects. A few wants sets per store are kept (ids only).
- */
-const PACK_REUSE = new WeakMap<ObjectStore, Map<string, readonly ObjectId[]>>();
-const PACK_REUSE_ENTRIES = 8;
-
-async function storedPackFor(
-  store: ObjectStore,
-  key: string,
-  ofsDelta: boolean,
-  signal: AbortSignal | undefined,
-): Promise<AsyncIterable<Uint8Array> | undefined> {
-  const known = PACK_REUSE.get(store);
-  const oids = known?.get(key);
-  if (!known || !oids) return undefined;
-  const stored = await store.findPack?.(oids);
-  if (!stored || (stored.ofsDeltas && !ofsDelta)) {
-    known.delete(key);
-    return undefined;
-  }
-  return stored.stream(signal);
-}
-
-function rememberPackReuse(store: ObjectStore, key: string, oids: readonly ObjectId[]): void {
-  let known = PACK_REUSE.get(store);
-  if (!known) PACK_REUSE.set(store, (known = new Map()));
-  known.delete(key);
-  known.set(key, oids);
-  if (known.size > PACK_REUSE_ENTRIES) known.delete(known.keys().next().value!);
-}
-
-/** The store as `createPack` reads it, telling `found` which objects a stored pack it reuses holds. */
-function watchPackReuse(
-  store: ObjectStore,
-  ofsDelta: boolean,
-  found: (oids: readonly ObjectId[]) => void,
-): ObjectStore {
-  const findPack = store.findPack!.bind(store);
-  return {
-    has: (oid) => store.has(oid),
-    read: (oid) => store.read(oid),
-    write: (type, data) => store.write(type, data),
-    ...(store.readSync ? { readSync: store.readSync.bind(store) } : {}),
-    ...(store.readHeader ? { readHeader: store.readHeader.bind(store) } : {}),
-    ...(store.readRaw ? { readRaw: store.readRaw.bind(store) } : {}),
-    async findPack(oids) {
-      const stored = await findPack(oids);
-      // what createPack sends verbatim: a pack whose OFS deltas the client can read
-      if (stored && (!stored.ofsDeltas || ofsDelta)) found(oids);
-      return stored;
-    },
-  };
 }
 
 /**
@@ -451,12 +402,9 @@ class FrameGroups {
 
   async #message(band: 2 | 3, text: string): Promise<void> {
     this.#close();
+    // a frame is at most maxData + 5 bytes, and the buffer holds at least one such frame
     for (const frame of muxSideband(band, textEncoder.encode(text), { maxData: this.#maxData })) {
       if (this.#size - this.#at < frame.length) await this.flush();
-      if (frame.length > this.#size) {
-        await this.#conn.write(frame, { transfer: true });
-        continue;
-      }
       this.#buffer ??= new Uint8Array(this.#size);
       this.#buffer.set(frame, this.#at);
       this.#at += frame.length;
@@ -467,11 +415,7 @@ class FrameGroups {
   #close(): void {
     if (this.#frame < 0) return;
     const buffer = this.#buffer!;
-    const length = this.#at - this.#frame;
-    buffer[this.#frame] = HEX[(length >>> 12) & 15]!;
-    buffer[this.#frame + 1] = HEX[(length >>> 8) & 15]!;
-    buffer[this.#frame + 2] = HEX[(length >>> 4) & 15]!;
-    buffer[this.#frame + 3] = HEX[length & 15]!;
+    writeLength(buffer, this.#frame, this.#at - this.#frame);
     buffer[this.#frame + 4] = 1;
     this.#frame = -1;
   }
@@ -489,7 +433,6 @@ class FrameGroups {
 }
 
 const textEncoder = new TextEncoder();
-const HEX = Uint8Array.from('0123456789abcdef', (c) => c.charCodeAt(0));
 
 function notOurRef(oid: ObjectId): ProtocolError {
   return new ProtocolError('PROTOCOL_NOT_OUR_REF', `upload-pack: not our ref ${oid}`, { data: { oid } });
