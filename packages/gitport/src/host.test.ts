@@ -7,7 +7,12 @@ import { describe, expect, it } from 'vitest';
 import { encodeGitRequest, GIT_STREAM, host, parseGitRequest } from './host.js';
 import { HTTP_STREAM } from './http-plugin.js';
 import { MemoryFs } from './memory-fs.js';
-import { FsRepositoryRegistry } from './registry.js';
+import {
+  FsRepositoryRegistry,
+  type HostedRepository,
+  type RepositoryRegistry,
+  staticRepositories,
+} from './registry.js';
 import { remote } from './remote.js';
 
 const decoder = new TextDecoder();
@@ -118,6 +123,132 @@ describe('a host facing bad input', () => {
       const reader = new PacketReader(notFound);
       const head = await reader.read();
       expect(JSON.parse(packetText(head!)!)).toMatchObject({ statusCode: 404 });
+    } finally {
+      t.close();
+    }
+  });
+});
+
+describe('a host whose own code fails', () => {
+  const SECRET = '/srv/secret-root/objects/pack/tmp_pack_x';
+  const setup = async (registry: RepositoryRegistry) => {
+    const channel = new MessageChannel();
+    const server = createBus({ id: 'server' });
+    const client = createBus({ id: 'client' });
+    await Promise.all([server.connect(nodeEndpoint(channel.port1)), client.connect(nodeEndpoint(channel.port2))]);
+    const reported: unknown[] = [];
+    const served = host(server, registry, { control: false, onError: (error) => reported.push(error) });
+    return {
+      client,
+      reported,
+      close() {
+        served.close();
+        server.close();
+        client.close();
+        channel.port1.close();
+        channel.port2.close();
+      },
+    };
+  };
+  const failingRegistry = (error: unknown): RepositoryRegistry => ({
+    list: async () => [],
+    open: async () => {
+      throw error;
+    },
+    create: async () => {
+      throw error;
+    },
+    delete: async () => false,
+  });
+  const bodyText = async (stream: Awaited<ReturnType<typeof open>>) => {
+    const parts: Uint8Array[] = [];
+    for await (const chunk of stream) parts.push(chunk);
+    return parts.map((p) => decoder.decode(p)).join('');
+  };
+
+  it('tells a git or HTTP peer "internal error" for an unexpected exception, and reports the detail locally', async () => {
+    const thrown = new TypeError(`EACCES: permission denied, open '${SECRET}'`);
+    const t = await setup(failingRegistry(thrown));
+    try {
+      const git = await open(t.client, 'server', GIT_STREAM);
+      await git.write(encodeGitRequest({ service: 'git-upload-pack', repository: 'notes', parameters: [] }));
+      await git.end();
+      const failure = await new PacketReader(git).read().catch((error: Error) => error);
+      expect(failure).toMatchObject({ code: 'PKTLINE_REMOTE_ERROR' });
+      expect((failure as Error).message).toContain('internal error');
+      expect((failure as Error).message).not.toContain('secret');
+      expect((failure as Error).message).not.toContain('EACCES');
+
+      const http = await open(t.client, 'server', HTTP_STREAM);
+      await http.write(
+        encodeData(JSON.stringify({ method: 'GET', repository: 'notes', path: 'info/refs', query: '', headers: {} })),
+      );
+      await http.end();
+      const reply = await bodyText(http);
+      expect(reply).toContain('"statusCode":500');
+      expect(reply).toContain('internal error');
+      expect(reply).not.toContain('secret');
+      expect(reply).not.toContain('at ');
+      expect(t.reported).toEqual([thrown, thrown]);
+    } finally {
+      t.close();
+    }
+  });
+
+  it('names the code of a typed local error but not its message', async () => {
+    const thrown = Object.assign(new Error(`cannot read ${SECRET}`), { code: 'FS_READ_FAILED' });
+    const t = await setup(failingRegistry(thrown));
+    try {
+      const git = await open(t.client, 'server', GIT_STREAM);
+      await git.write(encodeGitRequest({ service: 'git-receive-pack', repository: 'notes', parameters: [] }));
+      await git.end();
+      const failure = (await new PacketReader(git).read().catch((error: Error) => error)) as Error;
+      expect(failure.message).toContain('internal error (FS_READ_FAILED)');
+      expect(failure.message).not.toContain('secret');
+      expect(t.reported).toEqual([thrown]);
+    } finally {
+      t.close();
+    }
+  });
+
+  it('keeps a store failure during a clone from the client, in band too', async () => {
+    const registry = new FsRepositoryRegistry(new MemoryFs(), '/r');
+    const origin = await registry.create('notes');
+    const blob = await origin.objects.write('blob', new TextEncoder().encode('hello\n'));
+    const id = Uint8Array.from(blob.match(/../g)!.map((h) => Number.parseInt(h, 16)));
+    const tree = await origin.objects.write(
+      'tree',
+      new Uint8Array([...new TextEncoder().encode('100644 a.txt\0'), ...id]),
+    );
+    const commit = await origin.objects.write(
+      'commit',
+      new TextEncoder().encode(`tree ${tree}\nauthor t <t@x> 1 +0000\ncommitter t <t@x> 1 +0000\n\nfirst\n`),
+    );
+    await origin.refs.update([{ name: 'refs/heads/main', old: null, new: commit }]);
+    const thrown = new Error(`EIO: i/o error, read '${SECRET}'`);
+    const objects = origin.objects;
+    // the walk reads the commit and finds the tree: reading the blob's data fails
+    const failing: HostedRepository = {
+      refs: origin.refs,
+      objects: {
+        has: (oid) => objects.has(oid),
+        read: async (oid) => {
+          if (oid === blob) throw thrown;
+          return objects.read(oid);
+        },
+        write: (type, data) => objects.write(type, data),
+      },
+    };
+    const t = await setup(staticRepositories({ notes: failing }));
+    try {
+      const failure = (await remote(t.client, 'server', 'notes')
+        .clone(new MemoryFs(), '/c')
+        .catch((error: Error) => error)) as Error & { code?: string };
+      expect(failure.code).toBe('PROTOCOL_REMOTE_ERROR');
+      expect(failure.message).toContain('internal error');
+      expect(failure.message).not.toContain('secret');
+      expect(failure.message).not.toContain('EIO');
+      expect(t.reported).toContain(thrown);
     } finally {
       t.close();
     }

@@ -25,6 +25,7 @@ import {
   handleReceivePackHttp,
   handleUploadPackHttp,
   type PushCommand,
+  peerErrorMessage,
   protocolFromHeader,
   type ReceivePackOptions,
   type Repository,
@@ -53,7 +54,11 @@ export interface HostOptions {
   manage?: boolean;
   /** The transport receive window for incoming streams. */
   window?: number;
-  /** Called when serving one stream fails (the stream itself is already failed or answered). */
+  /**
+   * Called when serving one stream fails (the stream itself is already failed or answered), with
+   * the full error. The peer is told only typed errors' safe messages (`peerErrorMessage`); an
+   * unexpected error reaches it as `internal error`, its detail only here.
+   */
   onError?: (error: unknown, context: { peer: string; service: string; repository: string }) => void;
 }
 
@@ -107,17 +112,25 @@ export function host(
       ? (repositories as RepositoryRegistry)
       : staticRepositories(repositories as Record<string, HostedRepository>);
   const listeners = new Set<(event: RefUpdateEvent) => void>();
+  /** Local reports of failures (never thrown back into the serving code). */
+  const report = (error: unknown, context: { peer: string; service: string; repository: string }) => {
+    try {
+      options.onError?.(error, { ...context });
+    } catch {
+      // a throwing onError must not change what the peer is told
+    }
+  };
   const publish = (event: RefUpdateEvent) => {
     try {
       bus.signal(REF_UPDATE_EVENT, event);
     } catch (error) {
-      options.onError?.(error, { peer: '*', service: 'ref-update', repository: event.repo });
+      report(error, { peer: '*', service: 'ref-update', repository: event.repo });
     }
     for (const listener of [...listeners]) {
       try {
         listener(event);
       } catch (error) {
-        options.onError?.(error, { peer: '*', service: 'ref-update', repository: event.repo });
+        report(error, { peer: '*', service: 'ref-update', repository: event.repo });
       }
     }
   };
@@ -153,12 +166,14 @@ export function host(
         await serveUploadPack(repo as Repository, conn, { ...options.uploadPack, protocol });
       } else {
         const result = await serveReceivePack(repo as Repository, conn, { ...options.receivePack });
+        if (result.unpackError !== undefined) report(result.unpackError, context);
         published(request.repository, result.updated);
       }
     } catch (error) {
-      if ((error as { code?: string }).code !== 'REPO_NOT_FOUND') options.onError?.(error, context);
-      // Once the service runs, it reports its own errors in-band (ERR, side-band 3).
-      const message = started ? undefined : encodeText(`ERR ${(error as Error).message ?? String(error)}`);
+      if ((error as { code?: string }).code !== 'REPO_NOT_FOUND') report(error, context);
+      // Once the service runs, it reports its own errors in-band (ERR, side-band 3). The peer
+      // gets typed errors' safe messages only; the detail goes to onError.
+      const message = started ? undefined : encodeText(`ERR ${peerErrorMessage(error)}`);
       await closeAfterError(stream, message);
     }
   };
@@ -199,7 +214,7 @@ export function host(
         const round = handleUploadPackHttp(repo as Repository, reader.rest(), { ...options.uploadPack, protocol });
         await reply(200, rpcResultHeaders(head.path), round.body);
         // A failed round already told the client in-band; it is only reported here.
-        await round.done.catch((error: unknown) => options.onError?.(error, context));
+        await round.done.catch((error: unknown) => report(error, context));
         return;
       }
       if (head.method === 'POST' && head.path === 'git-receive-pack') {
@@ -207,18 +222,19 @@ export function host(
         const round = handleReceivePackHttp(repo as Repository, reader.rest(), { ...options.receivePack });
         await reply(200, rpcResultHeaders(head.path), round.body);
         const result = await round.result.catch((error: unknown) => {
-          options.onError?.(error, context);
+          report(error, context);
           return undefined;
         });
+        if (result?.unpackError !== undefined) report(result.unpackError, context);
         if (result) published(head.repository, result.updated);
         return;
       }
       return await text(405, 'method not allowed');
     } catch (error) {
-      options.onError?.(error, context);
+      report(error, context);
       if (!replied) {
         const bad = (error as { code?: string }).code === 'HTTP_BAD_REQUEST';
-        await text(bad ? 400 : 500, (error as Error).message ?? String(error)).catch(() => {});
+        await text(bad ? 400 : 500, peerErrorMessage(error)).catch(() => {});
       }
       await closeAfterError(stream, undefined);
     }

@@ -38,3 +38,29 @@ export function throwIfAborted(signal: AbortSignal | undefined): void {
     throw new ProtocolError('PROTOCOL_ABORTED', 'operation aborted', { cause: signal.reason });
   }
 }
+
+/**
+ * Codes whose messages are written for the peer: they describe the exchange or data the peer
+ * sent or may fetch (a bad line, a bad pack, a missing object, a refused name), never local
+ * state. Other errors may carry local detail (paths, stacks, a dependency's text).
+ */
+const PEER_SAFE_CODE =
+  /^(?:(?:PROTOCOL|PKTLINE|PACK|IDX|PARSE)_[A-Z0-9_]+|OBJECT_(?:NOT_FOUND|BAD_ID|BAD_TYPE|HASH_MISMATCH)|REF_INVALID_NAME|REPO_NOT_FOUND|HTTP_BAD_REQUEST)$/;
+/** Stable error codes, which may be named to a peer. */
+const ERROR_CODE = /^[A-Z][A-Z0-9_]{0,63}$/;
+
+/**
+ * What a server may tell a peer about `error`, on one line: the message of an error whose code
+ * says it is about the exchange (see PEER_SAFE_CODE); `internal error (<code>)` for any other
+ * error with a stable code; `internal error` for the rest (a bug, a dependency's exception). The
+ * detail stays local: report `error` itself through the host's own channel.
+ */
+export function peerErrorMessage(error: unknown): string {
+  const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
+  if (typeof code !== 'string' || !ERROR_CODE.test(code)) return 'internal error';
+  if (!PEER_SAFE_CODE.test(code)) return `internal error (${code})`;
+  const message = (error as { message?: unknown }).message;
+  if (typeof message !== 'string' || message === '') return code;
+  // one line, bounded: it travels in an ERR packet or a report-status line
+  return message.replace(/[\r\n\0]+/g, ' ').slice(0, 1000);
+}

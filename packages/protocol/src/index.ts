@@ -27,7 +27,7 @@ export {
 export { ByteChannel, connectionPair } from './channel.js';
 export { CommitGraph, type CommitNode, commitsToSend, computeShallow, type ShallowRequest } from './commit-graph.js';
 export type { Connection, Repository } from './connection.js';
-export { hasCode, ProtocolError } from './errors.js';
+export { hasCode, ProtocolError, peerErrorMessage } from './errors.js';
 export {
   clone,
   type FetchOptions,
@@ -48,6 +48,7 @@ export {
   rpcResultHeaders,
 } from './http.js';
 export { Negotiator } from './negotiator.js';
+export { observeFindPack, PACK_REUSE, PackReuseCache } from './pack-reuse.js';
 export {
   type PushOptions,
   type PushRefStatus,

@@ -27,7 +27,7 @@ import { collectRefs, encodeAdvertisementV0 } from './advertisement.js';
 import { Capabilities, DEFAULT_AGENT, receivePackCapabilities } from './capabilities.js';
 import { CommitGraph, parseTagTarget, treeEntries } from './commit-graph.js';
 import { type Connection, concatBytes, newReader, type Repository, requirePacket } from './connection.js';
-import { hasCode, ProtocolError, throwIfAborted } from './errors.js';
+import { hasCode, ProtocolError, peerErrorMessage, throwIfAborted } from './errors.js';
 import { isObjectId, isValidRefName, type RefUpdate, ZERO_OID } from './ref-store.js';
 
 export interface PushCommand {
@@ -43,8 +43,10 @@ export type PushCommandResult =
   | (PushCommand & { status: 'rejected'; reason: string });
 
 export interface ReceivePackResult {
-  /** `ok`, or the unpack error sent to the client. */
+  /** `ok`, or the unpack error sent to the client (only what peerErrorMessage lets out). */
   unpack: 'ok' | string;
+  /** The error behind a failed unpack, with its local detail: for the host's own reports. */
+  unpackError?: unknown;
   commands: PushCommandResult[];
   /** The refs that moved (what a host emits as ref-update events). */
   updated: PushCommand[];
@@ -85,6 +87,11 @@ export interface ReceivePackOptions {
   hooks?: ReceivePackHooks;
   limits?: ReceivePackLimits;
   signal?: AbortSignal;
+}
+
+/** A ref store's rejection message as one bounded report-status line. */
+function oneLine(text: string): string {
+  return text.replace(/[\r\n\0]+/g, ' ').slice(0, 500);
 }
 
 function line(text: string): Uint8Array {
@@ -187,8 +194,8 @@ async function receive(repo: Repository, conn: Connection, options: ReceivePackO
       for (const oid of imported.objects) newObjects.add(oid);
     } catch (error) {
       if (signal?.aborted || hasCode(error, 'PROTOCOL_ABORTED')) throw error;
-      const message = (error as Error).message.replace(/\n/g, ' ');
-      result.unpack = `unpacker error: ${message}`.slice(0, 1000);
+      result.unpack = `unpacker error: ${peerErrorMessage(error)}`.slice(0, 1000);
+      result.unpackError = error;
       result.commands = commands.map((c) => ({ ...c, status: 'rejected', reason: 'unpacker error' }));
       await report(conn, caps, result);
       return result;
@@ -266,7 +273,7 @@ async function receive(repo: Repository, conn: Connection, options: ReceivePackO
     applied.forEach((r, i) => {
       const c = toApply[i] as PushCommand;
       if (r.status === 'rejected')
-        reject(c, r.reason === 'stale' ? 'stale info' : `failed to update ref: ${r.message}`);
+        reject(c, r.reason === 'stale' ? 'stale info' : `failed to update ref: ${oneLine(r.message)}`);
     });
     if (atomic && applied.some((r) => r.status === 'rejected'))
       for (const c of commands) reject(c, 'atomic push failure');

@@ -43,7 +43,7 @@ import {
 import { Capabilities, DEFAULT_AGENT, uploadPackCapabilities, v2Capabilities } from './capabilities.js';
 import { CommitGraph, computeShallow, type ShallowRequest } from './commit-graph.js';
 import { type Connection, newReader, type Repository, requirePacket } from './connection.js';
-import { hasCode, ProtocolError, throwIfAborted } from './errors.js';
+import { hasCode, ProtocolError, peerErrorMessage, throwIfAborted } from './errors.js';
 import { PACK_REUSE } from './pack-reuse.js';
 import { isObjectId } from './ref-store.js';
 
@@ -341,7 +341,7 @@ class UploadSession {
       if (reuseKey && reusedObjects) PACK_REUSE.remember(store, reuseKey, reusedObjects);
     } catch (error) {
       if (muxer && !hasCode(error, 'PROTOCOL_ABORTED')) {
-        await muxer.error(`upload-pack: ${(error as Error).message}\n`).catch(() => {});
+        await muxer.error(`upload-pack: ${peerErrorMessage(error)}\n`).catch(() => {});
       }
       throw error;
     }
@@ -444,8 +444,8 @@ function line(text: string): Uint8Array {
 
 async function sendError(conn: Connection, error: unknown): Promise<void> {
   const message = hasCode(error, 'PROTOCOL_NOT_OUR_REF')
-    ? (error as Error).message
-    : `upload-pack: ${(error as Error).message}`;
+    ? peerErrorMessage(error)
+    : `upload-pack: ${peerErrorMessage(error)}`;
   await conn.write(encodeText(`ERR ${message}\n`)).catch(() => {});
 }
 
