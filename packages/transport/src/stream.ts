@@ -28,7 +28,8 @@ export interface DuplexStream extends AsyncIterable<Uint8Array> {
   readonly writable: WritableStream<Uint8Array>;
   /**
    * Writes a chunk; resolves once it is queued within the credit (awaiting credit when the
-   * window is spent); what is written in one tick goes out together in one frame. With
+   * window is spent); what is written in one tick goes out together in one frame (past the
+   * stream's first 256 KiB, which go out as written). With
    * `transfer: true` the caller gives the chunk up: do not touch it afterwards.
    */
   write(chunk: Uint8Array, options?: { transfer?: boolean }): Promise<void>;
@@ -153,6 +154,11 @@ export class Stream implements DuplexStream {
   #out: Uint8Array[] = [];
   #outBytes = 0;
   #batchBytes: number;
+  /**
+   * Bytes left of the stream's first batch: they go out as they are written, not batched, so
+   * the reader starts on the first chunk, not on the first batch (see #sendData).
+   */
+  #ramp = BATCH_BYTES;
   #flushScheduled = false;
   #creditWaiter: { need: number; resolve: () => void; reject: (e: unknown) => void } | undefined;
   #writeTail: Promise<void> | undefined;
@@ -640,11 +646,19 @@ export class Stream implements DuplexStream {
   #sendData(chunk: Uint8Array, paid = false): void {
     const len = chunk.byteLength;
     if (!paid) this.#credit -= len;
+    const ramp = this.#ramp > 0;
+    if (ramp) this.#ramp -= len;
     if (this.#outBytes + len > this.#batchBytes) this.#sendOut();
     this.#out.push(chunk);
     this.#outBytes += len;
-    if (this.#outBytes >= this.#batchBytes || this.#out.length >= MAX_FRAME_CHUNKS) this.#sendOut();
-    else this.#scheduleFlush();
+    if (
+      this.#outBytes >= this.#batchBytes ||
+      this.#out.length >= MAX_FRAME_CHUNKS ||
+      // The first batch's worth of a stream goes out as it is written: the reader starts at once.
+      ramp
+    ) {
+      this.#sendOut();
+    } else this.#scheduleFlush();
   }
 
   /** Sends the queued chunks as one data frame. */
