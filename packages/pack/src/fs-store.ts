@@ -101,6 +101,36 @@ let tmpCounter = 0;
 /** Pack page size for positional reads. */
 const PAGE = 256 * 1024;
 
+/** Size of the blocks a pack spool gathers appends in. */
+const SPOOL_BLOCK = 256 * 1024;
+/**
+ * Full blocks of finished spools, reused by the next ones: a new block is memory to zero and
+ * fault in (2 MiB for a 2 MiB pack), and external memory that brings GC forward. Bounded, so at
+ * most 2 MiB stay behind.
+ */
+const spareBlocks: Uint8Array[] = [];
+const SPARE_BLOCKS_MAX = 8;
+
+function takeBlock(): Uint8Array {
+  return spareBlocks.pop() ?? new Uint8Array(SPOOL_BLOCK);
+}
+
+/** Takes back a block no longer read nor written (only whole ones of the spool's size). */
+function giveBlock(block: Uint8Array): void {
+  if (block.length !== SPOOL_BLOCK || block.byteOffset !== 0 || block.buffer.byteLength !== SPOOL_BLOCK) return;
+  if (spareBlocks.length < SPARE_BLOCKS_MAX && !spareBlocks.includes(block)) spareBlocks.push(block);
+}
+
+/** A block of a spool held in memory. */
+interface Segment {
+  at: number;
+  bytes: Uint8Array;
+  /** On file. */
+  written: boolean;
+  /** No longer read from memory. */
+  dropped: boolean;
+}
+
 export class FsObjectStore implements ObjectStore {
   readonly gitDir: string;
   readonly #fs: FsPromises;
@@ -682,11 +712,16 @@ export class FsObjectStore implements ObjectStore {
     // appends gather in a block written as one; the last 2 MiB stay in memory too, since
     // delta bases usually lie close behind their deltas (most reads need no file access)
     let length = 0;
-    const BLOCK = 256 * 1024;
-    let tail = new Uint8Array(BLOCK);
+    const BLOCK = SPOOL_BLOCK;
+    let tail = takeBlock();
     let tailLength = 0;
-    const recent: { at: number; bytes: Uint8Array }[] = [];
+    /** Blocks in memory; `written` once on file, `dropped` once out of `recent` (then reusable). */
+    const recent: Segment[] = [];
     let recentBytes = 0;
+    const drop = (seg: Segment) => {
+      seg.dropped = true;
+      if (seg.written) giveBlock(seg.bytes);
+    };
     const RECENT_MAX = 2 * 2 ** 20;
     let queue: Promise<void> = Promise.resolve();
     /** The writes queued before the latest block's (what `drain` waits for). */
@@ -697,17 +732,25 @@ export class FsObjectStore implements ObjectStore {
       if (tailLength === 0) return;
       // a full block is handed over as it is (a new one takes its place); a partial one is copied
       const block = tailLength === BLOCK ? tail : tail.slice(0, tailLength);
-      if (block === tail) tail = new Uint8Array(BLOCK);
+      if (block === tail) tail = takeBlock();
       const at = length - tailLength;
       tailLength = 0;
-      recent.push({ at, bytes: block });
+      const seg: Segment = { at, bytes: block, written: false, dropped: false };
+      recent.push(seg);
       recentBytes += block.length;
       while (recent.length > 1 && recentBytes - recent[0]!.bytes.length >= RECENT_MAX) {
-        recentBytes -= recent.shift()!.bytes.length;
+        const first = recent.shift()!;
+        recentBytes -= first.bytes.length;
+        drop(first);
       }
       earlier = queue;
       queue = queue
-        .then(() => (failure === undefined ? writeAt(block, at) : undefined))
+        .then(async () => {
+          if (failure !== undefined) return;
+          await writeAt(block, at);
+          seg.written = true;
+          if (seg.dropped) giveBlock(seg.bytes);
+        })
         .catch((error) => {
           failure ??= error;
         });
@@ -736,6 +779,10 @@ export class FsObjectStore implements ObjectStore {
       if (closed) return;
       closed = true;
       await queue.catch(() => undefined);
+      // every write is done: the blocks go to the next spool
+      for (const seg of recent.splice(0)) drop(seg);
+      giveBlock(tail);
+      tailLength = 0;
       await handle.close();
     };
     const store = this;
@@ -788,7 +835,11 @@ export class FsObjectStore implements ObjectStore {
         flushTail();
         length = n;
         // what lies past the new end will be overwritten by later appends
-        while (recent.length > 0 && recent[recent.length - 1]!.at >= n) recentBytes -= recent.pop()!.bytes.length;
+        while (recent.length > 0 && recent[recent.length - 1]!.at >= n) {
+          const last = recent.pop()!;
+          recentBytes -= last.bytes.length;
+          drop(last);
+        }
         const last = recent[recent.length - 1];
         if (last && last.at + last.bytes.length > n) {
           recentBytes -= last.at + last.bytes.length - n;

@@ -117,6 +117,16 @@ async function* drained(
   let settled = false;
   let since = 0;
   let unyielded = 0;
+  // whether the event loop went round since the last step (input that arrives by messages or
+  // I/O waits for it anyway: no turn of its own is needed then)
+  let turned = false;
+  const arm = () => {
+    turned = false;
+    immediate?.(() => {
+      turned = true;
+    });
+  };
+  arm();
   for await (const chunk of source) {
     since += chunk.length;
     unyielded += chunk.length;
@@ -124,7 +134,8 @@ async function* drained(
       // input that is already there (a file, a buffered body) never leaves the microtask queue:
       // one event loop turn lets finished writes start the next ones while parsing goes on
       unyielded = 0;
-      await nextTurn();
+      if (!turned) await nextTurn();
+      arm();
     }
     if (pending && (settled || since >= DRAIN_LAG)) {
       // a write error surfaces here

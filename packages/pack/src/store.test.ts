@@ -249,3 +249,35 @@ describe('FsObjectStore pack spool', () => {
     await store.close();
   });
 });
+
+describe('FsObjectStore pack spools in a row', () => {
+  it('a spool after another (blocks reused) reads and writes its own bytes', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gitport-store-'));
+    temps.push(dir);
+    const store = new FsObjectStore(nodeFs, dir);
+    for (const seed of [11, 12, 13]) {
+      const spool = (await store.beginPack())!;
+      const total = 1_500_000 + seed;
+      const bytes = seededBlob(seed, total);
+      for (let at = 0; at < total; at += 70_000) spool.append(bytes.subarray(at, Math.min(total, at + 70_000)));
+      for (const at of [0, 300_000, total - 1000]) {
+        expect(bytesToHex(await spool.read(at, 1000))).toBe(bytesToHex(bytes.subarray(at, at + 1000)));
+      }
+      const parts: Uint8Array[] = [];
+      for await (const c of spool.chunks()) parts.push(c);
+      expect(bytesToHex(concatAll(parts))).toBe(bytesToHex(bytes));
+      await spool.abort();
+    }
+    await store.close();
+  });
+});
+
+function concatAll(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+}
