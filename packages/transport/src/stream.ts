@@ -409,11 +409,11 @@ export class Stream implements DuplexStream {
 
   #onCredit(n: number): void {
     if (this.#writeState === 'errored' || this.#writeState === 'cancelled') return;
-    this.#credit += n;
-    if (this.#credit > this.#remoteWindow) {
+    if (this.#credit + n > this.#remoteWindow) {
       this.#protocolError('the reader granted more than it was sent');
       return;
     }
+    this.#credit += n;
     const waiter = this.#creditWaiter;
     if (waiter && this.#credit >= waiter.need) {
       this.#creditWaiter = undefined;

@@ -137,6 +137,22 @@ describe('transport details', () => {
     m.close();
   });
 
+  it('aborts with TRANSPORT_PROTOCOL when the reader grants back more than was sent', async () => {
+    const m = manualPair();
+    const { stream, open } = await m.accepted({ w: 4096, m: 65536 });
+    await stream.write(new Uint8Array(1000), { transfer: true });
+    expect(await m.next('data')).toMatchObject({ s: open.s, i: 1 });
+    expect(stream.stats).toMatchObject({ credit: 3096, inFlightBytes: 1000 });
+    // 1000 bytes in flight; a buggy or hostile reader grants 1500 back.
+    m.post({ t: 'credit', s: open.s, i: 0, n: 1500 });
+    await expect(stream.closed).rejects.toMatchObject({ code: 'TRANSPORT_PROTOCOL' });
+    expect(await m.next('abort')).toMatchObject({ s: open.s, i: 1, e: { code: 'TRANSPORT_PROTOCOL' } });
+    await expect(stream.write(new Uint8Array(1))).rejects.toMatchObject({ code: 'TRANSPORT_PROTOCOL' });
+    // The bad grant was not counted.
+    expect(stream.stats).toMatchObject({ credit: 3096, inFlightBytes: 1000 });
+    m.close();
+  });
+
   it('grants credit in batches, and at once to a writer that says it is blocked', async () => {
     const m = manualPair();
     const { stream, open } = await m.accepted({ w: 4096, m: 65536 }, { window: 4000 });
