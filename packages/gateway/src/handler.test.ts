@@ -225,4 +225,30 @@ describe('fetch handler', () => {
     await reader.cancel();
     expect(open.hub.size).toBe(0);
   });
+
+  it('answers 503 with Retry-After and CORS past maxSubscribers, then takes subscribers again', async () => {
+    const small = createGateway({
+      backend: createGitProcessBackend({ root, revalidateMs: 0 }),
+      cors: ['https://app.example'],
+      sse: { heartbeatMs: 0, maxSubscribers: 1 },
+    });
+    try {
+      const origin = { origin: 'https://app.example' };
+      const first = await small.fetch(req('/demo.git/events', { headers: origin }));
+      expect(first.status).toBe(200);
+      const refused = await small.fetch(req('/events', { headers: origin }));
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get('retry-after')).toBe('5');
+      expect(refused.headers.get('access-control-allow-origin')).toBe('https://app.example');
+      expect(await refused.text()).toBe('too many event subscribers\n');
+      await first.body!.cancel();
+      const again = await small.fetch(req('/events'));
+      expect(again.status).toBe(200);
+      await again.body!.cancel();
+    } finally {
+      await small.close();
+    }
+    const shut = await small.fetch(req('/demo.git/events'));
+    expect(shut.status).toBe(503);
+  });
 });

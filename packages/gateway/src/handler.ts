@@ -580,6 +580,24 @@ async function* guard(
   }
 }
 
+/**
+ * The reply to an events request the hub cannot take now (it is full, or closed): 503 with
+ * `Retry-After`, keeping the CORS headers of the events reply. Undefined when it can. Every
+ * adapter asks this at the moment it subscribes, so no subscriber slips in between.
+ */
+export function refuseEvents(
+  hub: SseHub,
+  reply: GatewayReply,
+): (GatewayReply & { body: { kind: 'bytes'; bytes: Uint8Array } }) | undefined {
+  if (hub.accepting) return undefined;
+  const full = hub.size >= hub.maxSubscribers;
+  const refused = text(503, full ? 'too many event subscribers' : 'shutting down', { 'retry-after': '5' });
+  for (const [name, value] of Object.entries(reply.headers)) {
+    if (name.startsWith('access-control-') || name === 'vary') refused.headers[name] = value;
+  }
+  return refused as GatewayReply & { body: { kind: 'bytes'; bytes: Uint8Array } };
+}
+
 /** Converts a reply into a WHATWG Response (pull-based: the client's pace drives the producer). */
 export function toResponse(reply: GatewayReply, hub: SseHub, signal?: AbortSignal): Response {
   const init = { status: reply.status, headers: reply.headers };
@@ -589,11 +607,11 @@ export function toResponse(reply: GatewayReply, hub: SseHub, signal?: AbortSigna
       return new Response(null, init);
     case 'bytes':
       return new Response(body.bytes as Uint8Array<ArrayBuffer>, init);
-    case 'events':
-      if (!hub.accepting) {
-        return new Response('too many event subscribers\n', { status: 503, headers: { 'retry-after': '5' } });
-      }
+    case 'events': {
+      const refused = refuseEvents(hub, reply);
+      if (refused !== undefined) return new Response(refused.body.bytes as Uint8Array<ArrayBuffer>, refused);
       return new Response(hub.stream({ ...body.options, signal }), init);
+    }
     case 'stream': {
       const it = body.chunks[Symbol.asyncIterator]();
       const stream = new ReadableStream<Uint8Array>(

@@ -7,7 +7,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { BodySource } from './body.js';
-import type { Gateway, GatewayReply, GatewayRequest } from './handler.js';
+import { type Gateway, type GatewayReply, type GatewayRequest, refuseEvents } from './handler.js';
 import type { SseSink } from './sse-hub.js';
 
 export interface NodeListenerOptions {
@@ -204,11 +204,8 @@ async function write(
       return;
     case 'events': {
       if (res.destroyed) return;
-      if (!gateway.hub.accepting) {
-        res.writeHead(503, { 'content-type': 'text/plain; charset=utf-8', 'retry-after': '5' });
-        res.end('too many event subscribers\n');
-        return;
-      }
+      const refused = refuseEvents(gateway.hub, reply);
+      if (refused !== undefined) return writeBytes(refused, refused.body.bytes, res);
       req.socket.setTimeout(0);
       req.socket.setNoDelay(true);
       res.writeHead(reply.status, reply.headers);

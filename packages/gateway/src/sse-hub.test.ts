@@ -59,6 +59,37 @@ describe('SseHub', () => {
     hub.close();
   });
 
+  it('gives every frame an ArrayBuffer of its own, so one frame reveals or breaks no other', () => {
+    const hub = new SseHub({ epoch: 'e2', heartbeatMs: 0 });
+    const frames: Uint8Array[] = [];
+    hub.subscribe({
+      write(b) {
+        frames.push(b);
+        return true;
+      },
+      close() {},
+    });
+    frames.length = 0;
+    hub.publish(update('private', 1));
+    hub.publish(update('public', 2));
+    const [first, second] = frames as [Uint8Array, Uint8Array];
+    expect(second.buffer).not.toBe(first.buffer);
+    for (const frame of [first, second]) {
+      expect(frame.byteOffset).toBe(0);
+      expect(frame.buffer.byteLength).toBe(frame.byteLength);
+    }
+    expect(decoder.decode(new Uint8Array(second.buffer))).not.toContain('private');
+    // a sink that gives a frame's buffer away (a transfer detaches it) leaves the hub working
+    structuredClone(second.buffer, { transfer: [second.buffer] });
+    expect(second.byteLength).toBe(0);
+    hub.publish(update('public', 3));
+    expect(decoder.decode(frames[2])).toContain('"repo":"public"');
+    const replayed = hub.replay('e2-0', undefined).map((f) => decoder.decode(f));
+    expect(replayed[0]).toContain('"repo":"private"');
+    expect(replayed).toHaveLength(3);
+    hub.close();
+  });
+
   it('delivers only the subscribed repositories, and everything to /events subscribers', () => {
     const hub = new SseHub({ epoch: 'e', heartbeatMs: 0 });
     const a = new RecordingSink();

@@ -87,30 +87,22 @@ const ZERO_ID = '0'.repeat(40);
 
 export { ZERO_ID };
 
-const SLAB = 64 * 1024;
-let slab = new Uint8Array(SLAB);
-let slabOffset = 0;
-
-/** UTF-8 of `text` as a view into a shared slab (fewer allocations than one array per frame). */
-function encodeFrame(text: string): Uint8Array {
-  const worst = text.length * 3;
-  if (worst > slab.byteLength - slabOffset) {
-    slab = new Uint8Array(Math.max(SLAB, worst));
-    slabOffset = 0;
-  }
-  const { written } = encoder.encodeInto(text, slab.subarray(slabOffset));
-  const frame = slab.subarray(slabOffset, slabOffset + written);
-  slabOffset += written;
-  return frame;
+/** A JSON value as JSON text (`null` for what JSON cannot hold, as undefined). */
+function json(value: unknown): string {
+  return JSON.stringify(value) ?? 'null';
 }
 
 /**
- * Formats one ref-update event: the exact bytes every subscriber receives. The result is a view
- * into a shared slab that nothing writes again: callers must treat it as read-only.
+ * Formats one ref-update event: the exact bytes every subscriber receives. Each frame is a new
+ * array over an ArrayBuffer of its own, exactly its size: no frame shares memory with another
+ * (a sink may keep, transfer or expose `frame.buffer` without revealing or breaking any other
+ * event). Subscribers share the frame itself: treat it as read-only.
  */
 export function formatRefUpdate(id: string, event: RefUpdateEvent): Uint8Array {
-  const data = JSON.stringify({ repo: event.repo, ref: event.ref, old: event.old, new: event.new });
-  return encodeFrame(`id: ${id}\nevent: ref-update\ndata: ${data}\n\n`);
+  // the data line is built field by field (JSON.stringify of each string), not from an object
+  return encoder.encode(
+    `id: ${id}\nevent: ref-update\ndata: {"repo":${json(event.repo)},"ref":${json(event.ref)},"old":${json(event.old)},"new":${json(event.new)}}\n\n`,
+  );
 }
 
 export class SseHub {
