@@ -326,6 +326,42 @@ describe('upload-pack', () => {
     expect(calls).toEqual([3, 3]);
   });
 
+  it('a clone into a store that refuses initialize (it holds refs) checks and updates like a fetch', async () => {
+    const { repo, commits } = await server();
+    const prepared = async (initialize: boolean) => {
+      const local = emptyRepo();
+      const own = await chain(local, 2, undefined, 'own');
+      await local.refs.update([
+        { name: 'refs/heads/main', old: null, new: own[1]! },
+        { name: 'refs/tags/v1', old: null, new: own[0]! },
+      ]);
+      let refused = 0;
+      if (!initialize) return { local, refused: () => refused };
+      const refs = Object.assign(local.refs, {
+        async initialize() {
+          refused++;
+          return false;
+        },
+      });
+      return { local: { objects: local.objects, refs }, refused: () => refused };
+    };
+    for (const initialize of [false, true]) {
+      const { local, refused } = await prepared(initialize);
+      const [a, b] = connectionPair();
+      const served = serveUploadPack(repo, b);
+      const result = await clone(local as TestRepo, { connection: a });
+      await served;
+      expect(refused()).toBe(initialize ? 1 : 0);
+      // forced refspecs move main; the existing tag is a forced refspec target too (tags: all)
+      expect(await local.refs.resolve('refs/heads/main')).toBe(commits[5]);
+      expect(result.updates.map((u) => [u.name, u.status])).toEqual([
+        ['refs/heads/main', 'ok'],
+        ['refs/tags/v1', 'ok'],
+      ]);
+      expect(result.updates[0]).toMatchObject({ old: expect.any(String), new: commits[5] });
+    }
+  });
+
   it('a clone of wants whose objects are a stored pack reuses it, and the next clone asks for it without a walk', async () => {
     const { repo, commits, tag } = await server();
     const all = [...repo.objects.keys()];
