@@ -288,8 +288,7 @@ async function closeAfterError(stream: DuplexStream, message: Uint8Array | undef
  * back at a time), so several writes are in flight; capped at 1 MiB.
  */
 function writeSizeOf(stream: DuplexStream): number {
-  const window = (stream as { stats?: { remoteWindow?: number } }).stats?.remoteWindow ?? 0;
-  return Math.min(2 ** 20, Math.max(64 * 1024, Math.floor(window / 4)));
+  return Math.min(2 ** 20, Math.max(64 * 1024, Math.floor(stream.stats.remoteWindow / 4)));
 }
 
 async function* single(bytes: Uint8Array): AsyncIterable<Uint8Array> {
