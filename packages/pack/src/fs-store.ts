@@ -862,25 +862,31 @@ export class FsObjectStore implements ObjectStore {
         for (let at = 0; at < length; at += step) yield await readAt(at, Math.min(step, length - at));
       },
       async commit(hash: string, entries: readonly IndexEntry[]) {
-        await settle();
-        await close();
         const base = `pack-${hash}`;
         if (store.#packNames.has(base)) {
+          await settle();
+          await close();
           await store.#fs.unlink(tmp).catch(() => undefined);
           return;
         }
         const idx = writeIdx(entries, hash);
-        // the .idx goes to its temporary file while the .pack moves into place; it is renamed
-        // into place after the .pack, as git does
+        // the .idx goes to its temporary file while the pack's last writes finish and it moves
+        // into place; it is renamed into place after the .pack, as git does
         const idxTmp = store.#tmpName(dir, 'idx');
         const [moved, staged] = await Promise.allSettled([
-          store.#fs.rename(tmp, `${dir}/${base}.pack`),
+          (async () => {
+            await settle();
+            await close();
+            await store.#fs.rename(tmp, `${dir}/${base}.pack`);
+          })(),
           store.#fs.writeFile(idxTmp, idx),
         ]);
         if (moved.status === 'rejected' || staged.status === 'rejected') {
           await store.#fs.unlink(idxTmp).catch(() => undefined);
           if (moved.status === 'rejected') {
+            await close().catch(() => undefined);
             await store.#fs.unlink(tmp).catch(() => undefined);
+            if (moved.reason instanceof PackError) throw moved.reason;
             throw new PackError('STORE_IO', `cannot write ${dir}/${base}.pack`, { cause: moved.reason });
           }
           // a .pack without its .idx is ignored by readers (git gc removes it), as on git's own failures
