@@ -16,7 +16,7 @@
  */
 import { bench } from 'vitest';
 import { runBrowserPageBench, type TransportCase } from '../tests/src/gitport/browser-bench.js';
-import { mbps, QUICK, record, sized } from './report.js';
+import { mbps, median, QUICK, record, sized } from './report.js';
 
 const KiB = 1024;
 const MiB = 1024 * 1024;
@@ -44,8 +44,6 @@ const cases: (TransportCase & { label: string })[] = [
     warmup: sized(2, 1),
   },
 ];
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 bench(
   'emitters and transport in headless Chromium',

@@ -30,7 +30,7 @@ import { createGitSandbox } from '@gitport/tests/git';
 import { prng } from '@gitport/tests/history';
 import { afterAll, bench, describe } from 'vitest';
 import { startTsWorker } from '../tests/src/ts-worker.js';
-import { QUICK, record, sized } from './report.js';
+import { median, QUICK, record, sized } from './report.js';
 
 const COMMITS = sized(20, 4);
 const BLOB_SIZE = 50 * 1000;
@@ -147,7 +147,6 @@ const measure = async (name: string, once: () => Promise<unknown>, batch: () => 
       times[k as 0 | 1].push(performance.now() - start);
     }
   }
-  const median = (list: number[]) => list.sort((a, b) => a - b)[Math.floor(list.length / 2)]!;
   figures.set(`${name}:1`, median(times[0]));
   figures.set(`${name}:10`, median(times[1]));
 };

@@ -19,7 +19,7 @@ import * as mittModule from 'mitt';
 import { createNanoEvents } from 'nanoevents';
 import { EventEmitter as Tseep } from 'tseep';
 import { afterAll, bench, describe } from 'vitest';
-import { record, sized } from './report.js';
+import { median, record, sized } from './report.js';
 
 // CommonJS/ESM interop differs between these packages: take the exports by shape.
 interface EE3 {
@@ -190,11 +190,6 @@ for (let round = 0; round < ROUNDS; round++) {
     list.push(OPS / ms / 1000); // M ops/s
     results.set(key, list);
   }
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
 }
 
 function best(values: number[]): number {

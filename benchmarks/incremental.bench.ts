@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { createPack, FsObjectStore } from '@gitport/pack';
 import { afterAll, bench, describe } from 'vitest';
 import { largeFileEdit, randomBlobHistory } from '../tests/src/pack/fixtures.js';
-import { record, sized } from './report.js';
+import { median, record, sized } from './report.js';
 
 function git(args: string[], input?: Uint8Array): Promise<{ stdout: Uint8Array; ms: number }> {
   return new Promise((resolve, reject) => {
@@ -100,11 +100,7 @@ const keep = (key: string, bytes: number, ms: number) => {
   r.ms.push(ms);
   results[key] = r;
 };
-const median = (key: string) => {
-  const list = [...(results[key]?.ms ?? [])].sort((a, b) => a - b);
-  if (list.length === 0) throw new Error(`no runs for ${key}`);
-  return list[Math.floor(list.length / 2)]!;
-};
+const medianOf = (key: string) => median(results[key]?.ms ?? [], key);
 
 const head = await rev(history, 'HEAD');
 const base5 = await rev(history, 'HEAD~5');
@@ -186,10 +182,10 @@ afterAll(async () => {
   });
   record({
     id: 'incremental.5of20.ms',
-    value: median('incr ours'),
+    value: medianOf('incr ours'),
     unit: 'ms',
     peer: 'git pack-objects --thin',
-    peerValue: median('incr git'),
+    peerValue: medianOf('incr git'),
     better: 'lower',
     note: `wall, git's includes starting the process; ${note}`,
   });
@@ -204,10 +200,10 @@ afterAll(async () => {
   });
   record({
     id: 'incremental.large-edit.thin.ms',
-    value: median('edit ours'),
+    value: medianOf('edit ours'),
     unit: 'ms',
     peer: 'git pack-objects --thin',
-    peerValue: median('edit git'),
+    peerValue: medianOf('edit git'),
     better: 'lower',
     note: `wall, git's includes starting the process; ${largeSize / 1024 / 1024} MiB file`,
   });

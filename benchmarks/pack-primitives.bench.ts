@@ -20,7 +20,7 @@ import * as webSha1 from '../packages/pack/src/sha1.js';
 import * as webZlib from '../packages/pack/src/zlib.js';
 import * as nodeZlib from '../packages/pack/src/zlib.node.js';
 import { ensureHistory } from '../tests/src/history.js';
-import { mbps, record, sized } from './report.js';
+import { mbps, median, record, sized } from './report.js';
 
 const history = await ensureHistory({
   commits: sized(3000, 60),
@@ -50,11 +50,7 @@ const timed = (name: string, fn: () => void) => () => {
   list.push(performance.now() - start);
   times.set(name, list);
 };
-const median = (name: string) => {
-  const list = [...(times.get(name) ?? [])].sort((a, b) => a - b);
-  if (list.length === 0) throw new Error(`no runs for ${name}`);
-  return list[Math.floor(list.length / 2)]!;
-};
+const medianOf = (name: string) => median(times.get(name) ?? [], name);
 const check = (got: number) => {
   if (got !== inflatedBytes) throw new Error(`inflated ${got} bytes, expected ${inflatedBytes}`);
 };
@@ -183,32 +179,32 @@ afterAll(() => {
   const note = `${entries.length} entries of the seeded history's pack, ${(compressedBytes / 1e6).toFixed(1)} MB compressed, ${(inflatedBytes / 1e6).toFixed(1)} MB inflated`;
   record({
     id: 'pack.import.inflate.node.mbps',
-    value: mbps(inflatedBytes, median('reused')),
+    value: mbps(inflatedBytes, medianOf('reused')),
     unit: 'MB/s',
     peer: 'node:zlib inflateSync per entry',
-    peerValue: mbps(inflatedBytes, median('inflateSync')),
+    peerValue: mbps(inflatedBytes, medianOf('inflateSync')),
     better: 'higher',
     note: `inflated MB/s, gitport's reused native context; ${note}`,
   });
   record({
     id: 'pack.import.inflate.web.mbps',
-    value: mbps(inflatedBytes, median('web')),
+    value: mbps(inflatedBytes, medianOf('web')),
     unit: 'MB/s',
     peer: 'node:zlib inflateSync per entry',
-    peerValue: mbps(inflatedBytes, median('inflateSync')),
+    peerValue: mbps(inflatedBytes, medianOf('inflateSync')),
     better: 'higher',
     note: `inflated MB/s, gitport's web path (pako, one low-level context reset per entry); ${note}`,
   });
   record({
     id: 'pack.import.inflate.web-reused.mbps',
-    value: mbps(inflatedBytes, median('web')),
+    value: mbps(inflatedBytes, medianOf('web')),
     unit: 'MB/s',
     peer: 'pako Inflate per entry',
-    peerValue: mbps(inflatedBytes, median('pako')),
+    peerValue: mbps(inflatedBytes, medianOf('pako')),
     better: 'higher',
-    note: `inflated MB/s, gitport's web path (one reused pako context) vs a pako Inflate per entry (the former web default); bare low-level loop ${mbps(inflatedBytes, median('pako-reused')).toFixed(1)} MB/s; ${note}`,
+    note: `inflated MB/s, gitport's web path (one reused pako context) vs a pako Inflate per entry (the former web default); bare low-level loop ${mbps(inflatedBytes, medianOf('pako-reused')).toFixed(1)} MB/s; ${note}`,
   });
-  const perSecond = (name: string) => objects.length / (median(name) / 1000);
+  const perSecond = (name: string) => objects.length / (medianOf(name) / 1000);
   record({
     id: 'pack.import.sha1.node.objects-per-s',
     value: perSecond('hash'),

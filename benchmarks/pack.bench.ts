@@ -29,7 +29,7 @@ import * as isogit from 'isomorphic-git';
 import { afterAll, bench, describe } from 'vitest';
 import { ensureHistory } from '../tests/src/history.js';
 import { randomBlobHistory } from '../tests/src/pack/fixtures.js';
-import { mbps, QUICK, record, sized } from './report.js';
+import { mbps, median, QUICK, record, sized } from './report.js';
 
 interface Timing {
   wall: number;
@@ -84,9 +84,10 @@ function keep(name: string, t: Timing): void {
   runs.set(name, list);
 }
 function med(name: string, key: keyof Timing): number {
-  const list = (runs.get(name) ?? []).map((t) => t[key]).sort((a, b) => a - b);
-  if (list.length === 0) throw new Error(`no runs for ${name}`);
-  return list[Math.floor(list.length / 2)]!;
+  return median(
+    (runs.get(name) ?? []).map((t) => t[key]),
+    name,
+  );
 }
 
 async function collect(it: AsyncIterable<Uint8Array>): Promise<Uint8Array> {

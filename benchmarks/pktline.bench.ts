@@ -24,7 +24,7 @@ import {
   PacketReader,
 } from '@gitport/pktline';
 import { afterAll, bench, describe } from 'vitest';
-import { mbps, QUICK, record, sized } from './report.js';
+import { mbps, median, QUICK, record, sized } from './report.js';
 
 const TOTAL = sized(100 * 1024 * 1024, 4 * 1024 * 1024);
 const CHUNK = 64 * 1024;
@@ -141,11 +141,9 @@ function timed(name: string, fn: () => Promise<void>): () => Promise<void> {
   };
 }
 
-function median(name: string): number {
+function medianOf(name: string): number {
   // the last `iterations` runs: tinybench calls the function for the warmup runs too
-  const list = (timings.get(name) ?? []).slice(-benchOptions.iterations).sort((a, b) => a - b);
-  if (list.length === 0) throw new Error(`no timing for ${name}`);
-  return list[Math.floor(list.length / 2)]!;
+  return median((timings.get(name) ?? []).slice(-benchOptions.iterations), name);
 }
 
 /** Short text lines (a ref advertisement's shape): per-packet overhead dominates. */
@@ -303,10 +301,10 @@ afterAll(() => {
   const note = `${(TOTAL / 2 ** 20).toFixed(0)} MiB stream in 64 KiB chunks${QUICK ? ' (quick)' : ''}; median of the bench runs`;
   record({
     id: 'pktline.decode.mbps',
-    value: mbps(decodeInput.bytes.byteLength, median('decode:gitport')),
+    value: mbps(decodeInput.bytes.byteLength, medianOf('decode:gitport')),
     unit: 'MB/s',
     peer: 'isomorphic-git GitPktLine',
-    peerValue: mbps(decodeInput.bytes.byteLength, median('decode:iso')),
+    peerValue: mbps(decodeInput.bytes.byteLength, medianOf('decode:iso')),
     better: 'higher',
     goal: { min: 1000, source: 'issue 2' },
     note: `65520-byte packets; ${note}`,
@@ -314,25 +312,25 @@ afterAll(() => {
   const lines = Math.round(smallInput.bytes.byteLength / 70);
   record({
     id: 'pktline.decode-lines.mbps',
-    value: mbps(smallInput.bytes.byteLength, median('small:gitport')),
+    value: mbps(smallInput.bytes.byteLength, medianOf('small:gitport')),
     unit: 'MB/s',
     peer: 'isomorphic-git GitPktLine',
-    peerValue: mbps(smallInput.bytes.byteLength, median('small:iso')),
+    peerValue: mbps(smallInput.bytes.byteLength, medianOf('small:iso')),
     better: 'higher',
     note: `~${lines.toLocaleString('en')} ref-advertisement-like lines of about 70 bytes; 64 KiB chunks${QUICK ? ' (quick)' : ''}`,
   });
   record({
     id: 'pktline.encode-lines.mbps',
-    value: mbps(lineBytes, median('encode:gitport')),
+    value: mbps(lineBytes, medianOf('encode:gitport')),
     unit: 'MB/s',
     peer: 'isomorphic-git GitPktLine',
-    peerValue: mbps(lineBytes, median('encode:iso')),
+    peerValue: mbps(lineBytes, medianOf('encode:iso')),
     better: 'higher',
     note: `${lineTexts.length.toLocaleString('en')} ref-advertisement-like text lines, one packet each${QUICK ? ' (quick)' : ''}`,
   });
   record({
     id: 'pktline.sideband-mux.mbps',
-    value: mbps(TOTAL, median('mux:gitport')),
+    value: mbps(TOTAL, medianOf('mux:gitport')),
     unit: 'MB/s',
     peer: null,
     peerValue: null,
@@ -341,10 +339,10 @@ afterAll(() => {
   });
   record({
     id: 'pktline.sideband-demux.mbps',
-    value: mbps(demuxInput.bytes.byteLength, median('demux:gitport')),
+    value: mbps(demuxInput.bytes.byteLength, medianOf('demux:gitport')),
     unit: 'MB/s',
     peer: 'isomorphic-git GitSideBand',
-    peerValue: mbps(demuxInput.bytes.byteLength, median('demux:iso')),
+    peerValue: mbps(demuxInput.bytes.byteLength, medianOf('demux:iso')),
     better: 'higher',
     goal: { min: 1000, source: 'issue 2' },
     note: `65515-byte band-1 frames; ${note}`,

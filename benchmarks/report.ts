@@ -127,6 +127,13 @@ export function mbps(bytes: number, ms: number): number {
   return bytes / 1e6 / (ms / 1000);
 }
 
+/** The median of `values` (the upper middle one of an even count); `what` names them in the error when there are none. */
+export function median(values: readonly number[], what = 'the figure'): number {
+  if (values.length === 0) throw new BenchReportError('BENCH_NO_RUNS', `no runs for ${what}`);
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
 /**
  * Runs `fn` `runs` times after `warmup` untimed runs and returns the median duration in ms.
  * For figures that vitest bench's own ops/s do not express (MB/s, side by side with a peer).
@@ -141,8 +148,7 @@ export async function medianMs(fn: () => unknown, options: { runs?: number; warm
     await fn();
     times.push(performance.now() - start);
   }
-  times.sort((a, b) => a - b);
-  return times[Math.floor(times.length / 2)]!;
+  return median(times);
 }
 
 /** heapUsed + arrayBuffers + external, in bytes (the memory figure issue 9 asks for). */

@@ -7,7 +7,8 @@
  * answer a checksum that is checked, so a sender that drops or corrupts data fails the bench.
  * Both use the same credit window (1 MiB for 64 KiB chunks, 4 MiB for 1 MiB chunks), granted
  * back in quarter-window batches. The transport goes through the bus (createBus + nodeEndpoint
- * on the Worker); the raw sender posts `{s, b}` on a bare MessageChannel port.
+ * on the Worker); the raw sender posts `{s, b}` on a bare MessageChannel port. The raw sender
+ * and receiver are the ones the in-browser rows use (tests/src/transport/bench-shared.ts).
  *
  * Figures are medians of the timed runs: MB/s (10^6 bytes per second) and messages (chunks)
  * per second; each timed transfer includes opening the stream and waiting for the answer (the
@@ -21,9 +22,17 @@ import { type Bus, createBus } from '@gitport/bus';
 import { nodeEndpoint } from '@gitport/bus/node';
 import { open } from '@gitport/transport';
 import { afterAll, bench, describe } from 'vitest';
-import { benchSinkFor, fillByte, readEveryByte } from '../tests/src/transport/bench-shared.js';
+import {
+  benchSinkFor,
+  checkAnswer,
+  nodeRawPort,
+  type RawSender,
+  rawSender,
+  readEveryByte,
+  sendToSink,
+} from '../tests/src/transport/bench-shared.js';
 import { startTsWorker } from '../tests/src/ts-worker.js';
-import { mbps, record, sized } from './report.js';
+import { mbps, median, record, sized } from './report.js';
 
 const KiB = 1024;
 const MiB = 1024 * 1024;
@@ -31,31 +40,16 @@ const WARMUP = sized(2, 1);
 /** Timed runs of a case: at least 10, more for small transfers (about 1 GB per side), at most 50. */
 const iterationsFor = (bytes: number) => sized(Math.max(10, Math.min(50, Math.floor(1e9 / bytes))), 1);
 
-const checksums = new Map<string, number>();
-/** The checksum the receiver must answer for `count` chunks of `size` bytes. */
-function expectedSum(size: number, count: number): number {
-  let sum = 0;
-  for (let i = 0; i < count; i++) {
-    const key = `${size}:${fillByte(i)}`;
-    let s = checksums.get(key);
-    if (s === undefined) {
-      s = readEveryByte(new Uint8Array(size).fill(fillByte(i)));
-      checksums.set(key, s);
-    }
-    sum = (sum + s) | 0;
-  }
-  return sum;
-}
-
 // ---------------------------------------------------------------- the worker
 
 const PEER = 'bench-peer';
 let worker: Worker | undefined;
 let bus: Bus | undefined;
 let rawPort: MessagePort | undefined;
+let raw: RawSender | undefined;
 
 async function setup(): Promise<{ bus: Bus; raw: RawSender }> {
-  if (bus && rawPort) return { bus, raw: rawSender(rawPort) };
+  if (bus && raw) return { bus, raw };
   const channel = new MessageChannel();
   const busChannel = new MessageChannel();
   worker = startTsWorker(new URL('../tests/src/transport/bench-peer.ts', import.meta.url), {
@@ -65,118 +59,11 @@ async function setup(): Promise<{ bus: Bus; raw: RawSender }> {
   bus = createBus({ id: 'bench-main' });
   await bus.connect(nodeEndpoint(busChannel.port1));
   rawPort = channel.port1;
-  return { bus, raw: rawSender(rawPort) };
-}
-
-// ---------------------------------------------------------------- the raw baseline
-
-interface RawSender {
-  send(total: number, chunk: number, window: number): Promise<void>;
-  /** The other way: the worker sends, this thread reads every byte and grants credit. */
-  receive(total: number, chunk: number, window: number): Promise<void>;
-}
-
-let rawSenderCache: RawSender | undefined;
-let rawIds = 0;
-
-/** The minimal raw sender: a credit window per transfer, chunks allocated, filled, transferred. */
-function rawSender(port: MessagePort): RawSender {
-  if (rawSenderCache) return rawSenderCache;
-  const streams = new Map<
-    number,
-    { credit: number; wake?: () => void; done?: (answer: { total: number; sum: number }) => void }
-  >();
-  const incoming = new Map<
-    number,
-    { window: number; ungranted: number; total: number; sum: number; done: (a: { total: number; sum: number }) => void }
-  >();
-  port.on('message', (m: { s: number; credit?: number; total?: number; sum?: number; b?: Uint8Array; fin?: true }) => {
-    const inbound = incoming.get(m.s);
-    if (inbound !== undefined) {
-      if (m.b !== undefined) {
-        inbound.sum = (inbound.sum + readEveryByte(m.b)) | 0;
-        inbound.total += m.b.byteLength;
-        inbound.ungranted += m.b.byteLength;
-        if (inbound.ungranted >= inbound.window / 4) {
-          port.postMessage({ s: m.s, credit: inbound.ungranted });
-          inbound.ungranted = 0;
-        }
-      } else {
-        incoming.delete(m.s);
-        inbound.done({ total: inbound.total, sum: inbound.sum });
-      }
-      return;
-    }
-    const state = streams.get(m.s);
-    if (state === undefined) return;
-    if (m.credit !== undefined) {
-      state.credit += m.credit;
-      const wake = state.wake;
-      state.wake = undefined;
-      wake?.();
-    } else {
-      streams.delete(m.s);
-      state.done?.({ total: m.total!, sum: m.sum! });
-    }
-  });
-  rawSenderCache = {
-    async send(total, chunk, window) {
-      const s = ++rawIds;
-      const state: { credit: number; wake?: () => void; done?: (a: { total: number; sum: number }) => void } = {
-        credit: window,
-      };
-      streams.set(s, state);
-      const answer = new Promise<{ total: number; sum: number }>((resolve) => {
-        state.done = resolve;
-      });
-      port.postMessage({ s, open: window });
-      const count = total / chunk;
-      for (let i = 0; i < count; i++) {
-        while (state.credit < chunk) {
-          await new Promise<void>((resolve) => {
-            state.wake = resolve;
-          });
-        }
-        const b = new Uint8Array(chunk).fill(fillByte(i));
-        state.credit -= chunk;
-        port.postMessage({ s, b }, [b.buffer]);
-      }
-      port.postMessage({ s, end: true });
-      check(await answer, total, chunk);
-    },
-    async receive(total, chunk, window) {
-      const s = ++rawIds;
-      const answer = new Promise<{ total: number; sum: number }>((done) => {
-        incoming.set(s, { window, ungranted: 0, total: 0, sum: 0, done });
-      });
-      port.postMessage({ s, pull: { total, chunk, window } });
-      check(await answer, total, chunk);
-    },
-  };
-  return rawSenderCache;
-}
-
-function check(answer: { total: number; sum: number }, total: number, chunk: number): void {
-  if (answer.total !== total || answer.sum !== expectedSum(chunk, total / chunk)) {
-    throw new Error(`the receiver got ${answer.total} bytes (checksum ${answer.sum}), expected ${total}`);
-  }
+  raw = rawSender(nodeRawPort(rawPort));
+  return { bus, raw };
 }
 
 // ---------------------------------------------------------------- the transport
-
-const decoder = new TextDecoder();
-
-async function sendTransport(b: Bus, total: number, chunk: number, name: string): Promise<void> {
-  const stream = await open(b, PEER, name);
-  const count = total / chunk;
-  for (let i = 0; i < count; i++) {
-    await stream.write(new Uint8Array(chunk).fill(fillByte(i)), { transfer: true });
-  }
-  await stream.end();
-  let text = '';
-  for await (const part of stream) text += decoder.decode(part, { stream: true });
-  check(JSON.parse(text) as { total: number; sum: number }, total, chunk);
-}
 
 /** The other way: ask the worker for `total` bytes in `chunk`s and read every byte. */
 async function receiveTransport(b: Bus, total: number, chunk: number): Promise<void> {
@@ -189,7 +76,7 @@ async function receiveTransport(b: Bus, total: number, chunk: number): Promise<v
     sum = (sum + readEveryByte(part)) | 0;
     got += part.byteLength;
   }
-  check({ total: got, sum }, total, chunk);
+  checkAnswer({ total: got, sum }, total, chunk);
 }
 
 // ---------------------------------------------------------------- the runs
@@ -286,11 +173,6 @@ const timesOf = (id: string) => {
   return t;
 };
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
-};
-
 for (const c of cases) {
   const name = benchSinkFor(c.window);
   describe(c.toMain ? c.label : `${c.label}, main thread -> worker thread`, () => {
@@ -300,12 +182,12 @@ for (const c of cases) {
     bench(
       '@gitport/transport and raw MessagePort with a credit window, alternating',
       async () => {
-        const { bus: b, raw } = await setup();
+        const { bus: b, raw: peer } = await setup();
         const runTransport = async () => {
           const start = performance.now();
           await Promise.all(
             Array.from({ length: c.streams }, () =>
-              c.toMain ? receiveTransport(b, c.total, c.chunk) : sendTransport(b, c.total, c.chunk, name),
+              c.toMain ? receiveTransport(b, c.total, c.chunk) : sendToSink(b, PEER, name, c.total, c.chunk),
             ),
           );
           timesOf(c.id).transport.push(performance.now() - start);
@@ -314,7 +196,7 @@ for (const c of cases) {
           const start = performance.now();
           await Promise.all(
             Array.from({ length: c.streams }, () =>
-              c.toMain ? raw.receive(c.total, c.chunk, c.window) : raw.send(c.total, c.chunk, c.window),
+              c.toMain ? peer.receive(c.total, c.chunk, c.window) : peer.send(c.total, c.chunk, c.window),
             ),
           );
           timesOf(c.id).raw.push(performance.now() - start);

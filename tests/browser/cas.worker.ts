@@ -1,9 +1,15 @@
 /**
  * A Web Worker updating refs of a repository in OPFS, to race another worker on the same ref:
- * `{ dir, rounds }` → for each round, wait for the parent's `go`, compare-and-swap
- * refs/heads/main from the value it reads to a value of its own, and report the outcome.
+ * each message `{ dir, round, mine }` compare-and-swaps refs/heads/main of `dir` from the value
+ * the worker reads to `mine`, and is answered `{ round, status, old }` (status 'error' with a
+ * message when the update threw).
  */
 import { FsRefStore, OpfsFs } from 'gitport';
+
+// A rejection nothing handles becomes an error event on the Worker object, which fails the test at once.
+self.addEventListener('unhandledrejection', (event: PromiseRejectionEvent) => {
+  throw event.reason;
+});
 
 self.addEventListener('message', async (event: MessageEvent) => {
   const { dir, round, mine } = event.data as { dir: string; round: number; mine: string };
