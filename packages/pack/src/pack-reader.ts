@@ -415,7 +415,9 @@ export class PackReader {
       type = CODE_TYPES[code];
       if (!type) throw new PackError('PACK_BAD_TYPE', `entry type ${code} is not valid`, { offset });
     }
-    const r = inflateOne(buf.subarray(p), size, false, true);
+    // a stream that surely ends in the buffer goes through the one-shot inflate (Z_FINISH keeps
+    // no sliding window); one that may go on past it is inflated so that it can be continued
+    const r = inflateOne(buf.subarray(p), size, false, end - p < size + (size >>> 3) + 64);
     const dataOffset = offset + (p - start);
     if (r.kind !== 'done') {
       if (!r.rest) return undefined;
