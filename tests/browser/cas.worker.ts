@@ -19,6 +19,8 @@ self.addEventListener('message', async (event: MessageEvent) => {
     const [result] = await refs.update([{ name: 'refs/heads/main', old, new: mine }]);
     self.postMessage({ round, status: result?.status, old });
   } catch (error) {
-    self.postMessage({ round, status: 'error', message: String((error as Error).message ?? error) });
+    const cause = (error as { cause?: { name?: string; message?: string } }).cause;
+    const reason = cause ? ` (${cause.name}: ${cause.message})` : '';
+    self.postMessage({ round, status: 'error', message: `${String((error as Error).message ?? error)}${reason}` });
   }
 });
