@@ -170,15 +170,21 @@ export class FsRefStore implements RefStore {
     // The entries of a directory are read several at a time (one call per ref); a directory reads
     // as EISDIR and is walked. The listing is sorted afterwards, so arrival order does not matter.
     const visit = async (name: string) => {
+      if (!isValidRefName(name)) {
+        // not a ref name: only a directory of refs is of interest here
+        if ((await this.fs.stat(this.#path(name)))?.isDirectory()) await this.#walk(name, prefix, into);
+        return;
+      }
       let value: RefValue | undefined | 'dir';
       try {
-        value = isValidRefName(name) ? await this.#readLoose(name, true) : 'dir';
+        value = await this.#readLoose(name, true);
       } catch (error) {
         if ((error as { code?: string }).code !== 'REF_CORRUPT') throw error;
         return;
       }
       if (value === 'dir') {
-        if ((await this.fs.stat(this.#path(name)))?.isDirectory()) await this.#walk(name, prefix, into);
+        // the read found a directory (EISDIR): walk it, no second look needed
+        await this.#walk(name, prefix, into);
         return;
       }
       if (value?.kind === 'direct') into.set(name, value.oid);
