@@ -66,3 +66,62 @@ for (const [name, make] of backends) {
     return { store: new FsRefStore(fs, dir) };
   });
 }
+
+describe('OpfsFs reading a file that another context replaces', () => {
+  /**
+   * A root directory handle (real OPFS) that, the first time a file's snapshot is taken, writes
+   * the file anew right after: the snapshot goes stale before it is read, as when another worker
+   * moves a lock file over a ref between the two steps of a read.
+   */
+  async function racingRoot(): Promise<{ root: FileSystemDirectoryHandle; raced: () => number }> {
+    const opfsRoot = await navigator.storage.getDirectory();
+    const dir = await opfsRoot.getDirectoryHandle(unique('race'), { create: true });
+    let races = 0;
+    const bind = <T extends object>(target: T, prop: string | symbol) => {
+      const value = Reflect.get(target, prop) as unknown;
+      return typeof value === 'function' ? value.bind(target) : value;
+    };
+    const root = new Proxy(dir, {
+      get(target, prop) {
+        if (prop !== 'getFileHandle') return bind(target, prop);
+        return async (name: string, options?: FileSystemGetFileOptions) => {
+          const handle = await target.getFileHandle(name, options);
+          if (options?.create) return handle;
+          return new Proxy(handle, {
+            get(file, key) {
+              if (key !== 'getFile') return bind(file, key);
+              return async () => {
+                const snapshot = await file.getFile();
+                if (races === 0) {
+                  races++;
+                  const writable = await file.createWritable();
+                  await writable.write('replaced');
+                  await writable.close();
+                }
+                return snapshot;
+              };
+            },
+          });
+        };
+      },
+    });
+    return { root, raced: () => races };
+  }
+
+  it('reads the file again instead of failing', async () => {
+    const { root, raced } = await racingRoot();
+    const fs = new OpfsFs(root);
+    await fs.promises.writeFile('/ref', 'original');
+    expect(new TextDecoder().decode((await fs.promises.readFile('/ref')) as Uint8Array)).toBe('replaced');
+    expect(raced()).toBe(1);
+  });
+
+  it('reads a range again too', async () => {
+    const { root, raced } = await racingRoot();
+    const fs = new OpfsFs(root);
+    await fs.promises.writeFile('/pack', 'original');
+    const range = (await fs.promises.readRange!('/pack', 2, 4)) as Uint8Array;
+    expect(new TextDecoder().decode(range)).toBe('plac');
+    expect(raced()).toBe(1);
+  });
+});

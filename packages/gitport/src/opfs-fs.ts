@@ -27,6 +27,9 @@ type FileHandle = FileSystemFileHandle & {
   move?(parent: FileSystemDirectoryHandle, name: string): Promise<void>;
 };
 
+/** Reads of a file that keeps being replaced while it is read, before the error is let through. */
+const READ_ATTEMPTS = 5;
+
 function split(path: string): string[] {
   return path.split('/').filter((p) => p !== '' && p !== '.');
 }
@@ -55,8 +58,7 @@ export class OpfsFs implements FsLike {
     const self = this;
     this.promises = {
       async readFile(path: string, options?: { encoding?: string } | string) {
-        const file = await (await self.#file(path, 'open')).getFile();
-        const bytes = new Uint8Array(await file.arrayBuffer());
+        const bytes = await self.#read(path, 'open', (file) => file);
         const encoding = typeof options === 'string' ? options : options?.encoding;
         return encoding === 'utf8' || encoding === 'utf-8' ? new TextDecoder().decode(bytes) : bytes;
       },
@@ -164,8 +166,7 @@ export class OpfsFs implements FsLike {
         throw new OpfsError('ENOSYS', 'symlink', path);
       },
       async readRange(path: string, offset: number, length: number) {
-        const file = await (await self.#file(path, 'read')).getFile();
-        return new Uint8Array(await file.slice(offset, offset + length).arrayBuffer());
+        return self.#read(path, 'read', (file) => file.slice(offset, offset + length));
       },
     };
   }
@@ -180,6 +181,24 @@ export class OpfsFs implements FsLike {
       }
     }
     return dir;
+  }
+
+  /**
+   * The bytes of `part(file)` for the file at `path`. A `File` is a snapshot: when another
+   * context replaces the file (a lock file moved over it) between taking the snapshot and reading
+   * it, the read fails with NotReadableError; the file is then looked up and read again.
+   */
+  async #read(path: string, syscall: string, part: (file: File) => Blob): Promise<Uint8Array> {
+    for (let attempt = 1; ; attempt++) {
+      const file = await (await this.#file(path, syscall)).getFile();
+      try {
+        return new Uint8Array(await part(file).arrayBuffer());
+      } catch (error) {
+        if ((error as { name?: string }).name !== 'NotReadableError' || attempt === READ_ATTEMPTS) {
+          throw translate(error, syscall, path);
+        }
+      }
+    }
   }
 
   async #file(path: string, syscall: string): Promise<FileSystemFileHandle> {
