@@ -5,6 +5,7 @@ import { deltaWorkerHelps, deltaWorkerUse, remoteDeltaSearch } from './delta-wor
 import { importPack } from './pack-import.js';
 import { createPack } from './pack-writer.js';
 import { MemoryObjectStore } from './store.js';
+import { concat } from './test-bytes.js';
 import { serializeTree } from './tree.js';
 
 /** A history big enough for the writer to share the delta search: files edited over many commits. */
@@ -55,13 +56,7 @@ function same(a: Uint8Array | undefined, b: Uint8Array | undefined): boolean {
 async function collect(it: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
   const parts: Uint8Array[] = [];
   for await (const c of it) parts.push(c.slice());
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
+  return concat(parts);
 }
 
 describe('delta search on a worker thread', () => {

@@ -12,6 +12,7 @@ import type { PackLimits } from './pack-reader.js';
 import { packObjects } from './pack-writer.js';
 import { sha1 } from './sha1.js';
 import { MemoryObjectStore } from './store.js';
+import { concat } from './test-bytes.js';
 import { deflate } from './zlib.js';
 
 const enc = new TextEncoder();
@@ -35,16 +36,6 @@ const CODES = new Set([
   'PACK_LIMIT_DEPTH',
   'PACK_LIMIT_INFLATED',
 ]);
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
-}
 
 /** A pack from raw entries, with a correct header count (unless given) and trailer. */
 function buildPack(entries: Uint8Array[], count = entries.length): Uint8Array {

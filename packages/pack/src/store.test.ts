@@ -13,6 +13,7 @@ import { bytesToHex, hashObject } from './object.js';
 import { importPack } from './pack-import.js';
 import { createPack, packObjects } from './pack-writer.js';
 import { MemoryObjectStore, type ObjectStore } from './store.js';
+import { concat } from './test-bytes.js';
 import { serializeTree } from './tree.js';
 
 const enc = new TextEncoder();
@@ -265,19 +266,9 @@ describe('FsObjectStore pack spools in a row', () => {
       }
       const parts: Uint8Array[] = [];
       for await (const c of spool.chunks()) parts.push(c);
-      expect(bytesToHex(concatAll(parts))).toBe(bytesToHex(bytes));
+      expect(bytesToHex(concat(parts))).toBe(bytesToHex(bytes));
       await spool.abort();
     }
     await store.close();
   });
 });
-
-function concatAll(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
-}

@@ -5,6 +5,7 @@ import { importPack } from './pack-import.js';
 import { PackReader } from './pack-reader.js';
 import { packObjects } from './pack-writer.js';
 import { MemoryObjectStore } from './store.js';
+import { concat } from './test-bytes.js';
 import * as webZlib from './zlib.js';
 import * as nodeZlib from './zlib.node.js';
 
@@ -17,16 +18,6 @@ function sample(size: number, seed: number, random: boolean): Uint8Array {
     x ^= x >>> 17;
     x ^= x << 5;
     out[i] = random ? x & 255 : (i >> 9) & 1 ? x & 255 : i & 7;
-  }
-  return out;
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
   }
   return out;
 }

@@ -6,22 +6,10 @@
 import { constants, Deflate, deflateSync, Inflate, inflateSync, crc32 as nodeCrc32 } from 'node:zlib';
 import { PackError } from './errors.js';
 import { SLAB_SIZE, slabAllocator } from './slab.js';
+import type { InflateOutcome, InflateRest } from './zlib.js';
 
-/**
- * `need-more` may carry `rest`: the stream inflated so far, to be continued with the input that
- * follows (so that a stream crossing input chunks is inflated once, not again from its start).
- */
-export type InflateOutcome =
-  | { kind: 'done'; data: Uint8Array; consumed: number }
-  | { kind: 'need-more'; rest?: InflateRest };
-
-/** The rest of one zlib stream, fed piece by piece (`inflateOne(..., resumable)` hands it out). */
-export interface InflateRest {
-  /** Inflates the next piece of input: `done` with the bytes of this piece used, or `need-more` (all used). */
-  push(input: Uint8Array, final: boolean): InflateOutcome;
-  /** Gives the context back (after `done` or an error this happens by itself); idempotent. */
-  close(): void;
-}
+// The outcome types are the portable module's (a type import loads nothing from it).
+export type { InflateOutcome, InflateRest };
 
 interface InflateInfo {
   buffer: Buffer;
