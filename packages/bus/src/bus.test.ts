@@ -104,6 +104,22 @@ describe('handshake and limits', () => {
     expect([...a.peers.keys()]).toEqual(['b']);
   });
 
+  it('drops a received message that claims billions of holes, without walking them', async () => {
+    const reported: unknown[] = [];
+    const a = bus({ id: 'a', onError: (error) => reported.push((error as { code?: string }).code) });
+    const { raw, connected } = await rawPeer(a, 'r');
+    await connected;
+    const seen: unknown[] = [];
+    a.on('e', (payload) => seen.push(payload));
+    const sparse: unknown[] = [];
+    sparse.length = 2 ** 32 - 1;
+    raw.send({ k: 'ev', e: 'e', p: sparse });
+    raw.send({ k: 'ev', e: 'e', p: 'after' });
+    await new Promise<void>((resolve) => a.on('e', () => resolve()));
+    expect(seen).toEqual(['after']);
+    expect(reported).toEqual(['BUS_MESSAGE_TOO_LARGE']);
+  });
+
   it('enforces maxPeers', async () => {
     const a = bus({ id: 'a', maxPeers: 2 });
     await link(a, bus({ id: 'b' }));

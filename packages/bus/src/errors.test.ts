@@ -40,6 +40,17 @@ describe('errors on the wire', () => {
 });
 
 describe('messageSize', () => {
+  it('sizes a sparse array by the elements it has: a few bytes claiming billions of holes are counted at once', () => {
+    const sparse: unknown[] = [];
+    sparse.length = 2 ** 32 - 1;
+    sparse[5] = 'abc';
+    expect(messageSize(sparse)).toBe(8 + 3 + (2 ** 32 - 2) * 8);
+    expect(messageSize([sparse], 1000)).toBeGreaterThan(1000);
+    expect(messageSize({ a: sparse }, 1000)).toBeGreaterThan(1000);
+    // a long dense array still counts every element
+    expect(messageSize(Array.from({ length: 100 }, () => 'ab'))).toBe(8 + 100 * 2);
+  });
+
   it('counts bytes, strings and structure; refuses functions and symbols', () => {
     expect(messageSize(new Uint8Array(1000))).toBe(1000);
     expect(messageSize(new ArrayBuffer(10))).toBe(10);

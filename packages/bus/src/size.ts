@@ -68,7 +68,14 @@ function flatObject(value: Record<string, unknown>): number | undefined {
   return total;
 }
 
+/**
+ * Arrays longer than this are read by the elements they have (a sparse array clones as its
+ * length and its elements, so a few bytes can claim billions of holes), each hole counting a slot.
+ */
+const SHORT_ARRAY = 64;
+
 function flatArray(value: unknown[]): number | undefined {
+  if (value.length > SHORT_ARRAY) return undefined;
   let total = SLOT;
   for (let i = 0; i < value.length; i++) {
     const size = primitiveSize(value[i]);
@@ -104,7 +111,18 @@ function walk(root: object, limit: number): number {
           total += value.byteLength;
         } else if (Array.isArray(value)) {
           total += SLOT;
-          for (let i = 0; i < value.length; i++) stack.push(value[i]);
+          if (value.length <= SHORT_ARRAY) {
+            for (let i = 0; i < value.length; i++) stack.push(value[i]);
+          } else {
+            // only the elements it has (time and memory as the message's own); holes count a slot each
+            let present = 0;
+            for (const key in value) {
+              if (!Object.hasOwn(value, key)) continue;
+              present++;
+              stack.push(value[key as unknown as number]);
+            }
+            total += Math.max(0, value.length - present) * SLOT;
+          }
         } else if (value instanceof Map) {
           total += SLOT;
           for (const [k, v] of value) stack.push(k, v);
