@@ -533,6 +533,58 @@ describe('hub routing', () => {
     expect(await codeOf(p.request('q', 'ping', null))).toBe('BUS_UNKNOWN_PEER');
   });
 
+  it('forgets a peer that leaves an intact loop of hubs, for good', async () => {
+    for (let round = 0; round < 5; round++) {
+      const hubs = ['h1', 'h2', 'h3'].map((id) => {
+        const hub = createHub({ id });
+        cleanups.push(() => hub.close());
+        return hub;
+      });
+      const [h1, h2, h3] = hubs as [Bus, Bus, Bus];
+      await link(h1, h2);
+      await link(h2, h3);
+      await link(h3, h1);
+      const p = bus({ id: 'p' });
+      const q = bus({ id: 'q' });
+      const sees = (x: Bus, id: string) =>
+        x.peers.has(id)
+          ? Promise.resolve()
+          : new Promise<void>((resolve) => x.onPeer('connected', (peer) => peer === id && resolve()));
+      const pSeesQ = sees(p, 'q');
+      await link(p, h1);
+      await link(q, h2);
+      await Promise.all([pSeesQ, sees(h3, 'q')]);
+      const gone = Promise.all(
+        [h1, h2, h3, p].map(
+          (x) => new Promise<void>((resolve) => x.onPeer('lost', (peer) => peer === 'q' && resolve())),
+        ),
+      );
+      q.close();
+      await gone;
+      // round trips through every hub of the loop, both ways round: what was in flight has arrived
+      for (const via of ['h2', 'h3']) await p.request(via, 'nothing', null).catch(() => {});
+      await h2.request('h3', 'nothing', null).catch(() => {});
+      await h3.request('h1', 'nothing', null).catch(() => {});
+      for (const x of [h1, h2, h3, p]) expect(x.peers.has('q')).toBe(false);
+    }
+  });
+
+  it('forgets a peer when the hub it is reached through says it is now farther than the hop limit', async () => {
+    const a = bus({ id: 'a', maxHops: 2 });
+    const { raw, connected } = await rawPeer(a, 'r', { hub: true });
+    await connected;
+    const learnt = new Promise<void>((resolve) => a.onPeer('connected', (peer) => peer === 'x' && resolve()));
+    raw.send({ k: 'pj', e: [1], l: ['x'] });
+    await learnt;
+    expect(a.peers.get('x')).toEqual({ id: 'x', via: 'r' });
+    const lost = new Promise<string | undefined>((resolve) =>
+      a.onPeer('lost', (peer, reason) => peer === 'x' && resolve(reason?.code)),
+    );
+    raw.send({ k: 'pj', e: [3], l: ['x'] }); // 4 links from a: more than 2 hubs between
+    expect(await lost).toBe('BUS_PEER_LOST');
+    expect(a.peers.has('x')).toBe(false);
+  });
+
   it('forwards comlink-style channel messages with transferred ports', async () => {
     const { a, b } = await star();
     const port = new MessageChannel();

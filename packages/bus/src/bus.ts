@@ -1153,8 +1153,9 @@ class BusImpl implements Bus {
    * reaches. A route is taken if we had none or it is shorter than ours; a departure is believed
    * only from the link we route through. A hub answers the departure of a peer it still reaches
    * another way with an announcement, so the other side finds that way (after a hub link drops in a
-   * loop of hubs). Routes longer than a message's hops can travel are not taken, which also ends
-   * the circling of stale announcements after a peer leaves a loop.
+   * loop of hubs). Routes longer than a message's hops can travel are not taken, and a route the
+   * next hub says has grown that long is dropped (the peer is out of reach): stale announcements
+   * left circling a loop after a peer leaves it grow at each hub until they die out.
    */
   private onAnnounce(link: Link, envelope: Envelope): void {
     const ids = envelope[P] as unknown[];
@@ -1163,14 +1164,22 @@ class BusImpl implements Bus {
     const joined = envelope[K] === PJ;
     const changed: string[] = [];
     const stillHere: string[] = [];
+    const outOfReach: string[] = [];
     for (let i = 0; i < ids.length; i++) {
       const id = ids[i];
       if (typeof id !== 'string' || id === this.id) continue;
       if (joined) {
         const d = distances?.[i];
         const far = (Number.isSafeInteger(d) && (d as number) > 0 ? (d as number) : 1) + 1;
-        if (far > this.maxHops + 1) continue; // no message could travel that far
         const route = this.routes.get(id);
+        if (far > this.maxHops + 1) {
+          // No message could travel that far. If that is the way we reach the peer, it is out of reach.
+          if (route === link && !this.links.has(id)) {
+            outOfReach.push(id);
+            this.forget(id, new BusError('BUS_PEER_LOST', `peer ${JSON.stringify(id)} is out of reach`));
+          }
+          continue;
+        }
         if (route === undefined) {
           if (this.peerMap.size >= this.maxPeers * 4) continue;
           this.routes.set(id, link);
@@ -1196,12 +1205,12 @@ class BusImpl implements Bus {
     }
     if (!this.isHub || this.closed) return;
     if (stillHere.length > 0) this.announceJoined(link, stillHere);
-    if (changed.length === 0) return;
     // A hub passes on what changed here to everyone but the hub that told it.
+    const left = joined ? outOfReach : changed;
     for (const other of this.links.values()) {
       if (other === link) continue;
-      if (joined) this.announceJoined(other, changed);
-      else this.enqueue(other, [PL, 0, undefined, undefined, changed]);
+      if (joined && changed.length > 0) this.announceJoined(other, changed);
+      if (left.length > 0) this.enqueue(other, [PL, 0, undefined, undefined, left]);
     }
   }
 
