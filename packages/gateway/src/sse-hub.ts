@@ -94,9 +94,10 @@ function json(value: unknown): string {
 
 /**
  * Formats one ref-update event: the exact bytes every subscriber receives. Each frame is a new
- * array over an ArrayBuffer of its own, exactly its size: no frame shares memory with another
- * (a sink may keep, transfer or expose `frame.buffer` without revealing or breaking any other
- * event). Subscribers share the frame itself: treat it as read-only.
+ * array over an ArrayBuffer of its own, exactly its size: no frame shares memory with another, so
+ * `frame.buffer` reveals no other event (of another repository, say). The frame itself is shared
+ * by every subscriber and by the replay ring: treat it as read-only, and copy it before
+ * transferring it anywhere (a transfer would empty it for all of them).
  */
 export function formatRefUpdate(id: string, event: RefUpdateEvent): Uint8Array {
   // the data line is built field by field (JSON.stringify of each string), not from an object
