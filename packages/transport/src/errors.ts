@@ -7,6 +7,8 @@
  *                               carries the reason the other side gave)
  *   TRANSPORT_NO_LISTENER       `open` reached the peer, but nobody listens on that name there
  *   TRANSPORT_TOO_MANY_STREAMS  the listener there already has its maximum of open streams
+ *   TRANSPORT_WINDOW_CHANGED    an optimistic open wrote within a window the listener no longer
+ *                               grants (it was replaced by one with a smaller window): open again
  *   TRANSPORT_OPEN_TIMEOUT      the peer never answered the open request
  *   TRANSPORT_PEER_LOST         the bus lost the peer (worker terminated, port closed, ...)
  *   TRANSPORT_CLOSED            write after `end()`, or our side (the bus) was closed
@@ -20,6 +22,7 @@ export type TransportErrorCode =
   | 'TRANSPORT_ABORTED'
   | 'TRANSPORT_NO_LISTENER'
   | 'TRANSPORT_TOO_MANY_STREAMS'
+  | 'TRANSPORT_WINDOW_CHANGED'
   | 'TRANSPORT_OPEN_TIMEOUT'
   | 'TRANSPORT_PEER_LOST'
   | 'TRANSPORT_CLOSED'

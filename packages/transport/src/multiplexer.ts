@@ -425,7 +425,9 @@ export class Multiplexer {
           known.room = 0;
         }
         const error = new TransportError(
-          frame.c === 'TRANSPORT_NO_LISTENER' || frame.c === 'TRANSPORT_TOO_MANY_STREAMS'
+          frame.c === 'TRANSPORT_NO_LISTENER' ||
+            frame.c === 'TRANSPORT_TOO_MANY_STREAMS' ||
+            frame.c === 'TRANSPORT_WINDOW_CHANGED'
             ? frame.c
             : 'TRANSPORT_PROTOCOL',
           `${peer} refused to open ${pending.name}: ${frame.m}`,
@@ -466,12 +468,12 @@ export class Multiplexer {
     }
     // An optimistic opener writes within the credit it announced, which it learnt from an accept
     // on this name: more than the listener's window means that listener was replaced by one with
-    // a smaller window (or the peer breaks the protocol). The window is never widened for it.
+    // a smaller window. The window is never widened for it: the opener opens again.
     if (frame.c !== undefined && frame.c > listener.window) {
       this.#refuse(
         peer,
         id,
-        'TRANSPORT_PROTOCOL',
+        'TRANSPORT_WINDOW_CHANGED',
         `an open announcing ${frame.c} bytes of credit, above the window of ${listener.window} of ${name}`,
       );
       return;

@@ -375,6 +375,39 @@ describe('transport details', () => {
     channel.port2.close();
   });
 
+  it('fails an optimistic stream to a listener replaced by one with a smaller window with a code to open again', async () => {
+    const channel = new MessageChannel();
+    const near = new Multiplexer(portLink(channel.port1, { peer: 'far' }));
+    const far = new Multiplexer(portLink(channel.port2, { peer: 'near' }));
+    const echo = (stream: DuplexStream) => {
+      void (async () => {
+        for await (const chunk of stream) await stream.write(chunk.slice());
+        await stream.end();
+      })().catch(() => {});
+    };
+    const stop = far.listen('x', echo, { window: 1024 * 1024 });
+    const roundTrip = async (stream: DuplexStream) => {
+      await stream.write(new Uint8Array([1, 2, 3]));
+      await stream.end();
+      const got: number[] = [];
+      for await (const chunk of stream) got.push(...chunk);
+      return got;
+    };
+    expect(await roundTrip(await near.open('far', 'x'))).toEqual([1, 2, 3]);
+    stop();
+    far.listen('x', echo, { window: 64 * 1024 });
+    const optimistic = await near.open('far', 'x'); // resolves at once: the name is known
+    await expect(optimistic.closed).rejects.toMatchObject({ code: 'TRANSPORT_WINDOW_CHANGED' });
+    // The next open waits for the answer and learns the new window.
+    const again = await near.open('far', 'x');
+    expect(await roundTrip(again)).toEqual([1, 2, 3]);
+    expect(again.stats.remoteWindow).toBe(64 * 1024);
+    near.close();
+    far.close();
+    channel.port1.close();
+    channel.port2.close();
+  });
+
   it('drops the signal and the timeout of an optimistic open once it resolved', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     const m = manualPair();
@@ -420,7 +453,7 @@ describe('transport details', () => {
     expect(await next('accept', 1)).toMatchObject({ w: 4096 });
     // More credit than the listener's window: refused, not widened.
     open(2, 8192);
-    expect(await next('refuse', 2)).toMatchObject({ c: 'TRANSPORT_PROTOCOL' });
+    expect(await next('refuse', 2)).toMatchObject({ c: 'TRANSPORT_WINDOW_CHANGED' });
     // Within the window: accepted with the listener's window, which the acceptor enforces.
     open(3, 4096);
     expect(await next('accept', 3)).toMatchObject({ w: 4096 });
