@@ -48,7 +48,6 @@ export {
   rpcResultHeaders,
 } from './http.js';
 export { Negotiator } from './negotiator.js';
-export { observeFindPack, PACK_REUSE, PackReuseCache } from './pack-reuse.js';
 export {
   type PushOptions,
   type PushRefStatus,
