@@ -326,7 +326,7 @@ describe('upload-pack', () => {
     expect(calls).toEqual([3, 3]);
   });
 
-  it('a clone into a store that refuses initialize (it holds refs) checks and updates like a fetch', async () => {
+  it('a clone into a store that refuses initialize (it holds refs) updates them like a fetch, from their current values', async () => {
     const { repo, commits } = await server();
     const prepared = async (initialize: boolean) => {
       const local = emptyRepo();
