@@ -8,7 +8,12 @@
 import type { Bus } from '@gitport/bus';
 import { DEFAULT_WINDOW, type DuplexStream, listen, open } from '@gitport/transport';
 
-/** Reads every byte of a chunk (four at a time where aligned, in four running sums) into a checksum. */
+/**
+ * Reads every byte of a chunk (four at a time where aligned, in four running sums) into a checksum.
+ * Aligned chunks are summed by 32-bit words, so the checksum of a transfer is what `expectedSum`
+ * says only if the receiver gets the sender's chunks whole or cut at multiples of four bytes (every
+ * bench case writes such sizes).
+ */
 export function readEveryByte(chunk: Uint8Array): number {
   let sum = 0;
   let i = 0;
@@ -34,7 +39,7 @@ export function readEveryByte(chunk: Uint8Array): number {
   return sum;
 }
 
-/** The checksum `readEveryByte` gives over `count` chunks of `size` bytes filled with `fillByte(i)`. */
+/** The byte the senders fill every position of chunk `index` with. */
 export function fillByte(index: number): number {
   return (index * 7 + 1) & 255;
 }
