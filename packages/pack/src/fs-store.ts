@@ -789,6 +789,10 @@ export class FsObjectStore implements ObjectStore {
     const failed = () => {
       if (failure !== undefined) throw new PackError('STORE_IO', `cannot write ${tmp}`, { cause: failure });
     };
+    /** Once closed (committed or aborted) the spool's blocks belong to the next spool: no more use. */
+    const ensureOpen = () => {
+      if (closed) throw new PackError('STORE_CLOSED', `the pack spool ${tmp} is closed`);
+    };
     /** Every byte appended so far on file: what reading the file back, patching and the commit need. */
     const settle = async () => {
       flushTail();
@@ -808,6 +812,7 @@ export class FsObjectStore implements ObjectStore {
         return length;
       },
       append(bytes: Uint8Array) {
+        ensureOpen();
         let pos = 0;
         while (pos < bytes.length) {
           if (tailLength === tail.length) flushTail();
@@ -820,12 +825,14 @@ export class FsObjectStore implements ObjectStore {
       },
       drain,
       async read(offset: number, n: number) {
+        ensureOpen();
         const hit = fromMemory(offset, n);
         if (hit) return hit;
         await settle();
         return readAt(offset, n);
       },
       truncate(n: number) {
+        ensureOpen();
         if (n >= length) return;
         if (n >= length - tailLength) {
           tailLength -= length - n;
@@ -847,6 +854,7 @@ export class FsObjectStore implements ObjectStore {
         }
       },
       async patch(offset: number, bytes: Uint8Array) {
+        ensureOpen();
         await settle();
         await writeAt(bytes, offset);
         // the blocks still held in memory serve reads before the file: they get the bytes too
@@ -857,6 +865,7 @@ export class FsObjectStore implements ObjectStore {
         }
       },
       async *chunks() {
+        ensureOpen();
         await settle();
         const step = 1 << 20;
         for (let at = 0; at < length; at += step) yield await readAt(at, Math.min(step, length - at));

@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { FsObjectStore, type FsPromises } from './fs-store.js';
 import { bytesToHex, hashObject } from './object.js';
 import { importPack } from './pack-import.js';
+import { PackReader } from './pack-reader.js';
 import { createPack, packObjects } from './pack-writer.js';
 import { MemoryObjectStore, type ObjectStore } from './store.js';
 import { concat } from './test-bytes.js';
@@ -269,6 +270,54 @@ describe('FsObjectStore pack spools in a row', () => {
       expect(bytesToHex(concat(parts))).toBe(bytesToHex(bytes));
       await spool.abort();
     }
+    await store.close();
+  });
+});
+
+describe('FsObjectStore pack spool once closed', () => {
+  it('append, truncate, read, patch and chunks after abort or commit throw STORE_CLOSED and leave the next spool alone', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gitport-store-'));
+    temps.push(dir);
+    const store = new FsObjectStore(nodeFs, dir);
+    const closedCode = async (f: () => unknown) => {
+      try {
+        await f();
+        return 'no error';
+      } catch (error) {
+        return (error as { code?: string }).code;
+      }
+    };
+    const late = (await store.beginPack())!;
+    late.append(seededBlob(21, 600_000));
+    await late.abort();
+    // the next spool takes the blocks the aborted one gave back
+    const next = (await store.beginPack())!;
+    const bytes = seededBlob(22, 600_000);
+    next.append(bytes);
+    expect(await closedCode(() => late.append(new Uint8Array(300_000).fill(0xee)))).toBe('STORE_CLOSED');
+    expect(await closedCode(() => late.truncate(10))).toBe('STORE_CLOSED');
+    expect(await closedCode(() => late.read(0, 10))).toBe('STORE_CLOSED');
+    expect(await closedCode(() => late.patch(0, new Uint8Array(4)))).toBe('STORE_CLOSED');
+    expect(await closedCode(() => late.chunks()[Symbol.asyncIterator]().next())).toBe('STORE_CLOSED');
+    const parts: Uint8Array[] = [];
+    for await (const c of next.chunks()) parts.push(c);
+    expect(bytesToHex(concat(parts))).toBe(bytesToHex(bytes));
+    await next.abort();
+
+    // a committed spool is closed too
+    const source = new MemoryObjectStore();
+    const oid = await source.write('blob', enc.encode('committed spool'));
+    const pack = concat(await collect(packObjects(source, [oid], { deltas: false })));
+    const spool = (await store.beginPack())!;
+    spool.append(pack);
+    const reader = new PackReader([pack]);
+    const entries: { oid: string; offset: number; crc32: number }[] = [];
+    for await (const e of reader.entries())
+      if (e.kind === 'whole') entries.push({ oid: e.oid, offset: e.offset, crc32: e.crc32 });
+    await spool.commit(reader.hash!, entries);
+    expect(await closedCode(() => spool.append(new Uint8Array(1)))).toBe('STORE_CLOSED');
+    expect(await closedCode(() => spool.truncate(0))).toBe('STORE_CLOSED');
+    expect(bytesToHex((await store.read(oid))!.data)).toBe(bytesToHex(enc.encode('committed spool')));
     await store.close();
   });
 });

@@ -54,7 +54,10 @@ export interface ObjectStore {
   findPack?(oids: readonly ObjectId[]): Promise<StoredPack | undefined>;
 }
 
-/** An incoming pack being written to a temporary file (see `ObjectStore.beginPack`). */
+/**
+ * An incoming pack being written to a temporary file (see `ObjectStore.beginPack`). Once committed
+ * or aborted it is closed: `append`, `truncate`, `read`, `patch` and `chunks` then throw STORE_CLOSED.
+ */
 export interface PackSpool {
   /** Bytes written so far (appends go at this position). */
   readonly length: number;
