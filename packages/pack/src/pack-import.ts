@@ -378,17 +378,22 @@ async function importWith(
   await reader.readHeader();
   const total = reader.count;
   let count = 0;
-  while (reader.remaining > 0) {
-    throwIfAborted(options.signal);
-    // whole objects and deltas on a cached base go through without a promise
-    const pending = take(reader.nextSync() ?? (await reader.next()));
-    if (pending) await pending;
-    count++;
-    if (options.onProgress && (count & 1023) === 0) {
-      options.onProgress({ objects: count, total, phase: 'receiving' });
+  try {
+    while (reader.remaining > 0) {
+      throwIfAborted(options.signal);
+      // whole objects and deltas on a cached base go through without a promise
+      const pending = take(reader.nextSync() ?? (await reader.next()));
+      if (pending) await pending;
+      count++;
+      if (options.onProgress && (count & 1023) === 0) {
+        options.onProgress({ objects: count, total, phase: 'receiving' });
+      }
     }
+    await reader.finish();
+  } finally {
+    // an entry begun and left (an error) gives its inflate context back
+    reader.close();
   }
-  await reader.finish();
 
   async function flushWaiters(index: number, oid: ObjectId) {
     if (waiting.has(index) || waiting.has(oid)) resolved(index, await load(index));

@@ -1,8 +1,10 @@
 import { describe, expect, it, vi } from 'vitest';
+import { importPack } from './pack-import.js';
 import { PackReader } from './pack-reader.js';
 import { createPack } from './pack-writer.js';
 import { MemoryObjectStore } from './store.js';
 import { serializeTree } from './tree.js';
+import { openInflateRests } from './zlib.node.js';
 
 /** Calls of the inflater's entry point (a stream begun), and pieces fed to streams going on. */
 const calls = vi.hoisted(() => ({ starts: 0, pieces: 0 }));
@@ -71,5 +73,76 @@ describe('PackReader over chunks that cut entries', () => {
       expect(calls.starts).toBe(13);
       expect(calls.pieces).toBeGreaterThan(0);
     }
+  });
+});
+
+describe('PackReader left in the middle of an entry', () => {
+  /** A pack of a few incompressible blobs, and cuts that split each entry's zlib stream. */
+  async function splitPack(): Promise<{ pack: Uint8Array; oids: string[]; chunks: () => Uint8Array[] }> {
+    const store = new MemoryObjectStore();
+    const entries = [];
+    for (let i = 0; i < 4; i++) {
+      const oid = await store.write('blob', randomBytes(30_000 + i * 101, 50 + i));
+      entries.push({ mode: '100644', name: `g${i}`, oid, type: 'blob' as const });
+    }
+    const tree = await store.write('tree', serializeTree(entries));
+    const parts: Uint8Array[] = [];
+    for await (const c of createPack(store, { wants: [tree] })) parts.push(c.slice());
+    const pack = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+    let o = 0;
+    for (const p of parts) {
+      pack.set(p, o);
+      o += p.length;
+    }
+    const chunks = () => {
+      const out: Uint8Array[] = [];
+      for (let at = 0; at < pack.length; at += 10_000) out.push(pack.slice(at, at + 10_000));
+      return out;
+    };
+    return { pack, oids: [tree, ...entries.map((e) => e.oid)], chunks };
+  }
+
+  it('close() gives back the inflate context of an entry nextSync began and nobody finished', async () => {
+    const { chunks } = await splitPack();
+    const before = openInflateRests();
+    const reader = new PackReader(chunks());
+    await reader.readHeader();
+    // the tree comes whole; the first chunk ends inside the first blob's stream: begun, kept, not finished
+    expect(reader.nextSync()?.kind).toBe('whole');
+    expect(reader.nextSync()).toBeUndefined();
+    expect(openInflateRests()).toBe(before + 1);
+    reader.close();
+    expect(openInflateRests()).toBe(before);
+    reader.close();
+    expect(openInflateRests()).toBe(before);
+  });
+
+  it('entries() broken off, or failing in a cut entry, keeps no inflate context', async () => {
+    const { chunks, oids } = await splitPack();
+    const before = openInflateRests();
+    for (let stop = 1; stop <= oids.length; stop++) {
+      const seen: string[] = [];
+      for await (const e of new PackReader(chunks()).entries()) {
+        if (e.kind === 'whole') seen.push(e.oid);
+        if (seen.length === stop) break;
+      }
+      expect(seen.length).toBe(stop);
+      expect(openInflateRests()).toBe(before);
+    }
+    // the source fails while an entry's stream is going on
+    const failing = async function* () {
+      const all = chunks();
+      yield all[0]!;
+      yield all[1]!;
+      throw new Error('source broke');
+    };
+    await expect(
+      (async () => {
+        for await (const _ of new PackReader(failing()).entries());
+      })(),
+    ).rejects.toThrow('source broke');
+    expect(openInflateRests()).toBe(before);
+    await expect(importPack(new MemoryObjectStore(), failing())).rejects.toThrow('source broke');
+    expect(openInflateRests()).toBe(before);
   });
 });

@@ -342,12 +342,29 @@ export class PackReader {
   }
 
   async *entries(): AsyncGenerator<PackEntry> {
-    await this.readHeader();
-    while (this.#read < this.#count) {
-      throwIfAborted(this.#signal);
-      yield this.nextSync() ?? (await this.next());
+    try {
+      await this.readHeader();
+      while (this.#read < this.#count) {
+        throwIfAborted(this.#signal);
+        yield this.nextSync() ?? (await this.next());
+      }
+      await this.finish();
+    } finally {
+      // however the iteration ends (done, broken off, an error)
+      this.close();
     }
-    await this.finish();
+  }
+
+  /**
+   * Gives back the inflate context of an entry begun and not finished (`nextSync` came back empty
+   * and `next` was not called): for a reader left before its end. `entries()` does it itself;
+   * idempotent. Read no further entry afterwards (that entry's first bytes are consumed).
+   */
+  close(): void {
+    const partial = this.#partial;
+    if (!partial) return;
+    this.#partial = undefined;
+    partial.rest.close();
   }
 
   /** Throws PACK_LIMIT_OBJECT_SIZE past the limit. */
@@ -364,9 +381,13 @@ export class PackReader {
   }
 
   /**
-   * The entry at `#pos` parsed and inflated from the buffer alone; undefined, with nothing
-   * consumed, when it needs more input (or is large): `#entry` then reads it as a stream. Throws
-   * exactly what `#entry` would for the same bytes.
+   * The entry at `#pos` parsed and inflated from the buffer alone, or undefined when it needs more
+   * input: either with nothing consumed (a header cut short, a large entry, one over the inflated
+   * limit, a stream that cannot be continued), `#entry` then reading it from its start; or, when
+   * its zlib stream goes on past the buffer, with its header and every buffered byte consumed
+   * (in `#crc`, `#offset` past them) and the inflate so far kept in `#partial`, which `#entry`
+   * (`#rest`) finishes with the input that follows. Throws exactly what `#entry` would for the
+   * same bytes.
    */
   #entrySync(): PackEntry | undefined {
     const buf = this.#buf;

@@ -46,6 +46,13 @@ interface NativeContext {
 let native: NativeContext | undefined;
 /** Contexts given back by finished `InflateRest`s. */
 const idle: NativeContext[] = [];
+/** `InflateRest`s holding a context (not yet done, failed or closed). */
+let openRests = 0;
+
+/** How many `InflateRest`s hold a context now (what tests check nothing keeps one). */
+export function openInflateRests(): number {
+  return openRests;
+}
 let nativeBroken = false;
 
 function nativeInflater(): NativeContext | undefined {
@@ -239,6 +246,7 @@ class NativeRest implements InflateRest {
     this.#written = written;
     this.#size = size;
     this.#exact = exact;
+    openRests++;
   }
 
   push(input: Uint8Array, final: boolean): InflateOutcome {
@@ -265,6 +273,7 @@ class NativeRest implements InflateRest {
     const ctx = this.#ctx;
     if (!ctx) return;
     this.#ctx = undefined;
+    openRests--;
     ctx.handle.reset();
     ctx.error = undefined;
     if (idle.length < 4) idle.push(ctx);

@@ -58,6 +58,13 @@ function bindStream(strm: ZStream, input: Uint8Array, output: Uint8Array): void 
 
 /** Contexts given back by finished `InflateRest`s. */
 const idle: ZStream[] = [];
+/** `InflateRest`s holding a context (not yet done, failed or closed). */
+let openRests = 0;
+
+/** How many `InflateRest`s hold a context now (what tests check nothing keeps one). */
+export function openInflateRests(): number {
+  return openRests;
+}
 
 /** The inflate context shared by every call (calls are synchronous, never nested). */
 function reusedInflater(): ZStream | undefined {
@@ -146,6 +153,7 @@ class PakoRest implements InflateRest {
     this.#out = strm.output as Uint8Array;
     strm.output = null;
     this.#size = size;
+    openRests++;
   }
 
   push(input: Uint8Array, final: boolean): InflateOutcome {
@@ -171,6 +179,7 @@ class PakoRest implements InflateRest {
     const strm = this.#strm;
     if (!strm) return;
     this.#strm = undefined;
+    openRests--;
     if (idle.length < 4) idle.push(strm);
   }
 }
