@@ -1,3 +1,4 @@
+import { constants, inflateSync } from 'node:zlib';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { bytesToHex } from './object.js';
@@ -78,6 +79,94 @@ describe('node:zlib inflateOne, outputs above the slab size', () => {
     expect(again.kind === 'done' && bytesToHex(again.data)).toBe(bytesToHex(a));
     // the earlier result is untouched by the later inflates
     expect(ra.kind === 'done' && bytesToHex(ra.data)).toBe(bytesToHex(a));
+  });
+});
+
+/** Where a stream is cut into two pieces, the second continued with `rest.push`. */
+function continued(z: typeof webZlib, input: Uint8Array, size: number, cut: number): string {
+  try {
+    const r = z.inflateOne(input.subarray(0, cut), size, false, true);
+    if (r.kind === 'done') return `done ${r.consumed} ${bytesToHex(r.data)}`;
+    if (!r.rest) return 'need-more without rest';
+    const next = r.rest.push(input.subarray(cut), true);
+    return next.kind === 'done' ? `done ${cut + next.consumed} ${bytesToHex(next.data)}` : next.kind;
+  } catch (error) {
+    return (error as { code?: string }).code ?? String(error);
+  }
+}
+
+/** The shortest prefix of `packed` that inflates to all of its `size` bytes (the stream not yet ended). */
+function outputFullAt(packed: Uint8Array, size: number): number {
+  let lo = 0;
+  let hi = packed.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    const n = inflateSync(packed.subarray(0, mid), { finishFlush: constants.Z_SYNC_FLUSH }).length;
+    if (n >= size) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+describe('a stream above the slab size continued with rest.push (exact output and its one-byte probe)', () => {
+  for (const random of [true, false]) {
+    it(`cut where the output fills up and at every input boundary near the end, ${random ? 'stored' : 'compressed'} data: pako and node:zlib agree`, () => {
+      const size = 200 * 1024 + 17;
+      const data = sample(size, random ? 31 : 32, random);
+      const packed = nodeZlib.deflate(data);
+      const tail = new Uint8Array([9, 8, 7]);
+      const input = concat([packed, tail]);
+      const full = outputFullAt(packed, size);
+      // the whole output is in before the stream ends (the end of block and the adler32 follow)
+      expect(full).toBeLessThan(packed.length);
+      const cuts = new Set([1, full - 1, full, full + 1]);
+      for (let c = packed.length - 8; c <= input.length; c++) cuts.add(c);
+      const whole = `done ${packed.length} ${bytesToHex(data)}`;
+      const before = nodeZlib.openInflateRests();
+      for (const cut of [...cuts].sort((a, b) => a - b)) {
+        expect(continued(nodeZlib, input, size, cut), `node:zlib cut at ${cut}`).toBe(whole);
+        expect(continued(webZlib, input, size, cut), `pako cut at ${cut}`).toBe(whole);
+      }
+      expect(nodeZlib.openInflateRests()).toBe(before);
+
+      // in three pieces: up to the full output, nothing, the rest
+      for (const z of [nodeZlib, webZlib]) {
+        const r = z.inflateOne(input.subarray(0, full), size, false, true);
+        expect(r.kind).toBe('need-more');
+        const rest = r.kind === 'need-more' ? r.rest : undefined;
+        expect(rest?.push(new Uint8Array(0), false).kind).toBe('need-more');
+        const last = rest?.push(input.subarray(full), false);
+        expect(last?.kind === 'done' && `${full + last.consumed} ${bytesToHex(last.data)}`).toBe(
+          `${packed.length} ${bytesToHex(data)}`,
+        );
+      }
+    });
+  }
+
+  it('a stream longer than declared fails PACK_SIZE_MISMATCH through rest.push, as in one call', () => {
+    for (const size of [3000, 200 * 1024]) {
+      for (const random of [true, false]) {
+        const data = sample(size, size + (random ? 1 : 2), random);
+        const packed = nodeZlib.deflate(data);
+        for (const declared of [size - 1, size - 1000]) {
+          for (const z of [nodeZlib, webZlib]) {
+            expect(() => z.inflateOne(packed, declared, true)).toThrow(
+              expect.objectContaining({ code: 'PACK_SIZE_MISMATCH' }),
+            );
+          }
+          const full = outputFullAt(packed, declared);
+          const before = nodeZlib.openInflateRests();
+          for (const cut of [1, full - 1, full, full + 1, packed.length >>> 1, packed.length - 1]) {
+            for (const z of [nodeZlib, webZlib]) {
+              expect(continued(z, packed, declared, cut), `${size}/${declared} cut at ${cut}`).toBe(
+                'PACK_SIZE_MISMATCH',
+              );
+            }
+          }
+          expect(nodeZlib.openInflateRests()).toBe(before);
+        }
+      }
+    }
   });
 });
 
