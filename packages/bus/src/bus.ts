@@ -1188,9 +1188,10 @@ class BusImpl implements Bus {
           changed.push(id);
           this.notify(this.connectedListeners, id, undefined);
         } else if (
-          route === link ? far !== this.distance.get(id) : far < this.distance.get(id)! && !this.links.has(id)
+          !this.links.has(id) &&
+          (route === link ? far !== this.distance.get(id) : far < this.distance.get(id)!)
         ) {
-          // the same way, now longer or shorter; or a shorter way than ours
+          // the same way, now longer or shorter; or a shorter way than ours (a direct link stays)
           this.routes.set(id, link);
           this.distance.set(id, far);
           if (this.peerMap.get(id)?.via !== link.peer) this.peerMap.set(id, { id, via: link.peer });
