@@ -311,6 +311,30 @@ describe('fuzz', () => {
 });
 
 describe('hub routing', () => {
+  /** Hubs with these ids, closed after the test. */
+  const hubsOf = (...ids: string[]): Bus[] =>
+    ids.map((id) => {
+      const hub = createHub({ id });
+      cleanups.push(() => hub.close());
+      return hub;
+    });
+  /** Settles once `x` knows peer `id` (at once if it does already). */
+  const sees = (x: Bus, id: string): Promise<void> =>
+    x.peers.has(id)
+      ? Promise.resolve()
+      : new Promise<void>((resolve) => x.onPeer('connected', (peer) => peer === id && resolve()));
+  /** Settles when `x` loses peer `id`. */
+  const loses = (x: Bus, id: string): Promise<void> =>
+    new Promise<void>((resolve) => x.onPeer('lost', (peer) => peer === id && resolve()));
+  /** Three hubs in a loop: h1 -- h2 -- h3 -- h1. */
+  const loopOfThree = async (): Promise<[Bus, Bus, Bus]> => {
+    const [h1, h2, h3] = hubsOf('h1', 'h2', 'h3') as [Bus, Bus, Bus];
+    await link(h1, h2);
+    await link(h2, h3);
+    await link(h3, h1);
+    return [h1, h2, h3];
+  };
+
   async function star() {
     const hub = createHub({ id: 'hub' });
     cleanups.push(() => hub.close());
@@ -417,28 +441,21 @@ describe('hub routing', () => {
   });
 
   it('reaches peers behind another hub, both ways, and learns when they leave (a -- hubA -- hubB -- b)', async () => {
-    const hubA = createHub({ id: 'hubA' });
-    const hubB = createHub({ id: 'hubB' });
-    cleanups.push(
-      () => hubA.close(),
-      () => hubB.close(),
-    );
+    const [hubA, hubB] = hubsOf('hubA', 'hubB') as [Bus, Bus];
     const a = bus({ id: 'a' });
     const b = bus({ id: 'b' });
     const c = bus({ id: 'c' });
-    const seen = (who: Bus, id: string) =>
-      new Promise<void>((resolve) => who.onPeer('connected', (peer) => peer === id && resolve()));
     await link(a, hubA);
     await link(b, hubB);
     // Hubs joined after their peers: each announces what it already reaches to the other.
-    const aSeesB = seen(a, 'b');
-    const bSeesA = seen(b, 'a');
+    const aSeesB = sees(a, 'b');
+    const bSeesA = sees(b, 'a');
     await link(hubA, hubB);
     await Promise.all([aSeesB, bSeesA]);
     expect(a.peers.get('b')).toEqual({ id: 'b', via: 'hubA' });
     expect(b.peers.get('a')).toEqual({ id: 'a', via: 'hubB' });
     // A peer joining later is passed on from hub to hub.
-    const aSeesC = seen(a, 'c');
+    const aSeesC = sees(a, 'c');
     await link(c, hubB);
     await aSeesC;
     b.handle('who', (_p, meta) => `b answers ${meta.from}`);
@@ -458,27 +475,12 @@ describe('hub routing', () => {
   });
 
   it('stops passing announcements on around a loop of hubs', async () => {
-    const hubs = ['h1', 'h2', 'h3'].map((id) => {
-      const hub = createHub({ id });
-      cleanups.push(() => hub.close());
-      return hub;
-    });
-    const [h1, h2, h3] = hubs as [Bus, Bus, Bus];
-    await link(h1, h2);
-    await link(h2, h3);
-    await link(h3, h1);
+    const hubs = await loopOfThree();
+    const [h1, h2] = hubs;
     const p = bus({ id: 'p' });
     const q = bus({ id: 'q' });
     const everyoneSees = (id: string) =>
-      Promise.all(
-        [...hubs, p, q]
-          .filter((x) => x.id !== id)
-          .map((x) =>
-            x.peers.has(id)
-              ? undefined
-              : new Promise<void>((resolve) => x.onPeer('connected', (peer) => peer === id && resolve())),
-          ),
-      );
+      Promise.all([...hubs, p, q].filter((x) => x.id !== id).map((x) => sees(x, id)));
     await link(p, h1);
     await link(q, h2);
     await Promise.all([everyoneSees('p'), everyoneSees('q')]);
@@ -489,43 +491,28 @@ describe('hub routing', () => {
   });
 
   it('finds the way around a loop of hubs when a hub link drops, and forgets a peer that left the loop', async () => {
-    const hubs = ['h1', 'h2', 'h3'].map((id) => {
-      const hub = createHub({ id });
-      cleanups.push(() => hub.close());
-      return hub;
-    });
-    const [h1, h2, h3] = hubs as [Bus, Bus, Bus];
+    const [h1, h2, h3] = hubsOf('h1', 'h2', 'h3') as [Bus, Bus, Bus];
     const p = bus({ id: 'p' });
     const q = bus({ id: 'q' });
     await link(h1, h2);
     await link(p, h1);
     await link(q, h2);
-    const connected = (who: Bus, id: string) =>
-      new Promise<void>((resolve) => who.onPeer('connected', (peer) => peer === id && resolve()));
-    const pSeesQ = who(p, 'q');
-    function who(x: Bus, id: string): Promise<void> {
-      return x.peers.has(id) ? Promise.resolve() : connected(x, id);
-    }
-    await pSeesQ;
+    await sees(p, 'q');
     // h3 closes the loop; h1 keeps its shorter way to q (through h2).
-    const h3SeesBoth = Promise.all([who(h3, 'p'), who(h3, 'q')]);
+    const h3SeesBoth = Promise.all([sees(h3, 'p'), sees(h3, 'q')]);
     await link(h2, h3);
     await link(h3, h1);
     await h3SeesBoth;
     expect(h1.peers.get('q')).toEqual({ id: 'q', via: 'h2' });
     q.handle('ping', (_x, meta) => `pong to ${meta.from}`);
     // The h1 -- h2 link drops: h1 and p lose q, and learn it again through h3.
-    const pSeesQAgain = new Promise<void>((resolve) =>
-      p.onPeer('lost', (peer) => peer === 'q' && connected(p, 'q').then(resolve)),
-    );
+    const pSeesQAgain = loses(p, 'q').then(() => sees(p, 'q'));
     h1.disconnect('h2');
     await pSeesQAgain;
     expect(h1.peers.get('q')).toEqual({ id: 'q', via: 'h3' });
     expect(await p.request('q', 'ping', null)).toBe('pong to p');
     // q leaves: every hub forgets it for good (no announcement keeps circling).
-    const gone = Promise.all(
-      [h1, h2, h3, p].map((x) => new Promise<void>((resolve) => x.onPeer('lost', (peer) => peer === 'q' && resolve()))),
-    );
+    const gone = Promise.all([h1, h2, h3, p].map((x) => loses(x, 'q')));
     q.close();
     await gone;
     await p.request('h2', 'nothing', null).catch(() => {}); // a round trip p -- h1 -- h3 -- h2: the loop has settled
@@ -535,30 +522,14 @@ describe('hub routing', () => {
 
   it('forgets a peer that leaves an intact loop of hubs, for good', async () => {
     for (let round = 0; round < 5; round++) {
-      const hubs = ['h1', 'h2', 'h3'].map((id) => {
-        const hub = createHub({ id });
-        cleanups.push(() => hub.close());
-        return hub;
-      });
-      const [h1, h2, h3] = hubs as [Bus, Bus, Bus];
-      await link(h1, h2);
-      await link(h2, h3);
-      await link(h3, h1);
+      const [h1, h2, h3] = await loopOfThree();
       const p = bus({ id: 'p' });
       const q = bus({ id: 'q' });
-      const sees = (x: Bus, id: string) =>
-        x.peers.has(id)
-          ? Promise.resolve()
-          : new Promise<void>((resolve) => x.onPeer('connected', (peer) => peer === id && resolve()));
       const pSeesQ = sees(p, 'q');
       await link(p, h1);
       await link(q, h2);
       await Promise.all([pSeesQ, sees(h3, 'q')]);
-      const gone = Promise.all(
-        [h1, h2, h3, p].map(
-          (x) => new Promise<void>((resolve) => x.onPeer('lost', (peer) => peer === 'q' && resolve())),
-        ),
-      );
+      const gone = Promise.all([h1, h2, h3, p].map((x) => loses(x, 'q')));
       q.close();
       await gone;
       // round trips through every hub of the loop, both ways round: what was in flight has arrived
