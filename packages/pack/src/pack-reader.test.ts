@@ -3,6 +3,7 @@ import { importPack } from './pack-import.js';
 import { PackReader } from './pack-reader.js';
 import { createPack } from './pack-writer.js';
 import { MemoryObjectStore } from './store.js';
+import { concat } from './test-bytes.js';
 import { serializeTree } from './tree.js';
 import { openInflateRests } from './zlib.node.js';
 
@@ -44,23 +45,27 @@ function randomBytes(n: number, seed: number): Uint8Array {
   return out;
 }
 
+/** A pack of a tree of `count` incompressible blobs (sizes from `size(i)`), with the ids of its objects. */
+async function blobPack(
+  count: number,
+  size: (i: number) => number,
+  seed: number,
+): Promise<{ pack: Uint8Array; oids: string[] }> {
+  const store = new MemoryObjectStore();
+  const blobs: string[] = [];
+  for (let i = 0; i < count; i++) blobs.push(await store.write('blob', randomBytes(size(i), seed + i)));
+  const tree = await store.write(
+    'tree',
+    serializeTree(blobs.map((oid, i) => ({ mode: '100644', name: `f${i}`, oid, type: 'blob' as const }))),
+  );
+  const parts: Uint8Array[] = [];
+  for await (const c of createPack(store, { wants: [tree] })) parts.push(c.slice());
+  return { pack: concat(parts), oids: [tree, ...blobs] };
+}
+
 describe('PackReader over chunks that cut entries', () => {
   it('inflates each entry once: a stream crossing chunks goes on where it stopped', async () => {
-    const store = new MemoryObjectStore();
-    const entries = [];
-    for (let i = 0; i < 12; i++) {
-      const oid = await store.write('blob', randomBytes(20_000 + i * 997, i + 1));
-      entries.push({ mode: '100644', name: `f${i}`, oid, type: 'blob' as const });
-    }
-    const tree = await store.write('tree', serializeTree(entries));
-    const parts: Uint8Array[] = [];
-    for await (const c of createPack(store, { wants: [tree] })) parts.push(c.slice());
-    const pack = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-    let o = 0;
-    for (const p of parts) {
-      pack.set(p, o);
-      o += p.length;
-    }
+    const { pack, oids } = await blobPack(12, (i) => 20_000 + i * 997, 1);
     for (const step of [7_000, 16_384, 65_536]) {
       const chunks: Uint8Array[] = [];
       for (let at = 0; at < pack.length; at += step) chunks.push(pack.slice(at, at + step));
@@ -68,7 +73,7 @@ describe('PackReader over chunks that cut entries', () => {
       calls.pieces = 0;
       const seen: string[] = [];
       for await (const e of new PackReader(chunks).entries()) if (e.kind === 'whole') seen.push(e.oid);
-      expect(new Set(seen)).toEqual(new Set([tree, ...entries.map((e) => e.oid)]));
+      expect(new Set(seen)).toEqual(new Set(oids));
       // one start per entry, whatever the chunking; the streams cut by chunk ends went on
       expect(calls.starts).toBe(13);
       expect(calls.pieces).toBeGreaterThan(0);
@@ -79,27 +84,13 @@ describe('PackReader over chunks that cut entries', () => {
 describe('PackReader left in the middle of an entry', () => {
   /** A pack of a few incompressible blobs, and cuts that split each entry's zlib stream. */
   async function splitPack(): Promise<{ pack: Uint8Array; oids: string[]; chunks: () => Uint8Array[] }> {
-    const store = new MemoryObjectStore();
-    const entries = [];
-    for (let i = 0; i < 4; i++) {
-      const oid = await store.write('blob', randomBytes(30_000 + i * 101, 50 + i));
-      entries.push({ mode: '100644', name: `g${i}`, oid, type: 'blob' as const });
-    }
-    const tree = await store.write('tree', serializeTree(entries));
-    const parts: Uint8Array[] = [];
-    for await (const c of createPack(store, { wants: [tree] })) parts.push(c.slice());
-    const pack = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-    let o = 0;
-    for (const p of parts) {
-      pack.set(p, o);
-      o += p.length;
-    }
+    const { pack, oids } = await blobPack(4, (i) => 30_000 + i * 101, 50);
     const chunks = () => {
       const out: Uint8Array[] = [];
       for (let at = 0; at < pack.length; at += 10_000) out.push(pack.slice(at, at + 10_000));
       return out;
     };
-    return { pack, oids: [tree, ...entries.map((e) => e.oid)], chunks };
+    return { pack, oids, chunks };
   }
 
   it('close() gives back the inflate context of an entry nextSync began and nobody finished', async () => {
