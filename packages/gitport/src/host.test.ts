@@ -17,6 +17,25 @@ import { remote } from './remote.js';
 
 const decoder = new TextDecoder();
 
+/** A host serving `registry` on one bus, and a client bus linked to it; `close()` ends both. */
+async function hostPair(registry: RepositoryRegistry, options: Parameters<typeof host>[2]) {
+  const channel = new MessageChannel();
+  const server = createBus({ id: 'server' });
+  const client = createBus({ id: 'client' });
+  await Promise.all([server.connect(nodeEndpoint(channel.port1)), client.connect(nodeEndpoint(channel.port2))]);
+  const served = host(server, registry, options);
+  return {
+    client,
+    close() {
+      served.close();
+      server.close();
+      client.close();
+      channel.port1.close();
+      channel.port2.close();
+    },
+  };
+}
+
 describe('the git request line', () => {
   it('round-trips service, repository and extra parameters', () => {
     for (const request of [
@@ -44,13 +63,9 @@ describe('the git request line', () => {
 
 describe('a host facing bad input', () => {
   const setup = async () => {
-    const channel = new MessageChannel();
-    const server = createBus({ id: 'server' });
-    const client = createBus({ id: 'client' });
-    await Promise.all([server.connect(nodeEndpoint(channel.port1)), client.connect(nodeEndpoint(channel.port2))]);
     const errors: string[] = [];
     let notify = () => {};
-    const served = host(server, new FsRepositoryRegistry(new MemoryFs(), '/r'), {
+    const pair = await hostPair(new FsRepositoryRegistry(new MemoryFs(), '/r'), {
       onError: (error) => {
         errors.push((error as { code?: string }).code ?? 'none');
         notify();
@@ -62,17 +77,7 @@ describe('a host facing bad input', () => {
         : new Promise<string | undefined>((resolve) => {
             notify = () => resolve(errors.shift());
           });
-    return {
-      client,
-      nextError,
-      close() {
-        served.close();
-        server.close();
-        client.close();
-        channel.port1.close();
-        channel.port2.close();
-      },
-    };
+    return { ...pair, nextError };
   };
 
   it('answers a stream whose first line is not a git request with ERR, and keeps serving', async () => {
@@ -132,23 +137,9 @@ describe('a host facing bad input', () => {
 describe('a host whose own code fails', () => {
   const SECRET = '/srv/secret-root/objects/pack/tmp_pack_x';
   const setup = async (registry: RepositoryRegistry) => {
-    const channel = new MessageChannel();
-    const server = createBus({ id: 'server' });
-    const client = createBus({ id: 'client' });
-    await Promise.all([server.connect(nodeEndpoint(channel.port1)), client.connect(nodeEndpoint(channel.port2))]);
     const reported: unknown[] = [];
-    const served = host(server, registry, { control: false, onError: (error) => reported.push(error) });
-    return {
-      client,
-      reported,
-      close() {
-        served.close();
-        server.close();
-        client.close();
-        channel.port1.close();
-        channel.port2.close();
-      },
-    };
+    const pair = await hostPair(registry, { control: false, onError: (error) => reported.push(error) });
+    return { ...pair, reported };
   };
   const failingRegistry = (error: unknown): RepositoryRegistry => ({
     list: async () => [],
@@ -257,12 +248,9 @@ describe('a host whose own code fails', () => {
 
 describe('a clone over the bus', () => {
   it('creates the repository while the host answers; leaves an existing one alone; leaves nothing after a failure', async () => {
-    const channel = new MessageChannel();
-    const server = createBus({ id: 'server' });
-    const client = createBus({ id: 'client' });
-    await Promise.all([server.connect(nodeEndpoint(channel.port1)), client.connect(nodeEndpoint(channel.port2))]);
     const registry = new FsRepositoryRegistry(new MemoryFs(), '/r');
-    const served = host(server, registry);
+    const pair = await hostPair(registry, {});
+    const { client } = pair;
     try {
       const origin = await registry.create('notes');
       const encoder = new TextEncoder();
@@ -293,11 +281,7 @@ describe('a clone over the bus', () => {
       });
       await expect(fs.promises.stat('/d')).rejects.toMatchObject({ code: 'ENOENT' });
     } finally {
-      served.close();
-      server.close();
-      client.close();
-      channel.port1.close();
-      channel.port2.close();
+      pair.close();
     }
   });
 });
