@@ -14,11 +14,27 @@ const sideOf = (mux: Multiplexer): TransportSide => ({
   stats: () => mux.stats,
 });
 
-/** Two multiplexers over the two ports of one MessageChannel, in this thread. */
-function rawPair(options: { maxMessageSize?: number } = {}): ConformancePair {
+/** Two multiplexers over the two ports of one MessageChannel, in this thread; `close()` ends both. */
+function muxPair(options: { maxMessageSize?: number } = {}) {
   const channel = new MessageChannel();
-  const local = new Multiplexer(portLink(channel.port1, { peer: 'far', ...options }));
+  const near = new Multiplexer(portLink(channel.port1, { peer: 'far', ...options }));
   const far = new Multiplexer(portLink(channel.port2, { peer: 'near', ...options }));
+  return {
+    near,
+    far,
+    channel,
+    close() {
+      near.close();
+      far.close();
+      channel.port1.close();
+      channel.port2.close();
+    },
+  };
+}
+
+/** A muxPair whose far side serves the conformance suite. */
+function rawPair(options: { maxMessageSize?: number } = {}): ConformancePair {
+  const { near: local, far, channel, close } = muxPair(options);
   const stop = serveConformance(sideOf(far));
   return {
     local: sideOf(local),
@@ -30,10 +46,7 @@ function rawPair(options: { maxMessageSize?: number } = {}): ConformancePair {
     },
     async close() {
       stop();
-      far.close();
-      local.close();
-      channel.port1.close();
-      channel.port2.close();
+      close();
     },
   };
 }
@@ -351,9 +364,7 @@ describe('transport details', () => {
 
   it('sends no accept for an optimistic stream the opener ended first, and nothing waits on either side', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
-    const channel = new MessageChannel();
-    const near = new Multiplexer(portLink(channel.port1, { peer: 'far' }));
-    const far = new Multiplexer(portLink(channel.port2, { peer: 'near' }));
+    const { near, far, close } = muxPair();
     const accepted: DuplexStream[] = [];
     far.listen('x', (stream) => accepted.push(stream));
     const first = await near.open('far', 'x');
@@ -369,16 +380,11 @@ describe('transport details', () => {
     expect(far.stats).toMatchObject({ streams: 1, pendingOpens: 0 });
     expect(vi.getTimerCount()).toBe(0);
     first.abort(new Error('done'));
-    near.close();
-    far.close();
-    channel.port1.close();
-    channel.port2.close();
+    close();
   });
 
   it('fails an optimistic stream to a listener replaced by one with a smaller window with a code to open again', async () => {
-    const channel = new MessageChannel();
-    const near = new Multiplexer(portLink(channel.port1, { peer: 'far' }));
-    const far = new Multiplexer(portLink(channel.port2, { peer: 'near' }));
+    const { near, far, close } = muxPair();
     const echo = (stream: DuplexStream) => {
       void (async () => {
         for await (const chunk of stream) await stream.write(chunk.slice());
@@ -402,10 +408,7 @@ describe('transport details', () => {
     const again = await near.open('far', 'x');
     expect(await roundTrip(again)).toEqual([1, 2, 3]);
     expect(again.stats.remoteWindow).toBe(64 * 1024);
-    near.close();
-    far.close();
-    channel.port1.close();
-    channel.port2.close();
+    close();
   });
 
   it('drops the signal and the timeout of an optimistic open once it resolved', async () => {
@@ -468,9 +471,7 @@ describe('transport details', () => {
   });
 
   it('opens optimistically within a small listener window, and both sides count the same window', async () => {
-    const channel = new MessageChannel();
-    const near = new Multiplexer(portLink(channel.port1, { peer: 'far' }));
-    const far = new Multiplexer(portLink(channel.port2, { peer: 'near' }));
+    const { near, far, close } = muxPair();
     const accepted: DuplexStream[] = [];
     far.listen('small', (stream) => accepted.push(stream), { window: 4096 });
     await near.open('far', 'small');
@@ -491,10 +492,7 @@ describe('transport details', () => {
     expect(wrote).toBe(true);
     expect((await reader.next()).value).toEqual(new Uint8Array(10).fill(2));
     expect(stream.stats).toMatchObject({ remoteWindow: 4096 });
-    near.close();
-    far.close();
-    channel.port1.close();
-    channel.port2.close();
+    close();
   });
 
   it('carries at most MAX_FRAME_CHUNKS chunks in a data frame, and ignores frames with more', () => {
@@ -527,9 +525,7 @@ describe('transport details', () => {
   });
 
   it('refuses streams past maxStreams, and aborts the stream of a handler that rejects', async () => {
-    const channel = new MessageChannel();
-    const near = new Multiplexer(portLink(channel.port1, { peer: 'far' }));
-    const far = new Multiplexer(portLink(channel.port2, { peer: 'near' }));
+    const { near, far, close } = muxPair();
     const accepted: DuplexStream[] = [];
     far.listen('limited', (stream) => accepted.push(stream), { maxStreams: 2 });
     far.listen('failing', async () => {
@@ -547,24 +543,16 @@ describe('transport details', () => {
       code: 'TRANSPORT_ABORTED',
       cause: { message: 'handler failed' },
     });
-    near.close();
-    far.close();
-    channel.port1.close();
-    channel.port2.close();
+    close();
   });
 
   it('accepts opens on a listener whose maxStreams is above what a frame can carry', async () => {
-    const channel = new MessageChannel();
-    const near = new Multiplexer(portLink(channel.port1, { peer: 'far' }));
-    const far = new Multiplexer(portLink(channel.port2, { peer: 'near' }));
+    const { near, far, close } = muxPair();
     far.listen('wide', () => {}, { maxStreams: 2 ** 40 });
     const stream = await near.open('far', 'wide', { timeout: 5_000 });
     expect(stream.name).toBe('wide');
     stream.abort(new Error('done'));
-    near.close();
-    far.close();
-    channel.port1.close();
-    channel.port2.close();
+    close();
   });
 
   it('gives up opening on timeout and on abort, with typed errors', async () => {
