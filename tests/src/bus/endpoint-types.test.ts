@@ -41,68 +41,64 @@ describe('endpoint adapters accept the platform types as they are', () => {
     expect(typeof typed).toBe('function');
   });
 
-  it('connects two buses over a worker_threads MessageChannel passed as it is', async () => {
-    const { port1, port2 } = new NodeMessageChannel();
-    const a = createBus({ id: 'a' });
-    const b = createBus({ id: 'b' });
+  /** Two buses over the endpoints `left` and `right`: one asks the other to double `n`; then all is closed. */
+  async function doubles(
+    left: Endpoint,
+    right: Endpoint,
+    n: number,
+    close: () => void,
+    options: { heartbeatInterval?: number } = {},
+  ): Promise<unknown> {
+    const a = createBus({ id: 'a', ...options });
+    const b = createBus({ id: 'b', ...options });
     try {
-      await Promise.all([a.connect(nodeEndpoint(port1)), b.connect(nodeEndpoint(port2))]);
-      b.handle('twice', (n) => (n as number) * 2);
-      expect(await a.request('b', 'twice', 21)).toBe(42);
+      await Promise.all([a.connect(left), b.connect(right)]);
+      b.handle('twice', (value) => (value as number) * 2);
+      return await a.request('b', 'twice', n);
     } finally {
       a.close();
       b.close();
-      port1.close();
+      close();
     }
+  }
+
+  it('connects two buses over a worker_threads MessageChannel passed as it is', async () => {
+    const { port1, port2 } = new NodeMessageChannel();
+    expect(await doubles(nodeEndpoint(port1), nodeEndpoint(port2), 21, () => port1.close())).toBe(42);
   });
 
   it('connects two buses over a worker_threads MessageChannel as DOM-style ports', async () => {
     const { port1, port2 } = new NodeMessageChannel();
-    const a = createBus({ id: 'a', heartbeatInterval: 0 });
-    const b = createBus({ id: 'b', heartbeatInterval: 0 });
-    try {
-      await Promise.all([a.connect(messagePortEndpoint(port1)), b.connect(messagePortEndpoint(port2))]);
-      b.handle('twice', (n) => (n as number) * 2);
-      expect(await a.request('b', 'twice', 5)).toBe(10);
-    } finally {
-      a.close();
-      b.close();
+    const close = () => {
       port1.close();
       port2.close();
-    }
+    };
+    const doubled = await doubles(messagePortEndpoint(port1), messagePortEndpoint(port2), 5, close, {
+      heartbeatInterval: 0,
+    });
+    expect(doubled).toBe(10);
   });
 
   it('connects two buses over worker_threads BroadcastChannels passed as they are', async () => {
     const name = `gitport-endpoint-types-${process.pid}`;
     const left = new NodeBroadcastChannel(name);
     const right = new NodeBroadcastChannel(name);
-    const a = createBus({ id: 'a', heartbeatInterval: 0 });
-    const b = createBus({ id: 'b', heartbeatInterval: 0 });
-    try {
-      await Promise.all([a.connect(broadcastChannelEndpoint(left)), b.connect(broadcastChannelEndpoint(right))]);
-      b.handle('twice', (n) => (n as number) * 2);
-      expect(await a.request('b', 'twice', 6)).toBe(12);
-    } finally {
-      a.close();
-      b.close();
+    const close = () => {
       left.close();
       right.close();
-    }
+    };
+    const doubled = await doubles(broadcastChannelEndpoint(left), broadcastChannelEndpoint(right), 6, close, {
+      heartbeatInterval: 0,
+    });
+    expect(doubled).toBe(12);
   });
 
   it('connects two buses over a global MessageChannel typed as the DOM one', async () => {
     const { port1, port2 } = new MessageChannel();
-    const a = createBus({ id: 'a' });
-    const b = createBus({ id: 'b' });
-    try {
-      await Promise.all([a.connect(messagePortEndpoint(port1)), b.connect(messagePortEndpoint(port2))]);
-      b.handle('twice', (n) => (n as number) * 2);
-      expect(await a.request('b', 'twice', 4)).toBe(8);
-    } finally {
-      a.close();
-      b.close();
+    const close = () => {
       port1.close();
       port2.close();
-    }
+    };
+    expect(await doubles(messagePortEndpoint(port1), messagePortEndpoint(port2), 4, close)).toBe(8);
   });
 });
