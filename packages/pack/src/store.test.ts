@@ -73,16 +73,21 @@ afterAll(async () => {
   for (const t of temps) await rm(t, { recursive: true, force: true });
 });
 
+/** An FsObjectStore over node:fs in a fresh temporary directory (removed after the file's tests). */
+async function diskStore(): Promise<FsObjectStore> {
+  const dir = await mkdtemp(join(tmpdir(), 'gitport-store-'));
+  temps.push(dir);
+  return new FsObjectStore(nodeFs, dir);
+}
+
+/** Appends `bytes` to `spool` in pieces of `step` bytes. */
+function appendInPieces(spool: { append(bytes: Uint8Array): unknown }, bytes: Uint8Array, step: number): void {
+  for (let at = 0; at < bytes.length; at += step) spool.append(bytes.subarray(at, Math.min(bytes.length, at + step)));
+}
+
 const stores: [string, () => Promise<ObjectStore & { close?: () => Promise<void> }>][] = [
   ['MemoryObjectStore', async () => new MemoryObjectStore()],
-  [
-    'FsObjectStore (node:fs, positional reads)',
-    async () => {
-      const dir = await mkdtemp(join(tmpdir(), 'gitport-store-'));
-      temps.push(dir);
-      return new FsObjectStore(nodeFs, dir);
-    },
-  ],
+  ['FsObjectStore (node:fs, positional reads)', diskStore],
   ['FsObjectStore (whole-file fs)', async () => new FsObjectStore(memoryFs(), '/repo.git')],
 ];
 
@@ -214,15 +219,13 @@ describe('FsObjectStore.readSync', () => {
 
 describe('FsObjectStore pack spool', () => {
   it('patch changes what read returns, for bytes held in memory and on file alike', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'gitport-store-'));
-    temps.push(dir);
-    const store = new FsObjectStore(nodeFs, dir);
+    const store = await diskStore();
     const spool = (await store.beginPack())!;
     expect(spool).toBeDefined();
     // 3 MiB: the first blocks leave memory (only the last 2 MiB stay), the last ones stay
     const total = 3 * 2 ** 20;
     const bytes = seededBlob(3, total);
-    for (let at = 0; at < total; at += 100_000) spool.append(bytes.subarray(at, Math.min(total, at + 100_000)));
+    appendInPieces(spool, bytes, 100_000);
     await spool.drain();
     const patches = [
       { at: 8, n: 4 }, // on file only
@@ -254,14 +257,12 @@ describe('FsObjectStore pack spool', () => {
 
 describe('FsObjectStore pack spools in a row', () => {
   it('a spool after another (blocks reused) reads and writes its own bytes', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'gitport-store-'));
-    temps.push(dir);
-    const store = new FsObjectStore(nodeFs, dir);
+    const store = await diskStore();
     for (const seed of [11, 12, 13]) {
       const spool = (await store.beginPack())!;
       const total = 1_500_000 + seed;
       const bytes = seededBlob(seed, total);
-      for (let at = 0; at < total; at += 70_000) spool.append(bytes.subarray(at, Math.min(total, at + 70_000)));
+      appendInPieces(spool, bytes, 70_000);
       for (const at of [0, 300_000, total - 1000]) {
         expect(bytesToHex(await spool.read(at, 1000))).toBe(bytesToHex(bytes.subarray(at, at + 1000)));
       }
@@ -276,9 +277,7 @@ describe('FsObjectStore pack spools in a row', () => {
 
 describe('FsObjectStore pack spool once closed', () => {
   it('append, truncate, read, patch and chunks after abort or commit throw STORE_CLOSED and leave the next spool alone', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'gitport-store-'));
-    temps.push(dir);
-    const store = new FsObjectStore(nodeFs, dir);
+    const store = await diskStore();
     const closedCode = async (f: () => unknown) => {
       try {
         await f();
