@@ -457,25 +457,25 @@ export class PackReader {
     this.addInflated(size);
     this.#pos = p + r.consumed;
     this.#offset = dataOffset + r.consumed;
-    const crc = this.#crcNow();
-    const data = r.data;
-    if (type) {
-      return {
-        kind: 'whole',
-        offset,
-        dataOffset,
-        end: this.#offset,
-        crc32: crc,
-        type,
-        size,
-        oid: hashObjectSync(type, data),
-        data,
-      };
-    }
-    if (baseOid !== undefined) {
-      return { kind: 'ref-delta', offset, dataOffset, end: this.#offset, crc32: crc, size, baseOid, data };
-    }
-    return { kind: 'ofs-delta', offset, dataOffset, end: this.#offset, crc32: crc, size, baseOffset, data };
+    return this.#inflatedEntry(offset, dataOffset, size, type, baseOid, baseOffset, r.data);
+  }
+
+  /** The entry whose data is inflated and consumed up to `#offset`: a whole object (hashed) or a delta. */
+  #inflatedEntry(
+    offset: number,
+    dataOffset: number,
+    size: number,
+    type: ObjectType | undefined,
+    baseOid: ObjectId | undefined,
+    baseOffset: number,
+    data: Uint8Array,
+  ): PackEntry {
+    const end = this.#offset;
+    const crc32 = this.#crcNow();
+    if (type)
+      return { kind: 'whole', offset, dataOffset, end, crc32, type, size, oid: hashObjectSync(type, data), data };
+    if (baseOid !== undefined) return { kind: 'ref-delta', offset, dataOffset, end, crc32, size, baseOid, data };
+    return { kind: 'ofs-delta', offset, dataOffset, end, crc32, size, baseOffset, data };
   }
 
   /** Finishes the entry `#entrySync` began (`#partial`) with the input that follows. */
@@ -484,15 +484,7 @@ export class PackReader {
     this.#partial = undefined;
     const { offset, dataOffset, size, type, baseOid, baseOffset } = partial;
     const data = await this.#feed(partial.rest, size, partial.used);
-    const crc = this.#crcNow();
-    if (type) {
-      const oid = hashObjectSync(type, data);
-      return { kind: 'whole', offset, dataOffset, end: this.#offset, crc32: crc, type, size, oid, data };
-    }
-    if (baseOid !== undefined) {
-      return { kind: 'ref-delta', offset, dataOffset, end: this.#offset, crc32: crc, size, baseOid, data };
-    }
-    return { kind: 'ofs-delta', offset, dataOffset, end: this.#offset, crc32: crc, size, baseOffset, data };
+    return this.#inflatedEntry(offset, dataOffset, size, type, baseOid, baseOffset, data);
   }
 
   /** Feeds the input that follows to a stream begun with `used` compressed bytes; its data. */
