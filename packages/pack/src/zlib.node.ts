@@ -142,7 +142,7 @@ export function inflateOne(input: Uint8Array, expectedSize: number, final: boole
   }
   ctx.error = undefined;
   ctx.handle.writeSync(constants.Z_FINISH, input, 0, input.length, out, 0, out.length);
-  let availOut = ctx.state[0]!;
+  const availOut = ctx.state[0]!;
   let availIn = ctx.state[1]!;
   let extra = 0;
   if (exact && availOut === 0 && ctx.error === undefined) {
@@ -161,17 +161,7 @@ export function inflateOne(input: Uint8Array, expectedSize: number, final: boole
     }
     throw new PackError('PACK_CORRUPT_ZLIB', `zlib: ${error.message}`);
   }
-  availOut -= extra;
-  const produced = out.length - availOut;
-  if (produced !== expectedSize) {
-    throw new PackError(
-      'PACK_SIZE_MISMATCH',
-      produced > expectedSize
-        ? `inflated data exceeds declared ${expectedSize}`
-        : `inflated ${produced} bytes, header declared ${expectedSize}`,
-    );
-  }
-  return { kind: 'done', data: exact ? out : out.subarray(0, expectedSize), consumed: input.length - availIn };
+  return finished(out, out.length - availOut + extra, expectedSize, exact, input.length - availIn);
 }
 
 /**
