@@ -52,6 +52,8 @@ export interface CreatePackOptions {
   signal?: AbortSignal;
   onProgress?: (progress: { phase: 'counting' | 'compressing' | 'writing'; done: number; total: number }) => void;
   cache?: CommitCache;
+  /** Called with the pack's objects when a stored pack holding exactly them goes out as it is. */
+  onStoredPack?: (oids: readonly ObjectId[]) => void;
 }
 
 interface Item extends PackObject {
@@ -111,8 +113,10 @@ async function* packStream(store: ObjectStore, options: CreatePackOptions): Asyn
   });
   // git's pack reuse: the objects are exactly a stored pack's, which goes out as it is
   if (store.findPack && options.reuse !== false && options.deltas !== false) {
-    const stored = await store.findPack(e.objects.map((o) => o.oid));
+    const oids = e.objects.map((o) => o.oid);
+    const stored = await store.findPack(oids);
     if (stored && (stored.ofsDeltas ? options.ofsDelta !== false : true)) {
+      options.onStoredPack?.(oids);
       yield* stored.stream(options.signal);
       return;
     }

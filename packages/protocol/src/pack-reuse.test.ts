@@ -2,7 +2,7 @@ import type { GitObject, MemoryObjectStore, ObjectId, ObjectStore, ObjectType, S
 import { describe, expect, it } from 'vitest';
 import { connectionPair } from './channel.js';
 import { clone } from './fetch-client.js';
-import { observeFindPack, PackReuseCache } from './pack-reuse.js';
+import { PackReuseCache } from './pack-reuse.js';
 import { chain, emptyRepo, packOf } from './test-repo.js';
 import { serveUploadPack } from './upload-pack.js';
 
@@ -57,32 +57,6 @@ class PrivateStore implements ObjectStore {
     };
   }
 }
-
-describe('observeFindPack', () => {
-  it('forwards every member to a store with #private fields and reports the packs findPack returns', async () => {
-    const repo = emptyRepo();
-    const commits = await chain(repo, 3);
-    const all = [...repo.objects.keys()];
-    const store = new PrivateStore(repo.objects, await packOf(repo.objects, all));
-    const seen: (readonly ObjectId[])[] = [];
-    const view = observeFindPack(store, (oids) => seen.push(oids));
-    expect(await view.has(commits[0]!)).toBe(true);
-    expect((await view.read(commits[1]!))?.type).toBe('commit');
-    expect(view.readSync?.(commits[2]!)?.type).toBe('commit');
-    const blob = await view.write('blob', new TextEncoder().encode('new\n'));
-    expect(await store.has(blob)).toBe(true);
-    // members the store does not have stay absent, so callers still feature-test them
-    expect(view.readRaw).toBeUndefined();
-    expect(view.beginPack).toBeUndefined();
-    expect(await view.findPack?.([commits[0]!])).toBeUndefined();
-    expect(seen).toEqual([]);
-    const everything = [...repo.objects.keys()];
-    const stored = await view.findPack?.(everything);
-    expect(stored?.ofsDeltas).toBe(false);
-    expect(seen).toEqual([everything]);
-    expect(store.finds).toBe(2);
-  });
-});
 
 describe('PackReuseCache', () => {
   it('keeps a few wants sets per store, forgets the oldest, and forgets a pack the store lost', async () => {

@@ -307,14 +307,9 @@ class UploadSession {
     let reusedObjects: readonly ObjectId[] | undefined;
     try {
       const reused = reuseKey ? await PACK_REUSE.stream(store, reuseKey, features.ofsDelta, this.signal) : undefined;
-      const observed = reuseKey
-        ? PACK_REUSE.observe(store, features.ofsDelta, (oids) => {
-            reusedObjects = oids;
-          })
-        : store;
       const pack =
         reused ??
-        createPack(observed, {
+        createPack(store, {
           wants,
           haves: [...this.common],
           shallow: [...shallowBoundary],
@@ -327,6 +322,7 @@ class UploadSession {
           ...(packOptions.depth !== undefined ? { depth: packOptions.depth } : {}),
           ...(this.signal ? { signal: this.signal } : {}),
           ...(onProgress ? { onProgress } : {}),
+          ...(reuseKey ? { onStoredPack: (oids: readonly ObjectId[]) => (reusedObjects = oids) } : {}),
         });
       for await (const chunk of pack) {
         if (objectCount < 0 && chunk.length >= 12) {

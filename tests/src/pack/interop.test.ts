@@ -238,11 +238,19 @@ describe('packs written by gitport, checked by git', () => {
 describe('reuse from a repository on disk', () => {
   it('all of a stored pack goes out verbatim (git pack reuse)', async () => {
     const store = new FsObjectStore(fs, gitDir);
-    const pack = await collect(createPack(store, { wants: [...new Set(refs.values())] }));
-    await store.close();
+    const reported: (readonly string[])[] = [];
+    const wants = [...new Set(refs.values())];
+    const pack = await collect(createPack(store, { wants, onStoredPack: (oids) => reported.push(oids) }));
     const dir = join(gitDir, 'objects', 'pack');
     const [name] = (await fs.promises.readdir(dir)).filter((n) => n.endsWith('.pack'));
     expect(Buffer.compare(Buffer.from(pack), await readFile(join(dir, name!)))).toBe(0);
+    // the objects of the pack sent as it is are reported, once; a pack written anew reports nothing
+    const listed = (await sandbox.git(['--git-dir', gitDir, 'rev-list', '--objects', '--all'])).split('\n');
+    expect(reported).toHaveLength(1);
+    expect(new Set(reported[0])).toEqual(new Set(listed.map((line) => line.slice(0, 40))));
+    await collect(createPack(store, { wants, reuse: false, onStoredPack: (oids) => reported.push(oids) }));
+    expect(reported).toHaveLength(1);
+    await store.close();
   });
 
   it('part of a stored pack: deltas and compressed data reused entry by entry; git fsck accepts', async () => {
