@@ -61,6 +61,11 @@ export function peerErrorMessage(error: unknown): string {
   if (!PEER_SAFE_CODE.test(code)) return `internal error (${code})`;
   const message = (error as { message?: unknown }).message;
   if (typeof message !== 'string' || message === '') return code;
-  // one line, bounded: it travels in an ERR packet or a report-status line
-  return message.replace(/[\r\n\0]+/g, ' ').slice(0, 1000);
+  // it travels in an ERR packet or a report-status line
+  return oneLine(message, 1000);
+}
+
+/** `text` as one bounded line for the wire (an ERR packet, a report-status line). */
+export function oneLine(text: string, max: number): string {
+  return text.replace(/[\r\n\0]+/g, ' ').slice(0, max);
 }

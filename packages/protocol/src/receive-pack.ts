@@ -27,7 +27,7 @@ import { collectRefs, encodeAdvertisementV0 } from './advertisement.js';
 import { Capabilities, DEFAULT_AGENT, receivePackCapabilities } from './capabilities.js';
 import { CommitGraph, parseTagTarget, treeEntries } from './commit-graph.js';
 import { type Connection, concatBytes, newReader, type Repository, requirePacket } from './connection.js';
-import { hasCode, ProtocolError, peerErrorMessage, throwIfAborted } from './errors.js';
+import { hasCode, oneLine, ProtocolError, peerErrorMessage, throwIfAborted } from './errors.js';
 import { isObjectId, isValidRefName, type RefUpdate, ZERO_OID } from './ref-store.js';
 
 export interface PushCommand {
@@ -87,11 +87,6 @@ export interface ReceivePackOptions {
   hooks?: ReceivePackHooks;
   limits?: ReceivePackLimits;
   signal?: AbortSignal;
-}
-
-/** A ref store's rejection message as one bounded report-status line. */
-function oneLine(text: string): string {
-  return text.replace(/[\r\n\0]+/g, ' ').slice(0, 500);
 }
 
 function line(text: string): Uint8Array {
@@ -273,7 +268,7 @@ async function receive(repo: Repository, conn: Connection, options: ReceivePackO
     applied.forEach((r, i) => {
       const c = toApply[i] as PushCommand;
       if (r.status === 'rejected')
-        reject(c, r.reason === 'stale' ? 'stale info' : `failed to update ref: ${oneLine(r.message)}`);
+        reject(c, r.reason === 'stale' ? 'stale info' : `failed to update ref: ${oneLine(r.message, 500)}`);
     });
     if (atomic && applied.some((r) => r.status === 'rejected'))
       for (const c of commands) reject(c, 'atomic push failure');
