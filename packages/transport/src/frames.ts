@@ -23,8 +23,8 @@
  * took then) may start writing right after the open frame, within the credit `c` it announces
  * there (at most {@link OPTIMISTIC_CREDIT}, and no more than the window it learnt). The acceptor
  * gives every stream of a listener that listener's window, never more: it refuses (code
- * TRANSPORT_PROTOCOL) an open whose `c` is above it (a listener replaced by one with a smaller
- * window). So an accept's `w` is at least `c`; it replaces `c` on the writer's side (what it sent
+ * TRANSPORT_WINDOW_CHANGED: open again) an open whose `c` is above it (a listener replaced by one
+ * with a smaller window). So an accept's `w` is at least `c`; it replaces `c` on the writer's side (what it sent
  * counts against it), and an opener given less aborts the stream with TRANSPORT_PROTOCOL. A
  * refused open drops that data (at most `c` bytes): frames for streams nobody has are ignored.
  * The acceptor need not answer such an open at once: its accept may wait for the next frame it
