@@ -34,8 +34,8 @@ import { mbps, QUICK, record, sized } from './report.js';
 
 const once = { iterations: 1, warmupIterations: 0, time: 0, warmupTime: 0 };
 const MB = 1e6;
-const RUNS = sized(5, 1);
-const WARMUP = sized(2, 0);
+const RUNS = sized(9, 1);
+const WARMUP = sized(5, 0);
 
 class BenchWorker {
   readonly worker: Worker;

@@ -54,6 +54,24 @@ describe('FsRefStore on a repository real git writes and reads', () => {
     expect(await refs.read('refs/heads/nope')).toEqual({ kind: 'missing' });
   });
 
+  it('lists the same with and without a typed listing; with one, no directory is read as a file', async () => {
+    const plain = nodeFs();
+    const { readdirTypes: _, ...untyped } = plain.promises;
+    const reads: string[] = [];
+    const typed = {
+      ...plain.promises,
+      readFile: (path: string, options?: unknown) => {
+        reads.push(path.slice(gitDir.length + 1));
+        return plain.promises.readFile(path, options);
+      },
+    };
+    await writeFile(`${gitDir}/refs/heads/not..valid`, `${commits[0]}\n`);
+    const expected = await forEachRef();
+    expect(await new FsRefStore(untyped, gitDir).list()).toEqual(expected);
+    expect(await new FsRefStore(typed, gitDir).list()).toEqual(expected);
+    // the loose refs only: never refs/heads or refs/tags (EISDIR), nor the invalid name
+    expect(reads.filter((r) => r !== 'packed-refs')).toEqual(['refs/heads/loose']);
+  });
   it('compare-and-swap updates that git agrees with, including deleting a packed ref', async () => {
     const refs = new FsRefStore(nodeFs(), gitDir);
     const results = await refs.update([

@@ -147,29 +147,35 @@ export class FsRefStore implements RefStore {
 
   /** Direct refs under `refs/` whose names start with `prefix`, sorted bytewise. */
   async list(prefix = ''): Promise<Ref[]> {
+    // Walk only the part of refs/ that the prefix can match, while packed-refs is read.
+    const dirPart = prefix.startsWith('refs/') ? prefix.slice(0, prefix.lastIndexOf('/')) : 'refs';
+    const loose = new Map<string, ObjectId>();
+    const [packed] = await Promise.all([this.packedRefs(), this.#walk(dirPart, prefix, loose)]);
     const merged = new Map<string, ObjectId>();
-    for (const [name, { oid }] of await this.packedRefs()) {
+    for (const [name, { oid }] of packed) {
       if (name.startsWith(prefix)) merged.set(name, oid);
     }
-    // Walk only the part of refs/ that the prefix can match.
-    const dirPart = prefix.startsWith('refs/') ? prefix.slice(0, prefix.lastIndexOf('/')) : 'refs';
-    await this.#walk(dirPart, prefix, merged);
+    // a loose ref wins over its packed entry
+    for (const [name, oid] of loose) merged.set(name, oid);
     return [...merged]
       .map(([name, oid]) => ({ name, oid }))
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
   async #walk(dir: string, prefix: string, into: Map<string, ObjectId>): Promise<void> {
-    const names: string[] = [];
-    for (const entry of await this.fs.list(this.#path(dir))) {
-      const name = `${dir}/${entry}`;
-      if (entry.endsWith('.lock') || entry.startsWith('.')) continue;
+    const names: { name: string; kind: 'file' | 'dir' | 'unknown' }[] = [];
+    for (const entry of await this.fs.listEntries(this.#path(dir))) {
+      const name = `${dir}/${entry.name}`;
+      if (entry.name.endsWith('.lock') || entry.name.startsWith('.')) continue;
       if (!name.startsWith(prefix) && !prefix.startsWith(`${name}/`)) continue;
-      names.push(name);
+      names.push({ name, kind: entry.kind });
     }
-    // The entries of a directory are read several at a time (one call per ref); a directory reads
-    // as EISDIR and is walked. The listing is sorted afterwards, so arrival order does not matter.
-    const visit = async (name: string) => {
+    // The entries of a directory are read several at a time (one call per ref). A directory is
+    // walked: the listing says which entries are, or else the read finds out (EISDIR). The
+    // listing is sorted afterwards, so arrival order does not matter.
+    const visit = async ({ name, kind }: { name: string; kind: 'file' | 'dir' | 'unknown' }) => {
+      if (kind === 'dir') return this.#walk(name, prefix, into);
+      if (kind === 'file' && !isValidRefName(name)) return;
       if (!isValidRefName(name)) {
         // not a ref name: only a directory of refs is of interest here
         if ((await this.fs.stat(this.#path(name)))?.isDirectory()) await this.#walk(name, prefix, into);

@@ -13,6 +13,7 @@ export function nodeFs(): FsLike {
     writeFile: (path, data, options) => p.writeFile(path, data, options),
     unlink: (path) => p.unlink(path),
     readdir: (path) => p.readdir(path),
+    readdirTypes: (path) => p.readdir(path, { withFileTypes: true }),
     mkdir: (path, options) => p.mkdir(path, options),
     rmdir: (path, options) => p.rmdir(path, options),
     stat: (path) => p.stat(path),

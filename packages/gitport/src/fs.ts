@@ -10,6 +10,8 @@
  *     which spans every worker and tab of the origin), which is the mechanism on file systems that
  *     real git never shares.
  *   - `readRange(path, offset, length)`: a positional read for large packs and blobs.
+ *   - `readdirTypes(path)`: a listing that tells directories from files (Node's
+ *     `readdir(path, { withFileTypes: true })`), so a walk need not try each entry to find out.
  *
  * `GitFs` normalises all of them: missing files read as `undefined`, parents are created on write,
  * `ENOENT`/`EEXIST` are recognised by their `code`, and bytes are always `Uint8Array`.
@@ -23,6 +25,13 @@ export interface FsStat {
   size: number;
   mtimeMs: number;
   ino?: number | bigint;
+}
+
+/** One entry of a typed listing (Node's `Dirent` fits). */
+export interface DirEntry {
+  name: string;
+  isFile(): boolean;
+  isDirectory(): boolean;
 }
 
 /** What `open()` returns: Node's FileHandle shape (write for locks, positional read for packs). */
@@ -49,6 +58,7 @@ export interface FsPromisesLike {
   rename?(from: string, to: string): Promise<unknown>;
   open?(path: string, flags: string): Promise<FileHandleLike>;
   readRange?(path: string, offset: number, length: number): Promise<Uint8Array>;
+  readdirTypes?(path: string): Promise<DirEntry[]>;
   /** isomorphic-git binds these two; file systems without links throw. */
   readlink?(path: string): Promise<string | Uint8Array>;
   symlink?(target: string, path: string): Promise<unknown>;
@@ -200,6 +210,23 @@ export class GitFs {
   async list(dir: string): Promise<string[]> {
     try {
       return await this.raw.readdir(dir);
+    } catch (error) {
+      if (isMissing(error)) return [];
+      throw error;
+    }
+  }
+
+  /**
+   * A directory's entries with their kinds where the file system tells them (`readdirTypes`);
+   * `unknown` otherwise, and for what is neither a file nor a directory (a symbolic link).
+   */
+  async listEntries(dir: string): Promise<{ name: string; kind: 'file' | 'dir' | 'unknown' }[]> {
+    if (!this.raw.readdirTypes) return (await this.list(dir)).map((name) => ({ name, kind: 'unknown' as const }));
+    try {
+      return (await this.raw.readdirTypes(dir)).map((e) => ({
+        name: e.name,
+        kind: e.isDirectory() ? 'dir' : e.isFile() ? 'file' : 'unknown',
+      }));
     } catch (error) {
       if (isMissing(error)) return [];
       throw error;

@@ -176,7 +176,8 @@ export function remote(bus: Bus, peer: string, name: string, remoteOptions: Remo
           }),
         );
         repository = await creating;
-        await writeShallow(repository, result.shallow);
+        // a new repository has no shallow file to remove
+        if (result.shallow.length > 0) await writeShallow(repository, result.shallow);
         if (!bare) {
           options.onProgress?.({ phase: 'checkout', message: 'checking out HEAD' });
           await checkout(repository, dir);

@@ -1,5 +1,6 @@
 import * as nodeFsModule from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { readdir, writeFile } from 'node:fs/promises';
+import { connectionPair, fetch, serveUploadPack } from '@gitport/protocol';
 import git from 'isomorphic-git';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createGitSandbox, type GitSandbox } from '../../../tests/src/git.js';
@@ -83,7 +84,52 @@ describe('repositories in git layout', () => {
     expect(await repo.refs.resolve('HEAD')).toBe(head);
     expect((await repo.objects.read(head))?.type).toBe('commit');
   });
+
+  it('a fetch refused once negotiation is over leaves no temporary pack behind; one served stores its pack', async () => {
+    // the temporary pack file is opened while the final request goes out: a refusal then
+    // (a want the server does not have) must remove it
+    const served = sandbox.path('served.git');
+    await sandbox.git(['init', '-q', '--bare', served]);
+    const server = await openRepository(nodeFs(), served);
+    const missing = 'e'.repeat(40);
+    await writeFile(`${served}/refs/heads/main`, `${missing}\n`);
+    const local = await initRepository(nodeFs(), sandbox.path('local.git'));
+    const packDir = `${local.gitDir}/objects/pack`;
+    for (const protocol of [0, 2] as const) {
+      const [a, b] = connectionPair();
+      const serving = serveUploadPack(server, b, { protocol }).catch((e: unknown) => e);
+      await expect(fetch(local, { connection: a }, { protocol })).rejects.toMatchObject({
+        code: 'PROTOCOL_REMOTE_ERROR',
+      });
+      expect(await serving).toMatchObject({ code: 'PROTOCOL_NOT_OUR_REF' });
+      expect(await readdir(packDir)).toEqual([]);
+    }
+    // the same repository with an object behind the ref: the pack arrives and is kept
+    const blob = await server.objects.write('blob', encoder.encode('x\n'));
+    const tree = await server.objects.write('tree', concatTree('100644 x.txt', blob));
+    const commit = await server.objects.write(
+      'commit',
+      encoder.encode(`tree ${tree}\nauthor ${person}\ncommitter ${person}\n\nx\n`),
+    );
+    await writeFile(`${served}/refs/heads/main`, `${commit}\n`);
+    const [a, b] = connectionPair();
+    const serving = serveUploadPack(server, b, { protocol: 2 });
+    const result = await fetch(local, { connection: a }, { protocol: 2 });
+    await serving;
+    expect(result.pack?.objects).toBe(3);
+    expect((await readdir(packDir)).filter((n) => n.startsWith('tmp_'))).toEqual([]);
+    expect(await sandbox.git(['--git-dir', local.gitDir, 'cat-file', '-t', commit])).toBe('commit');
+  });
 });
+
+/** A one-entry tree's raw content. */
+function concatTree(modeAndName: string, oid: string): Uint8Array {
+  const head = encoder.encode(`${modeAndName}\0`);
+  const out = new Uint8Array(head.length + 20);
+  out.set(head);
+  for (let i = 0; i < 20; i++) out[head.length + i] = Number.parseInt(oid.slice(2 * i, 2 * i + 2), 16);
+  return out;
+}
 
 describe('FsRepositoryRegistry', () => {
   it('creates, lists, opens and deletes bare repositories by name, refusing bad names', async () => {

@@ -22,7 +22,14 @@ export {
 export { type ImportOptions, type ImportResult, importPack } from './pack-import.js';
 export { DEFAULT_LIMITS, type PackEntry, type PackLimits, PackReader, type PackReaderOptions } from './pack-reader.js';
 export { type CreatePackOptions, createPack, packObjects } from './pack-writer.js';
-export { MemoryObjectStore, type ObjectStore, type PackFile, type RawEntry, type StoredPack } from './store.js';
+export {
+  MemoryObjectStore,
+  type ObjectStore,
+  type PackFile,
+  type PackSpool,
+  type RawEntry,
+  type StoredPack,
+} from './store.js';
 export { parseTag, serializeTag, type Tag } from './tag.js';
 export { parseTree, serializeTree, type TreeEntry } from './tree.js';
 export {

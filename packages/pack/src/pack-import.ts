@@ -32,6 +32,12 @@ export interface ImportOptions {
   /** Bytes of resolved objects kept for delta resolution (default 64 MiB). */
   cacheBytes?: number;
   onProgress?: (progress: { objects: number; total: number; phase: 'receiving' | 'resolving' }) => void;
+  /**
+   * The store's `beginPack()`, called by the caller ahead of the pack (while it is still on its
+   * way, so the temporary file is ready when the first bytes come). It must be this store's;
+   * `importPack` then owns it: it commits it, or aborts it when the import fails.
+   */
+  spool?: Promise<PackSpool | undefined>;
 }
 
 export interface ImportResult {
@@ -92,7 +98,12 @@ export async function importPack(
 ): Promise<ImportResult> {
   // stores over a .git directory take the pack on disk as it arrives (memory bounded by the
   // objects, not the pack); others get it from memory
-  const spool = typeof store.writePack === 'function' && store.beginPack ? await store.beginPack() : undefined;
+  const spool =
+    options.spool !== undefined
+      ? await options.spool
+      : typeof store.writePack === 'function' && store.beginPack
+        ? await store.beginPack()
+        : undefined;
   if (!spool) return importWith(store, pack, options, undefined);
   try {
     return await importWith(store, drained(pack, spool), options, spool);

@@ -1,9 +1,11 @@
+import { MemoryObjectStore } from '@gitport/pack';
 import { PacketReader } from '@gitport/pktline';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createGitSandbox } from '../../../tests/src/git.js';
 import {
   type AdvertisedRef,
+  collectRefs,
   decodeAdvertisement,
   encodeAdvertisementV0,
   encodeCapabilitiesV2,
@@ -11,6 +13,8 @@ import {
   parseLsRefsLine,
 } from './advertisement.js';
 import { Capabilities, uploadPackCapabilities, v2Capabilities } from './capabilities.js';
+import { CommitGraph } from './commit-graph.js';
+import { MemoryRefStore, type RefStore } from './ref-store.js';
 import { matchRefspec, parseRefspec } from './refspec.js';
 
 function chunked(bytes: Uint8Array, cut: number[]): AsyncIterable<Uint8Array> {
@@ -135,6 +139,66 @@ describe('advertisement', () => {
     const caps = Capabilities.parse('multi_ack symref=HEAD:refs/heads/main symref=refs/x:refs/y agent=git/2.39');
     expect(caps.getAll('symref')).toEqual(['HEAD:refs/heads/main', 'refs/x:refs/y']);
     expect(caps.toString()).toBe('multi_ack symref=HEAD:refs/heads/main symref=refs/x:refs/y agent=git/2.39');
+  });
+});
+
+describe('collectRefs', () => {
+  const a = 'a'.repeat(40);
+  const b = 'b'.repeat(40);
+  /** A ref store that counts the reads and resolutions asked of it. */
+  const counting = (store: MemoryRefStore) => {
+    const calls = { read: 0, resolve: 0, list: 0 };
+    const refs: RefStore = {
+      list: (prefix) => {
+        calls.list++;
+        return store.list(prefix);
+      },
+      read: (name) => {
+        calls.read++;
+        return store.read(name);
+      },
+      resolve: (name) => {
+        calls.resolve++;
+        return store.resolve(name);
+      },
+      update: (u, o) => store.update(u, o),
+      setSymbolic: (n, t) => store.setSymbolic(n, t),
+    };
+    return { refs, calls };
+  };
+  const graph = () => new CommitGraph(new MemoryObjectStore());
+
+  it('resolves a symbolic HEAD from the listing, and falls back to following it', async () => {
+    const listed = counting(new MemoryRefStore({ refs: { 'refs/heads/main': a, 'refs/heads/b': b } }));
+    const got = await collectRefs(listed.refs, graph(), { peel: false });
+    expect(got.refs).toEqual([
+      { name: 'HEAD', oid: a, target: 'refs/heads/main' },
+      { name: 'refs/heads/b', oid: b },
+      { name: 'refs/heads/main', oid: a },
+    ]);
+    expect(got.symrefs.get('HEAD')).toBe('refs/heads/main');
+    expect(got.listed.map((r) => r.name)).toEqual(['refs/heads/b', 'refs/heads/main']);
+    expect(listed.calls).toEqual({ read: 1, resolve: 0, list: 1 });
+
+    // HEAD -> a symbolic ref -> a branch: not in the listing, followed
+    const nested = new MemoryRefStore({ refs: { 'refs/heads/main': a }, head: 'refs/heads/alias' });
+    await nested.setSymbolic('refs/heads/alias', 'refs/heads/main');
+    const followed = counting(nested);
+    const viaAlias = await collectRefs(followed.refs, graph(), { peel: false });
+    expect(viaAlias.refs[0]).toEqual({ name: 'HEAD', oid: a, target: 'refs/heads/alias' });
+    expect(followed.calls.resolve).toBe(1);
+
+    // HEAD -> a branch that does not exist: unborn, not advertised
+    const unborn = await collectRefs(new MemoryRefStore({ refs: { 'refs/heads/b': b } }), graph(), { peel: false });
+    expect(unborn.unbornHead).toBe('refs/heads/main');
+    expect(unborn.refs.map((r) => r.name)).toEqual(['refs/heads/b']);
+  });
+
+  it('takes a listing given instead of listing again (and with head: false reads no HEAD)', async () => {
+    const { refs, calls } = counting(new MemoryRefStore({ refs: { 'refs/heads/main': a } }));
+    const got = await collectRefs(refs, graph(), { head: false, listed: [{ name: 'refs/heads/old', oid: b }] });
+    expect(got.refs).toEqual([{ name: 'refs/heads/old', oid: b }]);
+    expect(calls).toEqual({ read: 0, resolve: 0, list: 0 });
   });
 });
 

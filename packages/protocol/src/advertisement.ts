@@ -34,7 +34,7 @@ import {
 import { Capabilities } from './capabilities.js';
 import type { CommitGraph } from './commit-graph.js';
 import { ProtocolError } from './errors.js';
-import { isObjectId, type RefStore, ZERO_OID } from './ref-store.js';
+import { isObjectId, type Ref, type RefStore, ZERO_OID } from './ref-store.js';
 
 export interface AdvertisedRef {
   name: string;
@@ -87,26 +87,32 @@ async function peelCached(graph: CommitGraph, oid: ObjectId): Promise<ObjectId |
   return peeled;
 }
 
-/** Collects refs for an advertisement: `HEAD` first if it resolves, then refs sorted, peeled tags. */
+/**
+ * Collects refs for an advertisement: `HEAD` first if it resolves, then refs sorted, peeled tags.
+ * `HEAD` and the listing are read at once, and a symbolic `HEAD` is resolved from the listing when
+ * its target is a listed ref. `listed`: every direct ref under `refs/` as read before (a session
+ * that advertised once validates later requests against what it advertised, as git's v0 does);
+ * the answer's `listed` is the listing used, for such reuse.
+ */
 export async function collectRefs(
   refs: RefStore,
   graph: CommitGraph,
-  options: { peel?: boolean; head?: boolean; prefixes?: readonly string[] } = {},
-): Promise<{ refs: AdvertisedRef[]; symrefs: Map<string, string>; unbornHead?: string }> {
+  options: { peel?: boolean; head?: boolean; prefixes?: readonly string[]; listed?: readonly Ref[] } = {},
+): Promise<{ refs: AdvertisedRef[]; symrefs: Map<string, string>; unbornHead?: string; listed: readonly Ref[] }> {
   const out: AdvertisedRef[] = [];
   const symrefs = new Map<string, string>();
   let unbornHead: string | undefined;
   const wanted = (name: string) => !options.prefixes || options.prefixes.some((p) => name.startsWith(p));
-  if (options.head !== false) {
-    const head = await refs.read('HEAD');
-    if (head.kind === 'symbolic') {
-      const oid = await refs.resolve('HEAD');
-      if (oid) symrefs.set('HEAD', head.target);
-      else unbornHead = head.target;
-      if (oid && wanted('HEAD')) out.push({ name: 'HEAD', oid, target: head.target });
-    } else if (head.kind === 'direct' && wanted('HEAD')) out.push({ name: 'HEAD', oid: head.oid });
-  }
-  const all = await refs.list('refs/');
+  const [head, all] = await Promise.all([
+    options.head !== false ? refs.read('HEAD') : undefined,
+    options.listed ?? refs.list('refs/'),
+  ]);
+  if (head?.kind === 'symbolic') {
+    const oid = all.find((r) => r.name === head.target)?.oid ?? (await refs.resolve('HEAD'));
+    if (oid) symrefs.set('HEAD', head.target);
+    else unbornHead = head.target;
+    if (oid && wanted('HEAD')) out.push({ name: 'HEAD', oid, target: head.target });
+  } else if (head?.kind === 'direct' && wanted('HEAD')) out.push({ name: 'HEAD', oid: head.oid });
   for (const ref of all) {
     if (!wanted(ref.name)) continue;
     const entry: AdvertisedRef = { name: ref.name, oid: ref.oid };
@@ -116,7 +122,9 @@ export async function collectRefs(
     }
     out.push(entry);
   }
-  return unbornHead === undefined ? { refs: out, symrefs } : { refs: out, symrefs, unbornHead };
+  return unbornHead === undefined
+    ? { refs: out, symrefs, listed: all }
+    : { refs: out, symrefs, unbornHead, listed: all };
 }
 
 /**

@@ -8,7 +8,7 @@
  * Stateless rounds (HTTP) repeat the wants, shallow/deepen lines and every have the server
  * acknowledged, as the server keeps no state between POSTs.
  */
-import { importPack, type ObjectId, type PackLimits } from '@gitport/pack';
+import { importPack, type ObjectId, type PackLimits, type PackSpool } from '@gitport/pack';
 import { DELIM, demuxSideband, encodeText, FLUSH, type PacketReader, packetText } from '@gitport/pktline';
 import { type AdvertisedRef, DEFAULT_MAX_REFS, parseLsRefsLine } from './advertisement.js';
 import { type Capabilities, DEFAULT_AGENT } from './capabilities.js';
@@ -205,8 +205,9 @@ async function fetchInto(
     throw error;
   }
   const session = await opening;
-  // the local tips the negotiation starts from, read while the remote lists its refs
-  const localTips = localTipsOf(local);
+  // the local tips the negotiation starts from, read while the remote lists its refs (a new
+  // repository has none: a clone offers no haves, as git clone does)
+  const localTips = initial ? Promise.resolve([]) : localTipsOf(local);
   localTips.catch(() => {});
   try {
     const { refs, head } = await remoteRefs(session, agent, prefixes, early !== undefined);
@@ -285,6 +286,9 @@ export async function clone(
   remote: Remote,
   options: Omit<FetchOptions, 'refspecs' | 'tags'> & { bare?: boolean } = {},
 ): Promise<FetchResult> {
+  // HEAD as the new repository has it, read while the fetch runs (the refspecs never touch it)
+  const localHead = Promise.resolve(localIn).then((local) => local.refs.read('HEAD'));
+  localHead.catch(() => {});
   const result = await fetchInto(
     localIn,
     remote,
@@ -297,7 +301,7 @@ export async function clone(
   );
   const local = await localIn;
   if (result.head) {
-    const head = await local.refs.read('HEAD');
+    const head = await localHead;
     if (head.kind !== 'symbolic' || head.target !== result.head) await local.refs.setSymbolic('HEAD', result.head);
   }
   return result;
@@ -568,6 +572,32 @@ class FetchExchange {
       if (exhausted) break;
       flushAt = nextFlush(stateless || this.#v2, this.havesSent);
     }
+    // the pack comes next: its temporary file is opened while the request goes out and the
+    // answer comes back (given to importPack, which owns it from then; aborted if never given)
+    const objects = this.local.objects;
+    const early = {
+      spool: typeof objects.writePack === 'function' && objects.beginPack ? objects.beginPack() : undefined,
+      taken: false,
+    };
+    early.spool?.catch(() => {});
+    try {
+      return { ...(await this.#finish(reader, packFollows, pipelined, inFlight, early)), shallow: this.#shallowAfter };
+    } catch (error) {
+      // the temporary file is gone before the failure is reported
+      if (!early.taken) await early.spool?.then((s) => s?.abort()).catch(() => {});
+      throw error;
+    }
+  }
+
+  /** The rounds still to go once negotiation is over (`done`), then the pack. */
+  async #finish(
+    readerIn: PacketReader | undefined,
+    packFollows: boolean,
+    pipelined: boolean,
+    inFlight: number[],
+    early: { spool: Promise<PackSpool | undefined> | undefined; taken: boolean },
+  ): Promise<{ pack: { hash: string; objects: number; bytes: number } }> {
+    let reader = readerIn;
     if (!packFollows) {
       if (pipelined) {
         reader = await this.#sendHaves([], true);
@@ -583,8 +613,7 @@ class FetchExchange {
         reader = outcome.reader;
       }
     }
-    const received = await this.#receivePack(reader as PacketReader);
-    return { ...received, shallow: this.#shallowAfter };
+    return this.#receivePack(reader as PacketReader, early);
   }
 
   /** Sends one round; reads its acknowledgments. */
@@ -716,7 +745,10 @@ class FetchExchange {
     }
   }
 
-  async #receivePack(reader: PacketReader): Promise<{ pack: { hash: string; objects: number; bytes: number } }> {
+  async #receivePack(
+    reader: PacketReader,
+    early: { spool: Promise<PackSpool | undefined> | undefined; taken: boolean },
+  ): Promise<{ pack: { hash: string; objects: number; bytes: number } }> {
     const { signal, onProgress } = this.options;
     let sideband: boolean;
     if (this.#v2) {
@@ -745,8 +777,10 @@ class FetchExchange {
         yield chunk;
       }
     })();
+    early.taken = true;
     const imported = await importPack(this.local.objects, counted, {
       fixThin: true,
+      ...(early.spool ? { spool: early.spool } : {}),
       ...(this.options.limits ? { limits: this.options.limits } : {}),
       ...(signal ? { signal } : {}),
     });

@@ -1,5 +1,5 @@
 import type { ObjectStore } from '@gitport/pack';
-import { encodeText, FLUSH, PacketReader } from '@gitport/pktline';
+import { DELIM, encodeText, FLUSH, PacketReader } from '@gitport/pktline';
 import { describe, expect, it } from 'vitest';
 import { connectionPair } from './channel.js';
 import { concatBytes } from './connection.js';
@@ -177,6 +177,65 @@ describe('upload-pack', () => {
       await served3;
       expect(listed.refs.map((r) => r.name)).toEqual(['HEAD', 'refs/heads/main', 'refs/tags/v1']);
     }
+  });
+
+  it('a connection lists the refs once: its fetch checks wants against what it advertised, as git v0 does', async () => {
+    const { repo, commits } = await server();
+    // every listing the server makes, and the refs moved after the first one
+    let listings = 0;
+    const refs = repo.refs;
+    const counted: TestRepo = {
+      ...repo,
+      refs: {
+        list: (prefix) => {
+          listings++;
+          return refs.list(prefix);
+        },
+        read: (name) => refs.read(name),
+        resolve: (name) => refs.resolve(name),
+        update: (updates, options) => refs.update(updates, options),
+        setSymbolic: (name, target) => refs.setSymbolic(name, target),
+      },
+    };
+    for (const protocol of [0, 2] as const) {
+      listings = 0;
+      const [a, b] = connectionPair();
+      const served = serveUploadPack(counted, b, { protocol });
+      const local = emptyRepo();
+      await clone(local, { connection: a }, { protocol });
+      await served;
+      expect(listings, `protocol ${protocol}`).toBe(1);
+      expect(await local.refs.resolve('refs/heads/main')).toBe(commits[5]);
+    }
+    // a want of a tip the connection advertised is served after the ref moved on meanwhile
+    // (wants are checked against the advertisement); a new connection checks the refs anew
+    listings = 0;
+    const [a, b] = connectionPair();
+    const served = serveUploadPack(counted, b, { protocol: 2 });
+    const reader = new PacketReader(a.input);
+    const untilFlush = async () => {
+      const out: string[] = [];
+      for (let p = await reader.read(); p && p.kind !== 'flush'; p = await reader.read()) {
+        out.push(p.kind === 'data' ? text(p.payload).trimEnd() : p.kind);
+      }
+      return out;
+    };
+    expect(await untilFlush()).toContain('version 2');
+    await a.write(concatBytes([line('command=ls-refs'), FLUSH]));
+    expect(await untilFlush()).toContain(`${commits[5]} refs/heads/main`);
+    await refs.update([{ name: 'refs/heads/main', old: commits[5]!, new: commits[0]! }]);
+    await a.write(concatBytes([line('command=fetch'), DELIM, line(`want ${commits[5]}`), line('done'), FLUSH]));
+    expect((await untilFlush())[0]).toBe('packfile');
+    await a.end();
+    await served;
+    expect(listings).toBe(1);
+    const fresh = await stateless(
+      counted,
+      concatBytes([line('command=fetch'), DELIM, line(`want ${commits[5]}`), line('done'), FLUSH]),
+      2,
+    );
+    expect(fresh.outcome).toMatchObject({ code: 'PROTOCOL_NOT_OUR_REF' });
+    expect(listings).toBe(2);
   });
 
   it('pipelineLsRefs: ls-refs goes out before the advertisement is read; a v0 answer is a typed error', async () => {

@@ -45,7 +45,7 @@ import { CommitGraph, computeShallow, type ShallowRequest } from './commit-graph
 import { type Connection, newReader, type Repository, requirePacket } from './connection.js';
 import { hasCode, ProtocolError, peerErrorMessage, throwIfAborted } from './errors.js';
 import { PACK_REUSE } from './pack-reuse.js';
-import { isObjectId } from './ref-store.js';
+import { isObjectId, type Ref } from './ref-store.js';
 
 export interface UploadPackLimits {
   /** Most `want` lines in one request (default 100,000). */
@@ -90,6 +90,11 @@ class UploadSession {
   newShallow = new Set<ObjectId>();
   unshallow = new Set<ObjectId>();
   refs: AdvertisedRef[] | undefined;
+  /**
+   * The refs this connection already advertised, if it did: wants are checked against them (as
+   * git's v0 checks them against its advertisement) instead of listing the refs again.
+   */
+  listed: readonly Ref[] | undefined;
 
   constructor(
     readonly repo: Repository,
@@ -103,7 +108,10 @@ class UploadSession {
   }
 
   async allRefs(): Promise<AdvertisedRef[]> {
-    if (!this.refs) this.refs = (await collectRefs(this.repo.refs, this.graph, { head: false })).refs;
+    if (!this.refs) {
+      const listed = this.listed;
+      this.refs = (await collectRefs(this.repo.refs, this.graph, { head: false, ...(listed ? { listed } : {}) })).refs;
+    }
     return this.refs;
   }
 
@@ -468,7 +476,8 @@ async function serveV0(repo: Repository, conn: Connection, options: UploadPackOp
   const session = new UploadSession(repo, options);
   const reader = newReader(conn.input, options.signal);
   if (!stateless && options.advertise !== false) {
-    const { refs, symrefs } = await collectRefs(repo.refs, session.graph);
+    const { refs, symrefs, listed } = await collectRefs(repo.refs, session.graph);
+    session.listed = listed;
     const caps = uploadPackCapabilities({ stateless, agent: options.agent ?? DEFAULT_AGENT, symrefs });
     await conn.write(encodeAdvertisementV0(refs, caps, options.protocol === 1 ? { version: 1 } : {}));
   }
@@ -611,13 +620,15 @@ async function serveV2(repo: Repository, conn: Connection, options: UploadPackOp
   if (!stateless && options.advertise !== false) {
     await conn.write(encodeCapabilitiesV2(v2Capabilities({ agent: options.agent ?? DEFAULT_AGENT })));
   }
+  // what this connection's last ls-refs listed: its fetches check wants against it
+  let listed: readonly Ref[] | undefined;
   try {
     for (;;) {
       throwIfAborted(options.signal);
       const request = await readV2Request(reader);
       if (!request) return;
-      if (request.command === 'ls-refs') await lsRefs(repo, conn, request);
-      else if (request.command === 'fetch') await fetchV2(repo, conn, request, options);
+      if (request.command === 'ls-refs') listed = await lsRefs(repo, conn, request);
+      else if (request.command === 'fetch') await fetchV2(repo, conn, request, options, listed);
       else throw new ProtocolError('PROTOCOL_UNSUPPORTED', `unknown command ${JSON.stringify(request.command)}`);
       if (stateless) return;
     }
@@ -630,7 +641,8 @@ async function serveV2(repo: Repository, conn: Connection, options: UploadPackOp
 /** Marks an error raised after the v2 packfile section started (already reported on band 3). */
 const PACK_STARTED = 'PROTOCOL_PACK_STARTED';
 
-async function lsRefs(repo: Repository, conn: Connection, request: V2Request): Promise<void> {
+/** Answers one ls-refs; resolves to every ref it read (whatever the prefixes). */
+async function lsRefs(repo: Repository, conn: Connection, request: V2Request): Promise<readonly Ref[]> {
   let symrefs = false;
   let peel = false;
   let unborn = false;
@@ -655,6 +667,7 @@ async function lsRefs(repo: Repository, conn: Connection, request: V2Request): P
       ...(unborn && headWanted && collected.unbornHead !== undefined ? { unbornHead: collected.unbornHead } : {}),
     }),
   );
+  return collected.listed;
 }
 
 async function fetchV2(
@@ -662,8 +675,10 @@ async function fetchV2(
   conn: Connection,
   request: V2Request,
   options: UploadPackOptions,
+  listed: readonly Ref[] | undefined,
 ): Promise<void> {
   const session = new UploadSession(repo, options);
+  session.listed = listed;
   const haves: string[] = [];
   let done = false;
   const features = { sideband: 65515, thin: false, ofsDelta: false, includeTag: false, progress: true };
