@@ -542,7 +542,7 @@ class BusImpl implements Bus {
     for (const peer of gone) this.forget(peer, reason);
     if (this.isHub && !this.closed) {
       for (const other of this.links.values()) {
-        this.enqueue(other, [PL, 0, undefined, undefined, gone]);
+        this.announceLeft(other, gone);
       }
     }
   }
@@ -1148,6 +1148,11 @@ class BusImpl implements Bus {
     this.enqueue(link, [PJ, 0, distances, undefined, ids]);
   }
 
+  /** Tells `link` that we no longer reach `ids`. */
+  private announceLeft(link: Link, ids: string[]): void {
+    this.enqueue(link, [PL, 0, undefined, undefined, ids]);
+  }
+
   /**
    * What a hub announced: peers it reaches (with their distance from it) or peers it no longer
    * reaches. A route is taken if we had none or it is shorter than ours; a departure is believed
@@ -1211,7 +1216,7 @@ class BusImpl implements Bus {
     for (const other of this.links.values()) {
       if (other === link) continue;
       if (joined && changed.length > 0) this.announceJoined(other, changed);
-      if (left.length > 0) this.enqueue(other, [PL, 0, undefined, undefined, left]);
+      if (left.length > 0) this.announceLeft(other, left);
     }
   }
 
