@@ -48,17 +48,7 @@ export async function concatAsync(source: AsyncIterable<Uint8Array>): Promise<Ui
   return concat(parts);
 }
 
-/** mulberry32: a small seeded PRNG. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { prng } from '../../../tests/src/prng.js';
 
 export function randomBytes(random: () => number, n: number): Uint8Array {
   const out = new Uint8Array(n);
