@@ -1,7 +1,7 @@
 import { constants, inflateSync } from 'node:zlib';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { bytesToHex } from './object.js';
+import { bytesToHex, type ObjectId } from './object.js';
 import { importPack } from './pack-import.js';
 import { PackReader } from './pack-reader.js';
 import { packObjects } from './pack-writer.js';
@@ -23,7 +23,7 @@ function sample(size: number, seed: number, random: boolean): Uint8Array {
   return out;
 }
 
-function outcome(z: typeof webZlib, input: Uint8Array, size: number, final: boolean): string {
+function outcome(z: Pick<typeof webZlib, 'inflateOne'>, input: Uint8Array, size: number, final: boolean): string {
   try {
     const r = z.inflateOne(input, size, final);
     return r.kind === 'done' ? `done ${r.consumed} ${bytesToHex(r.data)}` : r.kind;
@@ -83,7 +83,7 @@ describe('node:zlib inflateOne, outputs above the slab size', () => {
 });
 
 /** Where a stream is cut into two pieces, the second continued with `rest.push`. */
-function continued(z: typeof webZlib, input: Uint8Array, size: number, cut: number): string {
+function continued(z: Pick<typeof webZlib, 'inflateOne'>, input: Uint8Array, size: number, cut: number): string {
   try {
     const r = z.inflateOne(input.subarray(0, cut), size, false, true);
     if (r.kind === 'done') return `done ${r.consumed} ${bytesToHex(r.data)}`;
@@ -173,7 +173,7 @@ describe('a stream above the slab size continued with rest.push (exact output an
 describe('a pack of large entries over any chunking', () => {
   it('PackReader hands every byte to onBytes in order and importPack stores the objects whole', async () => {
     const source = new MemoryObjectStore();
-    const oids = [];
+    const oids: ObjectId[] = [];
     for (let i = 0; i < 4; i++)
       oids.push(await source.write('blob', sample(150 * 1024 + i * 40_000, 100 + i, i % 2 === 0)));
     const parts: Uint8Array[] = [];

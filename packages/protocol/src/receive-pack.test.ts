@@ -98,7 +98,7 @@ describe('receive-pack', () => {
   it('a corrupt pack trailer moves no ref', async () => {
     const { server, client, base, ahead } = await setup();
     const pack = await packOf(client.objects, ahead);
-    pack[pack.length - 1] ^= 0xff;
+    pack[pack.length - 1]! ^= 0xff;
     const head = concatBytes([encodeText(`${base[2]} ${ahead[1]} refs/heads/main\0report-status\n`), FLUSH]);
     const { result } = await raw(server, concatBytes([head, pack]));
     expect(result).toMatchObject({ unpack: expect.stringMatching(/^unpacker error/) });

@@ -2,7 +2,7 @@ import type { ObjectStore } from '@gitport/pack';
 import { DELIM, encodeText, FLUSH, PacketReader } from '@gitport/pktline';
 import { describe, expect, it } from 'vitest';
 import { connectionPair } from './channel.js';
-import { concatBytes } from './connection.js';
+import { concatBytes, type Repository } from './connection.js';
 import { clone, fetch, lsRemote } from './fetch-client.js';
 import { handleUploadPackHttp } from './http.js';
 import { annotatedTag, chain, commit, emptyRepo, packOf, readAll, type TestRepo, text } from './test-repo.js';
@@ -40,7 +40,7 @@ async function packets(bytes: Uint8Array): Promise<string[]> {
   return out;
 }
 
-async function stateless(repo: TestRepo, body: Uint8Array, protocol: 0 | 2 = 0) {
+async function stateless(repo: Repository, body: Uint8Array, protocol: 0 | 2 = 0) {
   const handled = handleUploadPackHttp(
     repo,
     (async function* () {
@@ -184,7 +184,7 @@ describe('upload-pack', () => {
     // every listing the server makes, and the refs moved after the first one
     let listings = 0;
     const refs = repo.refs;
-    const counted: TestRepo = {
+    const counted: Repository = {
       ...repo,
       refs: {
         list: (prefix) => {

@@ -4,12 +4,17 @@
  * once, and the reader never queues more than its window. fast-check prints the seed of a
  * failing case.
  */
-import { MessageChannel } from 'node:worker_threads';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { DuplexStream } from './index.js';
-import { portLink } from './link.js';
+import { type PortLike, portLink } from './link.js';
 import { Multiplexer } from './multiplexer.js';
+
+/** A worker_threads port as the PortLike it is at run time (see `nodePort` in transport.test.ts). */
+function nodePort(port: MessagePort): PortLike {
+  return port as unknown as PortLike;
+}
 
 /** Where `got` departs from the bytes `writeAll` wrote with `tag` (-1: nowhere, same length). */
 function firstMismatch(got: Uint8Array, sizes: number[], tag: number): number {
@@ -61,8 +66,8 @@ describe('transport properties', () => {
         fc.array(fc.integer({ min: 0, max: 2 }), { minLength: 1, maxLength: 5 }),
         async (openerWindow, listenerWindow, maxMessageSize, up, down, modes) => {
           const channel = new MessageChannel();
-          const near = new Multiplexer(portLink(channel.port1, { peer: 'far', maxMessageSize }));
-          const far = new Multiplexer(portLink(channel.port2, { peer: 'near', maxMessageSize }));
+          const near = new Multiplexer(portLink(nodePort(channel.port1), { peer: 'far', maxMessageSize }));
+          const far = new Multiplexer(portLink(nodePort(channel.port2), { peer: 'near', maxMessageSize }));
           try {
             const farDone = new Promise<Uint8Array>((resolve, reject) => {
               far.listen(

@@ -1,12 +1,22 @@
 import { getEventListeners } from 'node:events';
-import { MessageChannel } from 'node:worker_threads';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MAX_FRAME_CHUNKS, parseFrame } from './frames.js';
 import type { DuplexStream } from './index.js';
-import { portLink } from './link.js';
+import { type PortLike, portLink } from './link.js';
 import { Multiplexer } from './multiplexer.js';
 import { type ConformancePair, transportConformance } from './test-conformance.js';
 import { serveConformance, type TransportSide } from './test-conformance-service.js';
+
+/**
+ * A worker_threads port as the PortLike it is at run time (portLink only transfers ArrayBuffers).
+ * The types do not meet: PortLike.postMessage takes a mutable array of the DOM's Transferable,
+ * Node's a readonly array of Node's Transferable; `readonly Transferable[]` in PortLike (as the
+ * bus's NodeMessagePortLike has) would make this cast unneeded.
+ */
+function nodePort(port: MessagePort): PortLike {
+  return port as unknown as PortLike;
+}
 
 const sideOf = (mux: Multiplexer): TransportSide => ({
   listen: (name, onStream, options) => mux.listen(name, onStream, options),
@@ -17,8 +27,8 @@ const sideOf = (mux: Multiplexer): TransportSide => ({
 /** Two multiplexers over the two ports of one MessageChannel, in this thread; `close()` ends both. */
 function muxPair(options: { maxMessageSize?: number } = {}) {
   const channel = new MessageChannel();
-  const near = new Multiplexer(portLink(channel.port1, { peer: 'far', ...options }));
-  const far = new Multiplexer(portLink(channel.port2, { peer: 'near', ...options }));
+  const near = new Multiplexer(portLink(nodePort(channel.port1), { peer: 'far', ...options }));
+  const far = new Multiplexer(portLink(nodePort(channel.port2), { peer: 'near', ...options }));
   return {
     near,
     far,
@@ -70,7 +80,7 @@ const dataChunks = (frames: Record<string, unknown>[]): Uint8Array[] =>
 /** A multiplexer on one port and a hand-driven far side on the other. */
 function manualPair(options: { maxMessageSize?: number } = {}) {
   const channel = new MessageChannel();
-  const mux = new Multiplexer(portLink(channel.port1, { peer: 'far', ...options }));
+  const mux = new Multiplexer(portLink(nodePort(channel.port1), { peer: 'far', ...options }));
   const frames: Record<string, unknown>[] = [];
   channel.port2.on('message', (frame) => frames.push(frame));
   const next = async (type: string): Promise<Record<string, unknown>> => {
@@ -121,7 +131,7 @@ describe('transport details', () => {
       { t: 'whatever', s: 1 },
     ];
     const channel = new MessageChannel();
-    const mux = new Multiplexer(portLink(channel.port1, { peer: 'x' }));
+    const mux = new Multiplexer(portLink(nodePort(channel.port1), { peer: 'x' }));
     const stop = serveConformance(sideOf(mux));
     for (const frame of bad) channel.port2.postMessage(frame);
     // A frame for a stream nobody has is ignored too.
@@ -438,7 +448,7 @@ describe('transport details', () => {
   it('never gives a stream more than its listener window, whatever credit an open announces', async () => {
     // A hand-driven opener against a listener with a small window.
     const channel = new MessageChannel();
-    const mux = new Multiplexer(portLink(channel.port1, { peer: 'opener' }));
+    const mux = new Multiplexer(portLink(nodePort(channel.port1), { peer: 'opener' }));
     const accepted: DuplexStream[] = [];
     mux.listen('small', (stream) => accepted.push(stream), { window: 4096 });
     const frames: Record<string, unknown>[] = [];
@@ -557,7 +567,7 @@ describe('transport details', () => {
 
   it('gives up opening on timeout and on abort, with typed errors', async () => {
     const channel = new MessageChannel();
-    const mux = new Multiplexer(portLink(channel.port1, { peer: 'silent' }));
+    const mux = new Multiplexer(portLink(nodePort(channel.port1), { peer: 'silent' }));
     channel.port2.start(); // nobody answers there
     await expect(mux.open('silent', 'x', { timeout: 20 })).rejects.toMatchObject({ code: 'TRANSPORT_OPEN_TIMEOUT' });
     // One timer serves every pending open: a later, shorter timeout and an earlier, longer one.
