@@ -10,9 +10,8 @@ import { serveConformance, type TransportSide } from './test-conformance-service
 
 /**
  * A worker_threads port as the PortLike it is at run time (portLink only transfers ArrayBuffers).
- * The types do not meet: PortLike.postMessage takes a mutable array of the DOM's Transferable,
- * Node's a readonly array of Node's Transferable; `readonly Transferable[]` in PortLike (as the
- * bus's NodeMessagePortLike has) would make this cast unneeded.
+ * The types do not meet: PortLike.postMessage takes the DOM's Transferable, Node's its own, and
+ * Node types the listener's argument as an Event without `data`.
  */
 function nodePort(port: MessagePort): PortLike {
   return port as unknown as PortLike;
