@@ -19,8 +19,10 @@
  * baseline, and the growth
  * over 20 repeated clone cycles (each clone deleted and gc'd), after 2 warm-up cycles.
  */
+import { execFile } from 'node:child_process';
 import * as nodeFsModule from 'node:fs';
 import { cp, mkdir, readdir, rm, stat } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import { MessageChannel, type Worker } from 'node:worker_threads';
 import { createGitSandbox, type GitSandbox } from '@gitport/tests/git';
 import { ensureHistory, prng } from '@gitport/tests/history';
@@ -140,6 +142,9 @@ describe('clone between worker threads', () => {
       client = new BenchWorker('client', channel.port2);
       await hostWorker.call('host', { root });
       backend = await startHttpBackend(root);
+      // the corpora just written go to disk now, so that no timed clone (of any tool) shares the
+      // disk with their write-back
+      await promisify(execFile)('sync');
     })());
 
   afterAll(async () => {
