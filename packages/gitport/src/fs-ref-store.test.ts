@@ -164,6 +164,43 @@ describe('FsRefStore on a repository real git writes and reads', () => {
     expect((await sandbox.exec('sh', ['-c', `find ${fresh} -name '*.lock'`])).stdout.byteLength).toBe(0);
   });
 
+  it('prepareInitialize holds packed-refs.lock (git waits on it) and shows the refs only at commit; abort leaves nothing', async () => {
+    const fresh = sandbox.path('prepared.git');
+    await sandbox.git(['init', '-q', '--bare', fresh]);
+    await writeFile(`${fresh}/objects/info/alternates`, `${gitDir}/objects\n`);
+    const refs = new FsRefStore(nodeFs(), fresh);
+    const wanted = [
+      { name: 'refs/heads/main', oid: commits[2]! },
+      { name: 'refs/heads/feature/x', oid: commits[1]! },
+    ];
+    const forEachRefIn = (dir: string) => sandbox.git(['--git-dir', dir, 'for-each-ref', '--format=%(refname)']);
+
+    // given up: the lock goes, nothing was written, a later prepare can claim it again
+    const dropped = await refs.prepareInitialize(wanted);
+    expect(dropped).toBeDefined();
+    await dropped!.abort();
+    await dropped!.abort();
+    await expect(dropped!.commit()).rejects.toMatchObject({ code: 'REF_LOCKED' });
+    expect((await sandbox.exec('sh', ['-c', `find ${fresh} -name '*.lock'`])).stdout.byteLength).toBe(0);
+    expect(await forEachRefIn(fresh)).toBe('');
+
+    const prepared = await refs.prepareInitialize(wanted);
+    expect(prepared).toBeDefined();
+    // claimed, not visible: git sees no refs, and its own packed-refs writers wait on the lock
+    expect(await refs.list()).toEqual([]);
+    expect(await forEachRefIn(fresh)).toBe('');
+    await expect(sandbox.git(['--git-dir', fresh, 'pack-refs', '--all'])).rejects.toThrow(/packed-refs\.lock/);
+    expect(await refs.prepareInitialize([{ name: 'refs/heads/other', oid: commits[0]! }])).toBeUndefined();
+    await prepared!.commit();
+    await prepared!.commit();
+    expect(await forEachRefIn(fresh)).toBe('refs/heads/feature/x\nrefs/heads/main');
+    expect(await refs.list()).toEqual([...wanted].sort((a, b) => (a.name < b.name ? -1 : 1)));
+    // a store that holds refs is refused, and keeps no lock
+    expect(await refs.prepareInitialize([{ name: 'refs/heads/other', oid: commits[0]! }])).toBeUndefined();
+    expect((await sandbox.exec('sh', ['-c', `find ${fresh} -name '*.lock'`])).stdout.byteLength).toBe(0);
+    await sandbox.git(['--git-dir', fresh, 'fsck', '--full', '--strict']);
+  });
+
   it('refuses invalid names and directory/file conflicts', async () => {
     const refs = new FsRefStore(nodeFs(), gitDir);
     const results = await refs.update([

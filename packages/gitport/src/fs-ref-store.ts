@@ -17,7 +17,16 @@
  * because real git may repack refs at any time; loose refs are read from disk each time.
  */
 
-import type { ObjectId, Ref, RefRejection, RefStore, RefUpdate, RefUpdateResult, RefValue } from '@gitport/protocol';
+import type {
+  ObjectId,
+  PreparedRefs,
+  Ref,
+  RefRejection,
+  RefStore,
+  RefUpdate,
+  RefUpdateResult,
+  RefValue,
+} from '@gitport/protocol';
 import { GitportError } from './errors.js';
 import { errorCode, type FsLike, type FsPromisesLike, GitFs, joinPath } from './fs.js';
 
@@ -230,36 +239,65 @@ export class FsRefStore implements RefStore {
    * writer is adding refs to the new repository meanwhile.
    */
   async initialize(refs: readonly Ref[]): Promise<boolean> {
-    if (refs.length === 0) return true;
+    const prepared = await this.prepareInitialize(refs);
+    if (!prepared) return false;
+    await prepared.commit();
+    return true;
+  }
+
+  /**
+   * `initialize` in two steps: `packed-refs.lock` is taken, written and checked now, and renamed
+   * into place at `commit()` (`abort()` removes it). Meanwhile the lock keeps other writers of
+   * packed-refs out, as git's does.
+   */
+  async prepareInitialize(refs: readonly Ref[]): Promise<PreparedRefs | undefined> {
+    if (refs.length === 0) return { commit: async () => {}, abort: async () => {} };
     const names = new Set<string>();
     for (const { name, oid } of refs) {
-      if (!isValidRefName(name) || !name.startsWith('refs/') || !OID.test(oid) || names.has(name)) return false;
+      if (!isValidRefName(name) || !name.startsWith('refs/') || !OID.test(oid) || names.has(name)) return undefined;
       names.add(name);
     }
     for (const name of names) {
       // refs/a beside refs/a/b: a file and a directory of one name
       for (let slash = name.indexOf('/'); slash >= 0; slash = name.indexOf('/', slash + 1)) {
-        if (names.has(name.slice(0, slash))) return false;
+        if (names.has(name.slice(0, slash))) return undefined;
       }
     }
     const sorted = [...refs].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     const text = `# pack-refs with: sorted \n${sorted.map((r) => `${r.oid} ${r.name}\n`).join('')}`;
     const path = this.#path('packed-refs');
     const lock = `${path}.lock`;
-    if (!(await this.fs.createExclusive(lock, text))) return false;
+    if (!(await this.fs.createExclusive(lock, text))) return undefined;
     try {
       if ((await this.list()).length > 0) {
         await this.fs.remove(lock);
-        return false;
+        return undefined;
       }
-      await this.fs.rename(lock, path);
     } catch (error) {
       // the original failure is the one to report, whether or not the lock goes
       await this.fs.remove(lock).catch(() => {});
       throw error;
     }
-    this.#packed = undefined;
-    return true;
+    let state: 'held' | 'committed' | 'aborted' = 'held';
+    return {
+      commit: async () => {
+        if (state === 'committed') return;
+        if (state === 'aborted') throw new GitportError('REF_LOCKED', `${lock} was given up: nothing to commit`);
+        state = 'committed';
+        try {
+          await this.fs.rename(lock, path);
+        } catch (error) {
+          await this.fs.remove(lock).catch(() => {});
+          throw error;
+        }
+        this.#packed = undefined;
+      },
+      abort: async () => {
+        if (state !== 'held') return;
+        state = 'aborted';
+        await this.fs.remove(lock);
+      },
+    };
   }
 
   /**

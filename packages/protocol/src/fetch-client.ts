@@ -16,7 +16,7 @@ import { CommitGraph } from './commit-graph.js';
 import { concatBytes, type Repository, requireLine, requirePacket } from './connection.js';
 import { ProtocolError, throwIfAborted } from './errors.js';
 import { INITIAL_FLUSH, MAX_IN_VAIN, Negotiator, nextFlush } from './negotiator.js';
-import type { RefUpdate, RefUpdateResult } from './ref-store.js';
+import type { PreparedRefs, RefUpdate, RefUpdateResult } from './ref-store.js';
 import { matchRefspec, parseRefspec, type Refspec, refspecPrefix } from './refspec.js';
 import { openSession, type Remote, remoteError, type ServiceSession } from './remote.js';
 
@@ -209,6 +209,7 @@ async function fetchInto(
   // repository has none: a clone offers no haves, as git clone does)
   const localTips = initial ? Promise.resolve([]) : localTipsOf(local);
   localTips.catch(() => {});
+  let prepared: Promise<PreparedRefs | undefined> | undefined;
   try {
     const { refs, head } = await remoteRefs(session, agent, prefixes, early !== undefined);
     const graph = new CommitGraph(local.objects);
@@ -220,6 +221,12 @@ async function fetchInto(
         selected.push({ ref, force: spec.force, ...(m.dst !== undefined ? { dst: m.dst } : {}) });
         break;
       }
+    }
+    // a new repository's refs are claimed now, while the pack comes, and appear once their
+    // objects are stored (the ref store's prepareInitialize)
+    if (initial && options.updateRefs !== false && local.refs.prepareInitialize) {
+      prepared = local.refs.prepareInitialize(planRefs(selected, refs, tagMode));
+      prepared.catch(() => {});
     }
     const deepening =
       options.depth !== undefined ||
@@ -267,10 +274,12 @@ async function fetchInto(
     result.shallow = [...shallow];
     throwIfAborted(signal);
     if (options.updateRefs !== false) {
-      result.updates = await updateLocalRefs(local, graph, selected, refs, tagMode, initial);
+      result.updates = await updateLocalRefs(local, graph, selected, refs, tagMode, initial, prepared);
     }
     return result;
   } catch (error) {
+    // claimed refs of a fetch that failed are given up (after a commit, nothing to do)
+    await prepared?.then((p) => p?.abort()).catch(() => {});
     throw remoteError(error);
   } finally {
     await session.close().catch(() => {});
@@ -333,21 +342,14 @@ interface PlannedRef {
 }
 
 /**
- * Sets the local refs after a fetch: the refspecs' destinations, then (tag mode `follow`) the
- * tags whose objects came; the first of a name wins. A ref whose object did not come is refused
- * (a followed tag is just left out); a non-forced update must fast-forward. On a new repository
- * (`initial`) whose ref store has `initialize`, the refs go in with one `initialize` (git writes
- * a clone's refs into packed-refs at once); when the store already holds refs it refuses, and
- * the refs are checked against what is there and updated like any fetch's.
+ * The refs a fetch sets: the refspecs' destinations, then (tag mode `follow`) the tags the remote
+ * listed; the first of a name wins.
  */
-async function updateLocalRefs(
-  local: Repository,
-  graph: CommitGraph,
+function planRefs(
   selected: readonly Want[],
   refs: readonly AdvertisedRef[],
   tagMode: 'follow' | 'all' | 'none',
-  initial: boolean,
-): Promise<RefUpdateResult[]> {
+): PlannedRef[] {
   const planned: PlannedRef[] = [];
   const names = new Set<string>();
   const plan = (name: string, oid: ObjectId, force: boolean, followed: boolean) => {
@@ -361,11 +363,43 @@ async function updateLocalRefs(
       if (ref.name.startsWith('refs/tags/') && !ref.name.endsWith('^{}')) plan(ref.name, ref.oid, false, true);
     }
   }
-  const initialize = initial ? local.refs.initialize?.bind(local.refs) : undefined;
+  return planned;
+}
+
+/**
+ * Sets the local refs after a fetch (see planRefs): a followed tag whose object did not come is
+ * left out, any other ref whose object did not come is refused; a non-forced update must
+ * fast-forward. On a new repository (`initial`) whose ref store has `initialize`, the refs go in
+ * with one `initialize` (git writes a clone's refs into packed-refs at once), or `prepared` (its
+ * `prepareInitialize`, claimed while the pack came) is committed when every object came; when
+ * the store already holds refs it refuses, and the refs are checked against what is there and
+ * updated like any fetch's.
+ */
+async function updateLocalRefs(
+  local: Repository,
+  graph: CommitGraph,
+  selected: readonly Want[],
+  refs: readonly AdvertisedRef[],
+  tagMode: 'follow' | 'all' | 'none',
+  initial: boolean,
+  prepared?: Promise<PreparedRefs | undefined>,
+): Promise<RefUpdateResult[]> {
+  const planned = planRefs(selected, refs, tagMode);
   const present = await presentObjects(
     local,
     planned.map((p) => p.oid),
   );
+  if (prepared) {
+    const ready = await prepared;
+    // refused: the store holds refs (or a name is not one it takes): a fetch's way, ref by ref
+    if (!ready) return updateLocalRefs(local, graph, selected, refs, tagMode, false);
+    if (planned.every((p) => present.has(p.oid))) {
+      await ready.commit();
+      return planned.map((p) => ({ name: p.name, status: 'ok', old: null, new: p.oid }));
+    }
+    await ready.abort();
+  }
+  const initialize = initial ? local.refs.initialize?.bind(local.refs) : undefined;
   // one result per planned ref that is not skipped, in plan order
   const results: (RefUpdateResult | undefined)[] = [];
   const updates: RefUpdate[] = [];

@@ -73,6 +73,7 @@ export {
   isValidRefName,
   MemoryRefStore,
   type ObjectId,
+  type PreparedRefs,
   type Ref,
   type RefRejection,
   type RefStore,

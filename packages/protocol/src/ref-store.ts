@@ -73,6 +73,20 @@ export interface RefStore {
    * `refs/...` name once (the caller then goes through `update`, which says why per ref).
    */
   initialize?(refs: readonly Ref[]): Promise<boolean>;
+  /**
+   * Optional: `initialize` in two steps, for a caller that knows the refs before their objects
+   * are stored (a clone knows them once the remote has listed its refs, and then takes the pack).
+   * Checks and claims what `initialize` does, and resolves undefined where it would answer false;
+   * the refs appear only at `commit()`. `abort()` leaves the store as it was. One of the two must
+   * follow.
+   */
+  prepareInitialize?(refs: readonly Ref[]): Promise<PreparedRefs | undefined>;
+}
+
+/** Refs ready to appear at once (`RefStore.prepareInitialize`). */
+export interface PreparedRefs {
+  commit(): Promise<void>;
+  abort(): Promise<void>;
 }
 
 const MAX_SYMREF_DEPTH = 5;

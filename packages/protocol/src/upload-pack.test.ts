@@ -385,6 +385,62 @@ describe('upload-pack', () => {
     expect(calls).toEqual([3, 3]);
   });
 
+  it('a clone claims its refs (prepareInitialize) before the pack and commits them once the objects are stored; a failed one gives them up', async () => {
+    const { repo, commits } = await server();
+    const events: string[] = [];
+    const withPrepare = () => {
+      const local = emptyRepo();
+      const objects = local.objects;
+      const refs = Object.assign(local.refs, {
+        async prepareInitialize(list: readonly { name: string; oid: string }[]) {
+          // claimed before any object of the pack is stored
+          events.push(`prepare ${list.length} with ${(await objects.has(commits[5]!)) ? 'objects' : 'no objects'}`);
+          return {
+            commit: async () => {
+              events.push(`commit with ${(await objects.has(commits[5]!)) ? 'objects' : 'no objects'}`);
+              await local.refs.update(list.map((r) => ({ name: r.name, old: null, new: r.oid })));
+            },
+            abort: async () => {
+              events.push('abort');
+            },
+          };
+        },
+      });
+      return { objects, refs };
+    };
+    for (const protocol of [0, 2] as const) {
+      events.length = 0;
+      const [a, b] = connectionPair();
+      const served = serveUploadPack(repo, b, { protocol });
+      const local = withPrepare();
+      const result = await clone(local as unknown as TestRepo, { connection: a }, { protocol });
+      await served;
+      expect(events).toEqual(['prepare 2 with no objects', 'commit with objects']);
+      expect(await local.refs.list()).toEqual(await repo.refs.list());
+      expect(result.updates).toEqual([
+        { name: 'refs/heads/main', status: 'ok', old: null, new: commits[5] },
+        { name: 'refs/tags/v1', status: 'ok', old: null, new: expect.any(String) },
+      ]);
+    }
+    // the pack fails after the refs were claimed: they are given up, none appears
+    const broken = emptyRepo();
+    const commitId = await broken.objects.write(
+      'commit',
+      new TextEncoder().encode(`tree ${'4'.repeat(40)}\nauthor t <t@x> 1 +0000\ncommitter t <t@x> 1 +0000\n\nbroken\n`),
+    );
+    await broken.refs.update([{ name: 'refs/heads/main', old: null, new: commitId }]);
+    events.length = 0;
+    const [a, b] = connectionPair();
+    const served = serveUploadPack(broken, b, { protocol: 2 }).catch((e: unknown) => e);
+    const local = withPrepare();
+    await expect(clone(local as unknown as TestRepo, { connection: a }, { protocol: 2 })).rejects.toMatchObject({
+      code: 'PROTOCOL_REMOTE_ERROR',
+    });
+    await served;
+    expect(events).toEqual(['prepare 1 with no objects', 'abort']);
+    expect(await local.refs.list()).toEqual([]);
+  });
+
   it('a clone into a store that refuses initialize (it holds refs) updates them like a fetch, from their current values', async () => {
     const { repo, commits } = await server();
     const prepared = async (initialize: boolean) => {
