@@ -8,7 +8,9 @@
  * Figures: per-call latency one call at a time (p50, p99 over every call of every round; goal:
  * within 10% of the raw round trip), and calls per second one at a time and with 32 calls in flight
  * (goal: at least 1.5x comlink). Rounds alternate between the three, in a rotating order, so
- * background load hits all of them alike. Every call's answer is checked.
+ * background load hits all of them alike; the one-at-a-time rounds are short (200 calls), since
+ * this machine's speed changes over seconds, and rounds of seconds let a slow spell fall on one
+ * side only. Every call's answer is checked.
  */
 import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
 import { createBus } from '@gitport/bus';
@@ -19,7 +21,9 @@ import { startTsWorker } from '../tests/src/ts-worker.js';
 import { record, sized } from './report.js';
 
 const ROUNDS = sized(9, 2);
-const SEQUENTIAL_CALLS = sized(3000, 100);
+/** One-at-a-time calls are measured in short rounds, the three callers taking turns. */
+const SEQUENTIAL_ROUNDS = sized(135, 2);
+const SEQUENTIAL_CALLS = sized(200, 100);
 const PARALLEL_CALLS = sized(30_000, 640);
 const IN_FLIGHT = 32;
 
@@ -117,12 +121,20 @@ for (const [, call] of callers) {
 const samples = new Map<string, number[]>(callers.map(([name]) => [name, []]));
 const sequentialRates = new Map<string, number[]>(callers.map(([name]) => [name, []]));
 const parallelRates = new Map<string, number[]>(callers.map(([name]) => [name, []]));
-for (let round = 0; round < ROUNDS; round++) {
-  // Rotate who goes first, so garbage one leaves behind does not always land on the same next one.
+// Latency one call at a time: short rounds in turn (a few tens of milliseconds each), so that the
+// machine's slower and faster spells fall on the three alike; who goes first rotates, so garbage
+// one leaves behind does not always land on the same next one.
+for (let round = 0; round < SEQUENTIAL_ROUNDS; round++) {
   const order = callers.map((_, i) => callers[(i + round) % callers.length]!);
   for (const [name, call] of order) {
     const ms = await sequential(call, SEQUENTIAL_CALLS, samples.get(name)!);
     sequentialRates.get(name)!.push(SEQUENTIAL_CALLS / (ms / 1000));
+  }
+}
+// Throughput with calls in flight, in rounds the same way.
+for (let round = 0; round < ROUNDS; round++) {
+  const order = callers.map((_, i) => callers[(i + round) % callers.length]!);
+  for (const [name, call] of order) {
     const pms = await parallel(call, PARALLEL_CALLS);
     parallelRates.get(name)!.push(PARALLEL_CALLS / (pms / 1000));
   }
@@ -154,7 +166,7 @@ afterAll(() => {
   const ours = figures.get('gitport')!;
   const comlink = figures.get('comlink')!;
   const rawFigures = figures.get('raw')!;
-  const note = `${ROUNDS} rounds x ${SEQUENTIAL_CALLS} sequential calls; payload { n }`;
+  const note = `${SEQUENTIAL_ROUNDS} rounds x ${SEQUENTIAL_CALLS} sequential calls, the three in turn; payload { n }`;
   record({
     id: 'rpc.call.p50.us',
     value: ours.p50,
