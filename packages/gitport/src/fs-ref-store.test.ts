@@ -191,14 +191,28 @@ describe('FsRefStore on a repository real git writes and reads', () => {
     expect(await forEachRefIn(fresh)).toBe('');
     await expect(sandbox.git(['--git-dir', fresh, 'pack-refs', '--all'])).rejects.toThrow(/packed-refs\.lock/);
     expect(await refs.prepareInitialize([{ name: 'refs/heads/other', oid: commits[0]! }])).toBeUndefined();
-    await prepared!.commit();
-    await prepared!.commit();
+    expect(await prepared!.commit()).toBe(true);
+    expect(await prepared!.commit()).toBe(true);
     expect(await forEachRefIn(fresh)).toBe('refs/heads/feature/x\nrefs/heads/main');
     expect(await refs.list()).toEqual([...wanted].sort((a, b) => (a.name < b.name ? -1 : 1)));
     // a store that holds refs is refused, and keeps no lock
     expect(await refs.prepareInitialize([{ name: 'refs/heads/other', oid: commits[0]! }])).toBeUndefined();
     expect((await sandbox.exec('sh', ['-c', `find ${fresh} -name '*.lock'`])).stdout.byteLength).toBe(0);
     await sandbox.git(['--git-dir', fresh, 'fsck', '--full', '--strict']);
+
+    // a loose ref written while the claim is held (git update-ref takes no packed-refs.lock):
+    // the commit writes nothing, says so, and releases the claim
+    const raced = sandbox.path('raced.git');
+    await sandbox.git(['init', '-q', '--bare', raced]);
+    await writeFile(`${raced}/objects/info/alternates`, `${gitDir}/objects\n`);
+    const racedRefs = new FsRefStore(nodeFs(), raced);
+    const claim = await racedRefs.prepareInitialize(wanted);
+    await sandbox.git(['--git-dir', raced, 'update-ref', 'refs/heads/main', commits[0]!]);
+    expect(await claim!.commit()).toBe(false);
+    expect(await forEachRefIn(raced)).toBe('refs/heads/main');
+    expect(await racedRefs.resolve('refs/heads/main')).toBe(commits[0]);
+    expect((await sandbox.exec('sh', ['-c', `find ${raced} -name '*.lock'`])).stdout.byteLength).toBe(0);
+    await expect(claim!.commit()).rejects.toMatchObject({ code: 'REF_LOCKED' });
   });
 
   it('refuses invalid names and directory/file conflicts', async () => {

@@ -156,10 +156,14 @@ export class FsRefStore implements RefStore {
 
   /** Direct refs under `refs/` whose names start with `prefix`, sorted bytewise. */
   async list(prefix = ''): Promise<Ref[]> {
-    // Walk only the part of refs/ that the prefix can match, while packed-refs is read.
+    // Walk only the part of refs/ that the prefix can match, while packed-refs is read; then
+    // packed-refs is looked at again (a stat, when it did not change): git reads loose refs before
+    // packed ones, so that a ref moved into packed-refs meanwhile (git pack-refs) is seen in one
+    // or the other.
     const dirPart = prefix.startsWith('refs/') ? prefix.slice(0, prefix.lastIndexOf('/')) : 'refs';
     const loose = new Map<string, ObjectId>();
-    const [packed] = await Promise.all([this.packedRefs(), this.#walk(dirPart, prefix, loose)]);
+    await Promise.all([this.packedRefs(), this.#walk(dirPart, prefix, loose)]);
+    const packed = await this.packedRefs();
     const merged = new Map<string, ObjectId>();
     for (const [name, { oid }] of packed) {
       if (name.startsWith(prefix)) merged.set(name, oid);
@@ -239,19 +243,23 @@ export class FsRefStore implements RefStore {
    * writer is adding refs to the new repository meanwhile.
    */
   async initialize(refs: readonly Ref[]): Promise<boolean> {
-    const prepared = await this.prepareInitialize(refs);
-    if (!prepared) return false;
-    await prepared.commit();
-    return true;
+    const claimed = await this.#claim(refs, false);
+    return claimed ? claimed.commit() : false;
   }
 
   /**
-   * `initialize` in two steps: `packed-refs.lock` is taken, written and checked now, and renamed
-   * into place at `commit()` (`abort()` removes it). Meanwhile the lock keeps other writers of
-   * packed-refs out, as git's does.
+   * `initialize` in two steps: `packed-refs.lock` is taken, written and checked now, checked again
+   * and renamed into place at `commit()` (`abort()` removes it). Meanwhile the lock keeps other
+   * writers of packed-refs out, as git's does (writers of loose refs take no such lock: a ref one
+   * writes meanwhile makes `commit()` answer false).
    */
-  async prepareInitialize(refs: readonly Ref[]): Promise<PreparedRefs | undefined> {
-    if (refs.length === 0) return { commit: async () => {}, abort: async () => {} };
+  prepareInitialize(refs: readonly Ref[]): Promise<PreparedRefs | undefined> {
+    return this.#claim(refs, true);
+  }
+
+  /** Takes packed-refs.lock with `refs` in it (`check`: and refuses if the store holds refs). */
+  async #claim(refs: readonly Ref[], check: boolean): Promise<PreparedRefs | undefined> {
+    if (refs.length === 0) return { commit: async () => true, abort: async () => {} };
     const names = new Set<string>();
     for (const { name, oid } of refs) {
       if (!isValidRefName(name) || !name.startsWith('refs/') || !OID.test(oid) || names.has(name)) return undefined;
@@ -268,34 +276,42 @@ export class FsRefStore implements RefStore {
     const path = this.#path('packed-refs');
     const lock = `${path}.lock`;
     if (!(await this.fs.createExclusive(lock, text))) return undefined;
+    let state: 'held' | 'committed' | 'released' = 'held';
+    const release = async () => {
+      await this.fs.remove(lock);
+      state = 'released';
+    };
     try {
-      if ((await this.list()).length > 0) {
-        await this.fs.remove(lock);
+      if (check && (await this.list()).length > 0) {
+        await release();
         return undefined;
       }
     } catch (error) {
       // the original failure is the one to report, whether or not the lock goes
-      await this.fs.remove(lock).catch(() => {});
+      await release().catch(() => {});
       throw error;
     }
-    let state: 'held' | 'committed' | 'aborted' = 'held';
     return {
       commit: async () => {
-        if (state === 'committed') return;
-        if (state === 'aborted') throw new GitportError('REF_LOCKED', `${lock} was given up: nothing to commit`);
-        state = 'committed';
+        if (state === 'committed') return true;
+        if (state === 'released') throw new GitportError('REF_LOCKED', `${lock} was given up: nothing to commit`);
         try {
+          // under the lock, right before the refs appear: the store must still hold none
+          if ((await this.list()).length > 0) {
+            await release();
+            return false;
+          }
           await this.fs.rename(lock, path);
         } catch (error) {
-          await this.fs.remove(lock).catch(() => {});
+          await release().catch(() => {});
           throw error;
         }
+        state = 'committed';
         this.#packed = undefined;
+        return true;
       },
       abort: async () => {
-        if (state !== 'held') return;
-        state = 'aborted';
-        await this.fs.remove(lock);
+        if (state === 'held') await release();
       },
     };
   }

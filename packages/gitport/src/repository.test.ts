@@ -1,5 +1,6 @@
 import * as nodeFsModule from 'node:fs';
 import { readdir, writeFile } from 'node:fs/promises';
+import { serializeTree } from '@gitport/pack';
 import { connectionPair, fetch, serveUploadPack } from '@gitport/protocol';
 import git from 'isomorphic-git';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -106,7 +107,10 @@ describe('repositories in git layout', () => {
     }
     // the same repository with an object behind the ref: the pack arrives and is kept
     const blob = await server.objects.write('blob', encoder.encode('x\n'));
-    const tree = await server.objects.write('tree', concatTree('100644 x.txt', blob));
+    const tree = await server.objects.write(
+      'tree',
+      serializeTree([{ mode: '100644', name: 'x.txt', oid: blob, type: 'blob' }]),
+    );
     const commit = await server.objects.write(
       'commit',
       encoder.encode(`tree ${tree}\nauthor ${person}\ncommitter ${person}\n\nx\n`),
@@ -121,15 +125,6 @@ describe('repositories in git layout', () => {
     expect(await sandbox.git(['--git-dir', local.gitDir, 'cat-file', '-t', commit])).toBe('commit');
   });
 });
-
-/** A one-entry tree's raw content. */
-function concatTree(modeAndName: string, oid: string): Uint8Array {
-  const head = encoder.encode(`${modeAndName}\0`);
-  const out = new Uint8Array(head.length + 20);
-  out.set(head);
-  for (let i = 0; i < 20; i++) out[head.length + i] = Number.parseInt(oid.slice(2 * i, 2 * i + 2), 16);
-  return out;
-}
 
 describe('FsRepositoryRegistry', () => {
   it('creates, lists, opens and deletes bare repositories by name, refusing bad names', async () => {

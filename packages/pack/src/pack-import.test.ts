@@ -3,7 +3,7 @@ import { bytesToHex } from './object.js';
 import { importPack } from './pack-import.js';
 import { PackReader } from './pack-reader.js';
 import { packObjects } from './pack-writer.js';
-import { MemoryObjectStore } from './store.js';
+import { MemoryObjectStore, type PackSpool } from './store.js';
 
 describe('importPack into a store that takes objects', () => {
   it('resolves delta chains without a base cache (bases are the objects it holds) and stores them', async () => {
@@ -25,5 +25,20 @@ describe('importPack into a store that takes objects', () => {
     for (const oid of oids) {
       expect(bytesToHex((await target.read(oid))!.data)).toBe(bytesToHex((await source.read(oid))!.data));
     }
+  });
+
+  it('refuses a pack spool given for a store that keeps no packs, and gives the spool up', async () => {
+    const source = new MemoryObjectStore();
+    const oid = await source.write('blob', new TextEncoder().encode('one\n'));
+    const parts: Uint8Array[] = [];
+    for await (const c of packObjects(source, [oid])) parts.push(c.slice());
+    let aborted = 0;
+    const spool = { abort: async () => void aborted++ } as unknown as PackSpool;
+    const target = new MemoryObjectStore();
+    await expect(importPack(target, parts, { spool: Promise.resolve(spool) })).rejects.toMatchObject({
+      code: 'PACK_BAD_INPUT',
+    });
+    expect(aborted).toBe(1);
+    expect(await target.has(oid)).toBe(false);
   });
 });

@@ -105,6 +105,10 @@ export async function importPack(
         ? await store.beginPack()
         : undefined;
   if (!spool) return importWith(store, pack, options, undefined);
+  if (typeof store.writePack !== 'function') {
+    await spool.abort();
+    throw new PackError('PACK_BAD_INPUT', 'a pack spool was given for a store that keeps no packs');
+  }
   try {
     return await importWith(store, drained(pack, spool), options, spool);
   } catch (error) {

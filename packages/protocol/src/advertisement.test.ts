@@ -14,8 +14,9 @@ import {
 } from './advertisement.js';
 import { Capabilities, uploadPackCapabilities, v2Capabilities } from './capabilities.js';
 import { CommitGraph } from './commit-graph.js';
-import { MemoryRefStore, type RefStore } from './ref-store.js';
+import { MemoryRefStore } from './ref-store.js';
 import { matchRefspec, parseRefspec } from './refspec.js';
+import { countingRefs } from './test-repo.js';
 
 function chunked(bytes: Uint8Array, cut: number[]): AsyncIterable<Uint8Array> {
   return (async function* () {
@@ -145,27 +146,7 @@ describe('advertisement', () => {
 describe('collectRefs', () => {
   const a = 'a'.repeat(40);
   const b = 'b'.repeat(40);
-  /** A ref store that counts the reads and resolutions asked of it. */
-  const counting = (store: MemoryRefStore) => {
-    const calls = { read: 0, resolve: 0, list: 0 };
-    const refs: RefStore = {
-      list: (prefix) => {
-        calls.list++;
-        return store.list(prefix);
-      },
-      read: (name) => {
-        calls.read++;
-        return store.read(name);
-      },
-      resolve: (name) => {
-        calls.resolve++;
-        return store.resolve(name);
-      },
-      update: (u, o) => store.update(u, o),
-      setSymbolic: (n, t) => store.setSymbolic(n, t),
-    };
-    return { refs, calls };
-  };
+  const counting = countingRefs;
   const graph = () => new CommitGraph(new MemoryObjectStore());
 
   it('resolves a symbolic HEAD from the listing, and falls back to following it', async () => {

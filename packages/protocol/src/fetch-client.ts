@@ -176,8 +176,8 @@ export function fetch(local: Repository, remote: Remote, options: FetchOptions =
 
 /**
  * `fetch`; `initial`: `local` is a new repository (a clone): every tip is wanted without asking
- * the store, and the refs go in with the ref store's `initialize` when it has one (one write
- * instead of one locked update per ref).
+ * the store, and the refs go in with the ref store's `prepareInitialize` (claimed while the pack
+ * comes) or `initialize` when it has one (one write instead of one locked update per ref).
  */
 async function fetchInto(
   localIn: Repository | PromiseLike<Repository>,
@@ -223,8 +223,9 @@ async function fetchInto(
       }
     }
     // a new repository's refs are claimed now, while the pack comes, and appear once their
-    // objects are stored (the ref store's prepareInitialize)
-    if (initial && options.updateRefs !== false && local.refs.prepareInitialize) {
+    // objects are stored (the ref store's prepareInitialize); not with tags followed (a shallow
+    // clone), whose objects may not come
+    if (initial && tagMode !== 'follow' && options.updateRefs !== false && local.refs.prepareInitialize) {
       prepared = local.refs.prepareInitialize(planRefs(selected, refs, tagMode));
       prepared.catch(() => {});
     }
@@ -394,8 +395,9 @@ async function updateLocalRefs(
     // refused: the store holds refs (or a name is not one it takes): a fetch's way, ref by ref
     if (!ready) return updateLocalRefs(local, graph, selected, refs, tagMode, false);
     if (planned.every((p) => present.has(p.oid))) {
-      await ready.commit();
-      return planned.map((p) => ({ name: p.name, status: 'ok', old: null, new: p.oid }));
+      if (await ready.commit()) return planned.map((p) => ({ name: p.name, status: 'ok', old: null, new: p.oid }));
+      // refs were written meanwhile: checked and updated like any fetch's
+      return updateLocalRefs(local, graph, selected, refs, tagMode, false);
     }
     await ready.abort();
   }

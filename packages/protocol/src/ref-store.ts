@@ -77,15 +77,21 @@ export interface RefStore {
    * Optional: `initialize` in two steps, for a caller that knows the refs before their objects
    * are stored (a clone knows them once the remote has listed its refs, and then takes the pack).
    * Checks and claims what `initialize` does, and resolves undefined where it would answer false;
-   * the refs appear only at `commit()`. `abort()` leaves the store as it was. One of the two must
-   * follow.
+   * the refs appear only at `commit()`. One of `commit()` and `abort()` must follow: the claim
+   * keeps other writers of the store's shared ref file out until then (for as long as it takes).
    */
   prepareInitialize?(refs: readonly Ref[]): Promise<PreparedRefs | undefined>;
 }
 
 /** Refs ready to appear at once (`RefStore.prepareInitialize`). */
 export interface PreparedRefs {
-  commit(): Promise<void>;
+  /**
+   * The refs appear, all at once; false when the store got refs since the claim (then nothing is
+   * written and the claim is released). Called again after it answered true, it answers true;
+   * once the claim is released (it answered false, `abort()`, or it failed), it throws.
+   */
+  commit(): Promise<boolean>;
+  /** Releases the claim, writing nothing; nothing to do after a commit or a first abort. */
   abort(): Promise<void>;
 }
 

@@ -4,7 +4,7 @@
  */
 import { MemoryObjectStore, type ObjectId, packObjects } from '@gitport/pack';
 import { type Connection, concatBytes, type Repository } from './connection.js';
-import { MemoryRefStore } from './ref-store.js';
+import { MemoryRefStore, type RefStore } from './ref-store.js';
 
 const encoder = new TextEncoder();
 
@@ -15,6 +15,31 @@ export interface TestRepo extends Repository {
 
 export function emptyRepo(): TestRepo {
   return { objects: new MemoryObjectStore(), refs: new MemoryRefStore() };
+}
+
+/** A ref store over `store` that counts the listings, reads and resolutions asked of it. */
+export function countingRefs(store: RefStore): {
+  refs: RefStore;
+  calls: { list: number; read: number; resolve: number };
+} {
+  const calls = { list: 0, read: 0, resolve: 0 };
+  const refs: RefStore = {
+    list: (prefix) => {
+      calls.list++;
+      return store.list(prefix);
+    },
+    read: (name) => {
+      calls.read++;
+      return store.read(name);
+    },
+    resolve: (name) => {
+      calls.resolve++;
+      return store.resolve(name);
+    },
+    update: (updates, options) => store.update(updates, options),
+    setSymbolic: (name, target) => store.setSymbolic(name, target),
+  };
+  return { refs, calls };
 }
 
 let clock = 1_700_000_000;

@@ -5,7 +5,17 @@ import { connectionPair } from './channel.js';
 import { concatBytes, type Repository } from './connection.js';
 import { clone, fetch, lsRemote } from './fetch-client.js';
 import { handleUploadPackHttp } from './http.js';
-import { annotatedTag, chain, commit, emptyRepo, packOf, readAll, type TestRepo, text } from './test-repo.js';
+import {
+  annotatedTag,
+  chain,
+  commit,
+  countingRefs,
+  emptyRepo,
+  packOf,
+  readAll,
+  type TestRepo,
+  text,
+} from './test-repo.js';
 import { serveUploadPack } from './upload-pack.js';
 
 async function server(): Promise<{ repo: TestRepo; commits: string[]; tag: string }> {
@@ -179,37 +189,26 @@ describe('upload-pack', () => {
     }
   });
 
-  it('a connection lists the refs once: its fetch checks wants against what it advertised, as git v0 does', async () => {
+  it('a connection lists the refs once: its fetch checks wants against what it listed, and lists again only for a want beyond it', async () => {
     const { repo, commits } = await server();
     // every listing the server makes, and the refs moved after the first one
-    let listings = 0;
     const refs = repo.refs;
-    const counted: Repository = {
-      ...repo,
-      refs: {
-        list: (prefix) => {
-          listings++;
-          return refs.list(prefix);
-        },
-        read: (name) => refs.read(name),
-        resolve: (name) => refs.resolve(name),
-        update: (updates, options) => refs.update(updates, options),
-        setSymbolic: (name, target) => refs.setSymbolic(name, target),
-      },
-    };
+    const { refs: countedRefs, calls } = countingRefs(refs);
+    const counted: Repository = { ...repo, refs: countedRefs };
     for (const protocol of [0, 2] as const) {
-      listings = 0;
+      calls.list = 0;
       const [a, b] = connectionPair();
       const served = serveUploadPack(counted, b, { protocol });
       const local = emptyRepo();
       await clone(local, { connection: a }, { protocol });
       await served;
-      expect(listings, `protocol ${protocol}`).toBe(1);
+      expect(calls.list, `protocol ${protocol}`).toBe(1);
       expect(await local.refs.resolve('refs/heads/main')).toBe(commits[5]);
     }
-    // a want of a tip the connection advertised is served after the ref moved on meanwhile
-    // (wants are checked against the advertisement); a new connection checks the refs anew
-    listings = 0;
+    // a want of a tip the connection listed is served after the ref moved on meanwhile (as git
+    // v0 checks wants against its advertisement); a want beyond what it listed (a branch made
+    // since) is checked against the refs as they are now; a new connection checks them anew
+    calls.list = 0;
     const [a, b] = connectionPair();
     const served = serveUploadPack(counted, b, { protocol: 2 });
     const reader = new PacketReader(a.input);
@@ -226,16 +225,22 @@ describe('upload-pack', () => {
     await refs.update([{ name: 'refs/heads/main', old: commits[5]!, new: commits[0]! }]);
     await a.write(concatBytes([line('command=fetch'), DELIM, line(`want ${commits[5]}`), line('done'), FLUSH]));
     expect((await untilFlush())[0]).toBe('packfile');
+    expect(calls.list).toBe(1);
+    const made = await commit(repo, [commits[5]!], 'made after the listing');
+    await refs.update([{ name: 'refs/heads/new', old: null, new: made }]);
+    await a.write(concatBytes([line('command=fetch'), DELIM, line(`want ${made}`), line('done'), FLUSH]));
+    expect((await untilFlush())[0]).toBe('packfile');
+    expect(calls.list).toBe(2);
     await a.end();
     await served;
-    expect(listings).toBe(1);
+    await refs.update([{ name: 'refs/heads/new', old: made, new: null }]);
     const fresh = await stateless(
       counted,
       concatBytes([line('command=fetch'), DELIM, line(`want ${commits[5]}`), line('done'), FLUSH]),
       2,
     );
     expect(fresh.outcome).toMatchObject({ code: 'PROTOCOL_NOT_OUR_REF' });
-    expect(listings).toBe(2);
+    expect(calls.list).toBe(3);
   });
 
   it('pipelineLsRefs: ls-refs goes out before the advertisement is read; a v0 answer is a typed error', async () => {
@@ -399,6 +404,7 @@ describe('upload-pack', () => {
             commit: async () => {
               events.push(`commit with ${(await objects.has(commits[5]!)) ? 'objects' : 'no objects'}`);
               await local.refs.update(list.map((r) => ({ name: r.name, old: null, new: r.oid })));
+              return true;
             },
             abort: async () => {
               events.push('abort');

@@ -153,26 +153,34 @@ class UploadSession {
    * (allow-reachable-sha1-in-want; also what a stateless server needs when refs moved).
    */
   async validateWants(): Promise<void> {
-    const refs = await this.allRefs();
-    const tips = new Set<ObjectId>();
-    for (const r of refs) {
-      tips.add(r.oid);
-      if (r.peeled) tips.add(r.peeled);
+    for (const oid of this.wants) if (!(await this.repo.objects.has(oid))) throw notOurRef(oid);
+    let refused = await this.#notReachable(await this.allRefs());
+    if (refused !== undefined && this.listed !== undefined) {
+      // not among what this connection listed: a ref may have moved on since; the refs as they
+      // are now decide, as for a request over a connection of its own
+      this.listed = undefined;
+      this.refs = undefined;
+      refused = await this.#notReachable(await this.allRefs());
     }
-    const others: ObjectId[] = [];
-    for (const oid of this.wants) {
-      if (!(await this.repo.objects.has(oid))) throw notOurRef(oid);
-      if (!tips.has(oid)) others.push(oid);
-    }
-    if (others.length > 0) {
-      const found = await this.graph.reachableFrom(others, tips, this.signal);
-      for (const oid of others) if (!found.has(oid)) throw notOurRef(oid);
-    }
+    if (refused !== undefined) throw notOurRef(refused);
     this.wantCommits = [];
     for (const oid of this.wants) {
       const peeled = await this.graph.peel(oid);
       if (peeled?.type === 'commit') this.wantCommits.push(peeled.oid);
     }
+  }
+
+  /** The first want that is neither a tip of `refs` nor reachable from one. */
+  async #notReachable(refs: readonly AdvertisedRef[]): Promise<ObjectId | undefined> {
+    const tips = new Set<ObjectId>();
+    for (const r of refs) {
+      tips.add(r.oid);
+      if (r.peeled) tips.add(r.peeled);
+    }
+    const others = this.wants.filter((oid) => !tips.has(oid));
+    if (others.length === 0) return undefined;
+    const found = await this.graph.reachableFrom(others, tips, this.signal);
+    return others.find((oid) => !found.has(oid));
   }
 
   get deepening(): boolean {
