@@ -213,6 +213,13 @@ export class FsRefStore implements RefStore {
     }
   }
 
+  /** Whether the store holds any direct ref, loose or packed (both looked at once). */
+  async #holdsRefs(): Promise<boolean> {
+    const loose = new Map<string, ObjectId>();
+    const [packed] = await Promise.all([this.packedRefs(), this.#walk('refs', '', loose)]);
+    return packed.size > 0 || loose.size > 0;
+  }
+
   /** The packed entry (with its peeled id, when packed-refs records one). */
   async peeled(name: string): Promise<ObjectId | undefined> {
     return (await this.packedRefs()).get(name)?.peeled;
@@ -282,7 +289,7 @@ export class FsRefStore implements RefStore {
       state = 'released';
     };
     try {
-      if (check && (await this.list()).length > 0) {
+      if (check && (await this.#holdsRefs())) {
         await release();
         return undefined;
       }
@@ -297,7 +304,7 @@ export class FsRefStore implements RefStore {
         if (state === 'released') throw new GitportError('REF_LOCKED', `${lock} was given up: nothing to commit`);
         try {
           // under the lock, right before the refs appear: the store must still hold none
-          if ((await this.list()).length > 0) {
+          if ((await this.#holdsRefs())) {
             await release();
             return false;
           }
