@@ -3,7 +3,7 @@
  * each under GitFs, and the on-disk ref store over them through protocol's RefStore conformance suite.
  */
 
-import { refStoreConformance } from '@gitport/protocol/test-ref-store-conformance';
+import { initialRefsConformance, refStoreConformance } from '@gitport/protocol/test-ref-store-conformance';
 import LightningFS from '@isomorphic-git/lightning-fs';
 import { type FsLike, FsRefStore, GitFs, MemoryFs, OpfsFs } from 'gitport';
 import { describe, expect, it } from 'vitest';
@@ -62,6 +62,10 @@ for (const [name, make] of backends) {
   });
 
   refStoreConformance(`FsRefStore over ${name} in Chromium`, async () => {
+    const { fs, dir } = await make();
+    return { store: new FsRefStore(fs, dir) };
+  });
+  initialRefsConformance(`FsRefStore over ${name} in Chromium`, async () => {
     const { fs, dir } = await make();
     return { store: new FsRefStore(fs, dir) };
   });

@@ -1,18 +1,23 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { refStoreConformance } from '@gitport/protocol/test-ref-store-conformance';
+import type { RefStoreFixture } from '@gitport/protocol/test-ref-store-conformance';
+import { initialRefsConformance, refStoreConformance } from '@gitport/protocol/test-ref-store-conformance';
 import { nodeFs } from './fs.node.js';
 import { FsRefStore } from './fs-ref-store.js';
 import { MemoryFs } from './memory-fs.js';
 
-refStoreConformance('FsRefStore over Node fs', async () => {
+const overNodeFs = async (): Promise<RefStoreFixture> => {
   const dir = await mkdtemp(join(tmpdir(), 'gitport-refs-conf-'));
   return { store: new FsRefStore(nodeFs(), dir), cleanup: () => rm(dir, { recursive: true, force: true }) };
-});
-
-refStoreConformance('FsRefStore over the memory fs', async () => {
+};
+const overMemoryFs = async (): Promise<RefStoreFixture> => {
   const fs = new MemoryFs();
   await fs.promises.mkdir('/repo.git');
   return { store: new FsRefStore(fs, '/repo.git') };
-});
+};
+
+refStoreConformance('FsRefStore over Node fs', overNodeFs);
+refStoreConformance('FsRefStore over the memory fs', overMemoryFs);
+initialRefsConformance('FsRefStore over Node fs', overNodeFs);
+initialRefsConformance('FsRefStore over the memory fs', overMemoryFs);

@@ -304,7 +304,7 @@ export class FsRefStore implements RefStore {
         if (state === 'released') throw new GitportError('REF_LOCKED', `${lock} was given up: nothing to commit`);
         try {
           // under the lock, right before the refs appear: the store must still hold none
-          if ((await this.#holdsRefs())) {
+          if (await this.#holdsRefs()) {
             await release();
             return false;
           }

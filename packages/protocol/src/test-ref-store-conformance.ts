@@ -215,3 +215,65 @@ export function refStoreConformance(name: string, create: () => Promise<RefStore
     );
   });
 }
+
+/**
+ * For stores that offer the optional `initialize` and `prepareInitialize` (a clone's first refs
+ * in one step): every such store runs these too.
+ */
+export function initialRefsConformance(name: string, create: () => Promise<RefStoreFixture>): void {
+  const withStore = (fn: (store: RefStore) => Promise<void>) => async () => {
+    const fixture = await create();
+    try {
+      expect(fixture.store.initialize).toBeTypeOf('function');
+      expect(fixture.store.prepareInitialize).toBeTypeOf('function');
+      await fn(fixture.store);
+    } finally {
+      await fixture.cleanup?.();
+    }
+  };
+
+  describe(`RefStore first refs conformance: ${name}`, () => {
+    it(
+      'first refs in one step: claimed by one at a time, shown only at commit',
+      withStore(async (store) => {
+        const first = [
+          { name: 'refs/tags/v1', oid: C },
+          { name: 'refs/heads/main', oid: A },
+        ];
+        const claim = await store.prepareInitialize!(first);
+        expect(claim).toBeDefined();
+        expect(await store.list()).toEqual([]);
+        // one claim at a time
+        expect(await store.prepareInitialize!([{ name: 'refs/heads/other', oid: B }])).toBeUndefined();
+        await claim!.abort();
+        expect(await store.list()).toEqual([]);
+        const again = await store.prepareInitialize!(first);
+        expect(await again!.commit()).toBe(true);
+        expect(await store.list()).toEqual([
+          { name: 'refs/heads/main', oid: A },
+          { name: 'refs/tags/v1', oid: C },
+        ]);
+        // a store that holds refs: refused, and so is a claim on one that got a ref since
+        expect(await store.prepareInitialize!([{ name: 'refs/heads/other', oid: B }])).toBeUndefined();
+        expect(await store.initialize!([{ name: 'refs/heads/other', oid: B }])).toBe(false);
+      }),
+    );
+
+    it(
+      'a claim on first refs answers false at commit when a ref was written meanwhile, and writes nothing',
+      withStore(async (store) => {
+        const claim = await store.prepareInitialize!([{ name: 'refs/heads/main', oid: A }]);
+        expect(claim).toBeDefined();
+        expect((await store.update([{ name: 'refs/heads/side', old: null, new: B }]))[0]!.status).toBe('ok');
+        expect(await claim!.commit()).toBe(false);
+        expect(await store.list()).toEqual([{ name: 'refs/heads/side', oid: B }]);
+        // the claim was released: once the store is empty again, it can be claimed
+        expect((await store.update([{ name: 'refs/heads/side', old: B, new: null }]))[0]!.status).toBe('ok');
+        const next = await store.prepareInitialize!([{ name: 'refs/heads/main', oid: A }]);
+        expect(next).toBeDefined();
+        await next!.abort();
+        expect(await store.list()).toEqual([]);
+      }),
+    );
+  });
+}
