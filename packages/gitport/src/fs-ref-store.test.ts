@@ -34,6 +34,14 @@ describe('FsRefStore on a repository real git writes and reads', () => {
   });
   afterEach(() => sandbox.cleanup());
 
+  /** A new bare repository that borrows the work repository's objects, and its ref store. */
+  const emptyRepository = async (name: string) => {
+    const dir = sandbox.path(name);
+    await sandbox.git(['init', '-q', '--bare', dir]);
+    await writeFile(`${dir}/objects/info/alternates`, `${gitDir}/objects\n`);
+    return { dir, refs: new FsRefStore(nodeFs(), dir) };
+  };
+
   const forEachRef = async () => {
     const out = await sandbox.git(['for-each-ref', '--format=%(objectname) %(refname)'], { cwd: sandbox.path('work') });
     return out.split('\n').map((line) => {
@@ -134,10 +142,7 @@ describe('FsRefStore on a repository real git writes and reads', () => {
   });
 
   it('initialize writes the refs of a new repository as one packed-refs file that git reads, and only there', async () => {
-    const fresh = sandbox.path('fresh.git');
-    await sandbox.git(['init', '-q', '--bare', fresh]);
-    await writeFile(`${fresh}/objects/info/alternates`, `${gitDir}/objects\n`);
-    const refs = new FsRefStore(nodeFs(), fresh);
+    const { dir: fresh, refs } = await emptyRepository('fresh.git');
     const wanted = [
       { name: 'refs/tags/v1', oid: await sandbox.git(['--git-dir', gitDir, 'rev-parse', 'refs/tags/v1']) },
       { name: 'refs/heads/main', oid: commits[2]! },
@@ -165,10 +170,7 @@ describe('FsRefStore on a repository real git writes and reads', () => {
   });
 
   it('prepareInitialize holds packed-refs.lock (git waits on it) and shows the refs only at commit; abort leaves nothing', async () => {
-    const fresh = sandbox.path('prepared.git');
-    await sandbox.git(['init', '-q', '--bare', fresh]);
-    await writeFile(`${fresh}/objects/info/alternates`, `${gitDir}/objects\n`);
-    const refs = new FsRefStore(nodeFs(), fresh);
+    const { dir: fresh, refs } = await emptyRepository('prepared.git');
     const wanted = [
       { name: 'refs/heads/main', oid: commits[2]! },
       { name: 'refs/heads/feature/x', oid: commits[1]! },
@@ -202,10 +204,7 @@ describe('FsRefStore on a repository real git writes and reads', () => {
 
     // a loose ref written while the claim is held (git update-ref takes no packed-refs.lock):
     // the commit writes nothing, says so, and releases the claim
-    const raced = sandbox.path('raced.git');
-    await sandbox.git(['init', '-q', '--bare', raced]);
-    await writeFile(`${raced}/objects/info/alternates`, `${gitDir}/objects\n`);
-    const racedRefs = new FsRefStore(nodeFs(), raced);
+    const { dir: raced, refs: racedRefs } = await emptyRepository('raced.git');
     const claim = await racedRefs.prepareInitialize(wanted);
     await sandbox.git(['--git-dir', raced, 'update-ref', 'refs/heads/main', commits[0]!]);
     expect(await claim!.commit()).toBe(false);

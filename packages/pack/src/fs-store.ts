@@ -19,6 +19,7 @@ import { PackIndex, writeIdx } from './idx.js';
 import {
   bytesToHex,
   CODE_TYPES,
+  concatBytes,
   type GitObject,
   hashObjectSync,
   isObjectId,
@@ -627,7 +628,7 @@ export class FsObjectStore implements ObjectStore {
     const tmp = this.#tmpName(dir, 'obj');
     try {
       if (data instanceof Uint8Array || !(await this.#writeChunks(tmp, data))) {
-        await this.#fs.writeFile(tmp, data instanceof Uint8Array ? data : concat(data));
+        await this.#fs.writeFile(tmp, data instanceof Uint8Array ? data : concatBytes(data));
       }
       await this.#fs.rename(tmp, path);
     } catch (error) {
@@ -978,16 +979,4 @@ export class FsObjectStore implements ObjectStore {
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
   }
-}
-
-function concat(chunks: readonly Uint8Array[]): Uint8Array {
-  let total = 0;
-  for (const c of chunks) total += c.length;
-  const out = new Uint8Array(total);
-  let o = 0;
-  for (const c of chunks) {
-    out.set(c, o);
-    o += c.length;
-  }
-  return out;
 }

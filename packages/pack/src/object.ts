@@ -95,6 +95,22 @@ for (let i = 0; i < 6; i++) {
 }
 
 /** Decodes hex (both cases); a non-hex digit decodes as 0 (ids are validated before they get here). */
+/** The parts one after the other, always in one new array (`total`: their length, when known). */
+export function concatBytes(parts: readonly Uint8Array[], total = -1): Uint8Array {
+  let length = total;
+  if (length < 0) {
+    length = 0;
+    for (const p of parts) length += p.byteLength;
+  }
+  const out = new Uint8Array(length);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
+}
+
 export function hexToBytes(hex: string, out = new Uint8Array(hex.length >>> 1), offset = 0): Uint8Array {
   for (let i = 0, o = offset; i < hex.length; i += 2, o++) {
     out[o] = (NIBBLE[hex.charCodeAt(i) & 127]! << 4) | NIBBLE[hex.charCodeAt(i + 1) & 127]!;

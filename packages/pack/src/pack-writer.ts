@@ -18,7 +18,7 @@ import { deflate } from '#zlib';
 import { type DeltaIndex, DeltaWindow } from './delta.js';
 import type { RemoteDeltaJob, RemoteDeltaObject } from './delta-worker.js';
 import { PackError, throwIfAborted } from './errors.js';
-import { hexToBytes, type ObjectId, type ObjectType, TYPE_CODES } from './object.js';
+import { concatBytes, hexToBytes, type ObjectId, type ObjectType, TYPE_CODES } from './object.js';
 import { encodeEntryHeader, encodeOfsOffset } from './pack-import.js';
 import type { ObjectStore, RawEntry } from './store.js';
 import { type CommitCache, enumerateObjects, type PackObject } from './walk.js';
@@ -398,6 +398,8 @@ async function* writeStream(
   const hash = createSha1();
   const offsets = new Map<ObjectId, number>();
   let offset = 0;
+  // pieces gathered into chunks, always copied into fresh buffers (concatBytes): pieces may be
+  // views of the store's caches, and consumers may transfer what they get
   let pending: Uint8Array[] = [];
   let pendingBytes = 0;
   /** Chunks ready to go out, in order. */
@@ -415,7 +417,7 @@ async function* writeStream(
   const emitOwned = (bytes: Uint8Array) => {
     if (bytes.length < 16 * 1024 || bytes.length * 2 < bytes.buffer.byteLength) return emit(bytes);
     if (pendingBytes > 0) {
-      ready.push(concatChunks(pending, pendingBytes));
+      ready.push(concatBytes(pending, pendingBytes));
       pending = [];
       pendingBytes = 0;
     }
@@ -483,7 +485,7 @@ async function* writeStream(
       if (++done % 1024 === 0) options.onProgress?.({ phase: 'writing', done, total });
     }
     if (pendingBytes >= 64 * 1024) {
-      ready.push(concatChunks(pending, pendingBytes));
+      ready.push(concatBytes(pending, pendingBytes));
       pending = [];
       pendingBytes = 0;
     }
@@ -497,22 +499,11 @@ async function* writeStream(
     hash.update(chunk);
     yield chunk;
   }
-  const last = concatChunks(pending, pendingBytes);
+  const last = concatBytes(pending, pendingBytes);
   hash.update(last);
   const trailer = hash.digest();
   const out = new Uint8Array(last.length + 20);
   out.set(last);
   out.set(trailer, last.length);
   yield out;
-}
-
-/** Always a fresh buffer: chunks may be views of the store's caches, and consumers may transfer what they get. */
-function concatChunks(chunks: Uint8Array[], total: number): Uint8Array {
-  const out = new Uint8Array(total);
-  let o = 0;
-  for (const c of chunks) {
-    out.set(c, o);
-    o += c.length;
-  }
-  return out;
 }

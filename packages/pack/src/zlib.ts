@@ -18,6 +18,7 @@ import pakoDeflate from 'pako/lib/zlib/deflate.js';
 import pakoInflate from 'pako/lib/zlib/inflate.js';
 import ZStream from 'pako/lib/zlib/zstream.js';
 import { PackError } from './errors.js';
+import { concatBytes } from './object.js';
 
 /** The parts of pako's Inflate its typings omit. */
 export interface InflateState {
@@ -205,7 +206,7 @@ export function inflateWithInflate(input: Uint8Array, expectedSize: number, fina
   if (total !== expectedSize) {
     throw new PackError('PACK_SIZE_MISMATCH', `inflated ${total} bytes, header declared ${expectedSize}`);
   }
-  return { kind: 'done', data: concat(chunks, total), consumed };
+  return { kind: 'done', data: joined(chunks, total), consumed };
 }
 
 /** One deflate context per level, reset per call (a new one allocates and clears ~260 KB of state). */
@@ -292,18 +293,12 @@ function inflateAllWithInflate(input: Uint8Array, maxSize: number): Uint8Array {
   inflator.push(input, true);
   if (inflator.err || !(inflator as unknown as InflateState).ended)
     throw new PackError('PACK_CORRUPT_ZLIB', `zlib: ${inflator.msg || 'truncated'}`);
-  return concat(chunks, total);
+  return joined(chunks, total);
 }
 
-function concat(chunks: Uint8Array[], total: number): Uint8Array {
-  if (chunks.length === 1) return chunks[0]!;
-  const out = new Uint8Array(total);
-  let o = 0;
-  for (const c of chunks) {
-    out.set(c, o);
-    o += c.length;
-  }
-  return out;
+/** One chunk as it is, several in one new array. */
+function joined(chunks: Uint8Array[], total: number): Uint8Array {
+  return chunks.length === 1 ? chunks[0]! : concatBytes(chunks, total);
 }
 
 /** CRC-32 tables for slicing by 8: `tables[k * 256 + b]` is the CRC of byte b followed by k zero bytes. */
