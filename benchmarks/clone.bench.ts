@@ -5,6 +5,7 @@
  * - gitport: a host worker serving `<root>/<name>.git` from disk (`host(bus, nodeRepositories)`),
  *   a client worker running `remote(bus, 'host', name).clone(nodeFs(), dir)` (bare, protocol v2,
  *   side-band-64k over a transport stream over a MessageChannel); the pack is stored with its .idx;
+ *   both use nodeFs() as it comes, which in a worker thread makes synchronous system calls;
  * - `git clone --bare --no-local file://…` (git's own upload-pack and index-pack, two processes);
  * - `git clone --bare` from `git http-backend` behind node:http;
  * - isomorphic-git's `clone` (noCheckout) over HTTP from the same `git http-backend`.

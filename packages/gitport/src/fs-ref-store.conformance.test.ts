@@ -7,9 +7,9 @@ import { nodeFs } from './fs.node.js';
 import { FsRefStore } from './fs-ref-store.js';
 import { MemoryFs } from './memory-fs.js';
 
-const overNodeFs = async (): Promise<RefStoreFixture> => {
+const overNodeFs = (sync: boolean) => async (): Promise<RefStoreFixture> => {
   const dir = await mkdtemp(join(tmpdir(), 'gitport-refs-conf-'));
-  return { store: new FsRefStore(nodeFs(), dir), cleanup: () => rm(dir, { recursive: true, force: true }) };
+  return { store: new FsRefStore(nodeFs({ sync }), dir), cleanup: () => rm(dir, { recursive: true, force: true }) };
 };
 const overMemoryFs = async (): Promise<RefStoreFixture> => {
   const fs = new MemoryFs();
@@ -17,7 +17,9 @@ const overMemoryFs = async (): Promise<RefStoreFixture> => {
   return { store: new FsRefStore(fs, '/repo.git') };
 };
 
-refStoreConformance('FsRefStore over Node fs', overNodeFs);
+refStoreConformance('FsRefStore over Node fs', overNodeFs(false));
+refStoreConformance('FsRefStore over Node fs (synchronous calls)', overNodeFs(true));
 refStoreConformance('FsRefStore over the memory fs', overMemoryFs);
-initialRefsConformance('FsRefStore over Node fs', overNodeFs);
+initialRefsConformance('FsRefStore over Node fs', overNodeFs(false));
+initialRefsConformance('FsRefStore over Node fs (synchronous calls)', overNodeFs(true));
 initialRefsConformance('FsRefStore over the memory fs', overMemoryFs);

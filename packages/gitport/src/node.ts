@@ -2,7 +2,7 @@
  * `gitport/node`: everything in `gitport`, plus Node's fs adapter and shortcuts that open and
  * create repositories on a Node path.
  */
-import { nodeFs } from './fs.node.js';
+import { type NodeFsOptions, nodeFs } from './fs.node.js';
 import { FsRepositoryRegistry } from './registry.js';
 import {
   type GitRepository,
@@ -13,7 +13,7 @@ import {
 } from './repository.js';
 
 export * from './index.js';
-export { nodeFs };
+export { type NodeFsOptions, nodeFs };
 
 /** Opens the repository at a Node path (a git directory, or a working tree holding `.git`). */
 export function openNodeRepository(path: string, options?: OpenOptions): Promise<GitRepository> {

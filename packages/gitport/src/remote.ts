@@ -113,6 +113,7 @@ export function remote(bus: Bus, peer: string, name: string, remoteOptions: Remo
           ? counted(stream, (loaded) => onProgress({ phase: 'transfer', message: `${loaded} bytes received`, loaded }))
           : stream,
         write: (bytes: Uint8Array) => stream.write(bytes),
+        flush: () => stream.flush(),
         end: () => stream.end(),
       };
       const result = await fn({ connection }, signal);
@@ -160,13 +161,17 @@ export function remote(bus: Bus, peer: string, name: string, remoteOptions: Remo
     },
     async clone(fs, dir, options = {}) {
       const { signal: _s, onProgress: _p, protocolV2: _v, bare = true, objects, ...rest } = options;
-      // the repository is created while the stream opens and the host answers the request
-      const creating = initRepository(fs, dir, { bare, ...(objects ? { objects } : {}) });
-      creating.catch(() => {});
+      // the repository is created once the first request is on its way, while the host answers
+      let creating: Promise<GitRepository> | undefined;
+      const create = () => {
+        creating = initRepository(fs, dir, { bare, ...(objects ? { objects } : {}) });
+        creating.catch(() => {});
+        return creating;
+      };
       let repository: GitRepository | undefined;
       try {
         const result = await session('git-upload-pack', options, (remote, signal) =>
-          cloneInto(creating, remote, {
+          cloneInto(create, remote, {
             ...rest,
             bare,
             protocol: protocolOf(options),
@@ -175,7 +180,7 @@ export function remote(bus: Bus, peer: string, name: string, remoteOptions: Remo
             ...(signal ? { signal } : {}),
           }),
         );
-        repository = await creating;
+        repository = await creating!;
         // a new repository has no shallow file to remove
         if (result.shallow.length > 0) await writeShallow(repository, result.shallow);
         if (!bare) {
@@ -186,7 +191,8 @@ export function remote(bus: Bus, peer: string, name: string, remoteOptions: Remo
         // A failed clone leaves nothing behind, as git does; a repository that could not be
         // created (one already there, say) is left alone, and that is the error reported.
         // (when the repository was never created, awaiting its creation throws that error)
-        const created = repository ?? (await creating);
+        if (repository === undefined && creating === undefined) throw error;
+        const created = repository ?? (await creating!);
         await created.fs.removeTree(bare ? created.gitDir : dir).catch(() => {});
         throw error;
       }

@@ -13,7 +13,10 @@ import { initRepository, openRepository } from './repository.js';
 const encoder = new TextEncoder();
 const person = 'gitport <gitport@gitport.invalid> 1700000000 +0000';
 
-describe('repositories in git layout', () => {
+describe.each([
+  ['asynchronous', false],
+  ['synchronous', true],
+])('repositories in git layout (Node fs, %s calls)', (_mode, sync) => {
   let sandbox: GitSandbox;
   beforeEach(async () => {
     sandbox = await createGitSandbox('gitport-repo-');
@@ -22,7 +25,7 @@ describe('repositories in git layout', () => {
 
   it('init writes a bare repository real git accepts; objects and refs written through it pass git fsck and git log', async () => {
     const dir = sandbox.path('made.git');
-    const repo = await initRepository(nodeFs(), dir, { defaultBranch: 'trunk' });
+    const repo = await initRepository(nodeFs({ sync }), dir, { defaultBranch: 'trunk' });
     expect(repo.bare).toBe(true);
     expect(await sandbox.git(['rev-parse', '--is-bare-repository'], { cwd: dir })).toBe('true');
     expect(await sandbox.git(['symbolic-ref', 'HEAD'], { cwd: dir })).toBe('refs/heads/trunk');
@@ -50,7 +53,7 @@ describe('repositories in git layout', () => {
 
   it('init of a working tree keeps the repository in .git; opening finds it from either path', async () => {
     const dir = sandbox.path('work');
-    const repo = await initRepository(nodeFs(), dir, { bare: false });
+    const repo = await initRepository(nodeFs({ sync }), dir, { bare: false });
     expect(repo.gitDir).toBe(`${dir}/.git`);
     expect(await sandbox.git(['rev-parse', '--is-bare-repository'], { cwd: dir })).toBe('false');
     await writeFile(`${dir}/a.txt`, 'a\n');
@@ -58,19 +61,21 @@ describe('repositories in git layout', () => {
     await sandbox.git(['commit', '-qm', 'by git'], { cwd: dir });
     const head = await sandbox.git(['rev-parse', 'HEAD'], { cwd: dir });
     for (const path of [dir, `${dir}/.git`]) {
-      const opened = await openRepository(nodeFs(), path);
+      const opened = await openRepository(nodeFs({ sync }), path);
       expect(opened.bare).toBe(false);
       expect(await opened.refs.resolve('HEAD')).toBe(head);
       expect((await opened.objects.read(head))?.type).toBe('commit');
     }
-    await expect(initRepository(nodeFs(), dir, { bare: false })).rejects.toMatchObject({ code: 'REPO_EXISTS' });
-    await expect(openRepository(nodeFs(), sandbox.path('nothing'))).rejects.toMatchObject({ code: 'REPO_NOT_FOUND' });
+    await expect(initRepository(nodeFs({ sync }), dir, { bare: false })).rejects.toMatchObject({ code: 'REPO_EXISTS' });
+    await expect(openRepository(nodeFs({ sync }), sandbox.path('nothing'))).rejects.toMatchObject({
+      code: 'REPO_NOT_FOUND',
+    });
   });
 
   it('sees objects and packs that real git adds after the repository was opened', async () => {
     const dir = sandbox.path('shared.git');
     await sandbox.git(['init', '-q', '--bare', dir]);
-    const repo = await openRepository(nodeFs(), dir);
+    const repo = await openRepository(nodeFs({ sync }), dir);
     const work = sandbox.path('w');
     await sandbox.git(['clone', '-q', dir, work]);
     await writeFile(`${work}/f.txt`, 'x\n');
@@ -91,10 +96,10 @@ describe('repositories in git layout', () => {
     // (a want the server does not have) must remove it
     const served = sandbox.path('served.git');
     await sandbox.git(['init', '-q', '--bare', served]);
-    const server = await openRepository(nodeFs(), served);
+    const server = await openRepository(nodeFs({ sync }), served);
     const missing = 'e'.repeat(40);
     await writeFile(`${served}/refs/heads/main`, `${missing}\n`);
-    const local = await initRepository(nodeFs(), sandbox.path('local.git'));
+    const local = await initRepository(nodeFs({ sync }), sandbox.path('local.git'));
     const packDir = `${local.gitDir}/objects/pack`;
     for (const protocol of [0, 2] as const) {
       const [a, b] = connectionPair();

@@ -19,6 +19,8 @@ export interface Connection {
   write(bytes: Uint8Array, options?: { transfer?: boolean }): Promise<void>;
   /** Half-closes our side (EOF for the peer). */
   end(): Promise<void>;
+  /** Optional: sends what was written so far at once (a transport that gathers writes). */
+  flush?(): void;
   /** Optional: writes of about this many bytes travel best (a transport's flow-control batch). */
   readonly writeSize?: number;
 }

@@ -16,7 +16,7 @@ import { CommitGraph } from './commit-graph.js';
 import { concatBytes, type Repository, requireLine, requirePacket } from './connection.js';
 import { ProtocolError, throwIfAborted } from './errors.js';
 import { INITIAL_FLUSH, MAX_IN_VAIN, Negotiator, nextFlush } from './negotiator.js';
-import type { PreparedRefs, RefUpdate, RefUpdateResult } from './ref-store.js';
+import type { PreparedRefs, RefUpdate, RefUpdateResult, RefValue } from './ref-store.js';
 import { matchRefspec, parseRefspec, type Refspec, refspecPrefix } from './refspec.js';
 import { openSession, type Remote, remoteError, type ServiceSession } from './remote.js';
 
@@ -180,7 +180,7 @@ export function fetch(local: Repository, remote: Remote, options: FetchOptions =
  * comes) or `initialize` when it has one (one write instead of one locked update per ref).
  */
 async function fetchInto(
-  localIn: Repository | PromiseLike<Repository>,
+  localIn: LocalRepository,
   remote: Remote,
   options: FetchOptions,
   initial: boolean,
@@ -192,11 +192,15 @@ async function fetchInto(
   if (tagMode === 'all') specs.push({ force: true, src: 'refs/tags/*', dst: 'refs/tags/*' });
   const prefixes = [...new Set([...specs.map(refspecPrefix), ...(tagMode === 'follow' ? ['refs/tags/'] : []), 'HEAD'])];
   const early = options.pipelineLsRefs && 'connection' in remote ? lsRefsRequest(agent, prefixes) : undefined;
-  // the request goes out now; a repository still being created is awaited meanwhile
+  // the request goes out now; a repository still to be created is created (and awaited) meanwhile
   const opening = openSession(remote, 'git-upload-pack', { ...options, ...(early ? { first: early } : {}) });
   let local: Repository;
   try {
-    local = await localIn;
+    if (typeof localIn === 'function') {
+      // the request leaves before the repository is made (its file system may hold the thread)
+      if ('connection' in remote) remote.connection.flush?.();
+      local = await localIn();
+    } else local = await localIn;
   } catch (error) {
     opening.then(
       (s) => s.close().catch(() => {}),
@@ -288,19 +292,32 @@ async function fetchInto(
 }
 
 /**
+ * The repository a fetch fills: one at hand, one being created, or a function that creates it,
+ * called once the first request is on its way (so a file system that blocks while it creates
+ * the repository does not hold the request back).
+ */
+export type LocalRepository = Repository | PromiseLike<Repository> | (() => PromiseLike<Repository>);
+
+/**
  * `clone`: fetch every branch and tag into the same names, then point HEAD like the remote's.
- * `local` may be a repository still being created: the request goes out while it is.
+ * `local` may be a repository still to be created (see LocalRepository).
  */
 export async function clone(
-  localIn: Repository | PromiseLike<Repository>,
+  localIn: LocalRepository,
   remote: Remote,
   options: Omit<FetchOptions, 'refspecs' | 'tags'> & { bare?: boolean } = {},
 ): Promise<FetchResult> {
+  let created: Promise<Repository> | undefined;
   // HEAD as the new repository has it, read while the fetch runs (the refspecs never touch it)
-  const localHead = Promise.resolve(localIn).then((local) => local.refs.read('HEAD'));
-  localHead.catch(() => {});
+  let localHead: Promise<RefValue> | undefined;
+  const create = () => {
+    created = Promise.resolve(typeof localIn === 'function' ? localIn() : localIn);
+    localHead = created.then((local) => local.refs.read('HEAD'));
+    localHead.catch(() => {});
+    return created;
+  };
   const result = await fetchInto(
-    localIn,
+    create,
     remote,
     {
       ...options,
@@ -309,9 +326,9 @@ export async function clone(
     },
     true,
   );
-  const local = await localIn;
+  const local = await created!;
   if (result.head) {
-    const head = await localHead;
+    const head = await localHead!;
     if (head.kind !== 'symbolic' || head.target !== result.head) await local.refs.setSymbolic('HEAD', result.head);
   }
   return result;

@@ -33,6 +33,7 @@ export {
   type FetchOptions,
   type FetchResult,
   fetch,
+  type LocalRepository,
   type LsRemoteOptions,
   type LsRemoteResult,
   lsRemote,

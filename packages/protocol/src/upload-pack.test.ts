@@ -270,6 +270,35 @@ describe('upload-pack', () => {
     await old;
   });
 
+  it('a repository given as a function is made once the first request is written and flushed', async () => {
+    const { repo } = await server();
+    const [a, b] = connectionPair();
+    const events: string[] = [];
+    const client = {
+      ...a,
+      write: (bytes: Uint8Array) => {
+        events.push('write');
+        return a.write(bytes);
+      },
+      flush: () => events.push('flush'),
+    };
+    const served = serveUploadPack(repo, b, { protocol: 2 });
+    const local = emptyRepo();
+    const result = await clone(
+      () => {
+        events.push('create');
+        return Promise.resolve(local);
+      },
+      { connection: client },
+      { protocol: 2, pipelineLsRefs: true },
+    );
+    await served;
+    expect(result.version).toBe(2);
+    expect(await local.refs.list()).toEqual(await repo.refs.list());
+    // ls-refs written and flushed, then the repository made, then the fetch
+    expect(events).toEqual(['write', 'flush', 'create', 'write']);
+  });
+
   it('include-tag: an annotated tag pointing into the pack is packed with it', async () => {
     const { repo, commits, tag } = await server();
     const local = emptyRepo();

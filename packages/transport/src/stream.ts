@@ -33,6 +33,11 @@ export interface DuplexStream extends AsyncIterable<Uint8Array> {
    * `transfer: true` the caller gives the chunk up: do not touch it afterwards.
    */
   write(chunk: Uint8Array, options?: { transfer?: boolean }): Promise<void>;
+  /**
+   * Sends what was written so far now rather than with the rest of this task's writes (say,
+   * before work that holds the thread while the other side could already be answering).
+   */
+  flush(): void;
   /** Half-closes our write side (after pending writes); the other side's read ends. */
   end(): Promise<void>;
   /** Fails both directions on both sides; the other side sees TRANSPORT_ABORTED. */
@@ -596,7 +601,7 @@ export class Stream implements DuplexStream {
     this.#host.scheduleFlush(this);
   }
 
-  /** Sends what is buffered and queued (the multiplexer calls it on its flush tick). */
+  /** Sends what is buffered and queued (the multiplexer also calls it on its flush tick). */
   flush(): void {
     this.#flushScheduled = false;
     if (this.#writeError) return;

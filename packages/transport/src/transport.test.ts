@@ -92,6 +92,7 @@ function manualPair(options: { maxMessageSize?: number } = {}) {
   const post = (frame: unknown, transfer: Transferable[] = []) => channel.port2.postMessage(frame, transfer as never);
   return {
     mux,
+    channel,
     frames,
     next,
     post,
@@ -258,6 +259,31 @@ describe('transport details', () => {
     expect(frames.map((f) => (Array.isArray(f.b) ? f.b.length : 1))).toEqual([1, 1, 1, 1, 4, 2]);
     expect(dataChunks(m.frames).map((b) => [b.byteLength, b[0]])).toEqual(chunks.map((_, i) => [64 * 1024, i + 1]));
     expect(chunks.every((chunk) => chunk.byteLength === 0)).toBe(true);
+    m.close();
+  });
+
+  it('sends small writes with the next macrotask, or at once on flush()', async () => {
+    const m = manualPair();
+    const { stream } = await m.accepted({ w: 1024 * 1024, m: 1024 * 1024 });
+    const posts = vi.spyOn(m.channel.port1, 'postMessage');
+    await stream.write(new Uint8Array([1, 2, 3]));
+    await stream.write(new Uint8Array([4]));
+    expect(posts).not.toHaveBeenCalled();
+    stream.flush();
+    expect(posts).toHaveBeenCalledTimes(1);
+    expect([...((await m.next('data')).b as Uint8Array)]).toEqual([1, 2, 3, 4]);
+    // without flush(): still gathered once the microtasks ran, sent by the macrotask
+    await stream.write(new Uint8Array([5]));
+    for (let i = 0; i < 20; i++) await Promise.resolve();
+    expect(posts).toHaveBeenCalledTimes(1);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(posts).toHaveBeenCalledTimes(2);
+    expect([...((await m.next('data')).b as Uint8Array)]).toEqual([5]);
+    // nothing gathered: flush() sends nothing
+    stream.flush();
+    expect(posts).toHaveBeenCalledTimes(2);
+    posts.mockRestore();
+    stream.abort(new Error('done'));
     m.close();
   });
 

@@ -9,6 +9,8 @@
  *   push { dir, peer, name, ref }        push ref to the host
  *   fetch { dir, peer, name }            fetch from the host
  *   lsRefs { peer, name }                list the host's refs
+ *   fsCallsDone { path }                 whether nodeFs() here has written `path` by the time its
+ *                                        writeFile returns (synchronous calls: true)
  *   rawPushHalf { peer, name, ref, old, new, pack }  start a receive-pack session, send half the pack,
  *                                        post `{ event: 'stalled' }`, then wait for the host's answer
  *                                        (an error's code when the stream fails)
@@ -75,6 +77,13 @@ const commands: Record<string, Handler> = {
   },
   async lsRefs(args) {
     return remote(bus, args.peer as string, args.name as string).lsRefs();
+  },
+  async fsCallsDone(args) {
+    const path = args.path as string;
+    const writing = nodeFs().promises.writeFile(path, 'x');
+    const done = nodeFsModule.existsSync(path);
+    await writing;
+    return done;
   },
   async rawPushHalf(args) {
     const stream = await open(bus, args.peer as string, GIT_STREAM);

@@ -101,6 +101,10 @@ describe('gitport between worker threads', () => {
     expect(new TextDecoder().decode(locks.stdout)).toBe('');
   };
 
+  it('nodeFs() makes synchronous calls in a worker thread (no thread-pool round trip per call)', async () => {
+    expect(await clientA.call('fsCallsDone', { path: sandbox.path('written-at-once') })).toBe(true);
+  });
+
   it('clones, commits with isomorphic-git, pushes, and fetches back in another worker', async () => {
     const base = await sandbox.git(['rev-parse', 'main'], { cwd: bare });
     expect(await clientA.call('clone', { peer: 'host', name: 'demo', dir: sandbox.path('a') })).toBe(base);

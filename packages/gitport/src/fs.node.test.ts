@@ -1,0 +1,95 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { nodeFs } from './fs.node.js';
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'gitport-nodefs-'));
+});
+afterEach(() => rm(dir, { recursive: true, force: true }));
+
+const bytes = (text: string) => new TextEncoder().encode(text);
+
+describe('nodeFs', () => {
+  it('makes its calls through fs.promises on the main thread unless told (the event loop stays free)', async () => {
+    const path = join(dir, 'a');
+    for (const fs of [nodeFs(), nodeFs({ sync: false })]) {
+      const handle = (await fs.promises.open!(path, 'w')) as unknown as { fd: unknown; stat: unknown };
+      // a FileHandle of fs.promises: its descriptor and its own methods
+      expect(typeof handle.fd).toBe('number');
+      expect(typeof handle.stat).toBe('function');
+      await (handle as unknown as { close(): Promise<void> }).close();
+    }
+  });
+
+  it('with sync: true a call is done when it returns, behind the same promise API', async () => {
+    const fs = nodeFs({ sync: true }).promises;
+    const path = join(dir, 'file');
+    const written = fs.writeFile(path, 'one\n');
+    // done before the promise is awaited: no round trip to the thread pool
+    expect(readFileSync(path, 'utf8')).toBe('one\n');
+    await written;
+    expect(new TextDecoder().decode((await fs.readFile(path)) as Uint8Array)).toBe('one\n');
+    expect(await fs.readFile(path, 'utf8')).toBe('one\n');
+    const made = fs.mkdir(join(dir, 'a/b/c'), { recursive: true });
+    expect(existsSync(join(dir, 'a/b/c'))).toBe(true);
+    await made;
+    expect((await fs.stat(join(dir, 'a'))).isDirectory()).toBe(true);
+    expect((await fs.lstat(path)).size).toBe(4);
+    expect(await fs.readdir(dir)).toEqual(['a', 'file']);
+    const typed = await fs.readdirTypes!(dir);
+    expect(typed.map((e) => [e.name, e.isDirectory()]).sort()).toEqual([
+      ['a', true],
+      ['file', false],
+    ]);
+    await fs.rename!(path, join(dir, 'moved'));
+    expect(await fs.readdir(dir)).toEqual(['a', 'moved']);
+    await fs.unlink(join(dir, 'moved'));
+    await fs.rmdir(join(dir, 'a/b/c'));
+    expect(existsSync(join(dir, 'a/b/c'))).toBe(false);
+  });
+
+  it('with sync: true failures are rejections carrying the system error code, never throws', async () => {
+    const fs = nodeFs({ sync: true }).promises;
+    const missing = join(dir, 'missing');
+    // each call returns a promise even when the system call fails
+    const read = fs.readFile(missing);
+    await expect(read).rejects.toMatchObject({ code: 'ENOENT' });
+    await expect(fs.stat(missing)).rejects.toMatchObject({ code: 'ENOENT' });
+    await expect(fs.readdir(missing)).rejects.toMatchObject({ code: 'ENOENT' });
+    await expect(fs.unlink(missing)).rejects.toMatchObject({ code: 'ENOENT' });
+    await expect(fs.readRange!(missing, 0, 4)).rejects.toMatchObject({ code: 'ENOENT' });
+    await fs.writeFile(join(dir, 'lock'), '');
+    // exclusive create: what lock files rest on
+    await expect(fs.open!(join(dir, 'lock'), 'wx')).rejects.toMatchObject({ code: 'EEXIST' });
+    await expect(fs.mkdir(join(dir, 'lock'))).rejects.toMatchObject({ code: 'EEXIST' });
+  });
+
+  it('with sync: true file handles write in sequence and at positions, read at positions, and refuse use after close', async () => {
+    const fs = nodeFs({ sync: true }).promises;
+    const path = join(dir, 'pack');
+    const handle = await fs.open!(path, 'w+');
+    expect(await handle.write(bytes('abcdef'), 0, 6)).toEqual({ bytesWritten: 6 });
+    // an offset and length into the buffer
+    expect(await handle.write(bytes('xxghij'), 2, 3)).toEqual({ bytesWritten: 3 });
+    // a positional write (what a pack spool patches its header with)
+    await (handle.write as (b: Uint8Array, o: number, l: number, p: number) => Promise<unknown>)(bytes('AB'), 0, 2, 0);
+    await handle.write('-end');
+    const out = new Uint8Array(5);
+    expect(await handle.read!(out, 1, 4, 2)).toEqual({ bytesRead: 4 });
+    expect(new TextDecoder().decode(out.subarray(1))).toBe('cdef');
+    // past the end: what is there
+    expect(await handle.read!(out, 0, 5, 10)).toEqual({ bytesRead: 3 });
+    await handle.close();
+    expect(readFileSync(path, 'utf8')).toBe('ABcdefghi-end');
+    await expect(handle.write(bytes('late'))).rejects.toMatchObject({ code: 'EBADF' });
+    await expect(handle.read!(out, 0, 1, 0)).rejects.toMatchObject({ code: 'EBADF' });
+    // closing twice is harmless
+    await handle.close();
+    expect(new TextDecoder().decode(await fs.readRange!(path, 2, 4))).toBe('cdef');
+    expect(new TextDecoder().decode(await fs.readRange!(path, 9, 100))).toBe('-end');
+  });
+});
