@@ -647,6 +647,32 @@ describe('channels', () => {
   });
 });
 
+describe('batching', () => {
+  it('posts what a task sends in one message once its microtasks ran, or at once on flush()', async () => {
+    const a = bus({ id: 'a' });
+    const b = bus({ id: 'b' });
+    const { port1 } = await link(a, b);
+    const got: unknown[] = [];
+    b.on('n', (payload) => got.push(payload));
+    const posts = vi.spyOn(port1, 'postMessage');
+    a.send('b', 'n', 1);
+    a.send('b', 'n', 2);
+    expect(posts).not.toHaveBeenCalled();
+    a.flush();
+    expect(posts).toHaveBeenCalledTimes(1);
+    a.send('b', 'n', 3);
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(posts).toHaveBeenCalledTimes(2);
+    // nothing queued: nothing posted
+    a.flush();
+    expect(posts).toHaveBeenCalledTimes(2);
+    posts.mockRestore();
+    await b.request('a', 'nothing', null).catch(() => {});
+    await vi.waitFor(() => expect(got).toEqual([1, 2, 3]));
+  });
+});
+
 describe('lifecycle', () => {
   it('leaves no timer behind once requests settle, and refs none', async () => {
     const a = bus({ id: 'a' });

@@ -124,6 +124,11 @@ export interface Bus {
   disconnect(peer: string): void;
   /** Number of outgoing requests still pending. */
   readonly pendingRequests: number;
+  /**
+   * Posts what this task queued (sends, signals, answers) now instead of when the task's
+   * microtasks are done: before work that holds the thread, say.
+   */
+  flush(): void;
   close(): void;
 }
 
@@ -521,7 +526,7 @@ class BusImpl implements Bus {
 
   private sendBye(link: Link): void {
     this.enqueue(link, [BY, 0]);
-    this.flush(link);
+    this.post(link);
   }
 
   /** A direct link is gone: forget it and every peer reached through it. */
@@ -645,7 +650,7 @@ class BusImpl implements Bus {
     link.queuedBytes += size;
     if (now || link.queuedBytes >= BATCH_BYTES || link.queued >= BATCH_MESSAGES) {
       // Big batches cost more to clone than they save: post this one now.
-      this.flush(link);
+      this.post(link);
       return;
     }
     if (!link.scheduled) {
@@ -657,7 +662,8 @@ class BusImpl implements Bus {
     }
   }
 
-  flush(link: Link): void {
+  /** Posts what `link` holds (one envelope as it is, a batch as an array of them). */
+  private post(link: Link): void {
     link.scheduled = false;
     link.queuedBytes = 0;
     const queued = link.queued;
@@ -872,10 +878,14 @@ class BusImpl implements Bus {
     afterThisTask(this.tick);
   }
 
+  flush(): void {
+    this.flushScheduled();
+  }
+
   /** Posts what every scheduled link holds. */
   private flushScheduled(): void {
     const links = this.toFlush;
-    while (links.length > 0) this.flush(links.pop()!);
+    while (links.length > 0) this.post(links.pop()!);
   }
 
   /** The deferred work of a task: flush what was queued, and clear the request timer if idle. */

@@ -40,6 +40,8 @@ export interface TransportBus {
   send(peer: string, event: string, payload: unknown, options?: { transfer?: Transferable[] }): void;
   on(event: string, listener: (payload: unknown, meta: { from: string }) => void): () => void;
   onPeer(kind: 'lost', listener: (peer: string, reason?: unknown) => void): () => void;
+  /** Optional: posts what the bus gathered in this task now (DuplexStream.flush uses it). */
+  flush?(): void;
 }
 
 const multiplexers = new WeakMap<TransportBus, Multiplexer>();
@@ -51,6 +53,9 @@ function busLink(bus: TransportBus): FrameLink {
     },
     send(peer, frame, transfer) {
       bus.send(peer, FRAME_EVENT, frame, transfer.length > 0 ? { transfer } : undefined);
+    },
+    flush() {
+      bus.flush?.();
     },
     subscribe(onFrame, onLost) {
       const offFrame = bus.on(FRAME_EVENT, (payload, meta) => onFrame(meta.from, payload));

@@ -10,6 +10,8 @@ export interface FrameLink {
   readonly maxMessageSize: number;
   /** Sends one frame; throws when the channel refuses it. */
   send(peer: string, frame: Frame, transfer: Transferable[]): void;
+  /** Optional: posts at once what a channel that gathers its messages holds. */
+  flush?(): void;
   /** Delivers incoming frames (unchecked) and peer losses; returns the unsubscribe function. */
   subscribe(
     onFrame: (peer: string, frame: unknown) => void,

@@ -179,6 +179,7 @@ export class Multiplexer {
       this.#flushQueue.push(stream);
       this.#scheduleTick();
     },
+    flushLink: () => this.#link.flush?.(),
     finished: (stream) => {
       if (stream.slot !== undefined) stream.slot.open--;
       // An optimistic stream that is gone before its answer came: the open is no longer pending
@@ -643,6 +644,6 @@ export class Multiplexer {
     const queue = this.#flushQueue;
     if (queue.length === 0) return;
     this.#flushQueue = [];
-    for (let k = 0; k < queue.length; k++) queue[k]!.flush();
+    for (let k = 0; k < queue.length; k++) queue[k]!.sendQueued();
   };
 }

@@ -79,6 +79,8 @@ export interface StreamHost {
    */
   claim(buffer: ArrayBuffer): boolean;
   scheduleFlush(stream: Stream): void;
+  /** Posts at once what the link under the streams gathered (see DuplexStream.flush). */
+  flushLink(): void;
   finished(stream: Stream): void;
 }
 
@@ -601,8 +603,13 @@ export class Stream implements DuplexStream {
     this.#host.scheduleFlush(this);
   }
 
-  /** Sends what is buffered and queued (the multiplexer also calls it on its flush tick). */
   flush(): void {
+    this.sendQueued();
+    this.#host.flushLink();
+  }
+
+  /** Sends what is buffered and queued (the multiplexer calls it on its flush tick). */
+  sendQueued(): void {
     this.#flushScheduled = false;
     if (this.#writeError) return;
     try {
@@ -714,7 +721,7 @@ export class Stream implements DuplexStream {
   abort(reason?: unknown): void {
     if (this.#done) return;
     // What was written before goes out ahead of the abort, as if each write had been sent at once.
-    if (this.#writeError === undefined) this.flush();
+    if (this.#writeError === undefined) this.sendQueued();
     this.#sendControl({ t: 'abort', s: this.id, i: this.side, e: reasonToWire(reason) });
     const message = typeof reason === 'object' && reason !== null && 'message' in reason ? reason.message : reason;
     this.fail(
