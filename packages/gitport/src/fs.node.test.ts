@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { nodeFs } from './fs.node.js';
+import { initNodeRepository, nodeRepositories, openNodeRepository } from './node.js';
 
 let dir: string;
 beforeEach(async () => {
@@ -91,5 +92,28 @@ describe('nodeFs', () => {
     await handle.close();
     expect(new TextDecoder().decode(await fs.readRange!(path, 2, 4))).toBe('cdef');
     expect(new TextDecoder().decode(await fs.readRange!(path, 9, 100))).toBe('-end');
+  });
+
+  it('the Node repository shortcuts take the same choice', async () => {
+    const isSync = async (raw: { writeFile(path: string, data: string): Promise<unknown> }, name: string) => {
+      const writing = raw.writeFile(join(dir, name), 'x');
+      const done = existsSync(join(dir, name));
+      await writing;
+      return done;
+    };
+    const made = await initNodeRepository(join(dir, 'made.git'), { sync: true });
+    expect(await isSync(made.fs.raw, 'made')).toBe(true);
+    const opened = await openNodeRepository(join(dir, 'made.git'), { sync: true });
+    expect(await isSync(opened.fs.raw, 'opened')).toBe(true);
+    expect(await isSync(nodeRepositories(dir, { sync: true }).fs.raw, 'listed')).toBe(true);
+    // asynchronous: a FileHandle of fs.promises
+    const handle = (await (
+      await openNodeRepository(join(dir, 'made.git'))
+    ).fs.raw.open!(join(dir, 'h'), 'w')) as unknown as {
+      fd: unknown;
+      close(): Promise<void>;
+    };
+    expect(typeof handle.fd).toBe('number');
+    await handle.close();
   });
 });

@@ -15,17 +15,20 @@ import {
 export * from './index.js';
 export { type NodeFsOptions, nodeFs };
 
-/** Opens the repository at a Node path (a git directory, or a working tree holding `.git`). */
-export function openNodeRepository(path: string, options?: OpenOptions): Promise<GitRepository> {
-  return openRepository(nodeFs(), path, options);
+/**
+ * Opens the repository at a Node path (a git directory, or a working tree holding `.git`).
+ * `sync` as for nodeFs (default: synchronous calls in worker threads only).
+ */
+export function openNodeRepository(path: string, options: OpenOptions & NodeFsOptions = {}): Promise<GitRepository> {
+  return openRepository(nodeFs({ sync: options.sync }), path, options);
 }
 
-/** Creates a repository at a Node path (bare unless told). */
-export function initNodeRepository(path: string, options?: InitOptions): Promise<GitRepository> {
-  return initRepository(nodeFs(), path, options);
+/** Creates a repository at a Node path (bare unless told); `sync` as for nodeFs. */
+export function initNodeRepository(path: string, options: InitOptions & NodeFsOptions = {}): Promise<GitRepository> {
+  return initRepository(nodeFs({ sync: options.sync }), path, options);
 }
 
-/** Every bare repository `<root>/<name>.git` under a Node directory. */
-export function nodeRepositories(root: string, options?: OpenOptions): FsRepositoryRegistry {
-  return new FsRepositoryRegistry(nodeFs(), root, options);
+/** Every bare repository `<root>/<name>.git` under a Node directory; `sync` as for nodeFs. */
+export function nodeRepositories(root: string, options: OpenOptions & NodeFsOptions = {}): FsRepositoryRegistry {
+  return new FsRepositoryRegistry(nodeFs({ sync: options.sync }), root, options);
 }
