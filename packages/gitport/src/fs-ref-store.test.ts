@@ -1,4 +1,4 @@
-import { writeFile } from 'node:fs/promises';
+import { readdir, writeFile } from 'node:fs/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createGitSandbox, type GitSandbox } from '../../../tests/src/git.js';
 import { nodeFs } from './fs.node.js';
@@ -33,6 +33,10 @@ describe('FsRefStore on a repository real git writes and reads', () => {
     gitDir = sandbox.path('work', '.git');
   });
   afterEach(() => sandbox.cleanup());
+
+  /** The lock files under `dir`. */
+  const lockFiles = async (dir: string) =>
+    (await readdir(dir, { recursive: true })).filter((path) => path.endsWith('.lock'));
 
   /** A new bare repository that borrows the work repository's objects, and its ref store. */
   const emptyRepository = async (name: string) => {
@@ -80,6 +84,7 @@ describe('FsRefStore on a repository real git writes and reads', () => {
     // the loose refs only: never refs/heads or refs/tags (EISDIR), nor the invalid name
     expect(reads.filter((r) => r !== 'packed-refs')).toEqual(['refs/heads/loose']);
   });
+
   it('compare-and-swap updates that git agrees with, including deleting a packed ref', async () => {
     const refs = new FsRefStore(nodeFs(), gitDir);
     const results = await refs.update([
@@ -100,7 +105,7 @@ describe('FsRefStore on a repository real git writes and reads', () => {
     expect(missing.code).not.toBe(0);
     expect(await refs.list()).toEqual(await forEachRef());
     await sandbox.git(['fsck', '--full', '--strict'], { cwd });
-    expect((await sandbox.exec('sh', ['-c', `find ${gitDir} -name '*.lock'`])).stdout.byteLength).toBe(0);
+    expect(await lockFiles(gitDir)).toEqual([]);
   });
 
   it('atomic transactions apply all or nothing', async () => {
@@ -166,7 +171,7 @@ describe('FsRefStore on a repository real git writes and reads', () => {
     expect(await refs.read('refs/heads/other')).toEqual({ kind: 'missing' });
     expect(await new FsRefStore(nodeFs(), gitDir).initialize([{ name: 'refs/heads/x', oid: commits[0]! }])).toBe(false);
     await sandbox.git(['--git-dir', fresh, 'fsck', '--full', '--strict']);
-    expect((await sandbox.exec('sh', ['-c', `find ${fresh} -name '*.lock'`])).stdout.byteLength).toBe(0);
+    expect(await lockFiles(fresh)).toEqual([]);
   });
 
   it('prepareInitialize holds packed-refs.lock (git waits on it) and shows the refs only at commit; abort leaves nothing', async () => {
@@ -183,12 +188,13 @@ describe('FsRefStore on a repository real git writes and reads', () => {
     await dropped!.abort();
     await dropped!.abort();
     await expect(dropped!.commit()).rejects.toMatchObject({ code: 'REF_LOCKED' });
-    expect((await sandbox.exec('sh', ['-c', `find ${fresh} -name '*.lock'`])).stdout.byteLength).toBe(0);
+    expect(await lockFiles(fresh)).toEqual([]);
     expect(await forEachRefIn(fresh)).toBe('');
 
     const prepared = await refs.prepareInitialize(wanted);
     expect(prepared).toBeDefined();
     // claimed, not visible: git sees no refs, and its own packed-refs writers wait on the lock
+    expect(await lockFiles(fresh)).toEqual(['packed-refs.lock']);
     expect(await refs.list()).toEqual([]);
     expect(await forEachRefIn(fresh)).toBe('');
     await expect(sandbox.git(['--git-dir', fresh, 'pack-refs', '--all'])).rejects.toThrow(/packed-refs\.lock/);
@@ -199,7 +205,7 @@ describe('FsRefStore on a repository real git writes and reads', () => {
     expect(await refs.list()).toEqual([...wanted].sort((a, b) => (a.name < b.name ? -1 : 1)));
     // a store that holds refs is refused, and keeps no lock
     expect(await refs.prepareInitialize([{ name: 'refs/heads/other', oid: commits[0]! }])).toBeUndefined();
-    expect((await sandbox.exec('sh', ['-c', `find ${fresh} -name '*.lock'`])).stdout.byteLength).toBe(0);
+    expect(await lockFiles(fresh)).toEqual([]);
     await sandbox.git(['--git-dir', fresh, 'fsck', '--full', '--strict']);
 
     // a loose ref written while the claim is held (git update-ref takes no packed-refs.lock):
@@ -210,7 +216,7 @@ describe('FsRefStore on a repository real git writes and reads', () => {
     expect(await claim!.commit()).toBe(false);
     expect(await forEachRefIn(raced)).toBe('refs/heads/main');
     expect(await racedRefs.resolve('refs/heads/main')).toBe(commits[0]);
-    expect((await sandbox.exec('sh', ['-c', `find ${raced} -name '*.lock'`])).stdout.byteLength).toBe(0);
+    expect(await lockFiles(raced)).toEqual([]);
     await expect(claim!.commit()).rejects.toMatchObject({ code: 'REF_LOCKED' });
   });
 

@@ -28,7 +28,7 @@ import type {
   RefValue,
 } from '@gitport/protocol';
 import { GitportError } from './errors.js';
-import { errorCode, type FsLike, type FsPromisesLike, GitFs, joinPath } from './fs.js';
+import { errorCode, type FsLike, type FsPromisesLike, GitFs, joinPath, type ListedEntry } from './fs.js';
 
 /** The protocol package's RefStore (the interface the servers and clients work on). */
 export type RefStoreLike = RefStore;
@@ -176,7 +176,7 @@ export class FsRefStore implements RefStore {
   }
 
   async #walk(dir: string, prefix: string, into: Map<string, ObjectId>): Promise<void> {
-    const names: { name: string; kind: 'file' | 'dir' | 'unknown' }[] = [];
+    const names: ListedEntry[] = [];
     for (const entry of await this.fs.listEntries(this.#path(dir))) {
       const name = `${dir}/${entry.name}`;
       if (entry.name.endsWith('.lock') || entry.name.startsWith('.')) continue;
@@ -186,7 +186,7 @@ export class FsRefStore implements RefStore {
     // The entries of a directory are read several at a time (one call per ref). A directory is
     // walked: the listing says which entries are, or else the read finds out (EISDIR). The
     // listing is sorted afterwards, so arrival order does not matter.
-    const visit = async ({ name, kind }: { name: string; kind: 'file' | 'dir' | 'unknown' }) => {
+    const visit = async ({ name, kind }: ListedEntry) => {
       if (kind === 'dir') return this.#walk(name, prefix, into);
       if (kind === 'file' && !isValidRefName(name)) return;
       if (!isValidRefName(name)) {

@@ -34,6 +34,12 @@ export interface DirEntry {
   isDirectory(): boolean;
 }
 
+/** An entry of `GitFs.listEntries`: `unknown` where the file system does not say (or for a link). */
+export interface ListedEntry {
+  name: string;
+  kind: 'file' | 'dir' | 'unknown';
+}
+
 /** What `open()` returns: Node's FileHandle shape (write for locks, positional read for packs). */
 export interface FileHandleLike {
   write(data: Uint8Array | string, offset?: number, length?: number): Promise<unknown>;
@@ -220,7 +226,7 @@ export class GitFs {
    * A directory's entries with their kinds where the file system tells them (`readdirTypes`);
    * `unknown` otherwise, and for what is neither a file nor a directory (a symbolic link).
    */
-  async listEntries(dir: string): Promise<{ name: string; kind: 'file' | 'dir' | 'unknown' }[]> {
+  async listEntries(dir: string): Promise<ListedEntry[]> {
     if (!this.raw.readdirTypes) return (await this.list(dir)).map((name) => ({ name, kind: 'unknown' as const }));
     try {
       return (await this.raw.readdirTypes(dir)).map((e) => ({

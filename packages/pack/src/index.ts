@@ -10,6 +10,7 @@ export { type IndexEntry, PackIndex, readIdx, writeIdx } from './idx.js';
 export {
   assertObjectId,
   bytesToHex,
+  concatBytes,
   type GitObject,
   hashObject,
   hexToBytes,

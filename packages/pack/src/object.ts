@@ -94,7 +94,6 @@ for (let i = 0; i < 6; i++) {
   NIBBLE[65 + i] = 10 + i;
 }
 
-/** Decodes hex (both cases); a non-hex digit decodes as 0 (ids are validated before they get here). */
 /** The parts one after the other, always in one new array (`total`: their length, when known). */
 export function concatBytes(parts: readonly Uint8Array[], total = -1): Uint8Array {
   let length = total;
@@ -111,6 +110,7 @@ export function concatBytes(parts: readonly Uint8Array[], total = -1): Uint8Arra
   return out;
 }
 
+/** Decodes hex (both cases); a non-hex digit decodes as 0 (ids are validated before they get here). */
 export function hexToBytes(hex: string, out = new Uint8Array(hex.length >>> 1), offset = 0): Uint8Array {
   for (let i = 0, o = offset; i < hex.length; i += 2, o++) {
     out[o] = (NIBBLE[hex.charCodeAt(i) & 127]! << 4) | NIBBLE[hex.charCodeAt(i + 1) & 127]!;

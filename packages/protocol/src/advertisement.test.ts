@@ -146,11 +146,10 @@ describe('advertisement', () => {
 describe('collectRefs', () => {
   const a = 'a'.repeat(40);
   const b = 'b'.repeat(40);
-  const counting = countingRefs;
   const graph = () => new CommitGraph(new MemoryObjectStore());
 
   it('resolves a symbolic HEAD from the listing, and falls back to following it', async () => {
-    const listed = counting(new MemoryRefStore({ refs: { 'refs/heads/main': a, 'refs/heads/b': b } }));
+    const listed = countingRefs(new MemoryRefStore({ refs: { 'refs/heads/main': a, 'refs/heads/b': b } }));
     const got = await collectRefs(listed.refs, graph(), { peel: false });
     expect(got.refs).toEqual([
       { name: 'HEAD', oid: a, target: 'refs/heads/main' },
@@ -164,7 +163,7 @@ describe('collectRefs', () => {
     // HEAD -> a symbolic ref -> a branch: not in the listing, followed
     const nested = new MemoryRefStore({ refs: { 'refs/heads/main': a }, head: 'refs/heads/alias' });
     await nested.setSymbolic('refs/heads/alias', 'refs/heads/main');
-    const followed = counting(nested);
+    const followed = countingRefs(nested);
     const viaAlias = await collectRefs(followed.refs, graph(), { peel: false });
     expect(viaAlias.refs[0]).toEqual({ name: 'HEAD', oid: a, target: 'refs/heads/alias' });
     expect(followed.calls.resolve).toBe(1);
@@ -176,7 +175,7 @@ describe('collectRefs', () => {
   });
 
   it('takes a listing given instead of listing again (and with head: false reads no HEAD)', async () => {
-    const { refs, calls } = counting(new MemoryRefStore({ refs: { 'refs/heads/main': a } }));
+    const { refs, calls } = countingRefs(new MemoryRefStore({ refs: { 'refs/heads/main': a } }));
     const got = await collectRefs(refs, graph(), { head: false, listed: [{ name: 'refs/heads/old', oid: b }] });
     expect(got.refs).toEqual([{ name: 'refs/heads/old', oid: b }]);
     expect(calls).toEqual({ read: 0, resolve: 0, list: 0 });

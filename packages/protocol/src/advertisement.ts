@@ -21,7 +21,7 @@
  *   ref = PKT-LINE(obj-id-or-unborn SP refname *(SP ref-attribute) LF)
  *   ref-attribute = (symref | peeled);  symref = "symref-target:" symref-target;  peeled = "peeled:" obj-id
  */
-import type { ObjectId } from '@gitport/pack';
+import { concatBytes, type ObjectId } from '@gitport/pack';
 import {
   encodeText,
   FLUSH,
@@ -158,18 +158,6 @@ export function encodeTextLines(lines: readonly (string | null)[]): Uint8Array {
 
 const textEncoder = new TextEncoder();
 
-function concat(parts: Uint8Array[]): Uint8Array {
-  let size = 0;
-  for (const p of parts) size += p.length;
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
-
 /**
  * Encodes a v0 advertisement (ends with a flush). With `service`, prefixes the smart-HTTP
  * `# service=<service>` line and its flush.
@@ -206,7 +194,7 @@ export function encodeCapabilitiesV2(capabilities: Capabilities, options: { serv
   for (const c of capabilities.list)
     parts.push(encodeText(c.value === undefined ? `${c.name}\n` : `${c.name}=${c.value}\n`));
   parts.push(FLUSH);
-  return concat(parts);
+  return concatBytes(parts);
 }
 
 /** Encodes `ls-refs` output lines and the final flush. */

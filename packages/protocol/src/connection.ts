@@ -49,14 +49,4 @@ export function newReader(input: AsyncIterable<Uint8Array>, signal?: AbortSignal
   return signal ? new PacketReader(input, { signal }) : new PacketReader(input);
 }
 
-export function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
-  let size = 0;
-  for (const p of parts) size += p.length;
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
+export { concatBytes } from '@gitport/pack';

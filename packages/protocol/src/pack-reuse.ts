@@ -6,9 +6,8 @@
  * next request for the same wants and tags, with nothing to exclude, asks the store for that pack
  * directly instead of walking the history again: what git gets from a reachability bitmap on
  * disk (createPack's `onStoredPack` tells upload-pack which objects such a pack held). `findPack`
- * still checks that the pack is there and holds exactly those objects. A few
- * wants sets per store are kept (ids only), in a WeakMap: a store that goes away takes its
- * entries with it.
+ * still checks that the pack is there and holds exactly those objects. A few wants sets per store
+ * are kept (ids only), in a WeakMap: a store that goes away takes its entries with it.
  */
 import type { ObjectId, ObjectStore } from '@gitport/pack';
 

@@ -24,9 +24,10 @@
  * there (at most {@link OPTIMISTIC_CREDIT}, and no more than the window it learnt). The acceptor
  * gives every stream of a listener that listener's window, never more: it refuses (code
  * TRANSPORT_WINDOW_CHANGED: open again) an open whose `c` is above it (a listener replaced by one
- * with a smaller window). So an accept's `w` is at least `c`; it replaces `c` on the writer's side (what it sent
- * counts against it), and an opener given less aborts the stream with TRANSPORT_PROTOCOL. A
- * refused open drops that data (at most `c` bytes): frames for streams nobody has are ignored.
+ * with a smaller window). So an accept's `w` is at least `c`; it replaces `c` on the writer's
+ * side (what it sent counts against it), and an opener given less aborts the stream with
+ * TRANSPORT_PROTOCOL. A refused open drops that data (at most `c` bytes): frames for streams
+ * nobody has are ignored.
  * The acceptor need not answer such an open at once: its accept may wait for the next frame it
  * sends that peer (and goes ahead of it) or for its next macrotask, so the accept and a quick
  * answer share one message. It sends no accept for a stream the opener ended before (abort, or

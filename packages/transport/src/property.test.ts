@@ -4,17 +4,10 @@
  * once, and the reader never queues more than its window. fast-check prints the seed of a
  * failing case.
  */
-import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { DuplexStream } from './index.js';
-import { type PortLike, portLink } from './link.js';
-import { Multiplexer } from './multiplexer.js';
-
-/** A worker_threads port as the PortLike it is at run time (see `nodePort` in transport.test.ts). */
-function nodePort(port: MessagePort): PortLike {
-  return port as unknown as PortLike;
-}
+import { muxPair } from './test-mux.js';
 
 /** Where `got` departs from the bytes `writeAll` wrote with `tag` (-1: nowhere, same length). */
 function firstMismatch(got: Uint8Array, sizes: number[], tag: number): number {
@@ -65,9 +58,7 @@ describe('transport properties', () => {
         fc.array(fc.integer({ min: 0, max: 100_000 }), { maxLength: 20 }),
         fc.array(fc.integer({ min: 0, max: 2 }), { minLength: 1, maxLength: 5 }),
         async (openerWindow, listenerWindow, maxMessageSize, up, down, modes) => {
-          const channel = new MessageChannel();
-          const near = new Multiplexer(portLink(nodePort(channel.port1), { peer: 'far', maxMessageSize }));
-          const far = new Multiplexer(portLink(nodePort(channel.port2), { peer: 'near', maxMessageSize }));
+          const { near, far, close } = muxPair({ maxMessageSize });
           try {
             const farDone = new Promise<Uint8Array>((resolve, reject) => {
               far.listen(
@@ -97,10 +88,7 @@ describe('transport properties', () => {
             expect(near.stats.streams).toBe(0);
             expect(far.stats.streams).toBe(0);
           } finally {
-            near.close();
-            far.close();
-            channel.port1.close();
-            channel.port2.close();
+            close();
           }
         },
       ),

@@ -1,45 +1,19 @@
 import { getEventListeners } from 'node:events';
-import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import { MessageChannel } from 'node:worker_threads';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MAX_FRAME_CHUNKS, parseFrame } from './frames.js';
 import type { DuplexStream } from './index.js';
-import { type PortLike, portLink } from './link.js';
+import { portLink } from './link.js';
 import { Multiplexer } from './multiplexer.js';
 import { type ConformancePair, transportConformance } from './test-conformance.js';
 import { serveConformance, type TransportSide } from './test-conformance-service.js';
-
-/**
- * A worker_threads port as the PortLike it is at run time (portLink only transfers ArrayBuffers).
- * The types do not meet: PortLike.postMessage takes the DOM's Transferable, Node's its own, and
- * Node types the listener's argument as an Event without `data`.
- */
-function nodePort(port: MessagePort): PortLike {
-  return port as unknown as PortLike;
-}
+import { muxPair, nodePort } from './test-mux.js';
 
 const sideOf = (mux: Multiplexer): TransportSide => ({
   listen: (name, onStream, options) => mux.listen(name, onStream, options),
   open: (peer, name, options) => mux.open(peer, name, options),
   stats: () => mux.stats,
 });
-
-/** Two multiplexers over the two ports of one MessageChannel, in this thread; `close()` ends both. */
-function muxPair(options: { maxMessageSize?: number } = {}) {
-  const channel = new MessageChannel();
-  const near = new Multiplexer(portLink(nodePort(channel.port1), { peer: 'far', ...options }));
-  const far = new Multiplexer(portLink(nodePort(channel.port2), { peer: 'near', ...options }));
-  return {
-    near,
-    far,
-    channel,
-    close() {
-      near.close();
-      far.close();
-      channel.port1.close();
-      channel.port2.close();
-    },
-  };
-}
 
 /** A muxPair whose far side serves the conformance suite. */
 function rawPair(options: { maxMessageSize?: number } = {}): ConformancePair {
