@@ -192,15 +192,15 @@ async function fetchInto(
   if (tagMode === 'all') specs.push({ force: true, src: 'refs/tags/*', dst: 'refs/tags/*' });
   const prefixes = [...new Set([...specs.map(refspecPrefix), ...(tagMode === 'follow' ? ['refs/tags/'] : []), 'HEAD'])];
   const early = options.pipelineLsRefs && 'connection' in remote ? lsRefsRequest(agent, prefixes) : undefined;
-  // the request goes out now; a repository still to be created is created (and awaited) meanwhile
+  // the request goes out now; a repository at hand or being created is awaited meanwhile
   const opening = openSession(remote, 'git-upload-pack', { ...options, ...(early ? { first: early } : {}) });
-  let local: Repository;
+  // a new repository made by a function: made only once the fetch request is on its way (its
+  // file system may hold the thread while it writes the layout; meanwhile the remote prepares
+  // the pack); it has nothing to negotiate from, so nothing needs it before
+  const later = initial && typeof localIn === 'function' ? localIn : undefined;
+  let local: Repository | undefined;
   try {
-    if (typeof localIn === 'function') {
-      // the request leaves before the repository is made (its file system may hold the thread)
-      if ('connection' in remote) remote.connection.flush?.();
-      local = await localIn();
-    } else local = await localIn;
+    if (later === undefined) local = await (typeof localIn === 'function' ? localIn() : localIn);
   } catch (error) {
     opening.then(
       (s) => s.close().catch(() => {}),
@@ -211,12 +211,11 @@ async function fetchInto(
   const session = await opening;
   // the local tips the negotiation starts from, read while the remote lists its refs (a new
   // repository has none: a clone offers no haves, as git clone does)
-  const localTips = initial ? Promise.resolve([]) : localTipsOf(local);
+  const localTips = initial || local === undefined ? Promise.resolve([]) : localTipsOf(local);
   localTips.catch(() => {});
   let prepared: Promise<PreparedRefs | undefined> | undefined;
   try {
     const { refs, head } = await remoteRefs(session, agent, prefixes, early !== undefined);
-    const graph = new CommitGraph(local.objects);
     const selected: Want[] = [];
     for (const ref of refs) {
       for (const spec of specs) {
@@ -226,13 +225,22 @@ async function fetchInto(
         break;
       }
     }
-    // a new repository's refs are claimed now, while the pack comes, and appear once their
-    // objects are stored (the ref store's prepareInitialize); not with tags followed (a shallow
-    // clone), whose objects may not come
-    if (initial && tagMode !== 'follow' && options.updateRefs !== false && local.refs.prepareInitialize) {
-      prepared = local.refs.prepareInitialize(planRefs(selected, refs, tagMode));
-      prepared.catch(() => {});
-    }
+    // a new repository's refs are claimed as soon as it exists, while the pack comes, and
+    // appear once their objects are stored (the ref store's prepareInitialize); not with tags
+    // followed (a shallow clone), whose objects may not come
+    const prepare = (repository: Repository) => {
+      if (initial && tagMode !== 'follow' && options.updateRefs !== false && repository.refs.prepareInitialize) {
+        prepared = repository.refs.prepareInitialize(planRefs(selected, refs, tagMode));
+        prepared.catch(() => {});
+      }
+    };
+    const create = async (): Promise<Repository> => {
+      if ('connection' in remote) remote.connection.flush?.();
+      local = await (later as () => PromiseLike<Repository>)();
+      prepare(local);
+      return local;
+    };
+    if (local !== undefined) prepare(local);
     const deepening =
       options.depth !== undefined ||
       options.deepen !== undefined ||
@@ -240,12 +248,13 @@ async function fetchInto(
       (options.exclude?.length ?? 0) > 0;
     // which advertised objects we have, each asked once and all at once (the store's lookups
     // may each touch the disk); a clone asks for every tip, as git clone does
-    const present = initial
-      ? new Set<ObjectId>()
-      : await presentObjects(
-          local,
-          refs.filter((r) => r.name !== 'HEAD').map((r) => r.oid),
-        );
+    const present =
+      initial || local === undefined
+        ? new Set<ObjectId>()
+        : await presentObjects(
+            local,
+            refs.filter((r) => r.name !== 'HEAD').map((r) => r.oid),
+          );
     const wants: ObjectId[] = [];
     for (const w of selected) {
       if (wants.includes(w.ref.oid)) continue;
@@ -263,8 +272,10 @@ async function fetchInto(
       haves: 0,
       ...(head ? { head } : {}),
     };
+    // the local history (a new repository has none to negotiate from)
+    const graph = local && new CommitGraph(local.objects);
     if (wants.length > 0) {
-      const exchange = new FetchExchange(session, local, graph, refs, wants, shallow, options, agent, {
+      const exchange = new FetchExchange(session, local ?? create, graph, refs, wants, shallow, options, agent, {
         present,
         tips: await localTips,
       });
@@ -278,8 +289,11 @@ async function fetchInto(
     }
     result.shallow = [...shallow];
     throwIfAborted(signal);
+    // (a fetch that wanted nothing makes its new repository now)
+    const filled = local ?? (await create());
     if (options.updateRefs !== false) {
-      result.updates = await updateLocalRefs(local, graph, selected, refs, tagMode, initial, prepared);
+      const commits = graph ?? new CommitGraph(filled.objects);
+      result.updates = await updateLocalRefs(filled, commits, selected, refs, tagMode, initial, prepared);
     }
     return result;
   } catch (error) {
@@ -292,9 +306,10 @@ async function fetchInto(
 }
 
 /**
- * The repository a fetch fills: one at hand, one being created, or a function that creates it,
- * called once the first request is on its way (so a file system that blocks while it creates
- * the repository does not hold the request back).
+ * The repository a fetch fills: one at hand, one being created, or a function that creates it.
+ * A clone calls the function once its fetch request is on its way, so a file system that blocks
+ * while it writes the new repository holds back no request, and the remote prepares the pack
+ * meanwhile.
  */
 export type LocalRepository = Repository | PromiseLike<Repository> | (() => PromiseLike<Repository>);
 
@@ -473,7 +488,10 @@ class FetchExchange {
   readonly #commonSet = new Set<ObjectId>();
   /** Every have sent so far. */
   readonly #offered = new Set<ObjectId>();
-  readonly #negotiator: Negotiator;
+  /** None when there is nothing local to negotiate from (a new repository). */
+  readonly #negotiator: Negotiator | undefined;
+  /** The repository the pack goes into, once it exists (see `local`). */
+  #local: Repository | undefined;
   /** The shallow list we send (unchanged during the exchange). */
   readonly #shallow: Set<ObjectId>;
   /** The shallow list after the server's shallow/unshallow lines. */
@@ -482,8 +500,10 @@ class FetchExchange {
 
   constructor(
     readonly session: ServiceSession,
-    readonly local: Repository,
-    readonly graph: CommitGraph,
+    /** The repository, or the function that makes a new one once the last request is written. */
+    readonly local: Repository | (() => Promise<Repository>),
+    /** The local history the haves come from; none for a new repository (no haves). */
+    readonly graph: CommitGraph | undefined,
     readonly refs: readonly AdvertisedRef[],
     readonly wants: readonly ObjectId[],
     shallow: Set<ObjectId>,
@@ -493,7 +513,8 @@ class FetchExchange {
     readonly known: { present: ReadonlySet<ObjectId>; tips: readonly ObjectId[] },
   ) {
     this.#v2 = session.advertisement.version === 2;
-    this.#negotiator = new Negotiator(graph);
+    this.#negotiator = graph && new Negotiator(graph);
+    if (typeof local !== 'function') this.#local = local;
     this.#shallow = new Set(shallow);
     this.#shallowAfter = new Set(shallow);
     this.#deepening =
@@ -563,9 +584,9 @@ class FetchExchange {
     const { signal } = this.options;
     for (const ref of this.refs) {
       if (ref.name === 'HEAD') continue;
-      if (this.known.present.has(ref.oid)) await this.#negotiator.knownCommon(ref.oid);
+      if (this.known.present.has(ref.oid)) await this.#negotiator?.knownCommon(ref.oid);
     }
-    for (const tip of this.known.tips) await this.#negotiator.addTip(tip);
+    for (const tip of this.known.tips) await this.#negotiator?.addTip(tip);
 
     const stateless = this.session.stateless;
     const maxInVain = this.options.maxInVain ?? MAX_IN_VAIN;
@@ -588,7 +609,7 @@ class FetchExchange {
       throwIfAborted(signal);
       const batch: ObjectId[] = [];
       while (this.havesSent + batch.length < flushAt) {
-        const oid = await this.#negotiator.next();
+        const oid = await this.#negotiator?.next();
         if (!oid) break;
         batch.push(oid);
       }
@@ -627,12 +648,10 @@ class FetchExchange {
     }
     // the pack comes next: its temporary file is opened while the request goes out and the
     // answer comes back (given to importPack, which owns it from then; aborted if never given)
-    const objects = this.local.objects;
-    const early = {
-      spool: typeof objects.writePack === 'function' && objects.beginPack ? objects.beginPack() : undefined,
+    const early: { spool: Promise<PackSpool | undefined> | undefined; taken: boolean } = {
+      spool: this.#local && this.#beginPack(this.#local),
       taken: false,
     };
-    early.spool?.catch(() => {});
     try {
       return { ...(await this.#finish(reader, packFollows, pipelined, inFlight, early)), shallow: this.#shallowAfter };
     } catch (error) {
@@ -640,6 +659,13 @@ class FetchExchange {
       if (!early.taken) await early.spool?.then((s) => s?.abort()).catch(() => {});
       throw error;
     }
+  }
+
+  #beginPack(local: Repository): Promise<PackSpool | undefined> | undefined {
+    const objects = local.objects;
+    const spool = typeof objects.writePack === 'function' && objects.beginPack ? objects.beginPack() : undefined;
+    spool?.catch(() => {});
+    return spool;
   }
 
   /** The rounds still to go once negotiation is over (`done`), then the pack. */
@@ -666,7 +692,12 @@ class FetchExchange {
         reader = outcome.reader;
       }
     }
-    return this.#receivePack(reader as PacketReader, early);
+    if (this.#local === undefined) {
+      // the last request is written: the new repository is made while the answer comes
+      this.#local = await (this.local as () => Promise<Repository>)();
+      early.spool = this.#beginPack(this.#local);
+    }
+    return this.#receivePack(this.#local, reader as PacketReader, early);
   }
 
   /** Sends one round; reads its acknowledgments. */
@@ -743,7 +774,7 @@ class FetchExchange {
     if (this.#commonSet.has(oid)) return;
     this.#commonSet.add(oid);
     this.#common.push(oid);
-    await this.#negotiator.ack(oid);
+    await this.#negotiator?.ack(oid);
   }
 
   /** v0 acknowledgments of one round: ACK lines up to NAK (or the final ACK after done). */
@@ -799,6 +830,7 @@ class FetchExchange {
   }
 
   async #receivePack(
+    local: Repository,
     reader: PacketReader,
     early: { spool: Promise<PackSpool | undefined> | undefined; taken: boolean },
   ): Promise<{ pack: { hash: string; objects: number; bytes: number } }> {
@@ -831,7 +863,7 @@ class FetchExchange {
       }
     })();
     early.taken = true;
-    const imported = await importPack(this.local.objects, counted, {
+    const imported = await importPack(local.objects, counted, {
       fixThin: true,
       ...(early.spool ? { spool: early.spool } : {}),
       ...(this.options.limits ? { limits: this.options.limits } : {}),

@@ -278,7 +278,7 @@ describe('upload-pack', () => {
     await old;
   });
 
-  it('a repository given as a function is made once the first request is written and flushed', async () => {
+  it('a repository given as a function is made once the fetch request is written and flushed', async () => {
     const { repo } = await server();
     const [a, b] = connectionPair();
     const events: string[] = [];
@@ -295,8 +295,8 @@ describe('upload-pack', () => {
     await served;
     expect(result.version).toBe(2);
     expect(await local.refs.list()).toEqual(await repo.refs.list());
-    // ls-refs written and flushed, then the repository made, then the fetch
-    expect(events).toEqual(['write', 'flush', 'create', 'write']);
+    // ls-refs, then the fetch written and flushed, then the repository made
+    expect(events).toEqual(['write', 'write', 'flush', 'create']);
   });
 
   it('include-tag: an annotated tag pointing into the pack is packed with it', async () => {
