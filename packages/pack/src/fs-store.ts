@@ -101,6 +101,9 @@ let tmpCounter = 0;
 
 /** Pack page size for positional reads. */
 const PAGE = 256 * 1024;
+/** The pieces a stored pack goes out in, and how many spare buffers of that size a store keeps. */
+const STREAM_PIECE = 1 << 20;
+const MAX_STREAM_SPARES = 4;
 
 /** Size of the blocks a pack spool gathers appends in. */
 const SPOOL_BLOCK = 256 * 1024;
@@ -143,6 +146,8 @@ export class FsObjectStore implements ObjectStore {
   #cacheBytes = 0;
   readonly #cacheLimit: number;
   readonly #pages = new Map<string, Uint8Array>();
+  /** Buffers of borrowed stored-pack streams, kept for the next (see findPack). */
+  readonly #streamBuffers: Uint8Array[] = [];
   readonly #maxPages: number;
   /** Bytes of packs held whole (small packs, read in one go): at most half the page cache budget. */
   #wholeBytes = 0;
@@ -298,8 +303,8 @@ export class FsObjectStore implements ObjectStore {
     return page;
   }
 
-  async #readDirect(pack: LoadedPack, position: number, length: number): Promise<Uint8Array> {
-    const out = new Uint8Array(length);
+  async #readDirect(pack: LoadedPack, position: number, length: number, into?: Uint8Array): Promise<Uint8Array> {
+    const out = into && into.length >= length ? into.subarray(0, length) : new Uint8Array(length);
     let got = 0;
     while (got < length) {
       const r = await pack.handle!.read(out, got, length - got, position + got);
@@ -929,19 +934,32 @@ export class FsObjectStore implements ObjectStore {
     const store = this;
     return {
       ofsDeltas: pack.ofsDeltas,
-      async *stream(signal?: AbortSignal) {
-        const step = 1 << 20;
+      async *stream(signal?: AbortSignal, options?: { borrow?: boolean }) {
+        const step = STREAM_PIECE;
+        // borrowed pieces are read into two buffers in turn (the one the caller is done with),
+        // taken from the store's spares and given back after
+        const buffers = options?.borrow ? [store.#streamBuffers.pop(), store.#streamBuffers.pop()] : undefined;
+        let turn = 0;
+        const piece = (at: number) =>
+          store.#copyOut(pack, at, step, buffers && (buffers[turn++ & 1] ??= new Uint8Array(step)));
         // the next piece is read while this one goes out
-        let next: Promise<Uint8Array> | undefined = pack.size > 0 ? store.#copyOut(pack, 0, step) : undefined;
+        let next: Promise<Uint8Array> | undefined = pack.size > 0 ? piece(0) : undefined;
         try {
           for (let at = 0; next; at += step) {
             if (signal?.aborted) throw new PackError('PACK_ABORTED', 'aborted', { cause: signal.reason });
             const bytes = await next;
-            next = at + step < pack.size ? store.#copyOut(pack, at + step, step) : undefined;
+            next = at + step < pack.size ? piece(at + step) : undefined;
             yield bytes;
           }
         } finally {
-          next?.catch(() => undefined);
+          const reading = next?.catch(() => undefined);
+          if (buffers) {
+            // a read still going on writes into its buffer: given back once it is done
+            void Promise.resolve(reading).then(() => {
+              for (const b of buffers)
+                if (b && store.#streamBuffers.length < MAX_STREAM_SPARES) store.#streamBuffers.push(b);
+            });
+          }
         }
       },
     };
@@ -956,15 +974,20 @@ export class FsObjectStore implements ObjectStore {
     return false;
   }
 
-  /** A copy of up to `length` bytes of a pack at `position`, the caller's to keep. */
-  async #copyOut(pack: LoadedPack, position: number, length: number): Promise<Uint8Array> {
+  /**
+   * Up to `length` bytes of a pack at `position`: a copy, the caller's to keep, or with `into`
+   * (a borrowed piece) read into it, or a view of the pack when it is held whole.
+   */
+  async #copyOut(pack: LoadedPack, position: number, length: number, into?: Uint8Array): Promise<Uint8Array> {
     const n = Math.min(length, pack.size - position);
     if (!pack.bytes && !pack.handle && this.#fs.open) {
       pack.handle = await this.#fs.open(`${this.#objects}/pack/${pack.name}.pack`, 'r');
     }
-    // positional reads fill a new buffer; views of a pack held whole are copied
-    if (!pack.bytes && pack.handle) return this.#readDirect(pack, position, n);
-    return (await this.#readAt(pack, position, n)).slice();
+    // positional reads fill a new buffer (or the one given); views of a pack held whole are
+    // copied unless borrowed
+    if (!pack.bytes && pack.handle) return this.#readDirect(pack, position, n, into);
+    const view = await this.#readAt(pack, position, n);
+    return into ? view : view.slice();
   }
 
   /** Closes open pack files. */

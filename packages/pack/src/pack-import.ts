@@ -64,8 +64,12 @@ interface Slot {
   delta: Uint8Array | undefined;
 }
 
-/** With the pack on disk, objects stored whole are cached for delta resolution up to this size. */
-const SPOOL_CACHE_WHOLE_MAX = 256 * 1024;
+/**
+ * With the pack on disk, objects stored whole are cached for delta resolution up to this size.
+ * Larger ones are inflated into the reader's reused buffer (no new memory per object) and read
+ * back from the pack when a delta needs them, as git index-pack reads its bases back.
+ */
+const SPOOL_CACHE_WHOLE_MAX = 32 * 1024;
 
 class LruCache {
   readonly #map = new Map<number, Uint8Array>();
@@ -202,6 +206,8 @@ async function importWith(
     limits: options.limits,
     signal: options.signal,
     keepLarge: !keepPack,
+    // with the pack on disk, large whole objects are hashed and let go (see record)
+    ...(spool ? { lendAbove: SPOOL_CACHE_WHOLE_MAX } : {}),
     ...(options.streamThreshold !== undefined ? { streamThreshold: options.streamThreshold } : {}),
     ...(spool ? { onBytes: (b: Uint8Array) => spool.append(b) } : {}),
     ...(buffer ? { onBytes: (b: Uint8Array) => buffer.append(b) } : {}),
@@ -307,7 +313,8 @@ async function importWith(
     if (!keepPack) collected.push({ oid: s.oid, type: s.type!, data });
     if (byOid && !byOid.has(s.oid)) byOid.set(s.oid, index);
     // with the pack on disk, large objects stored whole are read back when a delta needs them
-    // (as git index-pack does); delta results (the likely next bases) and small objects are kept
+    // (as git index-pack does; their data is the reader's, lent until the next entry); delta
+    // results (the likely next bases) and small objects are kept
     if (held) held[index] = data;
     else if (!spool || s.base !== -1 || data.length <= SPOOL_CACHE_WHOLE_MAX) cache.set(index, data);
     return waiting.size > 0 && (waiting.has(index) || waiting.has(s.oid));

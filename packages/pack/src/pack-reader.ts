@@ -84,6 +84,12 @@ export interface PackReaderOptions {
   /** Keep the data of streamed whole objects (default true). */
   keepLarge?: boolean;
   /**
+   * Whole objects larger than this (and not streamed) are inflated into one buffer the reader
+   * reuses, not into new memory: such an entry's `data` is valid only until the next entry is
+   * read (copy it to keep it). Default: never.
+   */
+  lendAbove?: number;
+  /**
    * Receives every byte of the pack (trailer included) in order, as views valid during the call
    * only (the reader reuses its buffer): copy what you keep.
    */
@@ -101,6 +107,9 @@ export class PackReader {
   readonly #signal: AbortSignal | undefined;
   readonly #threshold: number;
   readonly #keepLarge: boolean;
+  readonly #lendAbove: number;
+  /** The buffer lent out for large whole objects (see `lendAbove`), grown as needed. */
+  #lent: Uint8Array | undefined;
   readonly #onBytes: ((bytes: Uint8Array) => void) | undefined;
   #buf: Uint8Array = new Uint8Array(0);
   /**
@@ -156,7 +165,19 @@ export class PackReader {
     this.#signal = options.signal;
     this.#threshold = options.streamThreshold ?? 8 * 2 ** 20;
     this.#keepLarge = options.keepLarge ?? true;
+    this.#lendAbove = options.lendAbove ?? Number.POSITIVE_INFINITY;
     this.#onBytes = options.onBytes;
+  }
+
+  /** Where a whole object of `size` bytes is inflated: the lent buffer, or new memory (undefined). */
+  #into(size: number): Uint8Array | undefined {
+    if (size <= this.#lendAbove) return undefined;
+    // one byte more than the data: inflate checks that nothing follows it
+    const lent = this.#lent;
+    if (lent === undefined || lent.length <= size) {
+      this.#lent = new Uint8Array(Math.max(size + 1, Math.min(2 * (lent?.length ?? 0), this.#threshold + 1)));
+    }
+    return this.#lent;
   }
 
   get count(): number {
@@ -438,7 +459,8 @@ export class PackReader {
     }
     // a stream that surely ends in the buffer goes through the one-shot inflate (Z_FINISH keeps
     // no sliding window); one that may go on past it is inflated so that it can be continued
-    const r = inflateOne(buf.subarray(p), size, false, end - p < size + (size >>> 3) + 64);
+    const into = type ? this.#into(size) : undefined;
+    const r = inflateOne(buf.subarray(p), size, false, end - p < size + (size >>> 3) + 64, into);
     const dataOffset = offset + (p - start);
     if (r.kind !== 'done') {
       if (!r.rest) return undefined;
@@ -568,7 +590,7 @@ export class PackReader {
     if (!type) throw new PackError('PACK_BAD_TYPE', `entry type ${code} is not valid`, { offset });
     const dataOffset = this.#offset;
     if (size <= this.#threshold) {
-      const data = (await this.#inflate(size, true, undefined))!;
+      const data = (await this.#inflate(size, true, undefined, this.#into(size)))!;
       const oid = hashObjectSync(type, data);
       return { kind: 'whole', offset, dataOffset, end: this.#offset, crc32: this.#crcNow(), type, size, oid, data };
     }
@@ -578,14 +600,22 @@ export class PackReader {
     return { kind: 'whole', offset, dataOffset, end: this.#offset, crc32: this.#crcNow(), type, size, oid, data };
   }
 
-  /** Inflates one zlib stream of `size` bytes; feeds `hasher`; returns the data when kept. */
-  async #inflate(size: number, keep: boolean, hasher: Sha1 | undefined): Promise<Uint8Array | undefined> {
+  /**
+   * Inflates one zlib stream of `size` bytes; feeds `hasher`; returns the data when kept (placed
+   * in `into` when given, up to the stream threshold).
+   */
+  async #inflate(
+    size: number,
+    keep: boolean,
+    hasher: Sha1 | undefined,
+    into?: Uint8Array,
+  ): Promise<Uint8Array | undefined> {
     this.addInflated(size);
     if (size <= this.#threshold) {
       // what is buffered first; a stream going on past it is fed the input that follows
       await this.#need(1, 'a zlib stream');
       const input = this.#buf.subarray(this.#pos);
-      const first = inflateOne(input, size, false, true);
+      const first = inflateOne(input, size, false, true, into);
       if (first.kind === 'done') {
         this.#consume(first.consumed);
         hasher?.update(first.data);
@@ -601,7 +631,7 @@ export class PackReader {
       for (;;) {
         await this.#fill(want);
         const input = this.#buf.subarray(this.#pos);
-        const r = inflateOne(input, size, this.#eof && this.#available < want);
+        const r = inflateOne(input, size, this.#eof && this.#available < want, false, into);
         if (r.kind === 'done') {
           this.#consume(r.consumed);
           hasher?.update(r.data);

@@ -54,6 +54,11 @@ export interface CreatePackOptions {
   cache?: CommitCache;
   /** Called with the pack's objects when a stored pack holding exactly them goes out as it is. */
   onStoredPack?: (oids: readonly ObjectId[]) => void;
+  /**
+   * The caller is done with each chunk before it asks for the next: a stored pack that goes out
+   * as it is may come in views of buffers the store reuses (see StoredPack.stream).
+   */
+  borrow?: boolean;
 }
 
 interface Item extends PackObject {
@@ -117,7 +122,7 @@ async function* packStream(store: ObjectStore, options: CreatePackOptions): Asyn
     const stored = await store.findPack(oids);
     if (stored && (stored.ofsDeltas ? options.ofsDelta !== false : true)) {
       options.onStoredPack?.(oids);
-      yield* stored.stream(options.signal);
+      yield* stored.stream(options.signal, { borrow: options.borrow === true });
       return;
     }
   }

@@ -8,14 +8,17 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { createDelta } from './delta.js';
 import { FsObjectStore, type FsPromises } from './fs-store.js';
-import { bytesToHex, hashObject } from './object.js';
-import { importPack } from './pack-import.js';
-import { PackReader } from './pack-reader.js';
+import { bytesToHex, hashObject, TYPE_CODES } from './object.js';
+import { encodeEntryHeader, encodeOfsOffset, importPack } from './pack-import.js';
+import { type PackEntry, PackReader } from './pack-reader.js';
 import { createPack, packObjects } from './pack-writer.js';
+import { sha1 } from './sha1.js';
 import { MemoryObjectStore, type ObjectStore } from './store.js';
 import { concat } from './test-bytes.js';
 import { serializeTree } from './tree.js';
+import { deflate } from './zlib.js';
 
 const enc = new TextEncoder();
 
@@ -317,6 +320,116 @@ describe('FsObjectStore pack spool once closed', () => {
     expect(await closedCode(() => spool.append(new Uint8Array(1)))).toBe('STORE_CLOSED');
     expect(await closedCode(() => spool.truncate(0))).toBe('STORE_CLOSED');
     expect(bytesToHex((await store.read(oid))!.data)).toBe(bytesToHex(enc.encode('committed spool')));
+    await store.close();
+  });
+});
+
+/**
+ * A pack of two large blobs `a` and `c` (whole), a small blob, then `a2` as an OFS delta on `a`:
+ * the delta comes after `c`, whose data takes the place of `a`'s in a reader's lent buffer.
+ */
+function displacedBasePack() {
+  const a = seededBlob(31, 48 * 1024);
+  const c = seededBlob(32, 40 * 1024);
+  const small = seededBlob(33, 300);
+  const a2 = a.slice();
+  a2.set(enc.encode('changed in the middle'), 20_000);
+  const entry = (type: keyof typeof TYPE_CODES, data: Uint8Array) =>
+    concat([encodeEntryHeader(TYPE_CODES[type], data.length), deflate(data)]);
+  const entries = [entry('blob', a), entry('blob', c), entry('blob', small)];
+  const deltaAt = 12 + entries.reduce((n, e) => n + e.length, 0);
+  const delta = createDelta(a, a2)!;
+  entries.push(concat([encodeEntryHeader(6, delta.length), encodeOfsOffset(deltaAt - 12), deflate(delta)]));
+  const header = new Uint8Array(12);
+  header.set(enc.encode('PACK'));
+  new DataView(header.buffer).setUint32(4, 2);
+  new DataView(header.buffer).setUint32(8, entries.length);
+  const body = concat([header, ...entries]);
+  return { pack: concat([body, sha1(body)]), a, c, small, a2 };
+}
+
+/** `bytes` in pieces of `step` bytes. */
+function pieces(bytes: Uint8Array, step: number): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  for (let at = 0; at < bytes.length; at += step) out.push(bytes.slice(at, at + step));
+  return out;
+}
+
+describe('PackReader lendAbove', () => {
+  it.each([
+    ['whole', 1 << 20],
+    ['in pieces that cut entries', 7000],
+  ])(
+    'large whole objects (read %s) are inflated into one reused buffer; small ones and deltas are not',
+    async (_how, step) => {
+      const { pack, a, c, small } = displacedBasePack();
+      const entries: { entry: PackEntry; copy: Uint8Array; buffer: ArrayBufferLike }[] = [];
+      for await (const e of new PackReader(pieces(pack, step), { lendAbove: 32 * 1024 }).entries()) {
+        entries.push({ entry: e, copy: e.data!.slice(), buffer: e.data!.buffer });
+      }
+      const [ea, ec, es, ed] = entries;
+      expect(ea!.entry.kind === 'whole' && ea!.entry.oid).toBe(await hashObject('blob', a));
+      expect(bytesToHex(ea!.copy)).toBe(bytesToHex(a));
+      expect(bytesToHex(ec!.copy)).toBe(bytesToHex(c));
+      expect(bytesToHex(es!.copy)).toBe(bytesToHex(small));
+      // the second large object went where the first was
+      expect(ec!.buffer).toBe(ea!.buffer);
+      expect(bytesToHex(ea!.entry.data!.subarray(0, 64))).toBe(bytesToHex(c.subarray(0, 64)));
+      expect(es!.buffer).not.toBe(ea!.buffer);
+      expect(ed!.entry.kind).toBe('ofs-delta');
+      expect(ed!.buffer).not.toBe(ea!.buffer);
+    },
+  );
+});
+
+describe('importPack with the pack on disk', () => {
+  it.each([1 << 20, 7000])(
+    'a delta on a large whole object whose data the reader reused since resolves from the pack (pieces of %i bytes)',
+    async (step) => {
+      const { pack, a, c, small, a2 } = displacedBasePack();
+      const store = await diskStore();
+      const result = await importPack(store, pieces(pack, step), { spool: store.beginPack() });
+      const expected = await Promise.all([a, c, small, a2].map((d) => hashObject('blob', d)));
+      expect(result.objects).toEqual(expected);
+      const fresh = new FsObjectStore(nodeFs, store.gitDir);
+      for (const [i, data] of [a, c, small, a2].entries()) {
+        expect(bytesToHex((await fresh.read(expected[i]!))!.data)).toBe(bytesToHex(data));
+      }
+    },
+  );
+});
+
+describe('FsObjectStore.findPack stream', () => {
+  it.each([
+    ['node:fs, positional reads', diskStore],
+    ['whole-file fs', async () => new FsObjectStore(memoryFs(), '/repo.git')],
+  ])('(%s) borrowed pieces are the pack in the store reused buffers; kept pieces are copies', async (_name, make) => {
+    const source = new MemoryObjectStore();
+    const oids: string[] = [];
+    for (let i = 0; i < 12; i++) oids.push(await source.write('blob', seededBlob(40 + i, 500_000)));
+    const store = await make();
+    await importPack(store, await collect(packObjects(source, oids)));
+    const stored = (await store.findPack(oids))!;
+    const read = async (borrow: boolean) => {
+      const copies: Uint8Array[] = [];
+      const buffers: ArrayBufferLike[] = [];
+      for await (const piece of stored.stream(undefined, { borrow })) {
+        copies.push(piece.slice());
+        buffers.push(piece.buffer);
+      }
+      return { bytes: concat(copies), buffers };
+    };
+    const kept = await read(false);
+    expect(kept.buffers.length).toBeGreaterThan(2);
+    expect(new Set(kept.buffers).size).toBe(kept.buffers.length);
+    const first = await read(true);
+    const second = await read(true);
+    expect(bytesToHex(first.bytes)).toBe(bytesToHex(kept.bytes));
+    expect(bytesToHex(second.bytes)).toBe(bytesToHex(kept.bytes));
+    expect(bytesToHex(sha1(kept.bytes.subarray(0, -20)))).toBe(bytesToHex(kept.bytes.subarray(-20)));
+    // two buffers in turn, the same again for the next stream
+    expect(new Set(first.buffers).size).toBeLessThanOrEqual(2);
+    expect(new Set([...first.buffers, ...second.buffers]).size).toBe(new Set(first.buffers).size);
     await store.close();
   });
 });

@@ -84,7 +84,11 @@ export interface PackSpool {
 export interface StoredPack {
   /** Whether the pack uses OFS_DELTA entries. */
   readonly ofsDeltas: boolean;
-  stream(signal?: AbortSignal): AsyncIterable<Uint8Array>;
+  /**
+   * The pack's bytes, in pieces the caller may keep; with `borrow` (a caller that is done with
+   * each piece before it asks for the next), pieces may be views of buffers the store reuses.
+   */
+  stream(signal?: AbortSignal, options?: { borrow?: boolean }): AsyncIterable<Uint8Array>;
 }
 
 /** Objects in a Map: ids are verified on write, data is copied in and shared out (do not modify). */

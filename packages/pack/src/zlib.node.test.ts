@@ -215,3 +215,36 @@ describe('a pack of large entries over any chunking', () => {
     );
   });
 });
+
+describe.each([
+  ['pako', webZlib],
+  ['node:zlib', nodeZlib],
+])('%s inflateOne into a given buffer', (_name, z) => {
+  it('inflates into it when it holds one byte more than the data, and checks the size as ever', () => {
+    const data = sample(50_000, 7, true);
+    const packed = nodeZlib.deflate(data);
+    const into = new Uint8Array(60_000);
+    const r = z.inflateOne(packed, data.length, true, false, into);
+    expect(r.kind === 'done' && r.data.buffer).toBe(into.buffer);
+    expect(r.kind === 'done' && bytesToHex(r.data)).toBe(bytesToHex(data));
+    // a buffer too short for the check byte is not used
+    const short = new Uint8Array(data.length);
+    const s = z.inflateOne(packed, data.length, true, false, short);
+    expect(s.kind === 'done' && s.data.buffer).not.toBe(short.buffer);
+    expect(s.kind === 'done' && bytesToHex(s.data)).toBe(bytesToHex(data));
+    // a stream longer or shorter than declared is refused, into the buffer or not
+    expect(() => z.inflateOne(packed, data.length - 1, true, false, into)).toThrow(
+      expect.objectContaining({ code: 'PACK_SIZE_MISMATCH' }),
+    );
+    expect(() => z.inflateOne(packed, data.length + 1, true, false, into)).toThrow(
+      expect.objectContaining({ code: 'PACK_SIZE_MISMATCH' }),
+    );
+    // a stream continued across pieces goes on in the same buffer
+    const first = z.inflateOne(packed.subarray(0, 20_000), data.length, false, true, into);
+    expect(first.kind).toBe('need-more');
+    const rest = first.kind === 'need-more' ? first.rest! : undefined;
+    const done = rest!.push(packed.subarray(20_000), true);
+    expect(done.kind === 'done' && done.data.buffer).toBe(into.buffer);
+    expect(done.kind === 'done' && bytesToHex(done.data)).toBe(bytesToHex(data));
+  });
+});

@@ -120,15 +120,28 @@ const probe = new Uint8Array(1);
 /**
  * Inflates the zlib stream at the start of `input` into `expectedSize` bytes. A stream cut short
  * by the end of `input` gives `need-more`, with the inflate so far as `rest` when `resumable`.
+ * The data may be placed in `into` (when it holds `expectedSize + 1` bytes) instead of new
+ * memory: then it is a view of `into`.
  */
-export function inflateOne(input: Uint8Array, expectedSize: number, final: boolean, resumable = false): InflateOutcome {
+export function inflateOne(
+  input: Uint8Array,
+  expectedSize: number,
+  final: boolean,
+  resumable = false,
+  into?: Uint8Array,
+): InflateOutcome {
   const ctx = nativeInflater();
   if (!ctx) return inflateOneSync(input, expectedSize, final);
   // small outputs get one byte more than declared (a longer stream fills it); a large one gets
   // exactly its size, and a stream that filled it must then have ended: the probe asks for one
   // byte more, which an oversized stream produces (and a short input reports as an error)
-  const exact = expectedSize > SLAB_SIZE / 8;
-  const out = exact ? allocateExact(expectedSize) : allocate(expectedSize + 1);
+  const lent = into !== undefined && into.length > expectedSize;
+  const exact = !lent && expectedSize > SLAB_SIZE / 8;
+  const out = lent
+    ? into.subarray(0, expectedSize + 1)
+    : exact
+      ? allocateExact(expectedSize)
+      : allocate(expectedSize + 1);
   if (resumable && !final) {
     const r = stepNative(ctx, input, out, 0, exact);
     if (!r.ended) {

@@ -81,11 +81,18 @@ function reusedInflater(): ZStream | undefined {
 /**
  * Inflates the zlib stream at the start of `input` into `expectedSize` bytes. A stream cut short
  * by the end of `input` gives `need-more`, with the inflate so far as `rest` when `resumable`
- * (entries up to 1 MiB).
+ * (entries up to 1 MiB). The data may be placed in `into` (when it holds `expectedSize + 1`
+ * bytes) instead of new memory: then it is a view of `into`.
  */
-export function inflateOne(input: Uint8Array, expectedSize: number, final: boolean, resumable = false): InflateOutcome {
+export function inflateOne(
+  input: Uint8Array,
+  expectedSize: number,
+  final: boolean,
+  resumable = false,
+  into?: Uint8Array,
+): InflateOutcome {
   if (expectedSize <= REUSED_MAX) {
-    const r = inflateReused(input, expectedSize, final, resumable);
+    const r = inflateReused(input, expectedSize, final, resumable, into);
     if (r) return r;
   }
   return inflateWithInflate(input, expectedSize, final);
@@ -100,11 +107,15 @@ function inflateReused(
   expectedSize: number,
   final: boolean,
   resumable: boolean,
+  into: Uint8Array | undefined,
 ): InflateOutcome | undefined {
   const strm = reusedInflater();
   if (!strm) return undefined;
   pakoInflate.inflateReset(strm);
-  const out = new Uint8Array(expectedSize + 1);
+  const out =
+    into !== undefined && into.length > expectedSize
+      ? into.subarray(0, expectedSize + 1)
+      : new Uint8Array(expectedSize + 1);
   bindStream(strm, input, out);
   const r = inflateStep(strm, input, expectedSize, final);
   if (r.kind === 'need-more' && resumable) {

@@ -30,6 +30,7 @@ export class PackReuseCache {
     key: string,
     ofsDelta: boolean,
     signal?: AbortSignal,
+    borrow = false,
   ): Promise<AsyncIterable<Uint8Array> | undefined> {
     const known = this.#known.get(store);
     const oids = known?.get(key);
@@ -39,7 +40,7 @@ export class PackReuseCache {
       known.delete(key);
       return undefined;
     }
-    return stored.stream(signal);
+    return stored.stream(signal, { borrow });
   }
 
   remember(store: ObjectStore, key: string, oids: readonly ObjectId[]): void {

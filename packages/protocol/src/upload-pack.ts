@@ -322,7 +322,12 @@ class UploadSession {
         : undefined;
     let reusedObjects: readonly ObjectId[] | undefined;
     try {
-      const reused = reuseKey ? await PACK_REUSE.stream(store, reuseKey, features.ofsDelta, this.signal) : undefined;
+      // side-band frames copy each chunk in before the next is asked for: a stored pack may come
+      // in buffers its store reuses
+      const borrow = muxer !== undefined;
+      const reused = reuseKey
+        ? await PACK_REUSE.stream(store, reuseKey, features.ofsDelta, this.signal, borrow)
+        : undefined;
       const pack =
         reused ??
         createPack(store, {
@@ -339,6 +344,7 @@ class UploadSession {
           ...(this.signal ? { signal: this.signal } : {}),
           ...(onProgress ? { onProgress } : {}),
           ...(reuseKey ? { onStoredPack: (oids: readonly ObjectId[]) => (reusedObjects = oids) } : {}),
+          borrow,
         });
       for await (const chunk of pack) {
         if (objectCount < 0 && chunk.length >= 12) {
