@@ -161,7 +161,7 @@ export function remote(bus: Bus, peer: string, name: string, remoteOptions: Remo
     },
     async clone(fs, dir, options = {}) {
       const { signal: _s, onProgress: _p, protocolV2: _v, bare = true, objects, ...rest } = options;
-      // the repository is created once the first request is on its way, while the host answers
+      // the repository is created once the fetch request is on its way, while the host prepares the pack
       let creating: Promise<GitRepository> | undefined;
       const create = () => {
         creating = initRepository(fs, dir, { bare, ...(objects ? { objects } : {}) });
