@@ -703,6 +703,34 @@ describe('lifecycle', () => {
     }
   });
 
+  it('arms no deadline timer for a request that could not be posted', async () => {
+    const a = bus({ id: 'a' });
+    const b = bus({ id: 'b' });
+    await link(a, b);
+    b.handle('echo', (p) => p);
+    const created: NodeJS.Timeout[] = [];
+    const original = globalThis.setTimeout;
+    const spy = vi.spyOn(globalThis, 'setTimeout').mockImplementation(((fn: () => void, ms?: number) => {
+      const timer = original(fn, ms);
+      created.push(timer);
+      return timer;
+    }) as typeof setTimeout);
+    try {
+      // A WeakMap passes the size walk but not structured clone: the post fails at once.
+      const failed = a.request('b', 'echo', { map: new WeakMap() });
+      expect(created).toHaveLength(0);
+      await expect(failed).rejects.toMatchObject({ code: 'BUS_DATA_CLONE' });
+      expect(a.pendingRequests).toBe(0);
+      // The next request still gets its deadline timer, cleared once it settles.
+      expect(await a.request('b', 'echo', 7)).toBe(7);
+      expect(created).toHaveLength(1);
+      await Promise.resolve();
+      expect((created[0] as unknown as { _destroyed: boolean })._destroyed).toBe(true);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
   it('posts a lone request at once, and requests made while others are pending together', async () => {
     const a = bus({ id: 'a' });
     const b = bus({ id: 'b' });
