@@ -674,11 +674,8 @@ describe('batching', () => {
 });
 
 describe('lifecycle', () => {
-  it('leaves no timer behind once requests settle, and refs none', async () => {
-    const a = bus({ id: 'a' });
-    const b = bus({ id: 'b' });
-    await link(a, b);
-    b.handle('echo', (p) => p);
+  /** Records every timer the bus makes (real ones, still running) until `spy.mockRestore()`. */
+  function recordTimers() {
     const created: NodeJS.Timeout[] = [];
     const original = globalThis.setTimeout;
     const spy = vi.spyOn(globalThis, 'setTimeout').mockImplementation(((fn: () => void, ms?: number) => {
@@ -686,6 +683,15 @@ describe('lifecycle', () => {
       created.push(timer);
       return timer;
     }) as typeof setTimeout);
+    return { created, spy };
+  }
+
+  it('leaves no timer behind once requests settle, and refs none', async () => {
+    const a = bus({ id: 'a' });
+    const b = bus({ id: 'b' });
+    await link(a, b);
+    b.handle('echo', (p) => p);
+    const { created, spy } = recordTimers();
     try {
       const inFlight = Promise.all(Array.from({ length: 10 }, (_, i) => a.request('b', 'echo', i)));
       expect(created.length).toBeGreaterThan(0); // one shared deadline timer, armed for the earliest request
@@ -708,13 +714,7 @@ describe('lifecycle', () => {
     const b = bus({ id: 'b' });
     await link(a, b);
     b.handle('echo', (p) => p);
-    const created: NodeJS.Timeout[] = [];
-    const original = globalThis.setTimeout;
-    const spy = vi.spyOn(globalThis, 'setTimeout').mockImplementation(((fn: () => void, ms?: number) => {
-      const timer = original(fn, ms);
-      created.push(timer);
-      return timer;
-    }) as typeof setTimeout);
+    const { created, spy } = recordTimers();
     try {
       // A WeakMap passes the size walk but not structured clone: the post fails at once.
       const failed = a.request('b', 'echo', { map: new WeakMap() });

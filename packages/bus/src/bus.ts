@@ -800,8 +800,7 @@ class BusImpl implements Bus {
     const promise = new Promise<T>(capture);
     const pending = new Pending(peer, captured.resolve!, captured.reject!, signal);
     captured.resolve = captured.reject = undefined;
-    const timed = timeout > 0 && timeout !== Number.POSITIVE_INFINITY;
-    if (timed) {
+    if (timeout > 0 && timeout !== Number.POSITIVE_INFINITY) {
       pending.deadline = performance.now() + timeout;
       pending.name = name;
     }
@@ -812,9 +811,9 @@ class BusImpl implements Bus {
     // Requests made while others are pending still go out together, one postMessage per tick.
     const lone = this.pending.size === 1 && !this.receiving && link.queued === 0;
     this.enqueue(link, this.envelope(link, peer, RQ, name, id, payload), options?.transfer, size, lone);
-    // The deadline timer is armed once the request is on its way (setting a timer costs a lot next to
-    // a round trip, and now overlaps it), and only if posting did not settle the request already.
-    if (timed && pending.deadline < this.timerAt && this.pending.get(id) === pending) this.armTimer(pending.deadline);
+    // The deadline timer is armed once the request is on its way, so that work overlaps the round
+    // trip, and only if posting did not settle the request already (an untimed one has no deadline).
+    if (pending.deadline < this.timerAt && this.pending.get(id) === pending) this.armTimer(pending.deadline);
     return promise;
   }
 
