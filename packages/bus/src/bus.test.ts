@@ -206,8 +206,7 @@ describe('trust', () => {
     const request = await b.raw.next((m) => m.k === 'rq');
     expect(request.e).toBe('question');
     expect(request.t).toBeUndefined(); // implied between direct neighbours
-    expect(typeof request.i).toBe('string');
-    expect((request.i as string).length).toBeGreaterThanOrEqual(12);
+    expect(Number.isSafeInteger(request.i)).toBe(true);
     // A third peer answers in its own name, then pretending to be b: both ignored.
     c.raw.send({ k: 'rs', t: 'a', i: request.i, p: 'from c' });
     c.raw.send({ k: 'rs', s: 'b', t: 'a', i: request.i, p: 'c as b' });
@@ -217,6 +216,20 @@ describe('trust', () => {
     await c.raw.next((m) => m.k === 'ho');
     b.raw.send({ k: 'rs', t: 'a', i: request.i, p: 'from b' });
     expect(await answer).toBe('from b');
+  });
+
+  it('gives requests random 53-bit ids, not a count', async () => {
+    const a = bus({ id: 'a' });
+    const b = await rawPeer(a, 'b');
+    await b.connected;
+    for (let n = 0; n < 64; n++) void a.request('b', 'question', n).catch(() => {});
+    const ids: number[] = [];
+    while (ids.length < 64) ids.push((await b.raw.next((m) => m.k === 'rq')).i as number);
+    expect(ids.every((id) => Number.isSafeInteger(id) && id >= 0)).toBe(true);
+    expect(new Set(ids).size).toBe(64);
+    // 53 random bits: ids above 2^52 come about half the time, and neighbours are not a step apart
+    expect(ids.filter((id) => id >= 2 ** 52).length).toBeGreaterThan(10);
+    expect(ids.slice(1).filter((id, i) => Math.abs(id - ids[i]!) <= 64).length).toBe(0);
   });
 
   it('drops events that claim another source, and replayed sequence numbers', async () => {

@@ -26,7 +26,7 @@
  *
  * Trust: an envelope is accepted from a link only if its source is the link's peer, or a peer the
  * link's hub announced. A response settles a request only if it comes from the peer the request went
- * to, with the request's unguessable id (96 random bits).
+ * to, with the request's unguessable id (53 random bits).
  */
 
 import { EmitterCore, type OnOptions } from './emitter.js';
@@ -36,7 +36,7 @@ import { originMatcher } from './origin.js';
 import { messageSize } from './size.js';
 import { BY, CH, CN, E, type Envelope, EV, H, HO, HP, I, K, P, PJ, PL, Q, RE, RQ, RS, S, T, TRANSFER } from './wire.js';
 
-export const PROTOCOL_VERSION = 2;
+export const PROTOCOL_VERSION = 3;
 const TAG = '$gitportBus';
 const MAX_ID_LENGTH = 256;
 const CHANNEL_BUFFER = 256;
@@ -179,32 +179,25 @@ function defaultOnError(error: unknown): void {
   else g.console?.error('[gitport/bus]', error);
 }
 
-// 96-bit random request ids: 16 base64url characters made from three 32-bit words of a pooled
-// buffer (crypto.getRandomValues is a global in browsers and Node >= 19), in one fromCharCode call.
-const pool = new Uint32Array(3 * 1024);
+// Request ids: 53 random bits (the most a number holds exactly), from a pooled buffer of
+// crypto.getRandomValues (a global in browsers and Node >= 19). A number clones and hashes for less
+// than a string of the same randomness, on both sides of every call.
+const pool = new Uint32Array(2 * 1024);
 let poolAt = pool.length;
-const ALPHABET = new Uint8Array(64);
-for (let i = 0; i < 64; i++) {
-  ALPHABET[i] = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'.charCodeAt(i);
-}
-function randomId(): string {
+function randomId(): number {
   if (poolAt === pool.length) {
     globalThis.crypto.getRandomValues(pool);
     poolAt = 0;
   }
-  const a = pool[poolAt]!;
-  const b = pool[poolAt + 1]!;
-  const c = pool[poolAt + 2]!;
-  poolAt += 3;
-  const x = ALPHABET;
-  // 5 x 6 bits of each word, then its top 2 bits of all three together: 96 bits
-  // biome-ignore format: one character per argument, by word
-  return String.fromCharCode(
-    x[a & 63]!, x[(a >>> 6) & 63]!, x[(a >>> 12) & 63]!, x[(a >>> 18) & 63]!, x[(a >>> 24) & 63]!,
-    x[b & 63]!, x[(b >>> 6) & 63]!, x[(b >>> 12) & 63]!, x[(b >>> 18) & 63]!, x[(b >>> 24) & 63]!,
-    x[c & 63]!, x[(c >>> 6) & 63]!, x[(c >>> 12) & 63]!, x[(c >>> 18) & 63]!, x[(c >>> 24) & 63]!,
-    x[(a >>> 30) | ((b >>> 30) << 2) | ((c >>> 30) << 4)]!,
-  );
+  const high = pool[poolAt]! & 0x1fffff;
+  const low = pool[poolAt + 1]!;
+  poolAt += 2;
+  return high * 0x1_0000_0000 + low;
+}
+
+/** A request id as received: the requester's opaque token, echoed back as it came. */
+function validId(id: unknown): id is RequestId {
+  return typeof id === 'number' ? Number.isSafeInteger(id) : typeof id === 'string' && id.length <= 64;
 }
 
 class Link {
@@ -239,6 +232,9 @@ function capture(resolve: (value: never) => void, reject: (error: unknown) => vo
   captured.resolve = resolve;
   captured.reject = reject;
 }
+
+/** A request id: ours are numbers (see randomId); a peer's may be a short string too. */
+type RequestId = number | string;
 
 class Pending {
   /** performance.now() deadline, or Infinity. */
@@ -299,7 +295,7 @@ class BusImpl implements Bus {
   private readonly connectedListeners = new Set<(peer: string, reason?: BusError) => void>();
   private readonly lostListeners = new Set<(peer: string, reason?: BusError) => void>();
   private readonly handlers: Record<string, Handler> = Object.create(null);
-  private readonly pending = new Map<string, Pending>();
+  private readonly pending = new Map<number, Pending>();
   private readonly incoming = new Map<string, IncomingRequest>();
   private readonly channels = new Map<string, Set<AnyMessageListener>>();
   private readonly channelBuffers = new Map<string, unknown[]>();
@@ -703,10 +699,10 @@ class BusImpl implements Bus {
   private undeliverable(link: Link, envelope: Envelope, cause: unknown): void {
     const kind = envelope[K] as number;
     const error = new BusError('BUS_DATA_CLONE', `cannot post a kind ${kind} message to ${link.peer}`, { cause });
-    const id = envelope[I] as string;
+    const id = envelope[I] as RequestId;
     if (kind === RQ) {
-      const pending = this.pending.get(id);
-      if (pending !== undefined) this.settle(id, pending, false, error);
+      const pending = this.pending.get(id as number);
+      if (pending !== undefined) this.settle(id as number, pending, false, error);
     } else if (kind === RS) {
       const to = (envelope[T] as string | undefined) ?? link.peer;
       this.enqueue(link, this.envelope(link, to, RE, undefined, id, errorToWire(error)));
@@ -817,7 +813,7 @@ class BusImpl implements Bus {
     return promise;
   }
 
-  private watch(id: string, pending: Pending, signal: AbortSignal): void {
+  private watch(id: number, pending: Pending, signal: AbortSignal): void {
     pending.onAbort = () => {
       if (this.pending.get(id) !== pending) return;
       this.settle(id, pending, false, new BusError('BUS_ABORTED', 'request aborted', { cause: signal.reason }));
@@ -855,12 +851,12 @@ class BusImpl implements Bus {
     if (next !== Number.POSITIVE_INFINITY && this.pending.size > 0) this.armTimer(next);
   }
 
-  private cancelRemote(peer: string, id: string): void {
+  private cancelRemote(peer: string, id: number): void {
     const link = this.routes.get(peer);
     if (link !== undefined) this.enqueue(link, this.envelope(link, peer, CN, undefined, id, undefined));
   }
 
-  private settle(id: string, pending: Pending, ok: boolean, value: unknown): void {
+  private settle(id: number, pending: Pending, ok: boolean, value: unknown): void {
     this.pending.delete(id);
     if (pending.onAbort !== undefined) pending.signal!.removeEventListener('abort', pending.onAbort);
     if (ok) pending.resolve(value as never);
@@ -906,7 +902,7 @@ class BusImpl implements Bus {
 
   private onRequest(link: Link, from: string, envelope: Envelope): void {
     const id = envelope[I];
-    if (typeof id !== 'string' || id.length > 64) return;
+    if (!validId(id)) return;
     const name = envelope[E];
     const fn = typeof name === 'string' && Object.hasOwn(this.handlers, name) ? this.handlers[name] : undefined;
     if (typeof fn !== 'function') {
@@ -954,7 +950,7 @@ class BusImpl implements Bus {
     }
   }
 
-  private respond(to: string, id: string, result: unknown, link = this.routes.get(to)): void {
+  private respond(to: string, id: RequestId, result: unknown, link = this.routes.get(to)): void {
     if (link === undefined || link.dead) return;
     let value = result;
     let transfer: Transferable[] | undefined;
@@ -972,7 +968,7 @@ class BusImpl implements Bus {
     this.enqueue(link, this.envelope(link, to, RS, undefined, id, value), transfer, size);
   }
 
-  private respondError(link: Link, to: string, id: string, error: unknown): void {
+  private respondError(link: Link, to: string, id: RequestId, error: unknown): void {
     let wire: WireError;
     try {
       wire = errorToWire(error);
@@ -1078,7 +1074,7 @@ class BusImpl implements Bus {
       case RS:
       case RE: {
         const id = envelope[I];
-        if (typeof id !== 'string') return;
+        if (typeof id !== 'number') return; // ours are numbers
         const pending = this.pending.get(id);
         if (pending === undefined || pending.peer !== from) return; // not ours, or not from whom we asked
         if (envelope[K] === RE) {
