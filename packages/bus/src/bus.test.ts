@@ -769,6 +769,44 @@ describe('lifecycle', () => {
     expect(await Promise.all([lone, ...more])).toEqual([1, 2, 3]);
   });
 
+  it('a request that cannot be posted at all loses the peer, and rejects with the reason', async () => {
+    const a = bus({ id: 'a' });
+    /** A link from a to a new peer whose endpoint on a's side can be made to fail like a closed one. */
+    const breakable = async (id: string) => {
+      const other = bus({ id });
+      other.handle('echo', (p) => p);
+      const { port1, port2 } = channel();
+      const inner = nodeEndpoint(port1);
+      let broken = false;
+      const endpoint: Endpoint = {
+        ...inner,
+        postMessage: (message, transfer) => {
+          if (broken) throw new DOMException('the channel is closed', 'InvalidStateError');
+          inner.postMessage(message, transfer);
+        },
+      };
+      await Promise.all([a.connect(endpoint), other.connect(nodeEndpoint(port2))]);
+      expect(await a.request(id, 'echo', 1)).toBe(1);
+      const lost = new Promise((resolve) => a.onPeer('lost', (peer, reason) => peer === id && resolve(reason?.code)));
+      return { lost, fail: () => (broken = true) };
+    };
+    // alone: posted at once
+    const b = await breakable('b');
+    b.fail();
+    expect(await codeOf(a.request('b', 'echo', 2))).toBe('BUS_PEER_LOST');
+    expect(await b.lost).toBe('BUS_PEER_LOST');
+    expect(a.pendingRequests).toBe(0);
+    expect(await codeOf(a.request('b', 'echo', 3))).toBe('BUS_UNKNOWN_PEER');
+    // made while another is pending: queued, posted at the next tick, and both reject
+    const c = await breakable('c');
+    const first = a.request('c', 'echo', 2);
+    c.fail();
+    const second = a.request('c', 'echo', 3);
+    expect([await codeOf(first), await codeOf(second)]).toEqual(['BUS_PEER_LOST', 'BUS_PEER_LOST']);
+    expect(await c.lost).toBe('BUS_PEER_LOST');
+    expect(a.pendingRequests).toBe(0);
+  });
+
   it('a closed bus says goodbye: the peer loses it at once', async () => {
     const a = bus({ id: 'a' });
     const b = bus({ id: 'b' });

@@ -627,11 +627,8 @@ class BusImpl implements Bus {
     return link.peer === target ? [k, 0, e, i, p] : [k, 0, e, i, p, this.id, target, this.maxHops];
   }
 
-  /**
-   * Queues an envelope on a link; everything queued in one microtask goes out in one postMessage.
-   * `now` posts what the link holds at once instead of at the next tick.
-   */
-  private enqueue(link: Link, envelope: Envelope, transfer?: Transferable[], size = 0, now = false): void {
+  /** Queues an envelope on a link; everything queued in one microtask goes out in one postMessage. */
+  private enqueue(link: Link, envelope: Envelope, transfer?: Transferable[], size = 0): void {
     if (link.dead) return;
     envelope[Q] = ++link.seqOut;
     const queued = link.queued++;
@@ -644,7 +641,7 @@ class BusImpl implements Bus {
       else for (const t of transfer) link.transfers.push(t);
     }
     link.queuedBytes += size;
-    if (now || link.queuedBytes >= BATCH_BYTES || link.queued >= BATCH_MESSAGES) {
+    if (link.queuedBytes >= BATCH_BYTES || link.queued >= BATCH_MESSAGES) {
       // Big batches cost more to clone than they save: post this one now.
       this.post(link);
       return;
@@ -672,14 +669,8 @@ class BusImpl implements Bus {
     link.queue = null;
     link.transfers = null;
     try {
-      if (transfers === null) link.endpoint.postMessage(frame);
-      else link.endpoint.postMessage(frame, transfers);
+      this.postOn(link, frame, transfers);
     } catch (error) {
-      if ((error as { name?: unknown } | null)?.name !== 'DataCloneError') {
-        // The endpoint itself is unusable (closed port or channel): the peer is gone.
-        this.lose(link, new BusError('BUS_PEER_LOST', `cannot post to ${JSON.stringify(link.peer)}`, { cause: error }));
-        return;
-      }
       if (queued === 1) this.undeliverable(link, frame, error);
       else {
         // One bad envelope must not sink the batch: post them one by one.
@@ -693,6 +684,24 @@ class BusImpl implements Bus {
           }
         }
       }
+    }
+  }
+
+  /**
+   * Posts `frame` on `link`. An endpoint that cannot post at all (a closed port or channel) means the
+   * peer is gone: the link is lost, and the reason returned. A DataCloneError is thrown to the caller,
+   * which knows what the frame held.
+   */
+  private postOn(link: Link, frame: unknown, transfers: Transferable[] | null | undefined): BusError | undefined {
+    try {
+      if (transfers == null || transfers.length === 0) link.endpoint.postMessage(frame);
+      else link.endpoint.postMessage(frame, transfers);
+      return undefined;
+    } catch (error) {
+      if ((error as { name?: unknown } | null)?.name === 'DataCloneError') throw error;
+      const lost = new BusError('BUS_PEER_LOST', `cannot post to ${JSON.stringify(link.peer)}`, { cause: error });
+      this.lose(link, lost);
+      return lost;
     }
   }
 
@@ -792,6 +801,23 @@ class BusImpl implements Bus {
     const id = randomId();
     const signal = options?.signal;
     const timeout = options?.timeout ?? this.requestTimeout;
+    const envelope = this.envelope(link, peer, RQ, name, id, payload);
+    // The only request in flight, made outside a received frame with nothing else queued on its link
+    // (one call at a time), is posted at once, before its bookkeeping, so the round trip starts
+    // first and the rest overlaps it. Requests made while others are pending go out together, one
+    // postMessage per tick.
+    const lone = this.pending.size === 0 && !this.receiving && link.queued === 0;
+    if (lone) {
+      envelope[Q] = ++link.seqOut;
+      try {
+        const lost = this.postOn(link, envelope, options?.transfer);
+        if (lost !== undefined) return Promise.reject(lost);
+      } catch (error) {
+        return Promise.reject(
+          new BusError('BUS_DATA_CLONE', `cannot post a request to ${link.peer}`, { cause: error }),
+        );
+      }
+    }
     // The shared executor hands out the resolving functions: no closure made per request.
     const promise = new Promise<T>(capture);
     const pending = new Pending(peer, captured.resolve!, captured.reject!, signal);
@@ -802,13 +828,9 @@ class BusImpl implements Bus {
     }
     if (signal !== undefined) this.watch(id, pending, signal);
     this.pending.set(id, pending);
-    // The only request in flight, made outside a received frame with nothing else queued on its link
-    // (one call at a time): posted now rather than at the next tick, so the round trip starts at once.
-    // Requests made while others are pending still go out together, one postMessage per tick.
-    const lone = this.pending.size === 1 && !this.receiving && link.queued === 0;
-    this.enqueue(link, this.envelope(link, peer, RQ, name, id, payload), options?.transfer, size, lone);
-    // The deadline timer is armed once the request is on its way, so that work overlaps the round
-    // trip, and only if posting did not settle the request already (an untimed one has no deadline).
+    if (!lone) this.enqueue(link, envelope, options?.transfer, size);
+    // The deadline timer is armed once the request is on its way, and only if posting did not settle
+    // it already (an untimed request has no deadline).
     if (pending.deadline < this.timerAt && this.pending.get(id) === pending) this.armTimer(pending.deadline);
     return promise;
   }
