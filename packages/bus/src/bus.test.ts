@@ -3,11 +3,13 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   type Bus,
+  BusError,
   type BusMessageEvent,
   type BusOptions,
   createBus,
   createHub,
   type Endpoint,
+  type MessageListener,
   PROTOCOL_VERSION,
 } from './index.js';
 import { nodeEndpoint } from './node.js';
@@ -767,6 +769,36 @@ describe('lifecycle', () => {
     await Promise.resolve();
     expect(frames.map((f) => envelopesOf(f).map((e) => fromWire(e).k))).toEqual([['rq'], ['rq', 'rq']]);
     expect(await Promise.all([lone, ...more])).toEqual([1, 2, 3]);
+  });
+
+  it('settles a request whose answer comes back while it is being posted (an endpoint that delivers at once)', async () => {
+    /** Two endpoints that, once connected, hand each message to the other side inside postMessage. */
+    const listeners: [MessageListener[], MessageListener[]] = [[], []];
+    let atOnce = false;
+    const side = (me: 0 | 1): Endpoint => ({
+      postMessage: (message) => {
+        const data = structuredClone(message);
+        const deliver = () => {
+          for (const listener of [...listeners[1 - me]!]) listener({ data });
+        };
+        if (atOnce) deliver();
+        else queueMicrotask(deliver);
+      },
+      addEventListener: (_type, listener) => void listeners[me].push(listener),
+      removeEventListener: (_type, listener) => void listeners[me].splice(listeners[me].indexOf(listener), 1),
+    });
+    const a = bus({ id: 'a' });
+    const b = bus({ id: 'b' });
+    b.handle('echo', (p) => p);
+    b.handle('fail', () => {
+      throw new BusError('E_FAIL', 'no');
+    });
+    await Promise.all([a.connect(side(0)), b.connect(side(1))]);
+    atOnce = true;
+    expect(await a.request('b', 'echo', 1, { timeout: 1000 })).toBe(1);
+    expect(await codeOf(a.request('b', 'fail', null, { timeout: 1000 }))).toBe('E_FAIL');
+    expect(await Promise.all([a.request('b', 'echo', 2), a.request('b', 'echo', 3)])).toEqual([2, 3]);
+    expect(a.pendingRequests).toBe(0);
   });
 
   it('a request that cannot be posted at all loses the peer, and rejects with the reason', async () => {

@@ -310,6 +310,10 @@ class BusImpl implements Bus {
   private dropTimer: ReturnType<typeof setTimeout> | undefined;
   /** Whether the idle timer check is due at the next tick (see settle). */
   private idleCheck = false;
+  /** The lone request being posted (NaN, equal to no id: none), and its answer if the endpoint delivered one meanwhile. */
+  private postingId = Number.NaN;
+  private postingPeer = '';
+  private postingAnswer: Envelope | undefined;
   /** Links with envelopes waiting: flushed once the frame being received is done, else at the next tick. */
   private readonly toFlush: Link[] = [];
   /** True while a received frame is dispatched. */
@@ -807,8 +811,11 @@ class BusImpl implements Bus {
     // first and the rest overlaps it. Requests made while others are pending go out together, one
     // postMessage per tick.
     const lone = this.pending.size === 0 && !this.receiving && link.queued === 0;
+    let early: Envelope | undefined;
     if (lone) {
       envelope[Q] = ++link.seqOut;
+      this.postingId = id;
+      this.postingPeer = peer;
       try {
         const lost = this.postOn(link, envelope, options?.transfer);
         if (lost !== undefined) return Promise.reject(lost);
@@ -816,6 +823,10 @@ class BusImpl implements Bus {
         return Promise.reject(
           new BusError('BUS_DATA_CLONE', `cannot post a request to ${link.peer}`, { cause: error }),
         );
+      } finally {
+        this.postingId = Number.NaN;
+        early = this.postingAnswer;
+        this.postingAnswer = undefined;
       }
     }
     // The shared executor hands out the resolving functions: no closure made per request.
@@ -829,10 +840,25 @@ class BusImpl implements Bus {
     if (signal !== undefined) this.watch(id, pending, signal);
     this.pending.set(id, pending);
     if (!lone) this.enqueue(link, envelope, options?.transfer, size);
+    else if (early !== undefined) {
+      this.answer(id, pending, early);
+      return promise;
+    }
     // The deadline timer is armed once the request is on its way, and only if posting did not settle
     // it already (an untimed request has no deadline).
     if (pending.deadline < this.timerAt && this.pending.get(id) === pending) this.armTimer(pending.deadline);
     return promise;
+  }
+
+  /** Settles a pending request with a response or error response from its peer. */
+  private answer(id: number, pending: Pending, envelope: Envelope): void {
+    if (envelope[K] === RE) {
+      this.settle(id, pending, false, errorFromWire(envelope[P]));
+    } else if (messageSize(envelope[P], this.maxMessageSize) > this.maxMessageSize) {
+      this.settle(id, pending, false, new BusError('BUS_MESSAGE_TOO_LARGE', 'the response was dropped: too large'));
+    } else {
+      this.settle(id, pending, true, envelope[P]);
+    }
   }
 
   private watch(id: number, pending: Pending, signal: AbortSignal): void {
@@ -1098,13 +1124,11 @@ class BusImpl implements Bus {
         const id = envelope[I];
         if (typeof id !== 'number') return; // ours are numbers
         const pending = this.pending.get(id);
-        if (pending === undefined || pending.peer !== from) return; // not ours, or not from whom we asked
-        if (envelope[K] === RE) {
-          this.settle(id, pending, false, errorFromWire(envelope[P]));
-        } else if (messageSize(envelope[P], this.maxMessageSize) > this.maxMessageSize) {
-          this.settle(id, pending, false, new BusError('BUS_MESSAGE_TOO_LARGE', 'the response was dropped: too large'));
-        } else {
-          this.settle(id, pending, true, envelope[P]);
+        if (pending !== undefined) {
+          if (pending.peer === from) this.answer(id, pending, envelope); // else not from whom we asked
+        } else if (id === this.postingId && from === this.postingPeer) {
+          // the answer to the lone request being posted (an endpoint that delivers at once)
+          this.postingAnswer = envelope;
         }
         return;
       }
