@@ -689,8 +689,15 @@ describe('batching', () => {
 });
 
 describe('lifecycle', () => {
-  /** Records every timer the bus makes (real ones, still running) until `spy.mockRestore()`. */
-  function recordTimers() {
+  /**
+   * Two linked buses (b answers `echo`), then every timer made from here on recorded (real ones,
+   * still running) until `spy.mockRestore()`.
+   */
+  async function echoPairRecordingTimers() {
+    const a = bus({ id: 'a' });
+    const b = bus({ id: 'b' });
+    await link(a, b);
+    b.handle('echo', (p) => p);
     const created: NodeJS.Timeout[] = [];
     const original = globalThis.setTimeout;
     const spy = vi.spyOn(globalThis, 'setTimeout').mockImplementation(((fn: () => void, ms?: number) => {
@@ -698,15 +705,11 @@ describe('lifecycle', () => {
       created.push(timer);
       return timer;
     }) as typeof setTimeout);
-    return { created, spy };
+    return { a, created, spy };
   }
 
   it('leaves no timer behind once requests settle, and refs none', async () => {
-    const a = bus({ id: 'a' });
-    const b = bus({ id: 'b' });
-    await link(a, b);
-    b.handle('echo', (p) => p);
-    const { created, spy } = recordTimers();
+    const { a, created, spy } = await echoPairRecordingTimers();
     try {
       const inFlight = Promise.all(Array.from({ length: 10 }, (_, i) => a.request('b', 'echo', i)));
       expect(created.length).toBeGreaterThan(0); // one shared deadline timer, armed for the earliest request
@@ -725,11 +728,7 @@ describe('lifecycle', () => {
   });
 
   it('arms no deadline timer for a request that could not be posted', async () => {
-    const a = bus({ id: 'a' });
-    const b = bus({ id: 'b' });
-    await link(a, b);
-    b.handle('echo', (p) => p);
-    const { created, spy } = recordTimers();
+    const { a, created, spy } = await echoPairRecordingTimers();
     try {
       // A WeakMap passes the size walk but not structured clone: the post fails at once.
       const failed = a.request('b', 'echo', { map: new WeakMap() });
@@ -746,21 +745,30 @@ describe('lifecycle', () => {
     }
   });
 
-  it('posts a lone request at once, and requests made while others are pending together', async () => {
-    const a = bus({ id: 'a' });
-    const b = bus({ id: 'b' });
+  /**
+   * Links `a` to a new bus `id` that answers `echo`, over a port whose posts on a's side go through
+   * `hook` first (it may record them, or throw as a closed endpoint does).
+   */
+  async function linkThrough(a: Bus, id: string, hook: (message: unknown) => void): Promise<Bus> {
+    const other = bus({ id });
+    other.handle('echo', (p) => p);
     const { port1, port2 } = channel();
-    const frames: unknown[] = [];
     const inner = nodeEndpoint(port1);
-    const counting: Endpoint = {
+    const hooked: Endpoint = {
       ...inner,
       postMessage: (message, transfer) => {
-        frames.push(message);
+        hook(message);
         inner.postMessage(message, transfer);
       },
     };
-    await Promise.all([a.connect(counting), b.connect(nodeEndpoint(port2))]);
-    b.handle('echo', (p) => p);
+    await Promise.all([a.connect(hooked), other.connect(nodeEndpoint(port2))]);
+    return other;
+  }
+
+  it('posts a lone request at once, and requests made while others are pending together', async () => {
+    const a = bus({ id: 'a' });
+    const frames: unknown[] = [];
+    await linkThrough(a, 'b', (message) => frames.push(message));
     frames.length = 0;
     const lone = a.request('b', 'echo', 1);
     expect(frames.map((f) => envelopesOf(f).map((e) => fromWire(e).k))).toEqual([['rq']]);
@@ -805,19 +813,10 @@ describe('lifecycle', () => {
     const a = bus({ id: 'a' });
     /** A link from a to a new peer whose endpoint on a's side can be made to fail like a closed one. */
     const breakable = async (id: string) => {
-      const other = bus({ id });
-      other.handle('echo', (p) => p);
-      const { port1, port2 } = channel();
-      const inner = nodeEndpoint(port1);
       let broken = false;
-      const endpoint: Endpoint = {
-        ...inner,
-        postMessage: (message, transfer) => {
-          if (broken) throw new DOMException('the channel is closed', 'InvalidStateError');
-          inner.postMessage(message, transfer);
-        },
-      };
-      await Promise.all([a.connect(endpoint), other.connect(nodeEndpoint(port2))]);
+      await linkThrough(a, id, () => {
+        if (broken) throw new DOMException('the channel is closed', 'InvalidStateError');
+      });
       expect(await a.request(id, 'echo', 1)).toBe(1);
       const lost = new Promise((resolve) => a.onPeer('lost', (peer, reason) => peer === id && resolve(reason?.code)));
       return { lost, fail: () => (broken = true) };

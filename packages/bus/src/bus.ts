@@ -195,6 +195,11 @@ function randomId(): number {
   return high * 0x1_0000_0000 + low;
 }
 
+/** A message of `kind` to `peer` that structured clone refused. */
+function cannotClone(kind: number, peer: string, cause: unknown): BusError {
+  return new BusError('BUS_DATA_CLONE', `cannot post a kind ${kind} message to ${peer}`, { cause });
+}
+
 /** A request id as received: the requester's opaque token, echoed back as it came. */
 function validId(id: unknown): id is RequestId {
   return typeof id === 'number' ? Number.isSafeInteger(id) : typeof id === 'string' && id.length <= 64;
@@ -711,7 +716,7 @@ class BusImpl implements Bus {
 
   private undeliverable(link: Link, envelope: Envelope, cause: unknown): void {
     const kind = envelope[K] as number;
-    const error = new BusError('BUS_DATA_CLONE', `cannot post a kind ${kind} message to ${link.peer}`, { cause });
+    const error = cannotClone(kind, link.peer, cause);
     const id = envelope[I] as RequestId;
     if (kind === RQ) {
       const pending = this.pending.get(id as number);
@@ -820,9 +825,7 @@ class BusImpl implements Bus {
         const lost = this.postOn(link, envelope, options?.transfer);
         if (lost !== undefined) return Promise.reject(lost);
       } catch (error) {
-        return Promise.reject(
-          new BusError('BUS_DATA_CLONE', `cannot post a request to ${link.peer}`, { cause: error }),
-        );
+        return Promise.reject(cannotClone(RQ, link.peer, error));
       } finally {
         this.postingId = Number.NaN;
         early = this.postingAnswer;
