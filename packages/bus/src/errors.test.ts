@@ -63,6 +63,19 @@ describe('messageSize', () => {
     expect(messageSize([{ n: 1 }])).toBe(8 + messageSize({ n: 1 }));
     const shared = new Uint8Array(500);
     expect(messageSize([shared, shared])).toBe(8 + 500);
+    // an object holding one view is read flat; a second view, shared or not, goes the general way
+    expect(messageSize({ t: 'data', b: shared })).toBe(8 + 1 + 4 + 1 + 500);
+    expect(messageSize([{ t: 'data', b: shared }])).toBe(8 + messageSize({ t: 'data', b: shared }));
+    expect(messageSize({ a: shared, b: shared })).toBe(8 + 1 + 1 + 500);
+    expect(messageSize({ a: shared, b: new Uint8Array(20) })).toBe(8 + 1 + 1 + 500 + 20);
+    expect(messageSize({ a: new DataView(new ArrayBuffer(7)) })).toBe(8 + 1 + 7);
+    // so is one array of distinct views; a view twice in it counts once, as in any other array
+    const other = new Uint8Array(30);
+    expect(messageSize({ t: 'data', b: [shared, other] })).toBe(8 + 1 + 4 + 1 + 8 + 500 + 30);
+    expect(messageSize({ t: 'data', b: [shared, other, shared] })).toBe(8 + 1 + 4 + 1 + 8 + 500 + 30);
+    expect(messageSize({ a: [shared], b: shared })).toBe(8 + 1 + 1 + 8 + 500);
+    expect(messageSize({ a: [shared, 'x'] })).toBe(8 + 1 + 8 + 500 + 1);
+    expect(messageSize({ a: Array.from({ length: 65 }, () => other) })).toBe(8 + 1 + 8 + 30);
     const cyclic: Record<string, unknown> = {};
     cyclic.self = cyclic;
     expect(messageSize(cyclic)).toBe(8 + 4);

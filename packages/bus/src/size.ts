@@ -56,14 +56,42 @@ function primitiveSize(v: unknown): number {
   }
 }
 
+/**
+ * A plain object of primitives and at most one binary value: a view, or a short array of distinct
+ * views (a stream's data frame, `{ t, s, i, b }`). Anything else, a second binary value included
+ * (it may hold the first one's views again), goes to the walk.
+ */
 function flatObject(value: Record<string, unknown>): number | undefined {
   const keys = Object.keys(value);
   let total = SLOT;
+  let binary = false;
   for (let i = 0; i < keys.length; i++) {
     const key = keys[i]!;
-    const size = primitiveSize(value[key]);
-    if (size < 0) return undefined;
+    const v = value[key];
+    let size = primitiveSize(v);
+    if (size < 0) {
+      if (binary) return undefined;
+      binary = true;
+      if (ArrayBuffer.isView(v)) size = v.byteLength;
+      else if (Array.isArray(v)) {
+        size = viewsSize(v);
+        if (size < 0) return undefined;
+      } else return undefined;
+    }
     total += key.length + size;
+  }
+  return total;
+}
+
+/** The size of an array of distinct views, or -1 (anything else, or a view twice: the walk counts it once). */
+function viewsSize(views: unknown[]): number {
+  if (Object.getPrototypeOf(views) !== Array.prototype || views.length > SHORT_ARRAY) return -1;
+  let total = SLOT;
+  for (let i = 0; i < views.length; i++) {
+    const view = views[i];
+    if (!ArrayBuffer.isView(view)) return -1;
+    for (let j = 0; j < i; j++) if (views[j] === view) return -1;
+    total += view.byteLength;
   }
   return total;
 }
