@@ -4,7 +4,7 @@
  * gave it; `i` says whether the sender of a frame is that opener (1) or the acceptor (0), so
  * both sides can open streams without their ids colliding.
  *
- *   open    {t:'open',   s, n: name, w: window, m: max, v: 1, c?: credit}  opener -> acceptor
+ *   open    {t:'open',   s, n: name, w: window, m: max, v: 2, c?: credit}  opener -> acceptor
  *   accept  {t:'accept', s, w: window, m: max, r?: room}      acceptor -> opener
  *   refuse  {t:'refuse', s, c: code, m: message}         acceptor -> opener (nobody listens)
  *   data    {t:'data',   s, i, b: Uint8Array | Uint8Array[]}  costs the bytes' length in credit;
@@ -35,9 +35,10 @@
  *
  * Flow control: each side advertises a receive window in bytes (open/accept). A writer may
  * have at most that many bytes sent and not yet granted back; the reader grants bytes back in
- * batches as its consumer takes them, at the latest once a quarter of its window is consumed
- * and not granted. A writer that waits for more than the other three quarters (a big chunk it
- * sends whole) says `blocked`, and the reader then grants what its consumer took at once. A reader that receives more than its window aborts the
+ * batches as its consumer takes them, at the latest once half of its window is consumed and
+ * not granted (one grant for every half window: each grant is a message that wakes the writer's
+ * thread). A writer that waits for more than the other half (a big chunk it sends whole) says
+ * `blocked`, and the reader then grants what its consumer took at once. A reader that receives more than its window aborts the
  * stream with TRANSPORT_PROTOCOL. Frames for unknown streams are ignored (they race with an
  * abort or a finished stream).
  */
@@ -45,7 +46,7 @@ import type { WireReason } from './errors.js';
 
 /** The bus event every transport frame travels under. */
 export const FRAME_EVENT = 'gitport.transport';
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
 
 export type Side = 0 | 1;
 
@@ -85,8 +86,8 @@ export const MAX_WINDOW = 2 ** 30;
 /** The most credit an optimistic open may announce (and an acceptor grants on its word). */
 export const OPTIMISTIC_CREDIT = 1024 * 1024;
 
-/** The most a reader keeps consumed and not granted: a quarter of its window. */
-export const grantBatch = (window: number): number => Math.max(1, Math.floor(window / 4));
+/** The most a reader keeps consumed and not granted: half its window. */
+export const grantBatch = (window: number): number => Math.max(1, Math.floor(window / 2));
 /** Whether a writer waiting for `need` bytes of credit must say `blocked` (see the header). */
 export const mustSayBlocked = (need: number, remoteWindow: number): boolean =>
   need > remoteWindow - grantBatch(remoteWindow);

@@ -546,7 +546,7 @@ export class Stream implements DuplexStream {
 
   /** A chunk that is copied anyway goes out in pieces as credit comes, so transfers overlap. */
   async #writeCopies(chunk: Uint8Array): Promise<void> {
-    // Wait for at most a quarter window: the reader grants back that much without being asked.
+    // Wait for at most half a window: the reader grants back that much without being asked.
     const minPiece = Math.min(grantBatch(this.#remoteWindow), this.#maxPayload);
     let offset = 0;
     while (offset < chunk.byteLength) {

@@ -1,7 +1,7 @@
 import { getEventListeners } from 'node:events';
 import { MessageChannel } from 'node:worker_threads';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { MAX_FRAME_CHUNKS, parseFrame } from './frames.js';
+import { MAX_FRAME_CHUNKS, PROTOCOL_VERSION, parseFrame } from './frames.js';
 import type { DuplexStream } from './index.js';
 import { portLink } from './link.js';
 import { Multiplexer } from './multiplexer.js';
@@ -96,9 +96,9 @@ describe('transport details', () => {
       42,
       'open',
       { t: 'open' },
-      { t: 'open', s: -1, n: 'conformance', w: 10, v: 1 },
-      { t: 'open', s: 1, n: 'conformance', w: 0, m: 65536, v: 1 },
-      { t: 'open', s: 1, n: 'conformance', w: 10, m: 3, v: 1 },
+      { t: 'open', s: -1, n: 'conformance', w: 10, v: PROTOCOL_VERSION },
+      { t: 'open', s: 1, n: 'conformance', w: 0, m: 65536, v: PROTOCOL_VERSION },
+      { t: 'open', s: 1, n: 'conformance', w: 10, m: 3, v: PROTOCOL_VERSION },
       { t: 'data', s: 1, i: 1, b: 'not bytes' },
       { t: 'credit', s: 1, i: 0, n: -5 },
       { t: 'abort', s: 1, i: 1, e: { name: 1 } },
@@ -115,8 +115,16 @@ describe('transport details', () => {
         if ((frame as { t?: string }).t === 'refuse') resolve(frame);
       });
     });
-    channel.port2.postMessage({ t: 'open', s: 5, n: 'nobody', w: 1024, m: 65536, v: 1 });
+    channel.port2.postMessage({ t: 'open', s: 5, n: 'nobody', w: 1024, m: 65536, v: PROTOCOL_VERSION });
     expect(await refused).toMatchObject({ t: 'refuse', s: 5, c: 'TRANSPORT_NO_LISTENER' });
+    // An opener of an earlier version (whose reader granted credit back on other terms) is refused.
+    const refusedOld = new Promise<unknown>((resolve) => {
+      channel.port2.on('message', (frame) => {
+        if ((frame as { t?: string; s?: number }).t === 'refuse' && (frame as { s?: number }).s === 6) resolve(frame);
+      });
+    });
+    channel.port2.postMessage({ t: 'open', s: 6, n: 'conformance', w: 1024, m: 65536, v: PROTOCOL_VERSION - 1 });
+    expect(await refusedOld).toMatchObject({ t: 'refuse', s: 6, c: 'TRANSPORT_PROTOCOL' });
     expect(mux.stats.streams).toBe(0);
     stop();
     mux.close();
@@ -154,16 +162,17 @@ describe('transport details', () => {
     const m = manualPair();
     const { stream, open } = await m.accepted({ w: 4096, m: 65536 }, { window: 4000 });
     const it = stream[Symbol.asyncIterator]();
-    for (let i = 0; i < 3; i++) m.post({ t: 'data', s: open.s, i: 0, b: new Uint8Array(400) });
-    for (let i = 0; i < 2; i++) expect((await it.next()).value).toHaveLength(400);
-    // 800 consumed: below the batch (window / 4 = 1000), nothing granted yet.
+    for (let i = 0; i < 6; i++) m.post({ t: 'data', s: open.s, i: 0, b: new Uint8Array(400) });
+    for (let i = 0; i < 4; i++) expect((await it.next()).value).toHaveLength(400);
+    // 1600 consumed: below the batch (window / 2 = 2000), nothing granted yet.
     expect(m.frames.filter((f) => f.t === 'credit')).toHaveLength(0);
     expect((await it.next()).value).toHaveLength(400);
-    expect(await m.next('credit')).toMatchObject({ n: 1200 });
+    expect(await m.next('credit')).toMatchObject({ n: 2000 });
+    expect((await it.next()).value).toHaveLength(400);
     m.post({ t: 'data', s: open.s, i: 0, b: new Uint8Array(10) });
     expect((await it.next()).value).toHaveLength(10);
     m.post({ t: 'blocked', s: open.s, i: 0 });
-    expect(await m.next('credit')).toMatchObject({ n: 10 });
+    expect(await m.next('credit')).toMatchObject({ n: 410 });
     m.close();
   });
 
@@ -460,7 +469,15 @@ describe('transport details', () => {
       }
     };
     const open = (s: number, c?: number) =>
-      channel.port2.postMessage({ t: 'open', s, n: 'small', w: 65536, m: 65536, v: 1, ...(c ? { c } : {}) });
+      channel.port2.postMessage({
+        t: 'open',
+        s,
+        n: 'small',
+        w: 65536,
+        m: 65536,
+        v: PROTOCOL_VERSION,
+        ...(c ? { c } : {}),
+      });
     open(1);
     expect(await next('accept', 1)).toMatchObject({ w: 4096 });
     // More credit than the listener's window: refused, not widened.

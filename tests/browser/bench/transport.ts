@@ -3,7 +3,8 @@
  * Web Worker next to a minimal raw MessagePort sender with a credit window, under the rules of
  * benchmarks/transport.bench.ts: each chunk is allocated, filled and transferred; the receiver
  * reads every byte and answers a checksum that is checked; both use the same window (1 MiB for
- * 64 KiB chunks, 4 MiB for 1 MiB chunks), granted back in quarter-window batches; both travel over
+ * 64 KiB chunks, 4 MiB for 1 MiB chunks), granted back in half-window batches by the transport
+ * and quarter-window batches by the raw receiver (as in the Node bench); both travel over
  * a MessageChannel port of their own; each timed transfer includes opening the stream and
  * waiting for the answer; the two alternate (and which goes first alternates too). The raw sender
  * and receiver are those of the Node bench (tests/src/transport/bench-shared.ts).
