@@ -7,10 +7,10 @@
  * answer a checksum that is checked, so a sender that drops or corrupts data fails the bench.
  * Both use the same credit window (1 MiB for 64 KiB chunks, 4 MiB for 1 MiB chunks). The
  * transport's reader grants it back in half-window batches (its protocol); the raw receiver in
- * quarter-window batches, which measured no slower for it than halves. The transport goes through the bus (createBus + nodeEndpoint
- * on a MessageChannel port of its own); the raw sender posts `{s, b}` on another bare
- * MessageChannel port. The raw sender and receiver are the ones the in-browser rows use
- * (tests/src/transport/bench-shared.ts).
+ * quarter-window batches, which measured no slower for it than halves. The transport goes
+ * through the bus (createBus + nodeEndpoint on a MessageChannel port of its own); the raw
+ * sender posts `{s, b}` on another bare MessageChannel port. The raw sender and receiver are the
+ * ones the in-browser rows use (tests/src/transport/bench-shared.ts).
  *
  * Figures are medians of the timed runs: MB/s (10^6 bytes per second) and messages (chunks)
  * per second; each timed transfer includes opening the stream and waiting for the answer (the

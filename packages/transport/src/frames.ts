@@ -38,9 +38,9 @@
  * batches as its consumer takes them, at the latest once half of its window is consumed and
  * not granted (one grant for every half window: each grant is a message that wakes the writer's
  * thread). A writer that waits for more than the other half (a big chunk it sends whole) says
- * `blocked`, and the reader then grants what its consumer took at once. A reader that receives more than its window aborts the
- * stream with TRANSPORT_PROTOCOL. Frames for unknown streams are ignored (they race with an
- * abort or a finished stream).
+ * `blocked`, and the reader then grants what its consumer took at once. A reader that receives
+ * more than its window aborts the stream with TRANSPORT_PROTOCOL. Frames for unknown streams are
+ * ignored (they race with an abort or a finished stream).
  */
 import type { WireReason } from './errors.js';
 

@@ -120,7 +120,8 @@ describe('transport details', () => {
     // An opener of an earlier version (whose reader granted credit back on other terms) is refused.
     const refusedOld = new Promise<unknown>((resolve) => {
       channel.port2.on('message', (frame) => {
-        if ((frame as { t?: string; s?: number }).t === 'refuse' && (frame as { s?: number }).s === 6) resolve(frame);
+        const f = frame as { t?: string; s?: number };
+        if (f.t === 'refuse' && f.s === 6) resolve(frame);
       });
     });
     channel.port2.postMessage({ t: 'open', s: 6, n: 'conformance', w: 1024, m: 65536, v: PROTOCOL_VERSION - 1 });
