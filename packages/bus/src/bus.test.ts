@@ -838,6 +838,28 @@ describe('lifecycle', () => {
     expect(a.pendingRequests).toBe(0);
   });
 
+  it('an endpoint that stops working while a refused batch is posted one by one loses the peer', async () => {
+    const a = bus({ id: 'a' });
+    let state: 'ok' | 'refuse-batch' | 'closed' = 'ok';
+    await linkThrough(a, 'b', (message) => {
+      if (state === 'ok') return;
+      if (state === 'refuse-batch' && Array.isArray((message as unknown[])[0])) {
+        state = 'closed'; // the batch is refused, then the channel closes under the one-by-one posts
+        throw new DOMException('cannot clone the batch', 'DataCloneError');
+      }
+      throw new DOMException('the channel is closed', 'InvalidStateError');
+    });
+    expect(await a.request('b', 'echo', 1)).toBe(1);
+    const lost = new Promise((resolve) => a.onPeer('lost', (peer, reason) => peer === 'b' && resolve(reason?.code)));
+    const first = a.request('b', 'echo', 2); // alone: posted at once
+    state = 'refuse-batch';
+    const batch = [a.request('b', 'echo', 3), a.request('b', 'echo', 4)]; // queued together
+    expect(await Promise.all(batch.map(codeOf))).toEqual(['BUS_PEER_LOST', 'BUS_PEER_LOST']);
+    expect(await codeOf(first)).toBe('BUS_PEER_LOST');
+    expect(await lost).toBe('BUS_PEER_LOST');
+    expect(a.pendingRequests).toBe(0);
+  });
+
   it('a closed bus says goodbye: the peer loses it at once', async () => {
     const a = bus({ id: 'a' });
     const b = bus({ id: 'b' });

@@ -685,9 +685,7 @@ class BusImpl implements Bus {
         // One bad envelope must not sink the batch: post them one by one.
         for (const envelope of frame as Envelope[]) {
           try {
-            const own = envelope[TRANSFER];
-            if (own === undefined) link.endpoint.postMessage(envelope);
-            else link.endpoint.postMessage(envelope, own);
+            if (this.postOn(link, envelope, envelope[TRANSFER]) !== undefined) return; // the peer is gone
           } catch (cause) {
             this.undeliverable(link, envelope, cause);
           }
