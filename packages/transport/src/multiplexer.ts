@@ -105,6 +105,15 @@ interface KnownName {
 }
 
 /**
+ * Runs `fn` in a microtask, once what the current task queued before it has run. A reaction on
+ * a settled promise: `queueMicrotask` in Node wraps each callback in an async resource.
+ */
+const settled = Promise.resolve();
+function afterThisTask(fn: () => void): void {
+  void settled.then(fn);
+}
+
+/**
  * Runs `fn` on the next macrotask: setImmediate where there is one (Node), else a message to
  * ourselves on a private MessageChannel (browsers: no 4 ms clamp as with nested setTimeout).
  */
@@ -162,6 +171,13 @@ export class Multiplexer {
   #claimed = new WeakSet<ArrayBuffer>();
   /** Whether the tick (deferred accepts, then the streams' flushes) is scheduled. */
   #tickScheduled = false;
+  /**
+   * Whether the task that scheduled the tick is over (set from a microtask): a frame arriving
+   * after that belongs to a later task and runs the tick first (see #onFrame).
+   */
+  #tickDue = false;
+  /** Whether a macrotask for the tick is queued (at most one at a time). */
+  #macrotaskQueued = false;
   #closed = false;
   /** What every stream of this multiplexer calls back (one object, no closures per stream). */
   #host: StreamHost = {
@@ -406,6 +422,7 @@ export class Multiplexer {
   // ---------------------------------------------------------------- frames in
 
   #onFrame(peer: string, raw: unknown): void {
+    if (this.#tickDue) this.#tick();
     const frame = parseFrame(raw);
     if (frame === undefined) return;
     switch (frame.t) {
@@ -521,8 +538,8 @@ export class Multiplexer {
 
   /**
    * An optimistic opener writes already: its accept need not hurry. It goes out ahead of the
-   * next frame to that peer (so it still comes first), else on the next macrotask: the answer
-   * a handler writes at once and the accept share one message.
+   * next frame to that peer (so it still comes first), else on the tick: the answer a handler
+   * writes at once and the accept share one message.
    */
   #deferAccept(peer: string, frame: Frame, stream: Stream): void {
     let queue = this.#accepts.get(peer);
@@ -629,17 +646,34 @@ export class Multiplexer {
   }
 
   /**
-   * The one macrotask tick: sends the deferred accepts, then flushes the streams that buffered
-   * or queued data (each stream's frames go behind its accept anyway, see #host.send).
+   * The one tick: sends the deferred accepts, then flushes the streams that buffered or queued
+   * data (each stream's frames go behind its accept anyway, see #host.send). It runs at the next
+   * macrotask, or before the next incoming frame if that comes first. A port that keeps
+   * receiving can hold the macrotask back a long way (Node dispatches at least 1000 queued port
+   * messages before its event loop moves on), and a small write must not wait behind a bulk
+   * transfer on the same connection.
    */
   #scheduleTick(): void {
     if (this.#tickScheduled) return;
     this.#tickScheduled = true;
-    scheduleMacrotask(this.#tick);
+    afterThisTask(this.#armTick);
+    if (this.#macrotaskQueued) return;
+    this.#macrotaskQueued = true;
+    scheduleMacrotask(this.#onMacrotask);
   }
+
+  #armTick = (): void => {
+    if (this.#tickScheduled) this.#tickDue = true;
+  };
+
+  #onMacrotask = (): void => {
+    this.#macrotaskQueued = false;
+    if (this.#tickScheduled) this.#tick();
+  };
 
   #tick = (): void => {
     this.#tickScheduled = false;
+    this.#tickDue = false;
     if (this.#accepts.size !== 0) for (const peer of [...this.#accepts.keys()]) this.#sendAccepts(peer);
     const queue = this.#flushQueue;
     if (queue.length === 0) return;

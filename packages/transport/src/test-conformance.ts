@@ -447,21 +447,23 @@ export function transportConformance(
     });
 
     it('a bulk stream does not hold back small exchanges on the same connection', async () => {
-      // The bulk needs about 64 windows of credit round trips; each small exchange waits behind at
-      // most a window of bulk data, so they all finish long before it does.
+      // The bulk can only run a window ahead of what the far side has read, and each small
+      // exchange (open, write, echo) waits behind at most a window of bulk data at each step. So
+      // every exchange finishes within a few windows of bulk, counted in bytes (not time): the
+      // far side's flushes of small writes must not wait until its port stops receiving.
       const bulk = await start(pair, { op: 'sink' }, window);
       const bulkWindow = bulk.stats.remoteWindow;
       const bulkBytes = 64 * bulkWindow;
-      let bulkDone = false;
+      let bulkWritten = 0;
       const bulkWriting = (async () => {
-        for (let sent = 0; sent < bulkBytes; sent += 64 * 1024) {
+        while (bulkWritten < bulkBytes) {
           await bulk.write(new Uint8Array(64 * 1024), { transfer: true });
+          bulkWritten += 64 * 1024;
         }
-        bulkDone = true;
         await bulk.end();
         return readJson<Report>(bulk);
       })();
-      const small = await Promise.all(
+      const bulkWhenDone = await Promise.all(
         Array.from({ length: 20 }, async (_, i) => {
           const stream = await start(pair, { op: 'echo' }, window);
           const it = stream[Symbol.asyncIterator]();
@@ -472,13 +474,13 @@ export function transportConformance(
             if (r.done) throw new Error('ended early');
             got += r.value.byteLength;
           }
-          const bulkWasRunning = !bulkDone;
+          const written = bulkWritten;
           await stream.end();
           await it.next();
-          return bulkWasRunning;
+          return written;
         }),
       );
-      expect(small.every((running) => running)).toBe(true);
+      expect(Math.max(...bulkWhenDone)).toBeLessThanOrEqual(8 * bulkWindow);
       expect((await bulkWriting).bytes).toBe(bulkBytes);
     });
   });
