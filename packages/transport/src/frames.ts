@@ -28,10 +28,9 @@
  * side (what it sent counts against it), and an opener given less aborts the stream with
  * TRANSPORT_PROTOCOL. A refused open drops that data (at most `c` bytes): frames for streams
  * nobody has are ignored.
- * The opener may hold its open frame back until the next frame it sends that peer (it goes
- * ahead of it) or its next macrotask, so the open and what is written at once share one message.
- * The acceptor need not answer such an open at once either: its accept may wait the same way, so
- * the accept and a quick answer share one message. It sends no accept for a stream the opener ended before (abort, or
+ * The acceptor need not answer such an open at once: its accept may wait for the next frame it
+ * sends that peer (and goes ahead of it) or for its next macrotask, so the accept and a quick
+ * answer share one message. It sends no accept for a stream the opener ended before (abort, or
  * end and cancel): the opener stops waiting for the answer when its stream is finished.
  *
  * Flow control: each side advertises a receive window in bytes (open/accept). A writer may

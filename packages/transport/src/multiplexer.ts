@@ -161,13 +161,8 @@ export class Multiplexer {
   /** The one timer of the pending opens, and the deadline it is set for. */
   #timer: ReturnType<typeof setTimeout> | undefined;
   #timerAt = Number.POSITIVE_INFINITY;
-  /**
-   * Frames held back per peer: our optimistic opens and our accepts of the peer's optimistic
-   * opens (see #defer). They go out ahead of the next frame to that peer, else on the tick.
-   */
-  #deferred = new Map<string, { frame: Frame; stream: Stream }[]>();
-  /** How many of the deferred frames are opens (an accept need not hurry, an open must). */
-  #deferredOpens = 0;
+  /** Accepts of optimistic opens not sent yet, per peer (see #deferAccept); sent on the tick. */
+  #accepts = new Map<string, { frame: Frame; stream: Stream }[]>();
   /** Per peer, per name: what the accepts told us (for optimistic opens). */
   #names = new Map<string, Map<string, KnownName>>();
   #nextId = 1;
@@ -187,8 +182,8 @@ export class Multiplexer {
   /** What every stream of this multiplexer calls back (one object, no closures per stream). */
   #host: StreamHost = {
     send: (stream, frame, transfer) => {
-      // A deferred open or accept goes ahead of anything else to that peer.
-      if (this.#deferred.size !== 0) this.#sendDeferred(stream.peer);
+      // A deferred accept goes ahead of anything else to that peer.
+      if (this.#accepts.size !== 0) this.#sendAccepts(stream.peer);
       this.#link.send(stream.peer, frame, transfer ?? []);
     },
     claim: (buffer) => {
@@ -297,16 +292,8 @@ export class Multiplexer {
       signal.addEventListener('abort', pending.onAbort, { once: true });
     }
     const frame: Frame = { t: 'open', s: id, n: name, w: window, m: this.#maxPayload, v: PROTOCOL_VERSION };
-    if (stream) {
-      // It goes out with what the opener writes in this task (one message, not two), or on the tick.
-      frame.c = credit;
-      this.#streamsOf(peer).opened.set(id, stream);
-      this.#defer(peer, frame, stream);
-      return Promise.resolve(stream);
-    }
+    if (stream) frame.c = credit;
     try {
-      // Opens reach the peer in the order they were made (they compete for its listener's slots).
-      if (this.#deferred.size !== 0) this.#sendDeferred(peer);
       this.#link.send(peer, frame, []);
     } catch (error) {
       this.#settled(id, pending);
@@ -319,6 +306,10 @@ export class Multiplexer {
         ),
       );
     }
+    if (stream) {
+      this.#streamsOf(peer).opened.set(id, stream);
+      return Promise.resolve(stream);
+    }
     return new Promise<DuplexStream>((resolve, reject) => {
       pending.resolve = resolve;
       pending.reject = reject;
@@ -330,7 +321,7 @@ export class Multiplexer {
     const pending = this.#pending.get(id);
     if (pending === undefined) return;
     this.#settled(id, pending);
-    // If the peer accepts after all, it learns the stream is gone (after its open, if deferred).
+    // If the peer accepts after all, it learns the stream is gone.
     this.#trySend(pending.peer, { t: 'abort', s: id, i: 1, e: reasonToWire(error) });
     if (pending.stream) pending.stream.fail(error, true);
     else pending.reject?.(error);
@@ -424,16 +415,14 @@ export class Multiplexer {
       pending.reject?.(error);
     }
     this.#names.clear();
-    this.#deferred.clear();
-    this.#deferredOpens = 0;
+    this.#accepts.clear();
     for (const peer of [...this.#peers.keys()]) this.#failPeer(peer, error);
   }
 
   // ---------------------------------------------------------------- frames in
 
   #onFrame(peer: string, raw: unknown): void {
-    // (deferred accepts alone can wait: they go ahead of the answers they belong with)
-    if (this.#tickDue && (this.#flushQueue.length !== 0 || this.#deferredOpens !== 0)) this.#tick();
+    if (this.#tickDue) this.#tick();
     const frame = parseFrame(raw);
     if (frame === undefined) return;
     switch (frame.t) {
@@ -527,7 +516,7 @@ export class Multiplexer {
       m: this.#maxPayload,
       r: Math.min(listener.maxStreams - listener.open, MAX_COUNT),
     };
-    if (frame.c !== undefined) this.#defer(peer, accept, stream);
+    if (frame.c !== undefined) this.#deferAccept(peer, accept, stream);
     else if (!this.#trySend(peer, accept)) {
       stream.fail(new TransportError('TRANSPORT_PEER_LOST', `cannot answer ${peer}`), true);
       return;
@@ -548,41 +537,29 @@ export class Multiplexer {
   }
 
   /**
-   * Holds back a frame that need not go alone. An optimistic open goes out with what its opener
-   * writes in the same task; the accept of an optimistic open (whose opener writes already) with
-   * what the handler answers. Either goes ahead of the next frame to that peer, so it still comes
-   * first, else on the tick.
+   * An optimistic opener writes already: its accept need not hurry. It goes out ahead of the
+   * next frame to that peer (so it still comes first), else on the tick: the answer a handler
+   * writes at once and the accept share one message.
    */
-  #defer(peer: string, frame: Frame, stream: Stream): void {
-    let queue = this.#deferred.get(peer);
+  #deferAccept(peer: string, frame: Frame, stream: Stream): void {
+    let queue = this.#accepts.get(peer);
     if (queue === undefined) {
       queue = [];
-      this.#deferred.set(peer, queue);
+      this.#accepts.set(peer, queue);
     }
     queue.push({ frame, stream });
-    if (frame.t === 'open') this.#deferredOpens++;
     this.#scheduleTick();
   }
 
-  #sendDeferred(peer: string): void {
-    const queue = this.#deferred.get(peer);
+  #sendAccepts(peer: string): void {
+    const queue = this.#accepts.get(peer);
     if (queue === undefined) return;
-    this.#deferred.delete(peer);
+    this.#accepts.delete(peer);
     for (const { frame, stream } of queue) {
-      if (frame.t === 'open') {
-        this.#deferredOpens--;
-        if (!this.#sendNow(peer, frame)) {
-          this.#failPending(
-            frame.s,
-            new TransportError('TRANSPORT_PEER_LOST', `cannot reach ${peer} to open ${frame.n}`),
-          );
-        }
-        continue;
-      }
       // Finished unanswered, it was the opener that ended it (an abort, or an end and a cancel
       // from there): the opener settled its open then, and needs no answer.
       if (stream.done) continue;
-      if (!this.#sendNow(peer, frame)) {
+      if (!this.#trySend(peer, frame)) {
         stream.fail(new TransportError('TRANSPORT_PEER_LOST', `cannot answer ${peer}`), true);
       }
     }
@@ -631,15 +608,8 @@ export class Multiplexer {
       pending.reject?.(error);
     }
     this.#names.delete(peer);
-    this.#dropDeferred(peer);
+    this.#accepts.delete(peer);
     this.#failPeer(peer, error);
-  }
-
-  #dropDeferred(peer: string): void {
-    const queue = this.#deferred.get(peer);
-    if (queue === undefined) return;
-    this.#deferred.delete(peer);
-    for (const { frame } of queue) if (frame.t === 'open') this.#deferredOpens--;
   }
 
   #failPeer(peer: string, error: TransportError): void {
@@ -660,13 +630,7 @@ export class Multiplexer {
     return streams;
   }
 
-  /** Sends a frame (behind the deferred ones to that peer); false when the link refuses it. */
   #trySend(peer: string, frame: Frame): boolean {
-    if (this.#deferred.size !== 0) this.#sendDeferred(peer);
-    return this.#sendNow(peer, frame);
-  }
-
-  #sendNow(peer: string, frame: Frame): boolean {
     try {
       this.#link.send(peer, frame, []);
       return true;
@@ -682,12 +646,12 @@ export class Multiplexer {
   }
 
   /**
-   * The one tick: sends the deferred frames, then flushes the streams that buffered or queued
-   * data (each stream's frames go behind its deferred open or accept anyway, see #host.send). It
-   * runs at the next macrotask, or before the next incoming frame if that comes first and there
-   * is more than accepts to send. A port that keeps receiving can hold the macrotask back a long
-   * way (Node dispatches at least 1000 queued port messages before its event loop moves on), and
-   * a small write must not wait behind a bulk transfer on the same connection.
+   * The one tick: sends the deferred accepts, then flushes the streams that buffered or queued
+   * data (each stream's frames go behind its accept anyway, see #host.send). It runs at the next
+   * macrotask, or before the next incoming frame if that comes first. A port that keeps
+   * receiving can hold the macrotask back a long way (Node dispatches at least 1000 queued port
+   * messages before its event loop moves on), and a small write must not wait behind a bulk
+   * transfer on the same connection.
    */
   #scheduleTick(): void {
     if (this.#tickScheduled) return;
@@ -710,7 +674,7 @@ export class Multiplexer {
   #tick = (): void => {
     this.#tickScheduled = false;
     this.#tickDue = false;
-    if (this.#deferred.size !== 0) for (const peer of [...this.#deferred.keys()]) this.#sendDeferred(peer);
+    if (this.#accepts.size !== 0) for (const peer of [...this.#accepts.keys()]) this.#sendAccepts(peer);
     const queue = this.#flushQueue;
     if (queue.length === 0) return;
     this.#flushQueue = [];

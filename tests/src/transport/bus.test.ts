@@ -42,34 +42,6 @@ describe('transport over @gitport/bus', () => {
     for (const p of ports) p.close();
   });
 
-  it('posts an optimistic open with what its opener writes in that task, and the accept with the answer', async () => {
-    const { near, far, ports } = await connected();
-    listen(far, 'echo', async (stream) => {
-      for await (const part of stream) await stream.write(part);
-      await stream.end();
-    });
-    const decoder = new TextDecoder();
-    const exchange = async (text: string) => {
-      const stream = await open(near, 'far', 'echo');
-      await stream.write(new TextEncoder().encode(text));
-      await stream.end();
-      let answer = '';
-      for await (const part of stream) answer += decoder.decode(part, { stream: true });
-      return answer;
-    };
-    // The first open waits for its accept; from then on the name is known and opens are optimistic.
-    expect(await exchange('first')).toBe('first');
-    const posted = { near: 0, far: 0 };
-    ports[1]!.on('message', () => posted.near++);
-    ports[0]!.on('message', () => posted.far++);
-    expect(await exchange('second')).toBe('second');
-    // open, data and end in one message; accept, data and end in one message back
-    expect(posted).toEqual({ near: 1, far: 1 });
-    near.close();
-    far.close();
-    for (const p of ports) p.close();
-  });
-
   it('fails open streams with TRANSPORT_CLOSED when our bus closes, TRANSPORT_PEER_LOST on theirs', async () => {
     const { near, far, ports } = await connected();
     const accepted: Promise<unknown>[] = [];
