@@ -276,6 +276,29 @@ describe('trust', () => {
     expect(reply.x).toMatchObject({ code: 'BUS_NO_HANDLER' });
     expect(a.peers.has('b')).toBe(true);
   });
+
+  it('calls only handlers it was given: inherited names are none, and they work as names once registered', async () => {
+    const a = bus({ id: 'a' });
+    const b = await rawPeer(a, 'b');
+    await b.connected;
+    const ask = async (name: string, id: string) => {
+      b.raw.send({ k: 'rq', t: 'a', e: name, i: id, p: 1 });
+      return b.raw.next((m) => (m.k === 'rs' || m.k === 're') && m.i === id);
+    };
+    for (const name of ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf']) {
+      expect((await ask(name, `none-${name}`)).x).toMatchObject({ code: 'BUS_NO_HANDLER' });
+    }
+    const off = a.handle('__proto__', (n) => `proto ${String(n)}`);
+    a.handle('constructor', (n) => `constructor ${String(n)}`);
+    expect((await ask('__proto__', 'p1')).p).toBe('proto 1');
+    expect((await ask('constructor', 'c1')).p).toBe('constructor 1');
+    expect((await ask('toString', 't1')).x).toMatchObject({ code: 'BUS_NO_HANDLER' });
+    expect(() => a.handle('__proto__', () => 0)).toThrow(expect.objectContaining({ code: 'BUS_INVALID_ARGUMENT' }));
+    off();
+    expect((await ask('__proto__', 'p2')).x).toMatchObject({ code: 'BUS_NO_HANDLER' });
+    expect(({} as Record<string, unknown>).constructor).toBe(Object);
+    expect(Object.getPrototypeOf({})).toBe(Object.prototype);
+  });
 });
 
 describe('fuzz', () => {

@@ -299,7 +299,7 @@ class BusImpl implements Bus {
   private readonly events = new EmitterCore<MessageMeta>();
   private readonly connectedListeners = new Set<(peer: string, reason?: BusError) => void>();
   private readonly lostListeners = new Set<(peer: string, reason?: BusError) => void>();
-  private readonly handlers: Record<string, Handler> = Object.create(null);
+  private readonly handlers = new Map<string, Handler>();
   private readonly pending = new Map<number, Pending>();
   private readonly incoming = new Map<string, IncomingRequest>();
   private readonly channels = new Map<string, Set<AnyMessageListener>>();
@@ -775,12 +775,12 @@ class BusImpl implements Bus {
       throw new BusError('BUS_INVALID_ARGUMENT', 'a handler name must be a non-empty string');
     }
     if (typeof fn !== 'function') throw new BusError('BUS_INVALID_ARGUMENT', 'a handler must be a function');
-    if (Object.hasOwn(this.handlers, name)) {
+    if (this.handlers.has(name)) {
       throw new BusError('BUS_INVALID_ARGUMENT', `a handler named ${JSON.stringify(name)} already exists`);
     }
-    this.handlers[name] = fn;
+    this.handlers.set(name, fn);
     return () => {
-      if (Object.hasOwn(this.handlers, name) && this.handlers[name] === fn) delete this.handlers[name];
+      if (this.handlers.get(name) === fn) this.handlers.delete(name);
     };
   }
 
@@ -953,7 +953,7 @@ class BusImpl implements Bus {
     const id = envelope[I];
     if (!validId(id)) return;
     const name = envelope[E];
-    const fn = typeof name === 'string' && Object.hasOwn(this.handlers, name) ? this.handlers[name] : undefined;
+    const fn = typeof name === 'string' ? this.handlers.get(name) : undefined;
     if (typeof fn !== 'function') {
       this.respondError(link, from, id, new BusError('BUS_NO_HANDLER', `no handler named ${JSON.stringify(name)}`));
       return;
