@@ -2,8 +2,8 @@
  * @gitport/transport throughput, main thread -> worker thread (issue 4), side by side with a
  * minimal raw MessagePort sender on the same kind of port in the same run.
  *
- * Both senders allocate and fill each chunk and transfer its buffer; both receivers (one worker,
- * tests/src/transport/bench-peer.ts) read every byte of every chunk with the same function and
+ * Both senders allocate and fill each chunk and transfer its buffer; both receivers (a worker
+ * thread each, tests/src/transport/bench-peer.ts) read every byte of every chunk with the same function and
  * answer a checksum that is checked, so a sender that drops or corrupts data fails the bench.
  * Both use the same credit window (1 MiB for 64 KiB chunks, 4 MiB for 1 MiB chunks). The
  * transport's reader grants it back in half-window batches (its protocol); the raw receiver in
@@ -45,19 +45,30 @@ const iterationsFor = (bytes: number) => sized(Math.max(10, Math.min(50, Math.fl
 // ---------------------------------------------------------------- the worker
 
 const PEER = 'bench-peer';
-let worker: Worker | undefined;
+const PEER_ENTRY = new URL('../tests/src/transport/bench-peer.ts', import.meta.url);
+let workers: Worker[] = [];
 let bus: Bus | undefined;
 let rawPort: MessagePort | undefined;
 let raw: RawSender | undefined;
 
+/**
+ * The transport's far side and the raw baseline's far side run in two worker threads. In one
+ * thread, each side's runs paid for the other's garbage: the raw receiver allocates nothing on the
+ * JavaScript heap, so the chunks it read were collected only when the next run (the transport's,
+ * whose receiver does allocate) set off a collection, or by full collections that external memory
+ * forced; each in its own thread, each side collects what it received during its own runs.
+ */
 async function setup(): Promise<{ bus: Bus; raw: RawSender }> {
   if (bus && raw) return { bus, raw };
   const channel = new MessageChannel();
   const busChannel = new MessageChannel();
-  worker = startTsWorker(new URL('../tests/src/transport/bench-peer.ts', import.meta.url), {
-    workerData: { id: PEER, rawPort: channel.port2, busPort: busChannel.port2 },
-    transferList: [channel.port2, busChannel.port2],
-  });
+  workers = [
+    startTsWorker(PEER_ENTRY, {
+      workerData: { id: PEER, busPort: busChannel.port2 },
+      transferList: [busChannel.port2],
+    }),
+    startTsWorker(PEER_ENTRY, { workerData: { rawPort: channel.port2 }, transferList: [channel.port2] }),
+  ];
   bus = createBus({ id: 'bench-main' });
   await bus.connect(nodeEndpoint(busChannel.port1));
   rawPort = channel.port1;
@@ -254,5 +265,5 @@ afterAll(async () => {
   }
   bus?.close();
   rawPort?.close();
-  await worker?.terminate();
+  await Promise.all(workers.map((w) => w.terminate()));
 });

@@ -5,7 +5,8 @@
  * reads every byte and answers a checksum that is checked; both use the same window (1 MiB for
  * 64 KiB chunks, 4 MiB for 1 MiB chunks), granted back in half-window batches by the transport
  * and quarter-window batches by the raw receiver (as in the Node bench); both travel over
- * a MessageChannel port of their own; each timed transfer includes opening the stream and
+ * a MessageChannel port of their own, each to a Web Worker of its own (so each side's received
+ * chunks are collected in its own thread, as in the Node bench); each timed transfer includes opening the stream and
  * waiting for the answer; the two alternate (and which goes first alternates too). The raw sender
  * and receiver are those of the Node bench (tests/src/transport/bench-shared.ts).
  */
@@ -26,23 +27,16 @@ export type TransportBenchResult = Record<string, { transport: number[]; raw: nu
 
 const PEER = 'bench-peer';
 export async function runTransportBench(cases: TransportCase[]): Promise<TransportBenchResult> {
-  const worker = new Worker(new URL('./transport.worker.ts', import.meta.url), { type: 'module' });
   const busChannel = new MessageChannel();
   const rawChannel = new MessageChannel();
+  const workers = [
+    startWorker({ type: 'ports', bus: busChannel.port2 }, busChannel.port2),
+    startWorker({ type: 'ports', raw: rawChannel.port2 }, rawChannel.port2),
+  ];
   const bus = createBus({ id: 'bench-main' });
   try {
-    const connected = new Promise<void>((resolve, reject) => {
-      worker.addEventListener('message', (event: MessageEvent) => {
-        if ((event.data as { type?: string })?.type === 'connected') resolve();
-      });
-      worker.addEventListener('error', (event) => reject(new Error(`transport worker: ${event.message}`)));
-    });
-    worker.postMessage({ type: 'ports', bus: busChannel.port2, raw: rawChannel.port2 }, [
-      busChannel.port2,
-      rawChannel.port2,
-    ]);
     await bus.connect(messagePortEndpoint(busChannel.port1));
-    await connected;
+    await Promise.all(workers.map((w) => w.connected));
     const raw = rawSender(domRawPort(rawChannel.port1));
     const out: TransportBenchResult = {};
     for (const c of cases) {
@@ -80,6 +74,19 @@ export async function runTransportBench(cases: TransportCase[]): Promise<Transpo
     bus.close();
     busChannel.port1.close();
     rawChannel.port1.close();
-    worker.terminate();
+    for (const w of workers) w.worker.terminate();
   }
+}
+
+/** Starts a bench worker and hands it its port; `connected` settles once it serves it. */
+function startWorker(message: unknown, port: MessagePort): { worker: Worker; connected: Promise<void> } {
+  const worker = new Worker(new URL('./transport.worker.ts', import.meta.url), { type: 'module' });
+  const connected = new Promise<void>((resolve, reject) => {
+    worker.addEventListener('message', (event: MessageEvent) => {
+      if ((event.data as { type?: string })?.type === 'connected') resolve();
+    });
+    worker.addEventListener('error', (event) => reject(new Error(`transport worker: ${event.message}`)));
+  });
+  worker.postMessage(message, [port]);
+  return { worker, connected };
 }
