@@ -3,8 +3,9 @@
  * minimal raw MessagePort sender on the same kind of port in the same run.
  *
  * Both senders allocate and fill each chunk and transfer its buffer; both receivers (a worker
- * thread each, tests/src/transport/bench-peer.ts) read every byte of every chunk with the same function and
- * answer a checksum that is checked, so a sender that drops or corrupts data fails the bench.
+ * thread each, tests/src/transport/bench-peer.ts) read every byte of every chunk with the same
+ * function and answer a checksum that is checked, so a sender that drops or corrupts data fails
+ * the bench.
  * Both use the same credit window (1 MiB for 64 KiB chunks, 4 MiB for 1 MiB chunks). The
  * transport's reader grants it back in half-window batches (its protocol); the raw receiver in
  * quarter-window batches, which measured no slower for it than halves. The transport goes

@@ -6,9 +6,10 @@
  * 64 KiB chunks, 4 MiB for 1 MiB chunks), granted back in half-window batches by the transport
  * and quarter-window batches by the raw receiver (as in the Node bench); both travel over
  * a MessageChannel port of their own, each to a Web Worker of its own (so each side's received
- * chunks are collected in its own thread, as in the Node bench); each timed transfer includes opening the stream and
- * waiting for the answer; the two alternate (and which goes first alternates too). The raw sender
- * and receiver are those of the Node bench (tests/src/transport/bench-shared.ts).
+ * chunks are collected in its own thread, as in the Node bench); each timed transfer includes
+ * opening the stream and waiting for the answer; the two alternate (and which goes first
+ * alternates too). The raw sender and receiver are those of the Node bench
+ * (tests/src/transport/bench-shared.ts).
  */
 import { createBus, messagePortEndpoint } from '@gitport/bus';
 import { benchSinkFor, domRawPort, rawSender, sendToSink } from '../../src/transport/bench-shared.js';
