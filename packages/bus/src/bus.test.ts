@@ -296,8 +296,6 @@ describe('trust', () => {
     expect(() => a.handle('__proto__', () => 0)).toThrow(expect.objectContaining({ code: 'BUS_INVALID_ARGUMENT' }));
     off();
     expect((await ask('__proto__', 'p2')).x).toMatchObject({ code: 'BUS_NO_HANDLER' });
-    expect(({} as Record<string, unknown>).constructor).toBe(Object);
-    expect(Object.getPrototypeOf({})).toBe(Object.prototype);
   });
 });
 

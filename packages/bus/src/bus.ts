@@ -954,7 +954,7 @@ class BusImpl implements Bus {
     if (!validId(id)) return;
     const name = envelope[E];
     const fn = typeof name === 'string' ? this.handlers.get(name) : undefined;
-    if (typeof fn !== 'function') {
+    if (fn === undefined) {
       this.respondError(link, from, id, new BusError('BUS_NO_HANDLER', `no handler named ${JSON.stringify(name)}`));
       return;
     }

@@ -1,36 +1,36 @@
 /**
  * Worker-thread entry for benchmarks/transport.bench.ts: the far side of the transport (a bus
- * peer listening on `bench-sink`, `bench-sink-4m` and `bench-source`, when workerData has a
- * `busPort` or the parent port carries the bus) or of the raw MessagePort baseline (a bare port
- * with a credit window, when workerData has a `rawPort`). The bench starts one worker for each,
+ * peer named `id` listening on `bench-sink`, `bench-sink-4m` and `bench-source` on `busPort`)
+ * or of the raw MessagePort baseline (a bare port with a credit window, `rawPort`): workerData
+ * carries one of the two ports. The bench starts one worker for each,
  * so that each side's garbage (the chunks it received) is collected in its own thread, during its
  * own runs. Receiving, both read every byte of every chunk with the same function; sending, both
  * allocate, fill and transfer each chunk the same way.
  */
-import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
+import { type MessagePort, workerData } from 'node:worker_threads';
 import { createBus } from '@gitport/bus';
 import { nodeEndpoint } from '@gitport/bus/node';
 import { type DuplexStream, listen } from '@gitport/transport';
 import { fillByte, listenBenchSinks, nodeRawPort, serveRaw } from './bench-shared.js';
 
-const { id, rawPort, busPort } = workerData as { id: string; rawPort?: MessagePort; busPort?: MessagePort };
+const { id, rawPort, busPort } = workerData as { id?: string; rawPort?: MessagePort; busPort?: MessagePort };
 
-if (rawPort !== undefined) {
+if (rawPort !== undefined && busPort === undefined) {
   // The raw baseline, on a bare port of its own (bench-shared.ts).
   serveRaw(nodeRawPort(rawPort));
+} else if (busPort !== undefined && rawPort === undefined && id !== undefined) {
+  await serveTransport(id, busPort);
 } else {
-  await serveTransport();
+  throw new Error('bench-peer takes either a rawPort, or an id and a busPort');
 }
 
-async function serveTransport(): Promise<void> {
+async function serveTransport(id: string, port: MessagePort): Promise<void> {
   const bus = createBus({ id });
   listenBenchSinks(bus);
   listen(bus, 'bench-source', (stream) => {
     source(stream).catch((error) => stream.abort(error));
   });
-  const busTarget = busPort ?? parentPort;
-  if (!busTarget) throw new Error('bench-peer must run in a worker thread');
-  await bus.connect(nodeEndpoint(busTarget));
+  await bus.connect(nodeEndpoint(port));
 }
 
 /** `bench-source`: the request is `{total, chunk}` (JSON, then end); the answer is the bytes. */
