@@ -1,40 +1,31 @@
 /**
- * @gitport/transport throughput, main thread -> worker thread (issue 4), side by side with a
- * minimal raw MessagePort sender on the same kind of port in the same run.
+ * @gitport/transport throughput between a main thread and a worker thread (issue 4), side by
+ * side with a minimal raw MessagePort sender on the same kind of port in the same run.
  *
- * Both senders allocate and fill each chunk and transfer its buffer; both receivers (a worker
- * thread each, tests/src/transport/bench-peer.ts) read every byte of every chunk with the same
- * function and answer a checksum that is checked, so a sender that drops or corrupts data fails
- * the bench.
+ * Each side runs in a child process of its own (tests/src/transport/bench-process.ts), its main
+ * thread talking to a worker thread it started (tests/src/transport/bench-peer.ts); this file
+ * only asks each for its runs, in turn, and collects their times. Both senders allocate and fill
+ * each chunk and transfer its buffer; both receivers read every byte of every chunk with the
+ * same function and answer a checksum that is checked, so a sender that drops or corrupts data
+ * fails the bench.
  * Both use the same credit window (1 MiB for 64 KiB chunks, 4 MiB for 1 MiB chunks). The
  * transport's reader grants it back in half-window batches (its protocol); the raw receiver in
  * quarter-window batches, which measured no slower for it than halves. The transport goes
- * through the bus (createBus + nodeEndpoint on a MessageChannel port of its own); the raw
- * sender posts `{s, b}` on another bare MessageChannel port. The raw sender and receiver are the
- * ones the in-browser rows use (tests/src/transport/bench-shared.ts).
+ * through the bus (createBus + nodeEndpoint on a MessageChannel port); the raw sender posts
+ * `{s, b}` on a bare MessageChannel port. The raw sender and receiver are the ones the
+ * in-browser rows use (tests/src/transport/bench-shared.ts).
  *
  * Figures are medians of the timed runs: MB/s (10^6 bytes per second) and messages (chunks)
  * per second; each timed transfer includes opening the stream and waiting for the answer (the
  * warm-up runs open the same names, so timed opens are optimistic: data follows the open frame
- * without waiting for the accept, as for any opener that used a name before). The
- * transport and the raw sender run alternately within each iteration, so a change of load on
- * the (shared, 2-core) machine hits both alike.
+ * without waiting for the accept, as for any opener that used a name before). The two sides
+ * run alternately within each iteration, so a change of load on the (shared, 2-core) machine
+ * hits both alike.
  */
-import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
-import { type Bus, createBus } from '@gitport/bus';
-import { nodeEndpoint } from '@gitport/bus/node';
-import { open } from '@gitport/transport';
+import type { ChildProcess } from 'node:child_process';
 import { afterAll, bench, describe } from 'vitest';
-import {
-  benchSinkFor,
-  checkAnswer,
-  nodeRawPort,
-  type RawSender,
-  rawSender,
-  readEveryByte,
-  sendToSink,
-} from '../tests/src/transport/bench-shared.js';
-import { startTsWorker } from '../tests/src/ts-worker.js';
+import type { BenchRun, BenchRunResult, BenchSide } from '../tests/src/transport/bench-process.js';
+import { spawnTsNode } from '../tests/src/ts-worker.js';
 import { mbps, median, record, sized } from './report.js';
 
 const KiB = 1024;
@@ -43,54 +34,61 @@ const WARMUP = sized(2, 1);
 /** Timed runs of a case: at least 10, more for small transfers (about 1 GB per side), at most 50. */
 const iterationsFor = (bytes: number) => sized(Math.max(10, Math.min(50, Math.floor(1e9 / bytes))), 1);
 
-// ---------------------------------------------------------------- the worker
+// ---------------------------------------------------------------- the two sides
 
-const PEER = 'bench-peer';
-const PEER_ENTRY = new URL('../tests/src/transport/bench-peer.ts', import.meta.url);
-let workers: Worker[] = [];
-let bus: Bus | undefined;
-let rawPort: MessagePort | undefined;
-let raw: RawSender | undefined;
+const SIDE_ENTRY = new URL('../tests/src/transport/bench-process.ts', import.meta.url);
 
-/**
- * The transport's far side and the raw baseline's far side run in two worker threads. In one
- * thread, each side's runs paid for the other's garbage: the raw receiver allocates nothing on the
- * JavaScript heap, so the chunks it read were collected only when the next run (the transport's,
- * whose receiver does allocate) set off a collection, or by full collections that external memory
- * forced; each in its own thread, each side collects what it received during its own runs.
- */
-async function setup(): Promise<{ bus: Bus; raw: RawSender }> {
-  if (bus && raw) return { bus, raw };
-  const channel = new MessageChannel();
-  const busChannel = new MessageChannel();
-  workers = [
-    startTsWorker(PEER_ENTRY, {
-      workerData: { id: PEER, busPort: busChannel.port2 },
-      transferList: [busChannel.port2],
-    }),
-    startTsWorker(PEER_ENTRY, { workerData: { rawPort: channel.port2 }, transferList: [channel.port2] }),
-  ];
-  bus = createBus({ id: 'bench-main' });
-  await bus.connect(nodeEndpoint(busChannel.port1));
-  rawPort = channel.port1;
-  raw = rawSender(nodeRawPort(rawPort));
-  return { bus, raw };
+/** A side's process: it runs what it is asked and answers each run's time. */
+interface Side {
+  child: ChildProcess;
+  waiting: Map<number, (result: BenchRunResult) => void>;
 }
 
-// ---------------------------------------------------------------- the transport
+let sides: Promise<Record<BenchSide, Side>> | undefined;
+let runs = 0;
 
-/** The other way: ask the worker for `total` bytes in `chunk`s and read every byte. */
-async function receiveTransport(b: Bus, total: number, chunk: number): Promise<void> {
-  const stream = await open(b, PEER, 'bench-source');
-  await stream.write(new TextEncoder().encode(JSON.stringify({ total, chunk })));
-  await stream.end();
-  let got = 0;
-  let sum = 0;
-  for await (const part of stream) {
-    sum = (sum + readEveryByte(part)) | 0;
-    got += part.byteLength;
-  }
-  checkAnswer({ total: got, sum }, total, chunk);
+async function startSide(side: BenchSide): Promise<Side> {
+  const child = spawnTsNode(SIDE_ENTRY, [side], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const waiting = new Map<number, (result: BenchRunResult) => void>();
+  await new Promise<void>((resolve, reject) => {
+    const onExit = (code: number | null) => reject(new Error(`the ${side} bench process exited (${code})`));
+    child.once('exit', onExit);
+    child.once('message', (message) => {
+      child.off('exit', onExit);
+      if (message === 'ready') resolve();
+      else reject(new Error(`the ${side} bench process said ${JSON.stringify(message)}`));
+    });
+  });
+  child.on('message', (result: BenchRunResult) => {
+    const done = waiting.get(result.run);
+    waiting.delete(result.run);
+    done?.(result);
+  });
+  child.on('exit', (code) => {
+    for (const [run, done] of waiting) done({ run, error: `the ${side} bench process exited (${code})` });
+    waiting.clear();
+  });
+  return { child, waiting };
+}
+
+/**
+ * Each side runs in a child process of its own, main thread and worker thread
+ * (tests/src/transport/bench-process.ts says why), started once for every case.
+ */
+function setup(): Promise<Record<BenchSide, Side>> {
+  sides ??= Promise.all([startSide('transport'), startSide('raw')]).then(([transport, raw]) => ({ transport, raw }));
+  return sides;
+}
+
+/** One run on `side`; resolves with its time in milliseconds. */
+async function runOn(side: Side, run: Omit<BenchRun, 'run'>): Promise<number> {
+  const id = ++runs;
+  const result = await new Promise<BenchRunResult>((resolve) => {
+    side.waiting.set(id, resolve);
+    side.child.send({ ...run, run: id } satisfies BenchRun);
+  });
+  if ('error' in result) throw new Error(result.error);
+  return result.ms;
 }
 
 // ---------------------------------------------------------------- the runs
@@ -188,7 +186,6 @@ const timesOf = (id: string) => {
 };
 
 for (const c of cases) {
-  const name = benchSinkFor(c.window);
   describe(c.toMain ? c.label : `${c.label}, main thread -> worker thread`, () => {
     // One bench runs both, alternating (and which goes first alternates too), so a change of
     // load on the machine hits both alike.
@@ -196,24 +193,13 @@ for (const c of cases) {
     bench(
       '@gitport/transport and raw MessagePort with a credit window, alternating',
       async () => {
-        const { bus: b, raw: peer } = await setup();
+        const { transport, raw } = await setup();
+        const run = { toMain: c.toMain === true, total: c.total, chunk: c.chunk, window: c.window, streams: c.streams };
         const runTransport = async () => {
-          const start = performance.now();
-          await Promise.all(
-            Array.from({ length: c.streams }, () =>
-              c.toMain ? receiveTransport(b, c.total, c.chunk) : sendToSink(b, PEER, name, c.total, c.chunk),
-            ),
-          );
-          timesOf(c.id).transport.push(performance.now() - start);
+          timesOf(c.id).transport.push(await runOn(transport, run));
         };
         const runRaw = async () => {
-          const start = performance.now();
-          await Promise.all(
-            Array.from({ length: c.streams }, () =>
-              c.toMain ? peer.receive(c.total, c.chunk, c.window) : peer.send(c.total, c.chunk, c.window),
-            ),
-          );
-          timesOf(c.id).raw.push(performance.now() - start);
+          timesOf(c.id).raw.push(await runOn(raw, run));
         };
         if (round++ % 2 === 0) {
           await runTransport();
@@ -264,7 +250,16 @@ afterAll(async () => {
       note: `chunks per second, ${note}`,
     });
   }
-  bus?.close();
-  rawPort?.close();
-  await Promise.all(workers.map((w) => w.terminate()));
+  if (sides === undefined) return;
+  const both = await sides;
+  await Promise.all(
+    Object.values(both).map(
+      ({ child }) =>
+        new Promise<void>((resolve) => {
+          if (child.exitCode !== null || child.signalCode !== null) return resolve();
+          child.once('exit', () => resolve());
+          child.disconnect();
+        }),
+    ),
+  );
 });

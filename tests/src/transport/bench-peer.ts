@@ -1,11 +1,10 @@
 /**
- * Worker-thread entry for benchmarks/transport.bench.ts: the far side of the transport (a bus
- * peer named `id` listening on `bench-sink`, `bench-sink-4m` and `bench-source` on `busPort`)
- * or of the raw MessagePort baseline (a bare port with a credit window, `rawPort`): workerData
- * carries one of the two ports. The bench starts one worker for each,
- * so that each side's garbage (the chunks it received) is collected in its own thread, during its
- * own runs. Receiving, both read every byte of every chunk with the same function; sending, both
- * allocate, fill and transfer each chunk the same way.
+ * Worker-thread entry for the transport benchmark (benchmarks/transport.bench.ts): the far side
+ * of the transport (a bus peer named `id` listening on `bench-sink`, `bench-sink-4m` and
+ * `bench-source` on `busPort`) or of the raw MessagePort baseline (a bare port with a credit
+ * window, `rawPort`): workerData carries one of the two ports. Each side's bench process
+ * (bench-process.ts) starts one. Receiving, both read every byte of every chunk with the same
+ * function; sending, both allocate, fill and transfer each chunk the same way.
  */
 import { type MessagePort, workerData } from 'node:worker_threads';
 import { createBus } from '@gitport/bus';
