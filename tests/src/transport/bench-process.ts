@@ -11,7 +11,7 @@
  *   when its own collections run, often after its run is over: memory one side's receiver freed
  *   late went back to the system and was faulted in again by the other side's next run. The
  *   transport's 64 MiB runs took 1,100 to 3,700 page faults on the sending thread when they
- *   alternated with the raw sender's, about 500 alone.
+ *   alternated with the raw sender's, 120 to 1,050 alone (three runs each way).
  * - Code on the bench runner's own thread runs through the runner's module loader, not as an
  *   application loads it: the transport's reader there (worker thread -> main thread) measured
  *   2.4 to 3.1 GB/s in three runs, and 3.9 to 4.3 GB/s in a process of its own.
