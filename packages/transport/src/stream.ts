@@ -6,6 +6,8 @@
  * Ownership: a chunk yielded by the read side belongs to the reader (it arrived in its own
  * buffer). A chunk written with `{ transfer: true }` is given up by the writer: when it spans
  * its whole ArrayBuffer, that buffer is transferred (detached here); any other chunk is copied.
+ * The buffers the stream makes itself (coalesced small writes, copies of views) are transferred
+ * only once this thread has detached one anyway (see `detachedHere`).
  */
 import {
   isTransportError,
@@ -103,6 +105,20 @@ const COALESCE_MAX = 16 * 1024;
  */
 const BATCH_BYTES = 256 * 1024;
 
+/**
+ * Whether a stream of this thread has detached an ArrayBuffer (transferred it). V8 compiles
+ * typed-array access without a check for detached buffers until the first ArrayBuffer of the
+ * thread is detached; from then on, every typed-array loop of the thread pays for that check
+ * (reading every byte of 64 KiB chunks measured about a fifth slower in a thread that had
+ * detached one 8-byte buffer). So the buffers a stream makes itself, the coalescing buffers of
+ * small writes and copies of views up to {@link COALESCE_BUFFER} bytes, go by structured clone
+ * (a copy of at most that much) while nothing was detached here: a reader that only writes
+ * requests and answers, as a fetching client does, keeps its typed arrays fast for the pack it
+ * reads. A chunk the writer gave up, and a larger copy, is transferred, and from then on the
+ * stream's own buffers are transferred too: the cost is paid already.
+ */
+let detachedHere = false;
+
 const RESOLVED: Promise<void> = Promise.resolve();
 const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
 
@@ -159,6 +175,8 @@ export class Stream implements DuplexStream {
   #bufferHint = COALESCE_START;
   /** Chunks whose credit is paid, waiting to go out together in one data frame. */
   #out: Uint8Array[] = [];
+  /** The buffers of `#out` that go in the frame's transfer list (see detachedHere). */
+  #outTransfer: ArrayBuffer[] = [];
   #outBytes = 0;
   #batchBytes: number;
   /**
@@ -529,16 +547,16 @@ export class Stream implements DuplexStream {
     const whole = Math.min(this.#maxPayload, this.#remoteWindow);
     if (transfer && len <= whole && ownsWholeBuffer(chunk) && this.#host.claim(chunk.buffer as ArrayBuffer)) {
       if (this.#credit >= len) {
-        this.#sendData(chunk);
+        this.#sendData(chunk, false, true);
         return undefined;
       }
       return this.#waitCredit(len).then(() => {
         this.#checkWritable();
-        this.#sendData(chunk);
+        this.#sendData(chunk, false, true);
       });
     }
     if (len <= whole && this.#credit >= len) {
-      this.#sendData(chunk.slice());
+      this.#sendData(chunk.slice(), false, false);
       return undefined;
     }
     return this.#writeCopies(chunk);
@@ -555,7 +573,7 @@ export class Stream implements DuplexStream {
       if (this.#credit < want) await this.#waitCredit(want);
       this.#checkWritable();
       const n = Math.min(left, this.#credit, this.#maxPayload);
-      this.#sendData(chunk.slice(offset, offset + n));
+      this.#sendData(chunk.slice(offset, offset + n), false, false);
       offset += n;
     }
   }
@@ -636,10 +654,10 @@ export class Stream implements DuplexStream {
     if (fill * 2 >= buffer.byteLength) {
       // Mostly full: give the whole buffer away (no copy) and start a new one later.
       this.#buffer = undefined;
-      this.#sendData(fill === buffer.byteLength ? buffer : new Uint8Array(buffer.buffer, 0, fill), true);
+      this.#sendData(fill === buffer.byteLength ? buffer : new Uint8Array(buffer.buffer, 0, fill), true, false);
     } else {
       // Mostly empty: copy out the bytes so no big buffer travels (and stays queued) for a few.
-      this.#sendData(buffer.slice(0, fill), true);
+      this.#sendData(buffer.slice(0, fill), true, false);
     }
   }
 
@@ -647,21 +665,28 @@ export class Stream implements DuplexStream {
     this.#buffer = undefined;
     this.#fill = 0;
     this.#out = [];
+    this.#outTransfer = [];
     this.#outBytes = 0;
   }
 
   /**
-   * Queues a chunk we own (its whole ArrayBuffer is transferred) to go out with the others of
-   * this tick; a full batch goes at once. The caller checked the credit; coalesced bytes paid
-   * theirs when they were buffered.
+   * Queues a chunk we own (the writer gave it up, `given`, or we made it) to go out with the
+   * others of this tick; a full batch goes at once. Its buffer goes in the transfer list if the
+   * writer gave it up, if it is larger than a coalescing buffer, or if this thread has
+   * detached a buffer before; else it is cloned (see detachedHere). The caller checked the
+   * credit; coalesced bytes (`paid`) paid theirs when they were buffered.
    */
-  #sendData(chunk: Uint8Array, paid = false): void {
+  #sendData(chunk: Uint8Array, paid: boolean, given: boolean): void {
     const len = chunk.byteLength;
     if (!paid) this.#credit -= len;
     const ramp = this.#ramp > 0;
     if (ramp) this.#ramp -= len;
     if (this.#outBytes + len > this.#batchBytes) this.#sendOut();
     this.#out.push(chunk);
+    if (given || detachedHere || len > COALESCE_BUFFER) {
+      detachedHere = true;
+      this.#outTransfer.push(chunk.buffer as ArrayBuffer);
+    }
     this.#outBytes += len;
     if (
       this.#outBytes >= this.#batchBytes ||
@@ -677,16 +702,11 @@ export class Stream implements DuplexStream {
   #sendOut(): void {
     const out = this.#out;
     if (out.length === 0) return;
+    const transfer = this.#outTransfer;
     this.#out = [];
+    this.#outTransfer = [];
     this.#outBytes = 0;
-    if (out.length === 1) {
-      const chunk = out[0]!;
-      this.#send({ t: 'data', s: this.id, i: this.side, b: chunk }, [chunk.buffer as ArrayBuffer]);
-      return;
-    }
-    const transfer: ArrayBuffer[] = new Array(out.length);
-    for (let k = 0; k < out.length; k++) transfer[k] = out[k]!.buffer as ArrayBuffer;
-    this.#send({ t: 'data', s: this.id, i: this.side, b: out }, transfer);
+    this.#send({ t: 'data', s: this.id, i: this.side, b: out.length === 1 ? out[0]! : out }, transfer);
   }
 
   end(): Promise<void> {
