@@ -652,7 +652,8 @@ export class Stream implements DuplexStream {
     this.#fill = 0;
     this.#bufferHint = Math.max(COALESCE_START, fill);
     if (fill * 2 >= buffer.byteLength) {
-      // Mostly full: give the whole buffer away (no copy) and start a new one later.
+      // Mostly full: give the whole buffer away (transferred, or cloned once: see detachedHere)
+      // and start a new one later.
       this.#buffer = undefined;
       this.#sendData(fill === buffer.byteLength ? buffer : new Uint8Array(buffer.buffer, 0, fill), true, false);
     } else {
