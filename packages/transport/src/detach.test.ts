@@ -3,13 +3,11 @@
  * buffers go by copy until this thread has detached one (see `detachedHere` in stream.ts).
  * That state belongs to the module instance, so these tests run in order in a file of their own.
  */
-import { MessageChannel } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import { dataBytes } from './frames.js';
 import type { DuplexStream } from './index.js';
-import { type FrameLink, portLink } from './link.js';
-import { Multiplexer } from './multiplexer.js';
-import { nodePort } from './test-mux.js';
+import type { FrameLink } from './link.js';
+import { muxPair } from './test-mux.js';
 
 interface SentData {
   bytes: number;
@@ -19,24 +17,22 @@ interface SentData {
 
 /** A stream from a multiplexer whose data frames are recorded, to a far side that reads it all. */
 async function recordedStream() {
-  const channel = new MessageChannel();
-  const inner = portLink(nodePort(channel.port1), { peer: 'far' });
   const sent: SentData[] = [];
-  const link: FrameLink = {
-    maxMessageSize: inner.maxMessageSize,
-    send(peer, frame, transfer) {
-      if (frame.t === 'data') {
-        sent.push({
-          bytes: dataBytes(frame.b),
-          transferred: transfer.map((buffer) => (buffer as ArrayBuffer).byteLength),
-        });
-      }
-      inner.send(peer, frame, transfer);
-    },
-    subscribe: (onFrame, onLost) => inner.subscribe(onFrame, onLost),
-  };
-  const near = new Multiplexer(link);
-  const far = new Multiplexer(portLink(nodePort(channel.port2), { peer: 'near' }));
+  const { near, far, close } = muxPair({
+    nearLink: (inner): FrameLink => ({
+      maxMessageSize: inner.maxMessageSize,
+      send(peer, frame, transfer) {
+        if (frame.t === 'data') {
+          sent.push({
+            bytes: dataBytes(frame.b),
+            transferred: transfer.map((buffer) => (buffer as ArrayBuffer).byteLength),
+          });
+        }
+        inner.send(peer, frame, transfer);
+      },
+      subscribe: (onFrame, onLost) => inner.subscribe(onFrame, onLost),
+    }),
+  });
   const received = new Promise<Uint8Array>((resolve, reject) => {
     far.listen('bytes', (stream: DuplexStream) => {
       (async () => {
@@ -48,17 +44,7 @@ async function recordedStream() {
     });
   });
   const stream = await near.open('far', 'bytes');
-  return {
-    stream,
-    sent,
-    received,
-    close() {
-      near.close();
-      far.close();
-      channel.port1.close();
-      channel.port2.close();
-    },
-  };
+  return { stream, sent, received, close };
 }
 
 /** `length` bytes counting up from `start`. */

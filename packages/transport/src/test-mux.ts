@@ -1,6 +1,6 @@
 /** Multiplexers over the two ports of a worker_threads MessageChannel, for the Node tests. */
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
-import { type PortLike, portLink } from './link.js';
+import { type FrameLink, type PortLike, portLink } from './link.js';
 import { Multiplexer } from './multiplexer.js';
 
 /**
@@ -12,11 +12,16 @@ export function nodePort(port: MessagePort): PortLike {
   return port as unknown as PortLike;
 }
 
-/** Two multiplexers over the two ports of one MessageChannel, in this thread; `close()` ends both. */
-export function muxPair(options: { maxMessageSize?: number } = {}) {
+/**
+ * Two multiplexers over the two ports of one MessageChannel, in this thread; `close()` ends both.
+ * `nearLink` may wrap the near side's link (to watch what it sends).
+ */
+export function muxPair(options: { maxMessageSize?: number; nearLink?: (link: FrameLink) => FrameLink } = {}) {
+  const { nearLink = (link: FrameLink) => link, maxMessageSize } = options;
+  const limit = maxMessageSize === undefined ? {} : { maxMessageSize };
   const channel = new MessageChannel();
-  const near = new Multiplexer(portLink(nodePort(channel.port1), { peer: 'far', ...options }));
-  const far = new Multiplexer(portLink(nodePort(channel.port2), { peer: 'near', ...options }));
+  const near = new Multiplexer(nearLink(portLink(nodePort(channel.port1), { peer: 'far', ...limit })));
+  const far = new Multiplexer(portLink(nodePort(channel.port2), { peer: 'near', ...limit }));
   return {
     near,
     far,

@@ -19,7 +19,7 @@
  * Node process as an application would run it.
  */
 import { MessageChannel } from 'node:worker_threads';
-import { createBus } from '@gitport/bus';
+import { type Bus, createBus } from '@gitport/bus';
 import { nodeEndpoint } from '@gitport/bus/node';
 import { open } from '@gitport/transport';
 import { startTsWorker } from '../ts-worker.js';
@@ -80,7 +80,7 @@ if (side === 'transport') {
 }
 
 /** The other way: ask the worker for `total` bytes in `chunk`s and read every byte. */
-async function receiveTransport(bus: ReturnType<typeof createBus>, total: number, chunk: number): Promise<void> {
+async function receiveTransport(bus: Bus, total: number, chunk: number): Promise<void> {
   const stream = await open(bus, PEER, 'bench-source');
   await stream.write(new TextEncoder().encode(JSON.stringify({ total, chunk })));
   await stream.end();
