@@ -786,6 +786,42 @@ describe('lifecycle', () => {
     return other;
   }
 
+  it('settles pending requests in any order, and rejects every one left when the peer goes', async () => {
+    const a = bus({ id: 'a' });
+    const b = bus({ id: 'b' });
+    const release = new Map<string, () => void>();
+    b.handle(
+      'hold',
+      (key) => new Promise<string>((resolve) => release.set(key as string, () => resolve(key as string))),
+    );
+    b.handle('echo', (p) => p);
+    const { port2 } = await link(a, b);
+    const until = async (key: string) => {
+      while (!release.has(key)) await new Promise((resolve) => setTimeout(resolve, 1));
+    };
+    // The first request stays pending while later ones come and go.
+    const x = a.request('b', 'hold', 'x');
+    expect(await Promise.all([1, 2, 3].map((i) => a.request('b', 'echo', i)))).toEqual([1, 2, 3]);
+    expect(a.pendingRequests).toBe(1);
+    await until('x');
+    release.get('x')!();
+    expect(await x).toBe('x');
+    expect(a.pendingRequests).toBe(0);
+    // The first settles before the second; a third takes its place; losing the peer rejects both left.
+    const y = a.request('b', 'hold', 'y');
+    const z = a.request('b', 'hold', 'z');
+    await until('y');
+    release.get('y')!();
+    expect(await y).toBe('y');
+    const w = a.request('b', 'hold', 'w');
+    expect(a.pendingRequests).toBe(2);
+    await until('z');
+    await until('w');
+    port2.close();
+    expect(await Promise.all([codeOf(z), codeOf(w)])).toEqual(['BUS_PEER_LOST', 'BUS_PEER_LOST']);
+    expect(a.pendingRequests).toBe(0);
+  });
+
   it('posts a lone request at once, and requests made while others are pending together', async () => {
     const a = bus({ id: 'a' });
     const frames: unknown[] = [];

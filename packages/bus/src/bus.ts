@@ -254,6 +254,50 @@ class Pending {
   ) {}
 }
 
+/**
+ * Pending requests by id. The first one has a slot of its own and only the others go in a Map: a
+ * Map allocates as entries come and go (a new table whenever it shrinks or fills with deleted
+ * entries), and one call at a time would otherwise pay that on every call.
+ */
+class PendingTable {
+  size = 0;
+  private loneId = Number.NaN;
+  private lone: Pending | undefined;
+  private readonly more = new Map<number, Pending>();
+
+  get(id: number): Pending | undefined {
+    return id === this.loneId ? this.lone : this.more.get(id);
+  }
+
+  /** Adds a request under a new id (ids are random and never reused while pending). */
+  add(id: number, pending: Pending): void {
+    if (this.lone === undefined) {
+      this.loneId = id;
+      this.lone = pending;
+    } else {
+      this.more.set(id, pending);
+    }
+    this.size++;
+  }
+
+  delete(id: number): void {
+    if (id === this.loneId) {
+      this.loneId = Number.NaN;
+      this.lone = undefined;
+      this.size--;
+    } else if (this.more.delete(id)) {
+      this.size--;
+    }
+  }
+
+  /** A copy of the entries, to settle while iterating. */
+  entries(): [number, Pending][] {
+    const all: [number, Pending][] = this.lone === undefined ? [] : [[this.loneId, this.lone]];
+    for (const entry of this.more) all.push(entry);
+    return all;
+  }
+}
+
 class IncomingRequest implements HandlerMeta {
   private controller: AbortController | undefined;
   private abortReason: BusError | undefined;
@@ -300,7 +344,7 @@ class BusImpl implements Bus {
   private readonly connectedListeners = new Set<(peer: string, reason?: BusError) => void>();
   private readonly lostListeners = new Set<(peer: string, reason?: BusError) => void>();
   private readonly handlers = new Map<string, Handler>();
-  private readonly pending = new Map<number, Pending>();
+  private readonly pending = new PendingTable();
   private readonly incoming = new Map<string, IncomingRequest>();
   private readonly channels = new Map<string, Set<AnyMessageListener>>();
   private readonly channelBuffers = new Map<string, unknown[]>();
@@ -561,7 +605,7 @@ class BusImpl implements Bus {
     this.routes.delete(peer);
     this.distance.delete(peer);
     this.peerMap.delete(peer);
-    for (const [id, pending] of this.pending) {
+    for (const [id, pending] of this.pending.entries()) {
       if (pending.peer === peer) this.settle(id, pending, false, reason);
     }
     const prefix = `${peer}\n`;
@@ -839,7 +883,7 @@ class BusImpl implements Bus {
       pending.name = name;
     }
     if (signal !== undefined) this.watch(id, pending, signal);
-    this.pending.set(id, pending);
+    this.pending.add(id, pending);
     if (!lone) this.enqueue(link, envelope, options?.transfer, size);
     else if (early !== undefined) {
       this.answer(id, pending, early);
@@ -884,7 +928,7 @@ class BusImpl implements Bus {
     this.timerAt = Number.POSITIVE_INFINITY;
     const now = performance.now();
     let next = Number.POSITIVE_INFINITY;
-    for (const [id, pending] of [...this.pending]) {
+    for (const [id, pending] of this.pending.entries()) {
       if (pending.deadline <= now) {
         this.settle(
           id,
@@ -1386,7 +1430,7 @@ class BusImpl implements Bus {
       }
       this.lose(link, error);
     }
-    for (const [id, pending] of [...this.pending]) this.settle(id, pending, false, error);
+    for (const [id, pending] of this.pending.entries()) this.settle(id, pending, false, error);
     if (this.dropTimer !== undefined) {
       clearTimeout(this.dropTimer);
       this.reportSuppressed();

@@ -62,11 +62,11 @@ function primitiveSize(v: unknown): number {
  * (it may hold the first one's views again), goes to the walk.
  */
 function flatObject(value: Record<string, unknown>): number | undefined {
-  const keys = Object.keys(value);
   let total = SLOT;
   let binary = false;
-  for (let i = 0; i < keys.length; i++) {
-    const key = keys[i]!;
+  // for-in over own keys: Object.keys would allocate an array on every message
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
     const v = value[key];
     let size = primitiveSize(v);
     if (size < 0) {
