@@ -169,7 +169,12 @@ async function transfer(source: MemoryObjectStore, head: ObjectId, sample?: () =
   return { target, packBytes };
 }
 
-/** A protocol Connection over a transport stream; `sample` runs on every chunk received. */
+/**
+ * A protocol Connection over a transport stream, wired as gitport's host wires it
+ * (packages/gitport/src/host.ts): writes keep their `transfer` option, so the side-band frame
+ * groups upload-pack gives up move to the reader instead of being copied, and the write size is
+ * a quarter of the reader's window. `sample` runs on every chunk received.
+ */
 function connection(stream: DuplexStream, sample?: () => void): Connection {
   const input: AsyncIterable<Uint8Array> = sample
     ? {
@@ -181,7 +186,12 @@ function connection(stream: DuplexStream, sample?: () => void): Connection {
         },
       }
     : stream;
-  return { input, write: (bytes) => stream.write(bytes), end: () => stream.end() };
+  return {
+    input,
+    write: (bytes, options) => stream.write(bytes, options),
+    end: () => stream.end(),
+    writeSize: Math.min(2 ** 20, Math.max(64 * 1024, Math.floor(stream.stats.remoteWindow / 4))),
+  };
 }
 
 /** A clone of `head` over gitport's whole stack (protocol, pktline, transport, bus), one thread. */
