@@ -955,4 +955,33 @@ describe('lifecycle', () => {
     expect(got).toEqual([1, 2]);
     expect(errors.map((e) => (e as Error).message)).toEqual(['listener bug', 'listener bug']);
   });
+
+  // Last in the file: it leaves the id pool of this module filled with its pattern.
+  it('never gives two pending requests the same id, even if the random source repeats itself', async () => {
+    const a = bus({ id: 'a', maxPendingRequests: 4000 });
+    const ids: unknown[] = [];
+    await linkThrough(a, 'b', (message) => {
+      for (const e of envelopesOf(message)) if (fromWire(e).k === 'rq') ids.push(fromWire(e).i);
+    });
+    // From the moment the id pool is refilled (at most 1024 ids on), every id comes twice in a
+    // row; the requests below are all pending together (they go out at the end of this task).
+    let refills = 0;
+    const spy = vi
+      .spyOn(globalThis.crypto, 'getRandomValues')
+      .mockImplementation(<T extends ArrayBufferView | null>(array: T): T => {
+        const words = array as unknown as Uint32Array;
+        refills++;
+        for (let i = 0; i < words.length; i++) words[i] = refills * words.length + (i >> 2) + (i & 1);
+        return array;
+      });
+    try {
+      const n = 1100;
+      const answers = await Promise.all(Array.from({ length: n }, (_, i) => a.request('b', 'echo', i)));
+      expect(answers).toEqual(Array.from({ length: n }, (_, i) => i));
+      expect(spy).toHaveBeenCalled();
+      expect(new Set(ids).size).toBe(n);
+    } finally {
+      spy.mockRestore();
+    }
+  });
 });

@@ -269,7 +269,7 @@ class PendingTable {
     return id === this.loneId ? this.lone : this.more.get(id);
   }
 
-  /** Adds a request under a new id (ids are random and never reused while pending). */
+  /** Adds a request under an id not pending (see request). */
   add(id: number, pending: Pending): void {
     if (this.lone === undefined) {
       this.loneId = id;
@@ -849,7 +849,8 @@ class BusImpl implements Bus {
     } catch (error) {
       return Promise.reject(error);
     }
-    const id = randomId();
+    let id = randomId();
+    while (this.pending.get(id) !== undefined) id = randomId();
     const signal = options?.signal;
     const timeout = options?.timeout ?? this.requestTimeout;
     const envelope = this.envelope(link, peer, RQ, name, id, payload);
