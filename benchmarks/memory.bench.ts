@@ -33,6 +33,7 @@ import { type Connection, clone, MemoryRefStore, serveUploadPack } from '@gitpor
 import { prng } from '@gitport/tests/history';
 import { type DuplexStream, listen, open } from '@gitport/transport';
 import { bench, describe } from 'vitest';
+import { writeSizeOf } from '../packages/gitport/src/host.js';
 import { memoryBytes, QUICK, record, sized } from './report.js';
 
 const COMMITS = sized(25, 3);
@@ -190,7 +191,7 @@ function connection(stream: DuplexStream, sample?: () => void): Connection {
     input,
     write: (bytes, options) => stream.write(bytes, options),
     end: () => stream.end(),
-    writeSize: Math.min(2 ** 20, Math.max(64 * 1024, Math.floor(stream.stats.remoteWindow / 4))),
+    writeSize: writeSizeOf(stream),
   };
 }
 

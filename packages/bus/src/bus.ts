@@ -260,10 +260,13 @@ class Pending {
  * entries), and one call at a time would otherwise pay that on every call.
  */
 class PendingTable {
-  size = 0;
   private loneId = Number.NaN;
   private lone: Pending | undefined;
   private readonly more = new Map<number, Pending>();
+
+  get size(): number {
+    return (this.lone === undefined ? 0 : 1) + this.more.size;
+  }
 
   get(id: number): Pending | undefined {
     return id === this.loneId ? this.lone : this.more.get(id);
@@ -277,16 +280,14 @@ class PendingTable {
     } else {
       this.more.set(id, pending);
     }
-    this.size++;
   }
 
   delete(id: number): void {
     if (id === this.loneId) {
       this.loneId = Number.NaN;
       this.lone = undefined;
-      this.size--;
-    } else if (this.more.delete(id)) {
-      this.size--;
+    } else {
+      this.more.delete(id);
     }
   }
 

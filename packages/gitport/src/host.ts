@@ -287,7 +287,7 @@ async function closeAfterError(stream: DuplexStream, message: Uint8Array | undef
  * The write size that keeps a stream flowing: a quarter of the reader's window (which it grants
  * back half at a time), so several writes are in flight; capped at 1 MiB.
  */
-function writeSizeOf(stream: DuplexStream): number {
+export function writeSizeOf(stream: DuplexStream): number {
   return Math.min(2 ** 20, Math.max(64 * 1024, Math.floor(stream.stats.remoteWindow / 4)));
 }
 
