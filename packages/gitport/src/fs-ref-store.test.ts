@@ -126,7 +126,10 @@ describe('FsRefStore on a repository real git writes and reads', () => {
     const refs = new FsRefStore(nodeFs(), gitDir);
     await writeFile(`${gitDir}/refs/heads/main.lock`, '');
     const [result] = await refs.update([{ name: 'refs/heads/main', new: commits[0]! }]);
-    expect(result).toMatchObject({ status: 'rejected', reason: 'stale' });
+    // refused, and the message names the lock (and says it may be stale)
+    expect(result).toMatchObject({ status: 'rejected', reason: 'locked' });
+    expect(result?.status === 'rejected' && result.message).toMatch(/refs\/heads\/main\.lock exists.*stale/);
+    expect(await lockFiles(gitDir)).toEqual(['refs/heads/main.lock']);
     expect(await refs.resolve('refs/heads/main')).toBe(commits[2]);
     const git = await sandbox.run(['update-ref', 'refs/heads/main', commits[0]!], {
       cwd: sandbox.path('work'),
