@@ -484,7 +484,7 @@ export class FsRefStore implements RefStore {
       // an empty directory (left by refs deleted before) is no clash: git removes it too
       if (loose === 'dir') {
         if (!(await this.fs.removeEmptyTree(h.path))) {
-          return reject(name, 'invalid-name', `refs exist under ${name}/: cannot create ${name} (directory/file)`);
+          return reject(name, 'invalid-name', `${name}/ is a directory that holds refs or files (directory/file)`);
         }
         loose = undefined;
       }
