@@ -10,8 +10,19 @@
  * so real git running on the same repository is safe: `<ref>.lock` is created exclusively (O_EXCL),
  * the current value is compared with the expected old one while the lock is held, the new value
  * is written into the lock and the lock renamed over the ref. A delete also rewrites packed-refs
- * under `packed-refs.lock`. A lock that already exists means another writer (us or git) holds
- * the ref: the update is refused, like git's "cannot lock ref".
+ * under `packed-refs.lock`, before the loose file goes. A lock that already exists means another
+ * writer (us or git) holds the ref: the update is refused (`locked`, naming the lock), like git's
+ * "cannot lock ref"; unlike git, a lock older than the stale bound is taken as left by a writer
+ * that died, removed, and the lock taken again once (see stale-files.ts).
+ *
+ * Directories follow git's files backend: a ref `a` and a ref `a/b` cannot both exist; an empty
+ * directory where a ref's file belongs is no clash (it is removed); deleting a ref, or giving up
+ * a lock, removes the parent directories left empty, up to `refs/<kind>/`.
+ *
+ * An atomic batch moves nothing until every lock is held and every check passed, and then writes
+ * each ref through a temporary file (`.tmp-<name>`, a name git never reads as a ref) while its
+ * lock is still held, so that a failure part-way can put every moved ref back before any other
+ * writer can see or take it.
  *
  * The parsed packed-refs file is cached and revalidated on every use by (mtime, size, inode),
  * because real git may repack refs at any time; loose refs are read from disk each time.
@@ -496,7 +507,12 @@ export class FsRefStore implements RefStore {
     h.old = h.loose ?? packed.get(name)?.oid ?? null;
     if (h.expected !== undefined && h.expected !== h.old) return reject(name, 'stale', 'incorrect old value provided');
     if (h.old === null && h.new !== null) {
-      const clash = await this.#conflicts(name, packed);
+      let clash: string | undefined;
+      try {
+        clash = await this.#conflicts(name, packed);
+      } catch (error) {
+        return reject(name, 'failed', `cannot check ref ${name}: ${this.#describe(error)}`);
+      }
       if (clash !== undefined)
         return reject(name, 'invalid-name', `${clash} exists: cannot create ${name} (directory/file)`);
     }
