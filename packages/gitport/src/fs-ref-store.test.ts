@@ -1,6 +1,7 @@
-import { readdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, stat, utimes, writeFile } from 'node:fs/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createGitSandbox, type GitSandbox } from '../../../tests/src/git.js';
+import type { FsPromisesLike } from './fs.js';
 import { nodeFs } from './fs.node.js';
 import { FsRefStore } from './fs-ref-store.js';
 import { MemoryFs } from './memory-fs.js';
@@ -126,7 +127,10 @@ describe('FsRefStore on a repository real git writes and reads', () => {
     const refs = new FsRefStore(nodeFs(), gitDir);
     await writeFile(`${gitDir}/refs/heads/main.lock`, '');
     const [result] = await refs.update([{ name: 'refs/heads/main', new: commits[0]! }]);
-    expect(result).toMatchObject({ status: 'rejected', reason: 'stale' });
+    // refused, and the message names the lock (and says it may be stale)
+    expect(result).toMatchObject({ status: 'rejected', reason: 'locked' });
+    expect(result?.status === 'rejected' && result.message).toMatch(/refs\/heads\/main\.lock exists.*stale/);
+    expect(await lockFiles(gitDir)).toEqual(['refs/heads/main.lock']);
     expect(await refs.resolve('refs/heads/main')).toBe(commits[2]);
     const git = await sandbox.run(['update-ref', 'refs/heads/main', commits[0]!], {
       cwd: sandbox.path('work'),
@@ -237,6 +241,247 @@ describe('FsRefStore on a repository real git writes and reads', () => {
       'invalid-name',
     ]);
     expect(await refs.list()).toEqual(await forEachRef());
+  });
+});
+
+describe('FsRefStore: directory/file clashes, failures, atomic rollback and stale locks', () => {
+  let sandbox: GitSandbox;
+  let gitDir: string;
+  let commits: string[];
+
+  beforeEach(async () => {
+    sandbox = await createGitSandbox('gitport-refs-faults-');
+    await sandbox.git(['init', '-q', 'work']);
+    const cwd = sandbox.path('work');
+    commits = [];
+    for (const n of [1, 2, 3]) {
+      await writeFile(sandbox.path('work', 'f.txt'), `line ${n}\n`);
+      await sandbox.git(['add', '.'], { cwd });
+      await sandbox.git(['commit', '-qm', `c${n}`], { cwd });
+      commits.push(await sandbox.git(['rev-parse', 'HEAD'], { cwd }));
+    }
+    await sandbox.git(['tag', 'light', commits[1]!], { cwd });
+    await sandbox.git(['branch', 'feature/x', commits[1]!], { cwd });
+    // main, feature/x and light packed; loose stays a loose file
+    await sandbox.git(['pack-refs', '--all'], { cwd });
+    await sandbox.git(['branch', 'loose', commits[2]!], { cwd });
+    gitDir = sandbox.path('work', '.git');
+  });
+  afterEach(() => sandbox.cleanup());
+
+  const forEachRef = () => sandbox.git(['--git-dir', gitDir, 'for-each-ref', '--format=%(objectname) %(refname)']);
+  /** Lock and temporary files left anywhere in the git directory. */
+  const leftovers = async () =>
+    (await readdir(gitDir, { recursive: true })).filter((p) => p.endsWith('.lock') || /(^|\/)\.tmp-/.test(p));
+  const exists = async (path: string) => (await stat(`${gitDir}/${path}`).catch(() => undefined)) !== undefined;
+  const statuses = (results: Awaited<ReturnType<FsRefStore['update']>>) =>
+    results.map((r) => (r.status === 'ok' ? 'ok' : r.reason));
+  const messages = (results: Awaited<ReturnType<FsRefStore['update']>>) =>
+    results.map((r) => (r.status === 'rejected' ? r.message : ''));
+
+  /** Node's fs with `fail(call, path)` deciding which calls throw an error of a given code. */
+  const faultyFs = (fail: (call: 'open' | 'rename', path: string) => string | undefined) => {
+    const plain = nodeFs().promises;
+    const error = (code: string, path: string) => Object.assign(new Error(`${code}: failed, '${path}'`), { code });
+    const faulty: FsPromisesLike = {
+      ...plain,
+      open: async (path, flags) => {
+        const code = fail('open', path);
+        if (code) throw error(code, path);
+        return plain.open!(path, flags);
+      },
+      rename: async (from, to) => {
+        const code = fail('rename', to);
+        if (code) throw error(code, to);
+        return plain.rename!(from, to);
+      },
+    };
+    return faulty;
+  };
+
+  it('a refused clash with a packed ref leaves no directory behind, and that ref still updates', async () => {
+    const refs = new FsRefStore(nodeFs(), gitDir);
+    const refused = await refs.update([
+      { name: 'refs/heads/main/x', old: null, new: commits[0]! },
+      { name: 'refs/heads/feature/x/deeper/y', old: null, new: commits[0]! },
+    ]);
+    expect(statuses(refused)).toEqual(['invalid-name', 'invalid-name']);
+    expect(messages(refused)[0]).toMatch(/refs\/heads\/main exists/);
+    expect(await exists('refs/heads/main')).toBe(false);
+    expect(await exists('refs/heads/feature/x')).toBe(false);
+    const [moved] = await refs.update([{ name: 'refs/heads/main', old: commits[2]!, new: commits[0]! }]);
+    expect(moved?.status).toBe('ok');
+    expect(await sandbox.git(['--git-dir', gitDir, 'rev-parse', 'refs/heads/main'])).toBe(commits[0]);
+    expect(await leftovers()).toEqual([]);
+  });
+
+  it('an empty directory where a ref belongs is no clash; a deleted ref leaves no empty directory', async () => {
+    const refs = new FsRefStore(nodeFs(), gitDir);
+    await sandbox.git(['--git-dir', gitDir, 'update-ref', 'refs/heads/nest/x', commits[0]!]);
+    expect(statuses(await refs.update([{ name: 'refs/heads/nest/x', old: commits[0]!, new: null }]))).toEqual(['ok']);
+    expect(await exists('refs/heads/nest')).toBe(false);
+    expect(await exists('refs/heads')).toBe(true);
+    expect(statuses(await refs.update([{ name: 'refs/heads/nest', old: null, new: commits[1]! }]))).toEqual(['ok']);
+    // empty directories made by anyone else: removed, as git does
+    await mkdir(`${gitDir}/refs/heads/hollow/a/b`, { recursive: true });
+    await mkdir(`${gitDir}/refs/heads/main/empty`, { recursive: true });
+    const results = await refs.update([
+      { name: 'refs/heads/hollow', old: null, new: commits[2]! },
+      { name: 'refs/heads/main', old: commits[2]!, new: commits[1]! },
+    ]);
+    expect(statuses(results)).toEqual(['ok', 'ok']);
+    // a directory holding a ref is a clash
+    await sandbox.git(['--git-dir', gitDir, 'update-ref', 'refs/heads/full/x', commits[0]!]);
+    const [full] = await refs.update([{ name: 'refs/heads/full', old: null, new: commits[0]! }]);
+    expect(full).toMatchObject({ status: 'rejected', reason: 'invalid-name' });
+    expect(await forEachRef()).toBe(
+      [
+        `${commits[1]} refs/heads/feature/x`,
+        `${commits[0]} refs/heads/full/x`,
+        `${commits[2]} refs/heads/hollow`,
+        `${commits[2]} refs/heads/loose`,
+        `${commits[1]} refs/heads/main`,
+        `${commits[1]} refs/heads/nest`,
+        `${commits[1]} refs/tags/light`,
+      ].join('\n'),
+    );
+    expect(await refs.list()).toHaveLength(7);
+    await sandbox.git(['--git-dir', gitDir, 'fsck', '--strict']);
+  });
+
+  it('an atomic batch whose fs fails in the middle puts back every ref it moved', async () => {
+    const before = await forEachRef();
+    const refs = new FsRefStore(
+      faultyFs((call, path) => (call === 'rename' && path === `${gitDir}/refs/heads/loose` ? 'EACCES' : undefined)),
+      gitDir,
+    );
+    const results = await refs.update(
+      [
+        { name: 'refs/heads/main', old: commits[2]!, new: commits[0]! },
+        { name: 'refs/heads/created', old: null, new: commits[0]! },
+        { name: 'refs/heads/feature/x', old: commits[1]!, new: null },
+        { name: 'refs/tags/light', old: commits[1]!, new: null },
+        { name: 'refs/heads/loose', old: commits[2]!, new: commits[1]! },
+        { name: 'refs/heads/zz', old: null, new: commits[1]! },
+      ],
+      { atomic: true },
+    );
+    expect(statuses(results)).toEqual(['atomic', 'atomic', 'atomic', 'atomic', 'failed', 'atomic']);
+    expect(messages(results)[4]).toMatch(/^cannot update ref refs\/heads\/loose: EACCES/);
+    expect(messages(results)[4]).not.toContain(gitDir);
+    expect(await forEachRef()).toBe(before);
+    expect(await refs.list()).toEqual(before.split('\n').map((l) => ({ oid: l.slice(0, 40), name: l.slice(41) })));
+    expect(await leftovers()).toEqual([]);
+    await sandbox.git(['--git-dir', gitDir, 'fsck', '--strict']);
+    // without the fault, the same batch applies whole
+    const again = await new FsRefStore(nodeFs(), gitDir).update(
+      [
+        { name: 'refs/heads/main', old: commits[2]!, new: commits[0]! },
+        { name: 'refs/heads/feature/x', old: commits[1]!, new: null },
+        { name: 'refs/heads/loose', old: commits[2]!, new: commits[1]! },
+      ],
+      { atomic: true },
+    );
+    expect(statuses(again)).toEqual(['ok', 'ok', 'ok']);
+    expect(await forEachRef()).toBe(
+      [`${commits[1]} refs/heads/loose`, `${commits[0]} refs/heads/main`, `${commits[1]} refs/tags/light`].join('\n'),
+    );
+    expect(await leftovers()).toEqual([]);
+  });
+
+  it('an atomic batch with a directory in the way or a lock held moves no ref', async () => {
+    const before = await forEachRef();
+    const refs = new FsRefStore(nodeFs(), gitDir);
+    // a loose ref under a packed one's name (a repository in a state git itself would refuse to make)
+    await mkdir(`${gitDir}/refs/heads/main`);
+    await writeFile(`${gitDir}/refs/heads/main/stray`, `${commits[0]}\n`);
+    const results = await refs.update(
+      [
+        { name: 'refs/heads/a-new', old: null, new: commits[0]! },
+        { name: 'refs/heads/main', old: commits[2]!, new: commits[0]! },
+      ],
+      { atomic: true },
+    );
+    expect(statuses(results)).toEqual(['atomic', 'invalid-name']);
+    await writeFile(`${gitDir}/refs/heads/zz.lock`, '');
+    const locked = await refs.update(
+      [
+        { name: 'refs/heads/a-new', old: null, new: commits[0]! },
+        { name: 'refs/heads/zz', old: null, new: commits[0]! },
+      ],
+      { atomic: true },
+    );
+    expect(statuses(locked)).toEqual(['atomic', 'locked']);
+    const expected = [...before.split('\n'), `${commits[0]} refs/heads/main/stray`];
+    expect((await forEachRef()).split('\n')).toEqual(expected.sort((a, b) => (a.slice(41) < b.slice(41) ? -1 : 1)));
+    expect(await leftovers()).toEqual(['refs/heads/zz.lock']);
+  });
+
+  it('a failure of one ref is a rejection with a message, not an exception', async () => {
+    const refs = new FsRefStore(
+      faultyFs((call, path) => {
+        if (call === 'open' && path.endsWith('/refs/heads/too-long.lock')) return 'ENAMETOOLONG';
+        if (call === 'open' && path.endsWith('/refs/heads/denied.lock')) return 'EACCES';
+        if (call === 'rename' && path.endsWith('/refs/heads/broken')) return 'EIO';
+        return undefined;
+      }),
+      gitDir,
+    );
+    await writeFile(`${gitDir}/refs/heads/corrupt`, 'not an object id\n');
+    const results = await refs.update([
+      { name: 'refs/heads/too-long', old: null, new: commits[0]! },
+      { name: 'refs/heads/denied', old: null, new: commits[0]! },
+      { name: 'refs/heads/broken', old: null, new: commits[0]! },
+      { name: 'refs/heads/corrupt', new: commits[0]! },
+      { name: 'refs/heads/fine', old: null, new: commits[0]! },
+    ]);
+    expect(statuses(results)).toEqual(['failed', 'failed', 'failed', 'failed', 'ok']);
+    const text = messages(results);
+    expect(text[0]).toMatch(/cannot lock ref refs\/heads\/too-long: ENAMETOOLONG/);
+    expect(text[1]).toMatch(/cannot lock ref refs\/heads\/denied: EACCES/);
+    expect(text[2]).toMatch(/cannot update ref refs\/heads\/broken: EIO/);
+    expect(text[3]).toMatch(/cannot read ref refs\/heads\/corrupt: .*not an object id/);
+    for (const message of text) expect(message).not.toContain(gitDir);
+    expect(await refs.resolve('refs/heads/fine')).toBe(commits[0]);
+    expect(await exists('refs/heads/broken')).toBe(false);
+    expect(await leftovers()).toEqual([]);
+  });
+
+  it('a lock left by a crash is broken once older than the bound; a younger one is named in the refusal', async () => {
+    const refs = new FsRefStore(nodeFs(), gitDir);
+    const old = new Date(Date.now() - 11 * 60 * 1000);
+    await writeFile(`${gitDir}/refs/heads/main.lock`, '');
+    await utimes(`${gitDir}/refs/heads/main.lock`, old, old);
+    await writeFile(`${gitDir}/refs/heads/loose.lock`, '');
+    const results = await refs.update([
+      { name: 'refs/heads/main', old: commits[2]!, new: commits[0]! },
+      { name: 'refs/heads/loose', old: commits[2]!, new: commits[0]! },
+    ]);
+    expect(statuses(results)).toEqual(['ok', 'locked']);
+    expect(messages(results)[1]).toBe(
+      'cannot lock ref refs/heads/loose: refs/heads/loose.lock exists; another update holds it, or one that crashed left it (then it is stale, and is removed once older than 10 min)',
+    );
+    expect(await leftovers()).toEqual(['refs/heads/loose.lock']);
+    // the bound is an option
+    const recent = new Date(Date.now() - 5 * 60 * 1000);
+    await utimes(`${gitDir}/refs/heads/loose.lock`, recent, recent);
+    const strict = new FsRefStore(nodeFs(), gitDir, { staleAfterMs: 60 * 1000 });
+    expect(statuses(await strict.update([{ name: 'refs/heads/loose', old: commits[2]!, new: commits[1]! }]))).toEqual([
+      'ok',
+    ]);
+    // packed-refs.lock, which a delete of a packed ref needs: the same
+    await writeFile(`${gitDir}/packed-refs.lock`, '');
+    const [held] = await refs.update([{ name: 'refs/tags/light', old: commits[1]!, new: null }]);
+    expect(held).toMatchObject({ status: 'rejected', reason: 'locked' });
+    expect(held?.status === 'rejected' && held.message).toMatch(/packed-refs\.lock exists/);
+    await utimes(`${gitDir}/packed-refs.lock`, old, old);
+    expect(statuses(await refs.update([{ name: 'refs/tags/light', old: commits[1]!, new: null }]))).toEqual(['ok']);
+    expect(await forEachRef()).toBe(
+      [`${commits[1]} refs/heads/feature/x`, `${commits[1]} refs/heads/loose`, `${commits[0]} refs/heads/main`].join(
+        '\n',
+      ),
+    );
+    expect(await leftovers()).toEqual([]);
   });
 });
 

@@ -10,8 +10,19 @@
  * so real git running on the same repository is safe: `<ref>.lock` is created exclusively (O_EXCL),
  * the current value is compared with the expected old one while the lock is held, the new value
  * is written into the lock and the lock renamed over the ref. A delete also rewrites packed-refs
- * under `packed-refs.lock`. A lock that already exists means another writer (us or git) holds
- * the ref: the update is refused, like git's "cannot lock ref".
+ * under `packed-refs.lock`, before the loose file goes. A lock that already exists means another
+ * writer (us or git) holds the ref: the update is refused (`locked`, naming the lock), like git's
+ * "cannot lock ref"; unlike git, a lock older than the stale bound is taken as left by a writer
+ * that died, removed, and the lock taken again once (see stale-files.ts).
+ *
+ * Directories follow git's files backend: a ref `a` and a ref `a/b` cannot both exist; an empty
+ * directory where a ref's file belongs is no clash (it is removed); deleting a ref, or giving up
+ * a lock, removes the parent directories left empty, up to `refs/<kind>/`.
+ *
+ * An atomic batch moves nothing until every lock is held and every check passed, and then writes
+ * each ref through a temporary file (`.tmp-<name>`, a name git never reads as a ref) while its
+ * lock is still held, so that a failure part-way can put every moved ref back before any other
+ * writer can see or take it.
  *
  * The parsed packed-refs file is cached and revalidated on every use by (mtime, size, inode),
  * because real git may repack refs at any time; loose refs are read from disk each time.
@@ -27,8 +38,10 @@ import type {
   RefUpdateResult,
   RefValue,
 } from '@gitport/protocol';
-import { GitportError } from './errors.js';
-import { errorCode, type FsLike, type FsPromisesLike, GitFs, joinPath, type ListedEntry } from './fs.js';
+import { batchNameClashes, refNameSizeProblem } from '@gitport/protocol';
+import { GitportError, isGitportError } from './errors.js';
+import { errorCode, type FsLike, type FsPromisesLike, type FsStat, GitFs, joinPath, type ListedEntry } from './fs.js';
+import { DEFAULT_STALE_AFTER_MS, REF_TEMP_PREFIX as TEMP_PREFIX } from './stale-files.js';
 
 /** The protocol package's RefStore (the interface the servers and clients work on). */
 export type RefStoreLike = RefStore;
@@ -62,14 +75,24 @@ export interface PackedRef {
   peeled?: ObjectId;
 }
 
+export interface FsRefStoreOptions {
+  /**
+   * How old (by its mtime) a ref lock must be to count as left by a writer that died: an update
+   * that meets one removes it and takes the lock again, once. Default 10 minutes.
+   */
+  staleAfterMs?: number;
+}
+
 export class FsRefStore implements RefStore {
   readonly fs: GitFs;
   readonly gitDir: string;
   #packed: PackedRefs | undefined;
+  readonly #staleAfterMs: number;
 
-  constructor(fs: FsLike | FsPromisesLike | GitFs, gitDir: string) {
+  constructor(fs: FsLike | FsPromisesLike | GitFs, gitDir: string, options: FsRefStoreOptions = {}) {
     this.fs = fs instanceof GitFs ? fs : new GitFs(fs);
     this.gitDir = gitDir.replace(/\/+$/, '');
+    this.#staleAfterMs = options.staleAfterMs ?? DEFAULT_STALE_AFTER_MS;
   }
 
   #path(name: string): string {
@@ -136,7 +159,8 @@ export class FsRefStore implements RefStore {
   }
 
   async read(name: string, packedRefs?: Map<string, { oid: ObjectId }>): Promise<RefValue> {
-    if (!isValidRefName(name, { allowOneLevel: true })) return { kind: 'missing' };
+    // a name no store accepts cannot exist (and may be too long for the fs to look up)
+    if (!isValidRefName(name, { allowOneLevel: true }) || refNameSizeProblem(name)) return { kind: 'missing' };
     const loose = await this.#readLoose(name);
     if (loose) return loose;
     const packed = (packedRefs ?? (await this.packedRefs())).get(name);
@@ -324,136 +348,368 @@ export class FsRefStore implements RefStore {
   }
 
   /**
-   * Compare-and-swap updates. Each ref is locked (`<ref>.lock`, exclusive), checked against `old`
-   * under the lock, then committed by renaming the lock over it. With `atomic`, every lock is
-   * taken and every check passes before anything is committed; otherwise refs are independent.
+   * Compare-and-swap updates. Each ref is locked (`<ref>.lock`, exclusive) and checked against
+   * `old` under the lock. Without `atomic`, refs are independent: each is committed by renaming
+   * its lock over it. With `atomic`, every lock is taken and every check passes before anything
+   * moves; then packed-refs loses the deleted refs and each ref is written (through a temporary
+   * file, its lock still held), and if any step fails every ref already moved gets its old value
+   * back, under its lock, before the locks go. A failure of one ref (a lock held, a directory in
+   * the way, an fs error) rejects it with a message; `update` does not throw for it.
+   *
+   * As git does, an empty directory where the ref's file belongs is removed (it is no clash), a
+   * deleted ref's empty parent directories are removed (sparing `refs/` and `refs/<kind>/`), and
+   * so are those a lock needed once the lock goes unused. A lock older than `staleAfterMs` was left
+   * by a writer that died: it is removed and the lock taken again, once.
    */
   async update(updates: readonly RefUpdate[], options: { atomic?: boolean } = {}): Promise<RefUpdateResult[]> {
-    const results: RefUpdateResult[] = new Array(updates.length);
-    const locked: number[] = [];
-    const seen = new Set<string>();
-    let packed: Map<string, { oid: ObjectId }> | undefined;
+    const atomic = options.atomic === true;
+    const results: (RefUpdateResult | undefined)[] = new Array(updates.length);
+    const held: Held[] = [];
     try {
+      this.#validate(updates, results);
+      for (let i = 0; i < updates.length && !(atomic && results.some(Boolean)); i++) {
+        if (results[i]) continue;
+        const outcome = await this.#lock(updates[i]!, i);
+        if ('status' in outcome) results[i] = outcome;
+        else held.push(outcome);
+      }
+      if (!(atomic && results.some(Boolean))) {
+        const packed = await this.packedRefs();
+        for (const h of held) {
+          const rejection = await this.#check(h, packed);
+          if (rejection) results[h.index] = rejection;
+        }
+        if (!(atomic && results.some(Boolean))) await this.#commit(held, results, packed, atomic);
+      }
+    } catch (error) {
+      // not one ref's failure (packed-refs unreadable, say): nothing of it was committed
+      const message = `cannot update refs: ${this.#describe(error)}`;
       for (let i = 0; i < updates.length; i++) {
-        const update = updates[i]!;
-        const rejection = await this.#prepare(update, seen);
-        if (rejection) {
-          results[i] = rejection;
-          continue;
-        }
-        locked.push(i);
-        packed ??= await this.packedRefs();
-        const current = await this.read(update.name, packed);
-        const value = current.kind === 'direct' ? current.oid : null;
-        if (current.kind === 'symbolic') {
-          results[i] = reject(update.name, 'symbolic', 'cannot update a symbolic ref directly');
-        } else if (update.old !== undefined && update.old !== value) {
-          results[i] = reject(update.name, 'stale', 'incorrect old value provided');
-        } else if (value === null && update.new !== null && (await this.#conflicts(update.name, packed))) {
-          results[i] = reject(update.name, 'invalid-name', 'a ref with a conflicting name exists (directory/file)');
-        } else {
-          results[i] = { name: update.name, status: 'ok', old: value, new: update.new };
-        }
-      }
-      const failed = results.some((r) => r.status === 'rejected');
-      if (options.atomic && failed) {
-        for (let i = 0; i < results.length; i++) {
-          if (results[i]!.status === 'ok') results[i] = reject(updates[i]!.name, 'atomic', 'atomic transaction failed');
-        }
-      }
-      const deletes = locked.filter((i) => results[i]!.status === 'ok' && updates[i]!.new === null);
-      if (deletes.length > 0) await this.#removePacked(deletes.map((i) => updates[i]!.name));
-      for (const i of locked) {
-        const result = results[i]!;
-        if (result.status !== 'ok') continue;
-        const name = updates[i]!.name;
-        const lock = `${this.#path(name)}.lock`;
-        if (result.new === null) {
-          await this.fs.remove(this.#path(name));
-          await this.fs.remove(lock);
-        } else {
-          await this.fs.rename(lock, this.#path(name));
-        }
-        locked.splice(locked.indexOf(i), 1, -1);
+        if (!results[i] || (atomic && results[i]!.status === 'ok'))
+          results[i] = reject(updates[i]!.name, 'failed', message);
       }
     } finally {
-      for (const i of locked) if (i >= 0) await this.fs.remove(`${this.#path(updates[i]!.name)}.lock`);
+      await this.#release(held);
     }
-    return results;
+    if (atomic && results.some((r) => r?.status === 'rejected')) {
+      return Array.from(results, (r, i) =>
+        r?.status === 'rejected' ? r : reject(updates[i]!.name, 'atomic', 'atomic transaction failed'),
+      );
+    }
+    return results as RefUpdateResult[];
   }
 
-  /** Validates one update and takes its lock (written with the new value); a rejection otherwise. */
-  async #prepare(update: RefUpdate, seen: Set<string>): Promise<RefUpdateResult | undefined> {
-    const { name } = update;
-    if (!isValidRefName(name) || !name.startsWith('refs/')) {
-      return reject(name, 'invalid-name', `invalid ref name ${JSON.stringify(name)}`);
-    }
-    if (update.new !== null && !OID.test(update.new))
-      return reject(name, 'invalid-name', `invalid object id ${update.new}`);
-    if (seen.has(name)) return reject(name, 'stale', 'ref updated twice in one transaction');
-    seen.add(name);
-    let created: boolean;
-    try {
-      created = await this.fs.createExclusive(`${this.#path(name)}.lock`, update.new === null ? '' : `${update.new}\n`);
-    } catch (error) {
-      const code = errorCode(error);
-      if (code === 'ENOTDIR' || code === 'EISDIR') {
-        return reject(name, 'invalid-name', 'a ref with a conflicting name exists (directory/file)');
+  /** Rejects what needs no look at the disk: names, ids, a ref twice, names that clash in the batch. */
+  #validate(updates: readonly RefUpdate[], results: (RefUpdateResult | undefined)[]): void {
+    const seen = new Set<string>();
+    updates.forEach((update, i) => {
+      const { name } = update;
+      if (!isValidRefName(name) || !name.startsWith('refs/')) {
+        results[i] = reject(name, 'invalid-name', `invalid ref name ${JSON.stringify(name.slice(0, 200))}`);
+        return;
       }
-      throw error;
+      const tooLong = refNameSizeProblem(name);
+      if (tooLong !== undefined) results[i] = reject(name, 'invalid-name', tooLong);
+      else if (update.new !== null && !OID.test(update.new)) {
+        results[i] = reject(name, 'invalid-name', `invalid object id ${String(update.new).slice(0, 80)}`);
+      } else if (seen.has(name)) results[i] = reject(name, 'stale', 'ref updated twice in one transaction');
+      seen.add(name);
+    });
+    for (const [i, other] of batchNameClashes(updates)) {
+      const { name } = updates[i]!;
+      results[i] ??= reject(
+        name,
+        'invalid-name',
+        `cannot process ${name} and ${other} at the same time (directory/file)`,
+      );
     }
-    if (!created) return reject(name, 'stale', `cannot lock ref ${name}: it is locked by another update`);
+  }
+
+  /** Takes one ref's lock (written with the new value), breaking a stale one once; a rejection otherwise. */
+  async #lock(update: RefUpdate, index: number): Promise<Held | RefUpdateResult> {
+    const { name } = update;
+    const path = this.#path(name);
+    const lock = `${path}.lock`;
+    for (let attempt = 0; ; attempt++) {
+      let created: boolean;
+      try {
+        created = await this.fs.createExclusive(lock, update.new === null ? '' : `${update.new}\n`);
+      } catch (error) {
+        await this.#pruneParents(name);
+        const code = errorCode(error);
+        if (code === 'ENOTDIR' || code === 'EISDIR') {
+          return reject(
+            name,
+            'invalid-name',
+            `a ref with a conflicting name exists: cannot create ${name} (directory/file)`,
+          );
+        }
+        return reject(name, 'failed', `cannot lock ref ${name}: ${this.#describe(error)}`);
+      }
+      if (created) return { index, name, path, lock, new: update.new, expected: update.old, old: null };
+      if (attempt > 0 || !(await this.#breakStaleLock(lock))) {
+        return reject(name, 'locked', this.#lockedMessage(name, `${name}.lock`));
+      }
+    }
+  }
+
+  #lockedMessage(name: string, lock: string): string {
+    const minutes = Math.round(this.#staleAfterMs / 60_000);
+    const bound = minutes >= 1 ? `${minutes} min` : `${Math.round(this.#staleAfterMs / 1000)} s`;
+    return `cannot lock ref ${name}: ${lock} exists; another update holds it, or one that crashed left it (then it is stale, and is removed once older than ${bound})`;
+  }
+
+  /**
+   * Removes `lock` when it is older than the stale bound (true: take it again). Breaking locks is
+   * serialised within this context, and the lock is looked at again under that, so two updates
+   * that meet one stale lock do not remove each other's new one.
+   */
+  async #breakStaleLock(lock: string): Promise<boolean> {
+    try {
+      const seen = await this.fs.stat(lock);
+      if (!seen) return true;
+      if (!this.#isStale(seen)) return false;
+      return await this.fs.withLock(`stale:${lock}`, async () => {
+        const again = await this.fs.stat(lock);
+        if (!again) return true;
+        if (again.ino !== seen.ino || again.mtimeMs !== seen.mtimeMs) return false;
+        await this.fs.remove(lock);
+        return true;
+      });
+    } catch {
+      // a lock that cannot even be looked at is reported as held
+      return false;
+    }
+  }
+
+  #isStale(st: FsStat): boolean {
+    return Date.now() - st.mtimeMs > this.#staleAfterMs;
+  }
+
+  /** Under the lock: the current value, compared with the expected one, and the clashes of a new name. */
+  async #check(h: Held, packed: Map<string, { oid: ObjectId }>): Promise<RefUpdateResult | undefined> {
+    const { name } = h;
+    let loose: RefValue | undefined | 'dir';
+    try {
+      loose = await this.#readLoose(name, true);
+      // an empty directory (left by refs deleted before) is no clash: git removes it too
+      if (loose === 'dir') {
+        if (!(await this.fs.removeEmptyTree(h.path))) {
+          return reject(name, 'invalid-name', `${name}/ is a directory that holds refs or files (directory/file)`);
+        }
+        loose = undefined;
+      }
+    } catch (error) {
+      return reject(name, 'failed', `cannot read ref ${name}: ${this.#describe(error)}`);
+    }
+    if (loose?.kind === 'symbolic') return reject(name, 'symbolic', 'cannot update a symbolic ref directly');
+    h.loose = loose?.kind === 'direct' ? loose.oid : undefined;
+    h.old = h.loose ?? packed.get(name)?.oid ?? null;
+    if (h.expected !== undefined && h.expected !== h.old) return reject(name, 'stale', 'incorrect old value provided');
+    if (h.old === null && h.new !== null) {
+      let clash: string | undefined;
+      try {
+        clash = await this.#conflicts(name, packed);
+      } catch (error) {
+        return reject(name, 'failed', `cannot check ref ${name}: ${this.#describe(error)}`);
+      }
+      if (clash !== undefined)
+        return reject(name, 'invalid-name', `${clash} exists: cannot create ${name} (directory/file)`);
+    }
     return undefined;
   }
 
-  /** Whether creating `name` would clash with an existing ref `name/...` or a prefix of it. */
-  async #conflicts(name: string, packed: Map<string, { oid: ObjectId }>): Promise<boolean> {
-    const st = await this.fs.stat(this.#path(name));
-    if (st?.isDirectory()) return true;
+  /** Applies the checked updates (those without a result yet); each gets its result. */
+  async #commit(
+    held: Held[],
+    results: (RefUpdateResult | undefined)[],
+    packed: Map<string, { oid: ObjectId }>,
+    atomic: boolean,
+  ): Promise<void> {
+    let live = held.filter((h) => !results[h.index]);
+    // deleted refs leave packed-refs first, so that no reader sees a packed value come back
+    const unpack = live.filter((h) => h.new === null && packed.has(h.name));
+    if (unpack.length > 0) {
+      const problem = await this.#removePacked(unpack.map((h) => h.name));
+      if (problem) {
+        for (const h of unpack) results[h.index] = reject(h.name, problem.reason, problem.message);
+        if (atomic) return;
+        live = live.filter((h) => !results[h.index]);
+      } else {
+        for (const h of unpack) h.unpacked = true;
+      }
+    }
+    if (!atomic) {
+      for (const h of live) {
+        try {
+          if (h.new === null) {
+            if (h.loose !== undefined) await this.fs.remove(h.path);
+          } else {
+            await this.fs.rename(h.lock, h.path);
+            h.committed = true;
+          }
+          results[h.index] = { name: h.name, status: 'ok', old: h.old, new: h.new };
+        } catch (error) {
+          results[h.index] = reject(h.name, 'failed', `cannot update ref ${h.name}: ${this.#describe(error)}`);
+        }
+      }
+      return;
+    }
+    const moved: Held[] = unpack.filter((h) => h.loose === undefined);
+    for (const h of live) {
+      try {
+        if (h.new === null) {
+          if (h.loose !== undefined) await this.fs.remove(h.path);
+        } else {
+          await this.#replace(h.path, `${h.new}\n`);
+        }
+        if (!moved.includes(h)) moved.push(h);
+      } catch (error) {
+        const failures = await this.#restore(moved);
+        const restored = failures.length === 0 ? '' : `; restoring ${failures.join(', ')} failed`;
+        results[h.index] = reject(h.name, 'failed', `cannot update ref ${h.name}: ${this.#describe(error)}${restored}`);
+        return;
+      }
+    }
+    for (const h of live) results[h.index] = { name: h.name, status: 'ok', old: h.old, new: h.new };
+  }
+
+  /** An atomic batch's rollback: each ref that moved gets its old value back (its lock is still held). */
+  async #restore(moved: readonly Held[]): Promise<string[]> {
+    const failures: string[] = [];
+    for (const h of [...moved].reverse()) {
+      try {
+        // the loose file held the value readers saw; without one, the packed value shows again
+        // once the written file goes, unless packed-refs lost it (a delete): then it is written
+        if (h.loose !== undefined) await this.#replace(h.path, `${h.loose}\n`);
+        else if (h.unpacked && h.old !== null) await this.#replace(h.path, `${h.old}\n`);
+        else await this.fs.remove(h.path);
+      } catch (error) {
+        failures.push(`${h.name} (${this.#describe(error)})`);
+      }
+    }
+    return failures;
+  }
+
+  /** Writes a ref's file through a temporary file beside it (a name git never reads as a ref). */
+  async #replace(path: string, text: string): Promise<void> {
+    const slash = path.lastIndexOf('/');
+    const temp = `${path.slice(0, slash)}/${TEMP_PREFIX}${path.slice(slash + 1)}`;
+    await this.fs.write(temp, text);
+    try {
+      await this.fs.rename(temp, path);
+    } catch (error) {
+      await this.fs.remove(temp).catch(() => {});
+      throw error;
+    }
+  }
+
+  /** Removes the locks not committed, then the directories that deleted refs and unused locks leave empty. */
+  async #release(held: readonly Held[]): Promise<void> {
+    for (const h of held) {
+      if (h.committed) continue;
+      // a lock that cannot be removed stays, and is reported as held (and stale, in time) to the next update
+      await this.fs.remove(h.lock).catch(() => {});
+    }
+    for (const h of held) if (!h.committed) await this.#pruneParents(h.name);
+  }
+
+  /** Removes the empty directories above ref `name`, up to and sparing `refs/<kind>`. */
+  async #pruneParents(name: string): Promise<void> {
+    const parts = name.split('/');
+    for (let depth = parts.length - 1; depth > 2; depth--) {
+      const removed = await this.fs.removeEmptyDir(this.#path(parts.slice(0, depth).join('/'))).catch(() => false);
+      if (!removed) return;
+    }
+  }
+
+  /** Whether creating `name` would clash with an existing ref `name/...` or a directory of it: that ref. */
+  async #conflicts(name: string, packed: Map<string, { oid: ObjectId }>): Promise<string | undefined> {
     for (const other of packed.keys()) {
-      if (other.startsWith(`${name}/`) || name.startsWith(`${other}/`)) return true;
+      if (other.startsWith(`${name}/`) || name.startsWith(`${other}/`)) return other;
     }
     const parts = name.split('/');
     for (let i = 2; i < parts.length; i++) {
       const prefix = parts.slice(0, i).join('/');
-      if ((await this.fs.stat(this.#path(prefix)))?.isFile()) return true;
+      if ((await this.fs.stat(this.#path(prefix)))?.isFile()) return prefix;
     }
-    return false;
+    return undefined;
   }
 
-  /** Rewrites packed-refs without `names` (under packed-refs.lock), when any of them is packed. */
-  async #removePacked(names: string[]): Promise<void> {
-    const packed = await this.packedRefs();
-    if (!names.some((n) => packed.has(n))) return;
+  /** Describes an fs failure without the repository's absolute path (it may reach a client). */
+  #describe(error: unknown): string {
+    let inner = error;
+    while (isGitportError(inner) && inner.cause !== undefined && errorCode(inner.cause)) inner = inner.cause;
+    const text = inner instanceof Error ? inner.message : String(inner);
+    return text.split(`${this.gitDir}/`).join('').slice(0, 300);
+  }
+
+  /**
+   * Rewrites packed-refs without `names` under packed-refs.lock (broken once when stale, like a
+   * ref's); what went wrong otherwise, nothing written.
+   */
+  async #removePacked(names: string[]): Promise<{ reason: RefRejection; message: string } | undefined> {
     const path = this.#path('packed-refs');
     const lock = `${path}.lock`;
-    const text = (await this.fs.readText(path)) ?? '';
-    const lines: string[] = [];
-    let skipping = false;
-    for (const line of text.split('\n')) {
-      if (line === '') continue;
-      if (line.startsWith('^')) {
-        if (!skipping) lines.push(line);
-        continue;
+    for (let attempt = 0; ; attempt++) {
+      let created: boolean;
+      try {
+        created = await this.fs.createExclusive(lock, '');
+      } catch (error) {
+        return { reason: 'failed', message: `cannot lock packed-refs: ${this.#describe(error)}` };
       }
-      if (line.startsWith('#')) {
-        lines.push(line);
-        continue;
+      if (created) break;
+      if (attempt > 0 || !(await this.#breakStaleLock(lock))) {
+        return { reason: 'locked', message: this.#lockedMessage(names.join(', ').slice(0, 200), 'packed-refs.lock') };
       }
-      skipping = names.includes(line.slice(41));
-      if (!skipping) lines.push(line);
-    }
-    if (!(await this.fs.createExclusive(lock, `${lines.join('\n')}\n`))) {
-      throw new GitportError('REF_LOCKED', `cannot lock ${path}`);
     }
     try {
+      const text = (await this.fs.readText(path)) ?? '';
+      const drop = new Set(names);
+      const lines: string[] = [];
+      let skipping = false;
+      for (const line of text.split('\n')) {
+        if (line === '') continue;
+        if (line.startsWith('^')) {
+          if (!skipping) lines.push(line);
+          continue;
+        }
+        if (line.startsWith('#')) {
+          lines.push(line);
+          continue;
+        }
+        skipping = drop.has(line.slice(41));
+        if (!skipping) lines.push(line);
+      }
+      await this.fs.write(lock, `${lines.join('\n')}\n`);
       await this.fs.rename(lock, path);
     } catch (error) {
-      await this.fs.remove(lock);
-      throw error;
+      await this.fs.remove(lock).catch(() => {});
+      return { reason: 'failed', message: `cannot rewrite packed-refs: ${this.#describe(error)}` };
+    } finally {
+      this.#packed = undefined;
     }
-    this.#packed = undefined;
+    return undefined;
   }
+}
+
+/** One update whose lock is held, and what the commit did with it. */
+interface Held {
+  index: number;
+  name: string;
+  path: string;
+  lock: string;
+  new: ObjectId | null;
+  /** The caller's expected old value (`undefined`: not checked). */
+  expected: ObjectId | null | undefined;
+  /** The value before, as read under the lock (the loose file's, else the packed one's). */
+  old: ObjectId | null;
+  /** The loose file's value before, when there was one. */
+  loose?: ObjectId;
+  /** packed-refs lost this (deleted) ref. */
+  unpacked?: boolean;
+  /** The lock was renamed over the ref (nothing left to remove). */
+  committed?: boolean;
 }
 
 function reject(name: string, reason: RefRejection, message: string): RefUpdateResult {

@@ -141,6 +141,9 @@ class KeyedMutex {
 
 const mutexes = new WeakMap<object, KeyedMutex>();
 
+/** Tries of an exclusive create whose parent directory went away between mkdir and open. */
+const CREATE_ATTEMPTS = 4;
+
 export interface GitFsOptions {
   /** Name for Web Locks (when exclusive create is emulated); defaults to 'gitport'. */
   lockNamespace?: string;
@@ -308,24 +311,53 @@ export class GitFs {
   }
 
   /**
+   * Removes `dir` if it is an empty directory: true when it is gone (or was never there), false
+   * when it holds anything or is not a directory.
+   */
+  async removeEmptyDir(dir: string): Promise<boolean> {
+    try {
+      await this.raw.rmdir(dir);
+      return true;
+    } catch (error) {
+      const code = errorCode(error);
+      if (code === 'ENOENT' || code === 'NotFoundError') return true;
+      return false;
+    }
+  }
+
+  /**
+   * Removes the empty directories of a tree rooted at `dir`, deepest first: true when none is
+   * left (the tree held no file), false when a file (or something unreadable) is in it.
+   */
+  async removeEmptyTree(dir: string): Promise<boolean> {
+    const st = await this.stat(dir);
+    if (!st) return true;
+    if (!st.isDirectory()) return false;
+    for (const entry of await this.listEntries(dir)) {
+      if (entry.kind === 'file') return false;
+      if (!(await this.removeEmptyTree(joinPath(dir, entry.name)))) return false;
+    }
+    return this.removeEmptyDir(dir);
+  }
+
+  /**
    * Creates `path` with `data` only if it does not exist; false when it does. Native on file
    * systems with `open(path, 'wx')`; emulated under a process mutex and Web Locks otherwise.
+   * Missing parents are created; when another writer removes an empty parent meanwhile (as ref
+   * stores do after deleting a ref), creation is tried again, a bounded number of times.
    */
   async createExclusive(path: string, data: Uint8Array | string): Promise<boolean> {
     if (this.raw.open) {
-      let handle: FileHandleLike;
-      try {
-        handle = await this.raw.open(path, 'wx');
-      } catch (error) {
-        const code = errorCode(error);
-        if (code === 'EEXIST') return false;
-        if (!isMissing(error)) throw error;
-        await this.mkdirp(dirname(path));
+      let handle: FileHandleLike | undefined;
+      for (let attempt = 0; handle === undefined; attempt++) {
         try {
           handle = await this.raw.open(path, 'wx');
-        } catch (again) {
-          if (errorCode(again) === 'EEXIST') return false;
-          throw again;
+        } catch (error) {
+          const code = errorCode(error);
+          if (code === 'EEXIST') return false;
+          // a file where a parent directory should be (ENOTDIR) is no missing parent
+          if ((code !== 'ENOENT' && code !== 'NotFoundError') || attempt >= CREATE_ATTEMPTS) throw error;
+          await this.mkdirp(dirname(path));
         }
       }
       try {

@@ -22,7 +22,7 @@ export {
   GitFs,
   type GitFsOptions,
 } from './fs.js';
-export { FsRefStore, isValidRefName } from './fs-ref-store.js';
+export { FsRefStore, type FsRefStoreOptions, isValidRefName } from './fs-ref-store.js';
 export {
   encodeGitRequest,
   GIT_STREAM,
@@ -74,3 +74,9 @@ export {
   openRepository,
   packFs,
 } from './repository.js';
+export {
+  DEFAULT_STALE_AFTER_MS,
+  removeStaleFiles,
+  type StaleFileOptions,
+  type StaleFileReport,
+} from './stale-files.js';

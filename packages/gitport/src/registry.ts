@@ -11,6 +11,7 @@ import { GitportError } from './errors.js';
 import { type FsLike, type FsPromisesLike, GitFs, joinPath } from './fs.js';
 import type { RefStoreLike } from './fs-ref-store.js';
 import { type GitRepository, initRepository, type OpenOptions, openRepository } from './repository.js';
+import { removeStaleFiles } from './stale-files.js';
 
 /** What a host serves: objects and refs (the protocol package's `Repository`). */
 export interface HostedRepository {
@@ -75,7 +76,11 @@ export class FsRepositoryRegistry implements RepositoryRegistry {
       this.#open.delete(name);
     }
     try {
-      const opening = openRepository(this.fs, this.#dir(name), this.#options);
+      // first opened here (a host starting to serve it): what crashed writers left goes first
+      const opening = openRepository(this.fs, this.#dir(name), this.#options).then(async (repository) => {
+        await removeStaleFiles(repository.fs, repository.gitDir, { staleAfterMs: this.#options.staleAfterMs });
+        return repository;
+      });
       this.#open.set(name, opening);
       return await opening;
     } catch (error) {

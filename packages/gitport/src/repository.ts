@@ -31,6 +31,12 @@ export type ObjectStoreFactory = (fs: GitFs, gitDir: string) => ObjectStore;
 export interface OpenOptions {
   /** Builds the object store; defaults to `@gitport/pack`'s `FsObjectStore` over the git directory. */
   objects?: ObjectStoreFactory;
+  /**
+   * Age from which a ref lock or a temporary file counts as left by a writer that died: the ref
+   * store breaks such a lock when an update meets it, and a registry removes them when it opens
+   * the repository (`removeStaleFiles`). Default 10 minutes.
+   */
+  staleAfterMs?: number;
 }
 
 export interface InitOptions extends OpenOptions {
@@ -146,5 +152,10 @@ export async function openRepository(
 
 function openGitDir(fs: GitFs, gitDir: string, bare: boolean, options: OpenOptions): GitRepository {
   const objects = (options.objects ?? defaultObjects)(fs, gitDir);
-  return { objects, refs: new FsRefStore(fs, gitDir), fs, gitDir, bare };
+  const refs = new FsRefStore(
+    fs,
+    gitDir,
+    options.staleAfterMs === undefined ? {} : { staleAfterMs: options.staleAfterMs },
+  );
+  return { objects, refs, fs, gitDir, bare };
 }

@@ -69,9 +69,12 @@ export {
 } from './receive-pack.js';
 export {
   assertValidRefName,
+  batchNameClashes,
   compareRefNames,
   isObjectId,
   isValidRefName,
+  MAX_REF_COMPONENT_BYTES,
+  MAX_REF_NAME_BYTES,
   MemoryRefStore,
   type ObjectId,
   type PreparedRefs,
@@ -81,6 +84,7 @@ export {
   type RefUpdate,
   type RefUpdateResult,
   type RefValue,
+  refNameSizeProblem,
   ZERO_OID,
 } from './ref-store.js';
 export { matchRefspec, parseRefspec, type Refspec } from './refspec.js';

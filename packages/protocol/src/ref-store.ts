@@ -14,8 +14,17 @@
  *   9. is not `@`;
  *  10. no `\`.
  *
+ * Stores also refuse a name longer than `MAX_REF_NAME_BYTES`, or with a component longer than
+ * `MAX_REF_COMPONENT_BYTES` (UTF-8): git sets no such bound, but a loose ref is a file, and its
+ * lock file and a temporary file beside it must fit the common 255-byte file-name limit; a ref one
+ * store accepts must be one every other (and real git's files) can hold.
+ *
  * Updates are compare-and-swap: each `RefUpdate` carries the value the caller believes the ref
- * has (`old`), and the store applies it only when that holds. `atomic` applies all or none.
+ * has (`old`), and the store applies it only when that holds. `atomic` applies all or none. Two
+ * names of which one is a directory of the other (`refs/heads/a` and `refs/heads/a/b`) cannot both
+ * exist: creating one while the other exists, or writing both in one batch, is refused.
+ * `update` resolves with one result per update and does not throw for a failure of one ref
+ * (a lock held, a storage error): that ref is rejected with a message saying why.
  */
 import { ProtocolError } from './errors.js';
 
@@ -52,8 +61,13 @@ export type RefUpdateResult =
   | { name: string; status: 'ok'; old: ObjectId | null; new: ObjectId | null }
   | { name: string; status: 'rejected'; reason: RefRejection; message: string };
 
-/** Why a store refused one update. */
-export type RefRejection = 'stale' | 'invalid-name' | 'atomic' | 'symbolic';
+/**
+ * Why a store refused one update: `stale` (the old value did not hold), `invalid-name` (a bad
+ * name or id, or a directory/file clash with another ref), `atomic` (another update of an atomic
+ * batch failed), `symbolic`, `locked` (another writer holds the ref, or a crashed one left its
+ * lock: the message names the lock), `failed` (the storage failed: the message says how).
+ */
+export type RefRejection = 'stale' | 'invalid-name' | 'atomic' | 'symbolic' | 'locked' | 'failed';
 
 export interface RefStore {
   /** Direct refs whose names start with `prefix` (all when omitted), sorted by name (bytewise). */
@@ -132,6 +146,62 @@ export function assertValidRefName(name: string, options: { allowOneLevel?: bool
   }
 }
 
+/** The longest ref name (UTF-8 bytes) a store accepts. */
+export const MAX_REF_NAME_BYTES = 1024;
+/** The longest component of a ref name (UTF-8 bytes) a store accepts: 255 less room for `.lock` and a temporary prefix. */
+export const MAX_REF_COMPONENT_BYTES = 240;
+
+const nameEncoder = new TextEncoder();
+
+/** Why a ref name is too long for a store (`MAX_REF_NAME_BYTES`, `MAX_REF_COMPONENT_BYTES`); undefined when it fits. */
+export function refNameSizeProblem(name: string): string | undefined {
+  // a UTF-16 code unit is at most 3 UTF-8 bytes: short names need no encoding
+  if (name.length * 3 <= MAX_REF_COMPONENT_BYTES) return undefined;
+  const total = nameEncoder.encode(name).byteLength;
+  if (total > MAX_REF_NAME_BYTES) return `ref name too long (${total} bytes, at most ${MAX_REF_NAME_BYTES})`;
+  for (const part of name.split('/')) {
+    const size = nameEncoder.encode(part).byteLength;
+    if (size > MAX_REF_COMPONENT_BYTES) {
+      return `ref name component too long (${size} bytes, at most ${MAX_REF_COMPONENT_BYTES})`;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * For each update of a batch that writes a ref (`new` not null) and whose name is a directory of
+ * another name of the batch, or has one as its directory: that other name. Such a pair cannot be
+ * written at once (git: "cannot process 'a' and 'a/b' at the same time").
+ */
+export function batchNameClashes(updates: readonly RefUpdate[]): Map<number, string> {
+  const names = new Set<string>();
+  const under = new Map<string, string>();
+  for (const { name } of updates) {
+    names.add(name);
+    for (let slash = name.indexOf('/'); slash >= 0; slash = name.indexOf('/', slash + 1)) {
+      const prefix = name.slice(0, slash);
+      if (!under.has(prefix)) under.set(prefix, name);
+    }
+  }
+  const clashes = new Map<number, string>();
+  updates.forEach(({ name, new: value }, i) => {
+    if (value === null) return;
+    const below = under.get(name);
+    if (below !== undefined) {
+      clashes.set(i, below);
+      return;
+    }
+    for (let slash = name.indexOf('/'); slash >= 0; slash = name.indexOf('/', slash + 1)) {
+      const prefix = name.slice(0, slash);
+      if (names.has(prefix)) {
+        clashes.set(i, prefix);
+        return;
+      }
+    }
+  });
+  return clashes;
+}
+
 /** Compares strings bytewise by UTF-16 code unit order, which equals git's C-locale order for ASCII names. */
 export function compareRefNames(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
@@ -161,13 +231,9 @@ export class MemoryRefStore implements RefStore {
   }
 
   async list(prefix = ''): Promise<Ref[]> {
-    if (!this.#sorted) {
-      this.#sorted = [...this.#direct]
-        .map(([name, oid]) => ({ name, oid }))
-        .sort((a, b) => compareRefNames(a.name, b.name));
-    }
-    if (prefix === '') return this.#sorted.map((r) => ({ ...r }));
-    return this.#sorted.filter((r) => r.name.startsWith(prefix)).map((r) => ({ ...r }));
+    const sorted = this.#sortedRefs();
+    if (prefix === '') return sorted.map((r) => ({ ...r }));
+    return sorted.filter((r) => r.name.startsWith(prefix)).map((r) => ({ ...r }));
   }
 
   async read(name: string): Promise<RefValue> {
@@ -197,6 +263,17 @@ export class MemoryRefStore implements RefStore {
       }
       seen.add(name);
     }
+    for (const [i, other] of batchNameClashes(updates)) {
+      const name = (updates[i] as RefUpdate).name;
+      if (results[i]?.status === 'ok') {
+        results[i] = {
+          name,
+          status: 'rejected',
+          reason: 'invalid-name',
+          message: `cannot process ${name} and ${other} at the same time (directory/file)`,
+        };
+      }
+    }
     const failed = results.some((r) => r.status === 'rejected');
     if (options.atomic && failed) {
       return results.map((r) =>
@@ -215,6 +292,33 @@ export class MemoryRefStore implements RefStore {
     return results;
   }
 
+  /** An existing direct ref that `name` cannot exist beside: a directory of it, or one inside it. */
+  #clash(name: string): string | undefined {
+    for (let slash = name.indexOf('/'); slash >= 0; slash = name.indexOf('/', slash + 1)) {
+      const prefix = name.slice(0, slash);
+      if (this.#direct.has(prefix)) return prefix;
+    }
+    // the first name after `name/` in sorted order is inside it if any is
+    const sorted = this.#sortedRefs();
+    const inside = `${name}/`;
+    let low = 0;
+    let high = sorted.length;
+    while (low < high) {
+      const mid = (low + high) >>> 1;
+      if (compareRefNames((sorted[mid] as Ref).name, inside) < 0) low = mid + 1;
+      else high = mid;
+    }
+    const next = sorted[low]?.name;
+    return next?.startsWith(inside) ? next : undefined;
+  }
+
+  #sortedRefs(): Ref[] {
+    this.#sorted ??= [...this.#direct]
+      .map(([name, oid]) => ({ name, oid }))
+      .sort((a, b) => compareRefNames(a.name, b.name));
+    return this.#sorted;
+  }
+
   async setSymbolic(name: string, target: string): Promise<void> {
     assertValidRefName(name, { allowOneLevel: true });
     assertValidRefName(target, { allowOneLevel: true });
@@ -227,6 +331,8 @@ export class MemoryRefStore implements RefStore {
     if (!isValidRefName(name) || !name.startsWith('refs/')) {
       return { name, status: 'rejected', reason: 'invalid-name', message: `invalid ref name ${JSON.stringify(name)}` };
     }
+    const tooLong = refNameSizeProblem(name);
+    if (tooLong !== undefined) return { name, status: 'rejected', reason: 'invalid-name', message: tooLong };
     if (this.#symbolic.has(name)) {
       return { name, status: 'rejected', reason: 'symbolic', message: 'cannot update a symbolic ref directly' };
     }
@@ -236,6 +342,15 @@ export class MemoryRefStore implements RefStore {
     const current = this.#direct.get(name) ?? null;
     if (update.old !== undefined && update.old !== current) {
       return { name, status: 'rejected', reason: 'stale', message: 'incorrect old value provided' };
+    }
+    const clash = current === null && update.new !== null ? this.#clash(name) : undefined;
+    if (clash !== undefined) {
+      return {
+        name,
+        status: 'rejected',
+        reason: 'invalid-name',
+        message: `${clash} exists: cannot create ${name} (directory/file)`,
+      };
     }
     return { name, status: 'ok', old: current, new: update.new };
   }

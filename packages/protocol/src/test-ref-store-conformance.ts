@@ -8,7 +8,7 @@
  * The factory returns an empty store (no refs; HEAD may point anywhere or be missing).
  */
 import { describe, expect, it } from 'vitest';
-import type { RefStore } from './ref-store.js';
+import { MAX_REF_COMPONENT_BYTES, type RefStore } from './ref-store.js';
 
 export interface RefStoreFixture {
   store: RefStore;
@@ -162,6 +162,129 @@ export function refStoreConformance(name: string, create: () => Promise<RefStore
         );
         expect(ok.map((r) => r.status)).toEqual(['ok', 'ok']);
         expect(await store.resolve('refs/heads/a')).toBe(B);
+      }),
+    );
+
+    it(
+      'atomic batches with a failure in the middle change nothing',
+      withStore(async (store) => {
+        await store.update([
+          { name: 'refs/heads/a', old: null, new: A },
+          { name: 'refs/heads/taken', old: null, new: A },
+          { name: 'refs/tags/old', old: null, new: A },
+        ]);
+        const before = await store.list();
+        for (const middle of [
+          // refused before any lock: a name too long for any store
+          { name: `refs/heads/${'x'.repeat(5000)}`, old: null, new: B },
+          // refused under the locks: a directory/file clash with an existing ref
+          { name: 'refs/heads/taken/sub', old: null, new: B },
+          // refused under the locks: a stale old value
+          { name: 'refs/heads/taken', old: C, new: B },
+        ]) {
+          const results = await store.update(
+            [
+              { name: 'refs/heads/a', old: A, new: B },
+              { name: 'refs/heads/created', old: null, new: B },
+              middle,
+              { name: 'refs/tags/old', old: A, new: null },
+              { name: 'refs/heads/z', old: null, new: C },
+            ],
+            { atomic: true },
+          );
+          expect(
+            results.map((r) => r.status),
+            middle.name.slice(0, 40),
+          ).toEqual(['rejected', 'rejected', 'rejected', 'rejected', 'rejected']);
+          expect(results.map((r) => r.status === 'rejected' && r.reason)).toEqual([
+            'atomic',
+            'atomic',
+            expect.not.stringMatching(/^atomic$/),
+            'atomic',
+            'atomic',
+          ]);
+          expect(await store.list()).toEqual(before);
+        }
+        // and the same batch without its failure applies whole
+        const ok = await store.update(
+          [
+            { name: 'refs/heads/a', old: A, new: B },
+            { name: 'refs/heads/created', old: null, new: B },
+            { name: 'refs/tags/old', old: A, new: null },
+          ],
+          { atomic: true },
+        );
+        expect(ok.map((r) => r.status)).toEqual(['ok', 'ok', 'ok']);
+        expect(await store.list()).toEqual([
+          { name: 'refs/heads/a', oid: B },
+          { name: 'refs/heads/created', oid: B },
+          { name: 'refs/heads/taken', oid: A },
+        ]);
+      }),
+    );
+
+    it(
+      'directory/file clashes are refused; a ref deleted leaves no clash behind',
+      withStore(async (store) => {
+        const statuses = async (updates: Parameters<RefStore['update']>[0]) =>
+          (await store.update(updates)).map((r) => (r.status === 'ok' ? 'ok' : r.reason));
+        // a ref under an existing one, and one above existing ones, are refused
+        expect(await statuses([{ name: 'refs/heads/main', old: null, new: A }])).toEqual(['ok']);
+        expect(await statuses([{ name: 'refs/heads/main/x', old: null, new: B }])).toEqual(['invalid-name']);
+        expect(await statuses([{ name: 'refs/heads/main/x/y', old: null, new: B }])).toEqual(['invalid-name']);
+        // the refusal leaves nothing in the way of the ref it clashed with
+        expect(await statuses([{ name: 'refs/heads/main', old: A, new: B }])).toEqual(['ok']);
+        expect(await statuses([{ name: 'refs/heads/deep/a/b', old: null, new: A }])).toEqual(['ok']);
+        expect(await statuses([{ name: 'refs/heads/deep', old: null, new: A }])).toEqual(['invalid-name']);
+        expect(await statuses([{ name: 'refs/heads/deep/a', old: null, new: A }])).toEqual(['invalid-name']);
+        // once the clashing ref is deleted, either name can be created again
+        expect(await statuses([{ name: 'refs/heads/deep/a/b', old: A, new: null }])).toEqual(['ok']);
+        expect(await statuses([{ name: 'refs/heads/deep', old: null, new: C }])).toEqual(['ok']);
+        expect(await statuses([{ name: 'refs/heads/main', old: B, new: null }])).toEqual(['ok']);
+        expect(await statuses([{ name: 'refs/heads/main/x', old: null, new: C }])).toEqual(['ok']);
+        // two names of one batch that clash: neither is written; the rest of the batch is
+        expect(
+          await statuses([
+            { name: 'refs/heads/pair', old: null, new: A },
+            { name: 'refs/heads/pair/sub', old: null, new: B },
+            { name: 'refs/heads/other', old: null, new: C },
+          ]),
+        ).toEqual(['invalid-name', 'invalid-name', 'ok']);
+        expect(await store.list()).toEqual([
+          { name: 'refs/heads/deep', oid: C },
+          { name: 'refs/heads/main/x', oid: C },
+          { name: 'refs/heads/other', oid: C },
+        ]);
+        expect(await store.read('refs/heads/deep')).toEqual({ kind: 'direct', oid: C });
+        expect(await store.read('refs/heads/main')).toEqual({ kind: 'missing' });
+      }),
+    );
+
+    it(
+      'a name too long for a store is rejected with a message, not thrown, and reads as missing',
+      withStore(async (store) => {
+        const long = [
+          `refs/heads/${'n'.repeat(5000)}`,
+          `refs/heads/${'é'.repeat(200)}`,
+          `refs/heads/${Array.from({ length: 200 }, (_, i) => `part${i}`).join('/')}`,
+        ];
+        const results = await store.update([
+          ...long.map((name) => ({ name, old: null, new: A })),
+          { name: 'refs/heads/short', old: null, new: A },
+        ]);
+        expect(results.map((r) => (r.status === 'ok' ? 'ok' : r.reason))).toEqual([
+          'invalid-name',
+          'invalid-name',
+          'invalid-name',
+          'ok',
+        ]);
+        for (const r of results.slice(0, 3)) expect(r.status === 'rejected' && r.message).toMatch(/too long/);
+        for (const name of long) expect(await store.read(name)).toEqual({ kind: 'missing' });
+        expect(await store.list()).toEqual([{ name: 'refs/heads/short', oid: A }]);
+        // the longest accepted name is accepted
+        const fits = `refs/heads/${'f'.repeat(MAX_REF_COMPONENT_BYTES)}`;
+        expect((await store.update([{ name: fits, old: null, new: B }]))[0]?.status).toBe('ok');
+        expect(await store.resolve(fits)).toBe(B);
       }),
     );
 
