@@ -669,7 +669,7 @@ export class FsObjectStore implements ObjectStore {
     if (this.#packNames.has(base)) return;
     const dir = `${this.#objects}/pack`;
     await this.#mkdir(dir);
-    const idx = writeIdx(pack.entries, pack.hash);
+    const idx = writeIdx(pack.entries, pack.hash, { strict: true });
     await this.#atomicWrite(`${dir}/${base}.pack`, pack.chunks, dir);
     await this.#atomicWrite(`${dir}/${base}.idx`, idx, dir);
     this.#addPack(base, new PackIndex(idx), pack.length);
@@ -884,7 +884,7 @@ export class FsObjectStore implements ObjectStore {
           await store.#fs.unlink(tmp).catch(() => undefined);
           return;
         }
-        const idx = writeIdx(entries, hash);
+        const idx = writeIdx(entries, hash, { strict: true });
         // the .idx goes to its temporary file while the pack's last writes finish and it moves
         // into place; it is renamed into place after the .pack, as git does
         const idxTmp = store.#tmpName(dir, 'idx');

@@ -498,10 +498,18 @@ async function importWith(
     const entries: IndexEntry[] = slots.map((s) => ({ oid: s.oid!, offset: s.offset, crc32: s.crc32 }));
     if (spool) await spool.commit(hash, entries);
     else await store.writePack!({ hash, chunks: buffer!.chunks(), length: buffer!.length, entries });
-  } else if (store.writeHashed) {
-    await store.writeHashed(collected);
+    // (the store's index refuses an id the pack holds twice: writeIdx's strict)
   } else {
-    for (const o of collected) await store.write(o.type, o.data);
+    // a store that takes objects writes no index: a repeated id is refused here, the same way
+    const seen = new Set<ObjectId>();
+    for (const s of slots) {
+      if (seen.has(s.oid!)) {
+        throw new PackError('PACK_DUPLICATE_OBJECT', `object ${s.oid} appears twice in the pack`, { offset: s.offset });
+      }
+      seen.add(s.oid!);
+    }
+    if (store.writeHashed) await store.writeHashed(collected);
+    else for (const o of collected) await store.write(o.type, o.data);
   }
   options.onProgress?.({ objects: slots.length, total: slots.length, phase: 'resolving' });
   return { hash, objects };
