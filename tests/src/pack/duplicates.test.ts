@@ -20,6 +20,7 @@ import {
   type ObjectStore,
   writeIdx,
 } from '@gitport/pack';
+import { connectionPair, MemoryRefStore, serveReceivePack, ZERO_OID } from '@gitport/protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGitSandbox, type GitSandbox } from '../git.js';
 import { tsNodeCommand } from '../ts-worker.js';
@@ -158,6 +159,32 @@ describe('a pack holding an object twice', () => {
       }
     });
   }
+
+  it('is refused by a push (receive-pack): an unpacker error, no ref moved, nothing stored', async () => {
+    for (const [name, entries] of Object.entries(packs)) {
+      const gitDir = await bareRepo(`push-${name.replace(/\W+/g, '-')}`);
+      const repo = { objects: new FsObjectStore(fs, gitDir), refs: new MemoryRefStore() };
+      const [client, host] = connectionPair();
+      const served = serveReceivePack(repo, host, { advertise: false });
+      const response = (async () => {
+        for await (const _ of client.input) {
+          // the report is checked through the result
+        }
+      })();
+      const command = enc.encode(`${ZERO_OID} ${o.ids.commit} refs/heads/main\0report-status\n`);
+      const pkt = enc.encode((command.length + 4).toString(16).padStart(4, '0'));
+      await client.write(new Uint8Array([...pkt, ...command, ...enc.encode('0000'), ...handPack(entries).pack]));
+      await client.end();
+      const result = await served;
+      await response;
+      await repo.objects.close();
+      expect(result.unpack, name).toMatch(/unpacker error/);
+      expect(result.unpackError, name).toMatchObject({ code: 'PACK_DUPLICATE_OBJECT' });
+      expect(result.updated, name).toEqual([]);
+      expect(await repo.refs.list(), name).toEqual([]);
+      expect(await readdir(join(gitDir, 'objects', 'pack')).catch(() => []), name).toEqual([]);
+    }
+  });
 
   it('is refused by a store that takes objects', async () => {
     for (const [name, entries] of Object.entries(packs)) {
