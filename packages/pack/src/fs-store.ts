@@ -157,8 +157,8 @@ export class FsObjectStore implements ObjectStore {
   #wholeBytes = 0;
 
   /**
-   * `cacheBytes`: objects kept (default 32 MiB; as much again for the latest objects too large
-   * for it, the last always). `maxRebuildBytes`: bytes one read may inflate and rebuild along a
+   * `cacheBytes`: objects kept (default 32 MiB; as much again for the latest objects rebuilt from
+   * deltas that are too large for it, the last one always). `maxRebuildBytes`: bytes one read may inflate and rebuild along a
    * delta chain (default 16 GiB), past which it fails with PACK_LIMIT_INFLATED.
    */
   constructor(
@@ -426,10 +426,7 @@ export class FsObjectStore implements ObjectStore {
   }
 
   #remember(oid: ObjectId, obj: GitObject): void {
-    if (obj.data.length > this.#cacheLimit / 8) {
-      this.#tips.set(oid, obj);
-      return;
-    }
+    if (obj.data.length > this.#cacheLimit / 8) return;
     this.#cache.set(oid, obj);
     this.#cacheBytes += obj.data.length;
     while (this.#cacheBytes > this.#cacheLimit) {
@@ -437,6 +434,14 @@ export class FsObjectStore implements ObjectStore {
       this.#cache.delete(k);
       this.#cacheBytes -= v.data.length;
     }
+  }
+
+  /**
+   * Keeps an object rebuilt from a delta that is too large for the cache as a tip of its chain,
+   * so that the next object of the chain is one delta away (see ChainTips).
+   */
+  #keepTip(oid: ObjectId, obj: GitObject): void {
+    if (obj.data.length > this.#cacheLimit / 8) this.#tips.set(oid, obj);
   }
 
   async #readPacked(oid: ObjectId, pack: LoadedPack, offset: number): Promise<GitObject> {
@@ -481,6 +486,7 @@ export class FsObjectStore implements ObjectStore {
       result = { type: result.type, data: applyDelta(result.data, delta) };
       spend(result.data.length);
       if (k > 0) this.#remember(o, result);
+      this.#keepTip(o, result);
     }
     return result;
   }
@@ -532,6 +538,7 @@ export class FsObjectStore implements ObjectStore {
       result = { type: result.type, data: applyDelta(result.data, delta) };
       spend(result.data.length);
       if (k > 0) this.#remember(o, result);
+      this.#keepTip(o, result);
     }
     return result;
   }
