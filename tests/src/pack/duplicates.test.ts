@@ -152,10 +152,16 @@ describe('a pack holding an object twice', () => {
           code: 'PACK_DUPLICATE_OBJECT',
         });
         expect(await readdir(join(gitDir, 'objects', 'pack')).catch(() => []), name).toEqual([]);
-        // the same objects, each once, go in and real git reads them
-        await importPack(store, [soundPack(o)]);
+        // the same objects, each once, go in and real git reads them; git's index-pack writes
+        // the same .idx for that pack
+        const { hash } = await importPack(store, [soundPack(o)]);
         await (store as FsObjectStore).close();
         await checkWithGit(gitDir, o.ids.commit, 1);
+        const file = sandbox.path(`sound-${storeName.replace(/ /g, '-')}-${n}.pack`);
+        await writeFile(file, soundPack(o));
+        await sandbox.git(['index-pack', file]);
+        const ours = await readFile(join(gitDir, 'objects', 'pack', `pack-${hash}.idx`));
+        expect(ours.equals(await readFile(file.replace(/\.pack$/, '.idx')))).toBe(true);
       }
     });
   }
