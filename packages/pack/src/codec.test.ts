@@ -270,7 +270,7 @@ describe('.idx v2', () => {
     expect(index.offsetAt(index.find(`12${'ab'.repeat(19)}`))).toBe(2 ** 40 + 3);
   });
 
-  it('sorts ids as git does: shared 32-bit prefixes, duplicates (the first kept), any order', () => {
+  it('sorts ids as git does: shared 32-bit prefixes, repeated ids (each entry kept, in pack order), any order', () => {
     const hex = fc.stringMatching(/^[0-9a-f]{32}$/);
     const prefix = fc.constantFrom('00000000', '0000000f', 'ffffffff', '12345678', '12345679');
     const entry = fc.record({ prefix, rest: hex, offset: fc.integer({ min: 12, max: 2 ** 40 }) });
@@ -281,10 +281,12 @@ describe('.idx v2', () => {
         for (const d of dups) {
           if (entries.length > 0) entries.push({ ...entries[d % entries.length]!, offset: 1, crc32: 999 });
         }
-        const first = new Map<string, { oid: string; offset: number; crc32: number }>();
-        for (const e of entries) if (!first.has(e.oid)) first.set(e.oid, e);
-        const expected = [...first.values()].sort((a, b) => (a.oid < b.oid ? -1 : 1));
-        expect(readIdx(writeIdx(entries, '3'.repeat(40)))).toEqual(expected);
+        // every entry, as many as the pack has (git refuses an index whose count is not the
+        // pack's); a repeated id's entries in pack order (a stable sort)
+        const expected = [...entries].sort((a, b) => (a.oid < b.oid ? -1 : a.oid > b.oid ? 1 : 0));
+        const idx = writeIdx(entries, '3'.repeat(40));
+        expect(readIdx(idx)).toEqual(expected);
+        expect(new PackIndex(idx).count).toBe(entries.length);
       }),
       { numRuns: 200 },
     );

@@ -31,13 +31,13 @@ export interface Commit {
 const decoder = new TextDecoder();
 const encoder = new TextEncoder();
 
-export function parsePerson(text: string, what = 'ident'): Person {
+export function parsePerson(text: string, what = 'ident', code = 'PARSE_COMMIT'): Person {
   const m = /^(.*?) ?<([^<>]*)> (-?\d+) ([+-]\d{4})$/.exec(text);
   if (!m) {
     // git tolerates odd idents; keep what can be kept.
     const lt = text.indexOf('<');
     const gt = text.indexOf('>', lt);
-    if (lt < 0 || gt < 0) throw new PackError('PARSE_COMMIT', `bad ${what}: ${text.slice(0, 80)}`);
+    if (lt < 0 || gt < 0) throw new PackError(code, `bad ${what}: ${text.slice(0, 80)}`);
     const rest = text
       .slice(gt + 1)
       .trim()

@@ -32,15 +32,24 @@ export function readDeltaSizes(delta: Uint8Array): { baseSize: number; resultSiz
   return { baseSize, resultSize, offset: pos };
 }
 
+/** The largest delta result `applyDelta` builds unless told otherwise (the pack reader's default limit). */
+export const DEFAULT_MAX_DELTA_RESULT = 2 ** 30;
+
+/**
+ * Results above this size are allocated only once the instructions are known to produce exactly
+ * the declared size: a delta of a few bytes cannot make the reader allocate a large buffer.
+ */
+const CHECK_BEFORE_ALLOCATING = 1 << 20;
+
 /**
  * Applies `delta` to `base`. Throws PACK_BAD_DELTA on any inconsistency, PACK_LIMIT_DELTA_SIZE past
- * `maxResult`. `allocate` gives the result's memory (import carves small results from shared slabs);
- * short copies and inserts run as byte loops, cheaper than a subarray view each.
+ * `maxResult` (default 1 GiB). `allocate` gives the result's memory (import carves small results
+ * from shared slabs); short copies and inserts run as byte loops, cheaper than a subarray view each.
  */
 export function applyDelta(
   base: Uint8Array,
   delta: Uint8Array,
-  maxResult = Number.MAX_SAFE_INTEGER,
+  maxResult = DEFAULT_MAX_DELTA_RESULT,
   allocate: (size: number) => Uint8Array = (size) => new Uint8Array(size),
 ): Uint8Array {
   const { baseSize, resultSize, offset } = readDeltaSizes(delta);
@@ -50,6 +59,7 @@ export function applyDelta(
   if (resultSize > maxResult) {
     throw new PackError('PACK_LIMIT_DELTA_SIZE', `delta result of ${resultSize} bytes exceeds the limit ${maxResult}`);
   }
+  if (resultSize > CHECK_BEFORE_ALLOCATING) checkDelta(base.length, delta, offset, resultSize);
   const out = allocate(resultSize);
   let o = 0;
   let pos = offset;
@@ -86,6 +96,43 @@ export function applyDelta(
   }
   if (o !== resultSize) throw new PackError('PACK_BAD_DELTA', `delta produced ${o} bytes, header said ${resultSize}`);
   return out;
+}
+
+/**
+ * Walks the instructions without copying: throws PACK_BAD_DELTA unless they stay in bounds and
+ * produce exactly `resultSize` bytes (the same checks as `applyDelta`'s loop).
+ */
+function checkDelta(baseLength: number, delta: Uint8Array, offset: number, resultSize: number): void {
+  let o = 0;
+  let pos = offset;
+  const n = delta.length;
+  while (pos < n) {
+    const op = delta[pos++]!;
+    if (op & 0x80) {
+      let off = 0;
+      let size = 0;
+      if (op & 0x01) off = delta[pos++]!;
+      if (op & 0x02) off |= delta[pos++]! << 8;
+      if (op & 0x04) off |= delta[pos++]! << 16;
+      if (op & 0x08) off = (off | (delta[pos++]! << 24)) >>> 0;
+      if (op & 0x10) size = delta[pos++]!;
+      if (op & 0x20) size |= delta[pos++]! << 8;
+      if (op & 0x40) size |= delta[pos++]! << 16;
+      if (pos > n) throw new PackError('PACK_BAD_DELTA', 'delta copy instruction truncated');
+      if (size === 0) size = 0x10000;
+      if (off + size > baseLength || o + size > resultSize) {
+        throw new PackError('PACK_BAD_DELTA', 'delta copy out of bounds');
+      }
+      o += size;
+    } else if (op !== 0) {
+      if (pos + op > n || o + op > resultSize) throw new PackError('PACK_BAD_DELTA', 'delta insert out of bounds');
+      o += op;
+      pos += op;
+    } else {
+      throw new PackError('PACK_BAD_DELTA', 'delta opcode 0 is reserved');
+    }
+  }
+  if (o !== resultSize) throw new PackError('PACK_BAD_DELTA', `delta produced ${o} bytes, header said ${resultSize}`);
 }
 
 const BLOCK = 16;

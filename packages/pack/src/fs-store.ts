@@ -13,6 +13,7 @@
  */
 import { deflate, inflateAll, inflateOne } from '#zlib';
 import { applyDelta } from './delta.js';
+import { ChainTips, DEFAULT_MAX_REBUILD_BYTES, rebuildBudget } from './delta-chain-cache.js';
 import { PackError } from './errors.js';
 import type { IndexEntry } from './idx.js';
 import { PackIndex, writeIdx } from './idx.js';
@@ -145,6 +146,9 @@ export class FsObjectStore implements ObjectStore {
   readonly #cache = new Map<string, GitObject>();
   #cacheBytes = 0;
   readonly #cacheLimit: number;
+  /** Objects too large for `#cache`: the latest kept, so that reading a delta chain in order is linear. */
+  readonly #tips: ChainTips<ObjectId, GitObject>;
+  readonly #maxRebuild: number;
   readonly #pages = new Map<string, Uint8Array>();
   /** Buffers of borrowed stored-pack streams, kept for the next (see findPack). */
   readonly #streamBuffers: Uint8Array[] = [];
@@ -152,10 +156,21 @@ export class FsObjectStore implements ObjectStore {
   /** Bytes of packs held whole (small packs, read in one go): at most half the page cache budget. */
   #wholeBytes = 0;
 
-  constructor(fs: FsLike, gitDir: string, options: { cacheBytes?: number; pageCacheBytes?: number } = {}) {
+  /**
+   * `cacheBytes`: objects kept (default 32 MiB; as much again for the latest objects rebuilt from
+   * deltas that are too large for it, the last one always). `maxRebuildBytes`: bytes one read may inflate and rebuild along a
+   * delta chain (default 16 GiB), past which it fails with PACK_LIMIT_INFLATED.
+   */
+  constructor(
+    fs: FsLike,
+    gitDir: string,
+    options: { cacheBytes?: number; pageCacheBytes?: number; maxRebuildBytes?: number } = {},
+  ) {
     this.#fs = 'promises' in fs ? fs.promises : fs;
     this.gitDir = gitDir.replace(/\/+$/, '');
     this.#cacheLimit = options.cacheBytes ?? 32 * 2 ** 20;
+    this.#tips = new ChainTips(this.#cacheLimit, (o) => o.data.length);
+    this.#maxRebuild = options.maxRebuildBytes ?? DEFAULT_MAX_REBUILD_BYTES;
     this.#maxPages = Math.max(4, Math.floor((options.pageCacheBytes ?? 64 * 2 ** 20) / PAGE));
   }
 
@@ -421,22 +436,32 @@ export class FsObjectStore implements ObjectStore {
     }
   }
 
+  /**
+   * Keeps an object rebuilt from a delta that is too large for the cache as a tip of its chain,
+   * so that the next object of the chain is one delta away (see ChainTips).
+   */
+  #keepTip(oid: ObjectId, obj: GitObject): void {
+    if (obj.data.length > this.#cacheLimit / 8) this.#tips.set(oid, obj);
+  }
+
   async #readPacked(oid: ObjectId, pack: LoadedPack, offset: number): Promise<GitObject> {
     // walk the chain down to a whole (or cached) object, then apply the deltas upward
     const chain: { info: EntryInfo; pack: LoadedPack; oid: ObjectId }[] = [];
     let cur = { pack, offset, oid };
     let base: GitObject | undefined;
+    const spend = rebuildBudget(this.#maxRebuild, oid);
     for (let guard = 0; ; guard++) {
       if (guard > 100_000) throw new PackError('OBJECT_CORRUPT', 'delta chain too long or cyclic');
       const info = await this.#entry(cur.pack, cur.offset);
       if (info.code >= 1 && info.code <= 4) {
+        spend(info.size);
         base = { type: CODE_TYPES[info.code]!, data: await this.#inflateEntry(cur.pack, info) };
         if (chain.length > 0) this.#remember(cur.oid, base);
         break;
       }
       chain.push({ info, pack: cur.pack, oid: cur.oid });
       const baseOid = info.code === 6 ? this.#oidAtOffset(cur.pack, info.baseOffset!) : info.baseOid!;
-      const hit = this.#cache.get(baseOid);
+      const hit = this.#cache.get(baseOid) ?? this.#tips.get(baseOid);
       if (hit) {
         base = hit;
         break;
@@ -456,9 +481,12 @@ export class FsObjectStore implements ObjectStore {
     let result = base;
     for (let k = chain.length - 1; k >= 0; k--) {
       const { info, pack: p, oid: o } = chain[k]!;
+      spend(info.size);
       const delta = await this.#inflateEntry(p, info);
       result = { type: result.type, data: applyDelta(result.data, delta) };
+      spend(result.data.length);
       if (k > 0) this.#remember(o, result);
+      this.#keepTip(o, result);
     }
     return result;
   }
@@ -471,6 +499,7 @@ export class FsObjectStore implements ObjectStore {
     const chain: { info: EntryInfo; pack: LoadedPack; oid: ObjectId }[] = [];
     let cur = { pack, offset, oid };
     let base: GitObject | undefined;
+    const spend = rebuildBudget(this.#maxRebuild, oid);
     for (let guard = 0; ; guard++) {
       if (guard > 100_000) throw new PackError('OBJECT_CORRUPT', 'delta chain too long or cyclic');
       const end = this.#entryEnd(cur.pack, cur.offset);
@@ -478,6 +507,7 @@ export class FsObjectStore implements ObjectStore {
       if (!head) return undefined;
       const info = this.#parseEntry(cur.pack, cur.offset, end, head);
       if (info.code >= 1 && info.code <= 4) {
+        spend(info.size);
         base = {
           type: CODE_TYPES[info.code]!,
           data: this.#inflate(cur.pack.bytes!.subarray(info.dataOffset, info.end), info),
@@ -487,7 +517,7 @@ export class FsObjectStore implements ObjectStore {
       }
       chain.push({ info, pack: cur.pack, oid: cur.oid });
       const baseOid = info.code === 6 ? this.#oidAtOffset(cur.pack, info.baseOffset!) : info.baseOid!;
-      const hit = this.#cache.get(baseOid);
+      const hit = this.#cache.get(baseOid) ?? this.#tips.get(baseOid);
       if (hit) {
         base = hit;
         break;
@@ -503,9 +533,12 @@ export class FsObjectStore implements ObjectStore {
     let result = base;
     for (let k = chain.length - 1; k >= 0; k--) {
       const { info, pack: p, oid: o } = chain[k]!;
+      spend(info.size);
       const delta = this.#inflate(p.bytes!.subarray(info.dataOffset, info.end), info);
       result = { type: result.type, data: applyDelta(result.data, delta) };
+      spend(result.data.length);
       if (k > 0) this.#remember(o, result);
+      this.#keepTip(o, result);
     }
     return result;
   }
@@ -515,7 +548,7 @@ export class FsObjectStore implements ObjectStore {
    * undefined means "use `read`", not "missing".
    */
   readSync(oid: ObjectId): GitObject | undefined {
-    const hit = this.#cache.get(oid);
+    const hit = this.#cache.get(oid) ?? this.#tips.get(oid);
     if (hit) return hit;
     if (!this.#scanned || oid.length !== 40) return undefined;
     const loc = this.#find(oid);
@@ -540,7 +573,7 @@ export class FsObjectStore implements ObjectStore {
 
   async read(oid: ObjectId): Promise<GitObject | undefined> {
     if (!isObjectId(oid)) return undefined;
-    const hit = this.#cache.get(oid);
+    const hit = this.#cache.get(oid) ?? this.#tips.get(oid);
     if (hit) return hit;
     let loc = await this.#locate(oid);
     let obj: GitObject | undefined;
@@ -669,7 +702,7 @@ export class FsObjectStore implements ObjectStore {
     if (this.#packNames.has(base)) return;
     const dir = `${this.#objects}/pack`;
     await this.#mkdir(dir);
-    const idx = writeIdx(pack.entries, pack.hash);
+    const idx = writeIdx(pack.entries, pack.hash, { strict: true });
     await this.#atomicWrite(`${dir}/${base}.pack`, pack.chunks, dir);
     await this.#atomicWrite(`${dir}/${base}.idx`, idx, dir);
     this.#addPack(base, new PackIndex(idx), pack.length);
@@ -884,7 +917,7 @@ export class FsObjectStore implements ObjectStore {
           await store.#fs.unlink(tmp).catch(() => undefined);
           return;
         }
-        const idx = writeIdx(entries, hash);
+        const idx = writeIdx(entries, hash, { strict: true });
         // the .idx goes to its temporary file while the pack's last writes finish and it moves
         // into place; it is renamed into place after the .pack, as git does
         const idxTmp = store.#tmpName(dir, 'idx');
@@ -992,6 +1025,7 @@ export class FsObjectStore implements ObjectStore {
 
   /** Closes open pack files. */
   async close(): Promise<void> {
+    this.#tips.clear();
     for (const p of this.#packs) {
       const h = p.handle;
       p.handle = undefined;

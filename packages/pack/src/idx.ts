@@ -18,7 +18,18 @@ export interface IndexEntry {
 
 const MAGIC = [0xff, 0x74, 0x4f, 0x63];
 
-export function writeIdx(entries: readonly IndexEntry[], packHash: string): Uint8Array {
+/**
+ * The .idx of a pack whose entries are `entries` (any order). Every entry is listed, an id the
+ * pack holds twice as often as it has it (git's index-pack does the same: an index whose count is
+ * not the pack's is refused by every git reader). With `strict`, a repeated id throws
+ * PACK_DUPLICATE_OBJECT instead, as `git index-pack --strict` dies: git's verify-pack (which is
+ * strict) refuses such a pack, so stores do not keep one.
+ */
+export function writeIdx(
+  entries: readonly IndexEntry[],
+  packHash: string,
+  options: { strict?: boolean } = {},
+): Uint8Array {
   const count = entries.length;
   // every id decoded once, in entry order, in one call: this runs once per pack, mostly before
   // the JIT has seen it, and one long loop is optimized on the fly where 20-step calls are not
@@ -27,6 +38,18 @@ export function writeIdx(entries: readonly IndexEntry[], packHash: string): Uint
   const ids = hexToBytes(hex.join(''));
   const order = sortedOrder(ids, count);
   const n = order.length;
+  if (options.strict) {
+    for (let i = 1; i < n; i++) {
+      const a = order[i - 1]! * 20;
+      const b = order[i]! * 20;
+      let same = true;
+      for (let k = 0; k < 20 && same; k++) same = ids[a + k] === ids[b + k];
+      if (same) {
+        const e = entries[order[i]!]!;
+        throw new PackError('PACK_DUPLICATE_OBJECT', `object ${e.oid} appears twice in the pack`, { offset: e.offset });
+      }
+    }
+  }
   let large = 0;
   for (let i = 0; i < n; i++) if (entries[order[i]!]!.offset >= 0x80000000) large++;
   const size = 8 + 1024 + n * 28 + large * 8 + 40;
@@ -86,10 +109,11 @@ function put32(out: Uint8Array, at: number, v: number): void {
 const NUMERIC_SORT_MAX = 2 ** 21;
 
 /**
- * Indexes of the ids (`count` x 20 bytes) in sorted order, the first of each duplicate only.
- * Ids are sorted as numbers (their first 32 bits above the entry's index, in a Float64Array's
- * native sort), several times faster than sorting hex strings; ids sharing a prefix are then
- * ordered by their remaining bytes.
+ * Indexes of the ids (`count` x 20 bytes) in sorted order, every entry kept: an id the pack holds
+ * twice is listed twice, in pack order, as git's index-pack lists it (its count must be the pack's,
+ * or git refuses the pack). Ids are sorted as numbers (their first 32 bits above the entry's index,
+ * in a Float64Array's native sort), several times faster than sorting hex strings; ids sharing a
+ * prefix are then ordered by their remaining bytes, then by position in the pack.
  */
 function sortedOrder(ids: Uint8Array, count: number): number[] {
   const compare = (a: number, b: number) => {
@@ -99,22 +123,7 @@ function sortedOrder(ids: Uint8Array, count: number): number[] {
     }
     return a - b;
   };
-  const sameId = (a: number, b: number) => {
-    for (let k = 0; k < 20; k++) if (ids[a * 20 + k] !== ids[b * 20 + k]) return false;
-    return true;
-  };
-  /** Sorts `run` in place by whole id and drops repeated ids (the first in the pack stays). */
-  const settle = (run: number[]): number[] => {
-    run.sort(compare);
-    let w = 0;
-    for (let i = 0; i < run.length; i++) {
-      if (w > 0 && sameId(run[w - 1]!, run[i]!)) continue;
-      run[w++] = run[i]!;
-    }
-    run.length = w;
-    return run;
-  };
-  if (count >= NUMERIC_SORT_MAX) return settle(Array.from({ length: count }, (_, i) => i));
+  if (count >= NUMERIC_SORT_MAX) return Array.from({ length: count }, (_, i) => i).sort(compare);
   const keys = new Float64Array(count);
   for (let i = 0, at = 0; i < count; i++, at += 20) {
     const p = ids[at]! * 0x1000000 + ((ids[at + 1]! << 16) | (ids[at + 2]! << 8) | ids[at + 3]!);
@@ -124,7 +133,7 @@ function sortedOrder(ids: Uint8Array, count: number): number[] {
   const order = new Array<number>(count);
   let w = 0;
   for (let i = 0; i < count; ) {
-    // ids sharing the 32-bit prefix (rare, and the only place duplicates can be): by whole id
+    // ids sharing the 32-bit prefix (rare, and the only place repeated ids can be): by whole id
     const prefix = Math.floor(keys[i]! / NUMERIC_SORT_MAX);
     let j = i + 1;
     while (j < count && Math.floor(keys[j]! / NUMERIC_SORT_MAX) === prefix) j++;
@@ -133,11 +142,11 @@ function sortedOrder(ids: Uint8Array, count: number): number[] {
     } else {
       const run: number[] = [];
       for (let k = i; k < j; k++) run.push(keys[k]! % NUMERIC_SORT_MAX);
-      for (const k of settle(run)) order[w++] = k;
+      run.sort(compare);
+      for (const k of run) order[w++] = k;
     }
     i = j;
   }
-  order.length = w;
   return order;
 }
 

@@ -14,6 +14,7 @@
 import { createSha1 } from '#sha1';
 import { crc32, deflate, inflateOne } from '#zlib';
 import { applyDelta } from './delta.js';
+import { ChainTips } from './delta-chain-cache.js';
 import { PackError, throwIfAborted } from './errors.js';
 import type { IndexEntry } from './idx.js';
 import { bytesToHex, hashObjectSync, type ObjectId, type ObjectType, objectHeader, TYPE_CODES } from './object.js';
@@ -29,7 +30,10 @@ export interface ImportOptions {
   signal?: AbortSignal;
   /** Objects above this size are inflated in pieces (default 8 MiB). */
   streamThreshold?: number;
-  /** Bytes of resolved objects kept for delta resolution (default 64 MiB). */
+  /**
+   * Bytes of resolved objects kept for delta resolution (default 64 MiB); as much again may hold
+   * the latest results too large for that cache (the tips of delta chains), and always the last.
+   */
   cacheBytes?: number;
   onProgress?: (progress: { objects: number; total: number; phase: 'receiving' | 'resolving' }) => void;
   /**
@@ -83,6 +87,7 @@ class LruCache {
     }
     return v;
   }
+  /** Keeps `v` unless it is over a quarter of the limit (see `remember`). */
   set(k: number, v: Uint8Array): void {
     if (v.length > this.limit / 4 || this.#map.has(k)) return;
     this.#map.set(k, v);
@@ -228,6 +233,18 @@ async function importWith(
   };
   const waiting = new Map<number | ObjectId, number[]>();
   const cache = new LruCache(options.cacheBytes ?? 64 * 2 ** 20);
+  // results too large for the cache: the latest are kept, so that a chain of large objects in
+  // pack order applies each delta once rather than rebuilding each object from the chain's root
+  const tips = new ChainTips<number, Uint8Array>(cache.limit, (v) => v.length);
+  const remember = (index: number, data: Uint8Array) => {
+    if (data.length <= cache.limit / 4) cache.set(index, data);
+    else {
+      const base = slots[index]!.base;
+      tips.set(index, data, base >= 0 ? base : undefined);
+    }
+  };
+  const cached = (index: number): Uint8Array | undefined =>
+    held ? held[index] : (cache.get(index) ?? tips.get(index));
   const collected: { oid: ObjectId; type: ObjectType; data: Uint8Array }[] = [];
 
   const wait = (key: number | ObjectId, slot: number) => {
@@ -236,8 +253,12 @@ async function importWith(
     else waiting.set(key, [slot]);
   };
 
-  /** Re-inflates a slot's own data from the pack buffer. */
+  /**
+   * Re-inflates a slot's own data from the pack buffer. Counted against the inflated-bytes limit
+   * like every byte rebuilt: work a pack forces by its layout is bounded too.
+   */
   const reinflate = async (s: Slot): Promise<Uint8Array> => {
+    reader.addInflated(s.size);
     reader.flush();
     if (!spool && !buffer) throw new PackError('PACK_CORRUPT_ZLIB', 'entry could not be re-read', { offset: s.offset });
     const bytes = spool
@@ -250,18 +271,18 @@ async function importWith(
 
   /** The resolved data of a resolved slot, rebuilt along its chain when not cached. */
   const load = async (index: number): Promise<Uint8Array> => {
-    const hit = held ? held[index] : cache.get(index);
+    const hit = cached(index);
     if (hit) return hit;
     const chain: number[] = [];
     let i = index;
     let data: Uint8Array | undefined;
     for (;;) {
       const s = slots[i]!;
-      data = cache.get(i);
+      data = cached(i);
       if (data) break;
       if (s.base === -1) {
         data = await reinflate(s);
-        cache.set(i, data);
+        remember(i, data);
         break;
       }
       chain.push(i);
@@ -270,7 +291,8 @@ async function importWith(
     for (let k = chain.length - 1; k >= 0; k--) {
       const s = slots[chain[k]!]!;
       data = resolveDelta(data, s.delta ?? (await reinflate(s)), limits.maxDeltaResultSize);
-      cache.set(chain[k]!, data);
+      reader.addInflated(data.length);
+      remember(chain[k]!, data);
     }
     return data;
   };
@@ -316,7 +338,7 @@ async function importWith(
     // (as git index-pack does; their data is the reader's, lent until the next entry); delta
     // results (the likely next bases) and small objects are kept
     if (held) held[index] = data;
-    else if (!spool || s.base !== -1 || data.length <= SPOOL_CACHE_WHOLE_MAX) cache.set(index, data);
+    else if (!spool || s.base !== -1 || data.length <= SPOOL_CACHE_WHOLE_MAX) remember(index, data);
     return waiting.size > 0 && (waiting.has(index) || waiting.has(s.oid));
   };
 
@@ -389,9 +411,9 @@ async function importWith(
       reader.addInflated(result.length);
       resolved(index, result);
     };
-    const cached = held ? held[baseIndex] : cache.get(baseIndex);
-    if (cached) {
-      apply(cached);
+    const baseData = cached(baseIndex);
+    if (baseData) {
+      apply(baseData);
       return undefined;
     }
     return load(baseIndex).then(apply);
@@ -498,10 +520,18 @@ async function importWith(
     const entries: IndexEntry[] = slots.map((s) => ({ oid: s.oid!, offset: s.offset, crc32: s.crc32 }));
     if (spool) await spool.commit(hash, entries);
     else await store.writePack!({ hash, chunks: buffer!.chunks(), length: buffer!.length, entries });
-  } else if (store.writeHashed) {
-    await store.writeHashed(collected);
+    // (the store's index refuses an id the pack holds twice: writeIdx's strict)
   } else {
-    for (const o of collected) await store.write(o.type, o.data);
+    // a store that takes objects writes no index: a repeated id is refused here, the same way
+    const seen = new Set<ObjectId>();
+    for (const s of slots) {
+      if (seen.has(s.oid!)) {
+        throw new PackError('PACK_DUPLICATE_OBJECT', `object ${s.oid} appears twice in the pack`, { offset: s.offset });
+      }
+      seen.add(s.oid!);
+    }
+    if (store.writeHashed) await store.writeHashed(collected);
+    else for (const o of collected) await store.write(o.type, o.data);
   }
   options.onProgress?.({ objects: slots.length, total: slots.length, phase: 'resolving' });
   return { hash, objects };

@@ -16,6 +16,7 @@ export interface PackFile {
   /** The pack's bytes in order (do not modify). */
   chunks: readonly Uint8Array[];
   length: number;
+  /** One per pack entry; an id the pack holds twice comes twice (refuse it: writeIdx's strict). */
   entries: readonly IndexEntry[];
 }
 

@@ -27,7 +27,7 @@ export function parseTag(data: Uint8Array): Tag {
   if (n?.[0] !== 'tag') throw new PackError('PARSE_TAG', 'tag has no name');
   let i = 3;
   const tag: Tag = { object: o[1], type: t[1], tag: n[1], extraHeaders: [], message };
-  if (headers[i]?.[0] === 'tagger') tag.tagger = parsePerson(headers[i++]![1], 'tagger');
+  if (headers[i]?.[0] === 'tagger') tag.tagger = parsePerson(headers[i++]![1], 'tagger', 'PARSE_TAG');
   tag.extraHeaders = headers.slice(i);
   return tag;
 }
