@@ -376,6 +376,8 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
       return { status, body: output };
     } catch (error) {
       cleanup();
+      // a head that never went out gets no answer: nothing to wait for
+      headSeen();
       await stop(error);
       if (
         typeof (error as { code?: unknown }).code === 'string' &&
