@@ -29,6 +29,14 @@ import { createChannel, createSession } from 'better-sse';
 import { bench, describe } from 'vitest';
 import { memoryBytes, QUICK, record, sized } from './report.js';
 
+/** Bytes of the frames of events `from`..`to` (ids `<epoch>-<seq>`) of one ref update, as the hub formats them. */
+function frameBytes(hub: SseHub, from: number, to: number, event: Parameters<typeof formatRefUpdate>[1]): number {
+  const fixed = formatRefUpdate(`${hub.epoch}-`, event).byteLength;
+  let bytes = 0;
+  for (let seq = from; seq <= to; seq++) bytes += fixed + String(seq).length;
+  return bytes;
+}
+
 const once = { iterations: 1, warmupIterations: 0, time: 0, warmupTime: 0 };
 /** vitest may call a bench function more than once: measure and record on the first call only. */
 const measured = new Set<string>();
@@ -114,7 +122,10 @@ describe('sse', () => {
       const events = sized(200, 10);
       const root = await mkdtemp(join(tmpdir(), 'gitport-bench-sse-'));
       await createDemoRepository(root);
-      const gateway = createGateway({ backend: createGitProcessBackend({ root }), sse: { heartbeatMs: 15_000 } });
+      const gateway = createGateway({
+        backend: createGitProcessBackend({ root }),
+        sse: { heartbeatMs: 15_000, maxSubscribers: 2_000 },
+      });
       const running = await listen(gateway, { port: 0 });
       const channel = createChannel();
       const peer: Server = createServer(async (req, res) => {
@@ -168,13 +179,13 @@ describe('sse', () => {
     () => {
       if (!first('in-process fan-out')) return;
       for (const subscribers of [1, 10, 100, 1000]) {
-        const hub = new SseHub({ heartbeatMs: 0, replayCap: 16 });
-        let delivered = 0;
+        const hub = new SseHub({ heartbeatMs: 0, replayCap: 16, maxSubscribers: 1000 });
+        let deliveredBytes = 0;
         for (let i = 0; i < subscribers; i++) {
           hub.subscribe(
             {
-              write() {
-                delivered++;
+              write(bytes) {
+                deliveredBytes += bytes.byteLength;
                 return true;
               },
               close() {},
@@ -183,12 +194,20 @@ describe('sse', () => {
           );
         }
         const events = Math.max(sized(200, 20), Math.floor(sized(2_000_000, 50_000) / subscribers));
-        delivered = 0;
+        deliveredBytes = 0;
         const event = { repo: 'r', ref: 'refs/heads/main', old: ZERO, new: ONE };
         const start = performance.now();
-        for (let i = 0; i < events; i++) hub.publish(event);
+        // events reach subscribers a turn's burst at a time: a bus message carries up to about this many
+        for (let i = 0; i < events; i++) {
+          hub.publish(event);
+          if (i % 1000 === 999) hub.flush();
+        }
+        hub.flush();
         const seconds = (performance.now() - start) / 1000;
-        if (delivered !== events * subscribers) throw new Error(`delivered ${delivered}`);
+        if (deliveredBytes !== frameBytes(hub, 1, events, event) * subscribers) {
+          throw new Error(`delivered ${deliveredBytes} bytes`);
+        }
+        const delivered = events * subscribers;
         hub.close();
         record({
           id: `sse.inprocess.fanout-${subscribers}.deliveries-per-s`,
@@ -284,8 +303,8 @@ describe('sse', () => {
       const fanHub = new SseHub({ heartbeatMs: 0, replayCap: 64 });
       let delivered = 0;
       const counting = {
-        write() {
-          delivered++;
+        write(bytes: Uint8Array) {
+          delivered += bytes.byteLength;
           return true;
         },
         close() {},
@@ -300,7 +319,10 @@ describe('sse', () => {
       for (let i = 0; i < events; i++) fanHub.publish(event);
       await collect();
       const fanGrowth = (memoryBytes() - start2) / 1e6;
-      if (delivered !== (events + 100) * 100) throw new Error(`delivered ${delivered}`);
+      fanHub.flush();
+      if (delivered !== frameBytes(fanHub, 1, events + 100, event) * 100) {
+        throw new Error(`delivered ${delivered} bytes`);
+      }
       fanHub.close();
       hub.close();
       record({
@@ -323,7 +345,10 @@ describe('sse', () => {
       const missed = 100;
       const root = await mkdtemp(join(tmpdir(), 'gitport-bench-storm-'));
       await createDemoRepository(root);
-      const gateway = createGateway({ backend: createGitProcessBackend({ root }), sse: { replayCap: 1024 } });
+      const gateway = createGateway({
+        backend: createGitProcessBackend({ root }),
+        sse: { replayCap: 1024, maxSubscribers: 2_000 },
+      });
       const running = await listen(gateway, { port: 0 });
       const client = new LoadClient();
       try {

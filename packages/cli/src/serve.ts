@@ -1,6 +1,7 @@
 /**
  * `gitport serve [--root DIR] [--host H] [--port P] [--workers N] [--token T] [--private]
- *                [--allow-anonymous-push] [--cors ORIGIN]...`
+ *                [--allow-anonymous-push] [--cors ORIGIN]... [--max-sse-connections N]
+ *                [--max-sse-buffer BYTES]`
  *
  * Serves every bare repository `DIR/<name>.git` at `/<name>.git` over smart HTTP with SSE ref
  * events (DESIGN.md, "Command line"). Prints exactly one line, `gitport listening on
@@ -21,6 +22,10 @@ export interface ServeOptions {
   private: boolean;
   allowAnonymousPush: boolean;
   cors: string[];
+  /** SSE connections at once; more get 503 with Retry-After. */
+  maxSseConnections: number;
+  /** Bytes of events queued per SSE connection before it gets a reset (or, if it reads nothing, is dropped). */
+  maxSseBuffer: number;
 }
 
 export class UsageError extends Error {
@@ -28,7 +33,8 @@ export class UsageError extends Error {
 }
 
 const usage = `usage: gitport serve [--root DIR] [--host H] [--port P] [--workers N] [--token T] [--private]
-                    [--allow-anonymous-push] [--cors ORIGIN]...
+                    [--allow-anonymous-push] [--cors ORIGIN]... [--max-sse-connections N]
+                    [--max-sse-buffer BYTES]
 `;
 
 export function parseServeArgs(args: readonly string[]): ServeOptions {
@@ -41,6 +47,8 @@ export function parseServeArgs(args: readonly string[]): ServeOptions {
     private: false,
     allowAnonymousPush: false,
     cors: [],
+    maxSseConnections: 512,
+    maxSseBuffer: 1 << 20,
   };
   for (let i = 0; i < args.length; i++) {
     let arg = args[i]!;
@@ -87,6 +95,12 @@ export function parseServeArgs(args: readonly string[]): ServeOptions {
       case '--cors':
         options.cors.push(value());
         break;
+      case '--max-sse-connections':
+        options.maxSseConnections = integer(0, 1_000_000);
+        break;
+      case '--max-sse-buffer':
+        options.maxSseBuffer = integer(1024, 2 ** 30);
+        break;
       default:
         throw new UsageError(`unknown option ${arg}`);
     }
@@ -124,6 +138,7 @@ export async function serve(args: readonly string[]): Promise<number> {
     private: options.private,
     allowAnonymousPush: options.allowAnonymousPush,
     cors: options.cors,
+    sse: { maxSubscribers: options.maxSseConnections, maxBufferedBytes: options.maxSseBuffer },
   });
   let server: Awaited<ReturnType<typeof listen>>;
   try {

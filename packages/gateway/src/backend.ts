@@ -28,6 +28,13 @@ export interface GitBackend {
    * One stateless round: the request body in, the response bytes out. The returned iterable may
    * start before the body is consumed; cancelling it (or the signal) stops the work, and a push
    * that did not complete moves no ref.
+   *
+   * Work is counted, not connections: the promise returned by cancelling the iterable
+   * (`iterator.return()`), and the iterable's end (its last `next()`, resolved or rejected), settle
+   * only once the backend has actually stopped the work (the worker is no longer packing or
+   * indexing for it), so a caller that holds a concurrency slot until then never lets more work
+   * run than it admits. When the signal aborts before the returned promise settles, that promise
+   * too settles only once the work has stopped.
    */
   rpc(
     repo: string,

@@ -231,6 +231,9 @@ async function write(
           if (res.writableLength > maxSse) res.destroy();
           else res.end();
         },
+        onReady(listener) {
+          res.on('drain', listener);
+        },
       };
       let unsubscribe: () => void;
       try {

@@ -50,6 +50,7 @@ describe('SseHub', () => {
     }));
     for (const s of sinks) hub.subscribe(s, { repos: ['a'] });
     const id = hub.publish(update('a', 1));
+    hub.flush();
     expect(id).toBe('e1-1');
     const a = written[0]!.at(-1)!;
     expect(written[1]!.at(-1)).toBe(a);
@@ -71,7 +72,9 @@ describe('SseHub', () => {
     });
     frames.length = 0;
     hub.publish(update('private', 1));
+    hub.flush();
     hub.publish(update('public', 2));
+    hub.flush();
     const [first, second] = frames as [Uint8Array, Uint8Array];
     expect(second.buffer).not.toBe(first.buffer);
     for (const frame of [first, second]) {
@@ -95,8 +98,11 @@ describe('SseHub', () => {
     hub.subscribe(all);
     hub.subscribe(ab, { repos: ['a', 'b', 'a'] });
     hub.publish(update('a', 1));
+    hub.flush();
     hub.publish(update('b', 2));
+    hub.flush();
     hub.publish(update('c', 3));
+    hub.flush();
     expect(a.events().map((e) => e.id)).toEqual(['e-1']);
     expect(ab.events().map((e) => e.id)).toEqual(['e-1', 'e-2']);
     expect(all.events().map((e) => e.id)).toEqual(['e-1', 'e-2', 'e-3']);
@@ -108,6 +114,7 @@ describe('SseHub', () => {
     const sink = new RecordingSink();
     hub.subscribe(sink);
     hub.publish({ repo: 'a', ref: 'refs/heads/x\r\nevent: reset\n\ndata: evil\rid: 9', old: ZERO_ID, new: oid(1) });
+    hub.flush();
     const frame = sink.frames.at(-1)!;
     expect(frame.split('\n')).toHaveLength(5);
     expect(frame.includes('\r')).toBe(false);
@@ -165,7 +172,10 @@ describe('SseHub', () => {
     const fast = new RecordingSink();
     hub.subscribe(slow, { repos: ['a'] });
     hub.subscribe(fast, { repos: ['a'] });
-    for (let i = 1; i <= 5; i++) hub.publish(update('a', i));
+    for (let i = 1; i <= 5; i++) {
+      hub.publish(update('a', i));
+      hub.flush();
+    }
     expect(slow.closed).toBe(true);
     expect(slow.events()).toHaveLength(2);
     expect(fast.events()).toHaveLength(5);
@@ -219,6 +229,7 @@ describe('SseHub', () => {
     const again = new RecordingSink();
     hub.subscribe(again, { repos: ['a'] });
     hub.publish(update('a', 1));
+    hub.flush();
     expect(again.events()).toHaveLength(1);
     hub.close();
   });
@@ -252,10 +263,111 @@ describe('SseHub', () => {
     const reader = stream.getReader();
     expect(decoder.decode((await reader.read()).value)).toContain('retry:');
     hub.publish(update('a', 1));
+    hub.flush();
     expect(decoder.decode((await reader.read()).value)).toBe(decoder.decode(formatRefUpdate('e-1', update('a', 1))));
     expect(hub.size).toBe(1);
     await reader.cancel();
     expect(hub.size).toBe(0);
     hub.close();
+  });
+});
+
+/** A sink that takes bytes until it holds `capacity`, then waits for `drain()` (a client reading). */
+class PacedSink implements SseSink {
+  readonly chunks: Uint8Array[] = [];
+  closed = false;
+  held = 0;
+  private ready: (() => void) | undefined;
+  constructor(private readonly capacity: number) {}
+  write(bytes: Uint8Array): boolean {
+    this.chunks.push(bytes);
+    this.held += bytes.byteLength;
+    return this.held < this.capacity;
+  }
+  close(): void {
+    this.closed = true;
+  }
+  onReady(listener: () => void): void {
+    this.ready = listener;
+  }
+  /** The client read everything the sink held. */
+  drain(): void {
+    this.held = 0;
+    this.ready?.();
+  }
+  events(): { id?: string; event?: string }[] {
+    const text = this.chunks.map((c) => decoder.decode(c)).join('');
+    return text
+      .split('\n\n')
+      .map((block) => {
+        const e: { id?: string; event?: string } = {};
+        for (const line of block.split('\n')) {
+          const m = /^(id|event): (.*)$/.exec(line);
+          if (m) e[m[1] as 'id' | 'event'] = m[2]!;
+        }
+        return e;
+      })
+      .filter((e) => e.event !== undefined);
+  }
+}
+
+describe('SseHub under a burst', () => {
+  it('formats a burst of 10,000 refs once: one shared chunk and one write per subscriber', () => {
+    const hub = new SseHub({ epoch: 'e', heartbeatMs: 0, maxBufferedBytes: 4 << 20 });
+    const sinks = Array.from({ length: 300 }, () => new PacedSink(Number.POSITIVE_INFINITY));
+    for (const [i, sink] of sinks.entries()) {
+      hub.subscribe(sink, i % 3 === 0 ? {} : i % 3 === 1 ? { repos: ['a'] } : { repos: ['a', 'b'] });
+    }
+    for (const sink of sinks) sink.chunks.length = 0;
+    for (let i = 0; i < 10_000; i++) hub.publish(update('a', i));
+    hub.flush();
+    for (const sink of sinks) expect(sink.chunks).toHaveLength(1);
+    // every subscriber of one audience got the very same bytes
+    for (let k = 0; k < 3; k++) {
+      const audience = sinks.filter((_, i) => i % 3 === k);
+      for (const sink of audience) expect(sink.chunks[0]).toBe(audience[0]!.chunks[0]);
+    }
+    expect(sinks[1]!.events()).toHaveLength(10_000);
+    expect(sinks[1]!.events().at(-1)!.id).toBe('e-10000');
+    expect(hub.stats().queuedBytes).toBe(0);
+    hub.close();
+  });
+
+  it('keeps what a subscriber holds under the bound: a reset for a reader, a disconnect for one that never reads', () => {
+    const bound = 64 * 1024;
+    const hub = new SseHub({ epoch: 'e', heartbeatMs: 0, maxBufferedBytes: bound });
+    const reader = new PacedSink(16 * 1024);
+    const stuck = new PacedSink(16 * 1024);
+    hub.subscribe(reader, { repos: ['a'] });
+    hub.subscribe(stuck, { repos: ['a'] });
+    let maxHeld = 0;
+    for (let burst = 0; burst < 60; burst++) {
+      for (let i = 0; i < 20; i++) hub.publish(update('a', burst * 20 + i));
+      hub.flush();
+      maxHeld = Math.max(maxHeld, hub.stats().maxQueuedBytes);
+      // the reader reads every other burst; the stuck one never does
+      if (burst % 2 === 1) reader.drain();
+    }
+    expect(maxHeld).toBeLessThanOrEqual(bound);
+    expect(hub.stats().maxQueuedBytes).toBeLessThanOrEqual(bound);
+    expect(stuck.closed).toBe(true);
+    expect(reader.closed).toBe(false);
+    expect(hub.size).toBe(1);
+    const ids = reader.events().map((e) => `${e.event} ${e.id}`);
+    expect(ids.at(-1)).toBe('ref-update e-1200');
+    // every event, in order
+    expect(ids.filter((e) => e.startsWith('ref-update'))).toHaveLength(1200);
+
+    // a burst larger than the bound: the reader gets one reset carrying the burst's last id
+    for (let i = 0; i < 1000; i++) hub.publish(update('a', i));
+    hub.flush();
+    reader.drain();
+    expect(reader.events().at(-1)).toEqual({ id: 'e-2200', event: 'reset' });
+    expect(hub.stats()).toMatchObject({ subscribers: 1, resets: 2, dropped: 1 });
+    hub.close();
+  });
+
+  it('caps subscribers at 512 by default', () => {
+    expect(new SseHub().maxSubscribers).toBe(512);
   });
 });

@@ -24,8 +24,21 @@
  * `replayCap` events across its repositories) gets `event: reset` and refetches its refs.
  *
  * One heartbeat timer serves every connection (a `:` comment line); it runs only while someone
- * listens and never keeps the process alive. A sink that reports a full write buffer is dropped
- * (closed): the client reconnects and replays what it missed.
+ * listens and never keeps the process alive.
+ *
+ * Memory is counted in bytes a subscriber holds, not in events. Events published in one turn of
+ * the event loop (a push of many refs arrives as one burst) go out together: the hub joins the
+ * turn's frames once per audience (the subscribers of one repository, of every repository, of a
+ * set of repositories) into one chunk that all of that audience share, so a burst costs each
+ * subscriber one queue entry and one write, however many refs it moved. A joined chunk holds
+ * only events its audience follows. Each subscriber has a queue of such shared chunks, counted in
+ * bytes; the hub writes it to the sink while the sink takes more and waits for the sink's
+ * `onReady` when it is full. A queue that would pass `maxBufferedBytes` is dropped and replaced by
+ * one `event: reset` (whose id is the last event dropped, so the client refetches refs and goes
+ * on from there); a subscriber whose queue passes the bound again without having read anything
+ * since its reset is disconnected, as is one whose sink is full and cannot say when it is ready.
+ * At most `maxSubscribers` connect at once (each holds a socket: the default stays well under
+ * common file-descriptor limits); the adapters refuse the next with `503` and `Retry-After`.
  */
 import { GatewayError } from './errors.js';
 
@@ -38,10 +51,17 @@ export interface RefUpdateEvent {
   new: string;
 }
 
-/** Where a subscriber's bytes go. `write` returns false when the client is too slow: the hub drops it. */
+/**
+ * Where a subscriber's bytes go. The hub's chunks are shared by many subscribers: read-only.
+ * `write` returns false when the sink's own buffer is full: the hub then writes nothing more
+ * until the sink calls the listener it was given through `onReady`; a sink without `onReady`
+ * is dropped (closed) instead.
+ */
 export interface SseSink {
   write(bytes: Uint8Array): boolean;
   close(): void;
+  /** Registers the listener to call whenever the sink can take bytes again after a full write. */
+  onReady?(listener: () => void): void;
 }
 
 export interface SseHubOptions {
@@ -49,13 +69,20 @@ export interface SseHubOptions {
   heartbeatMs?: number;
   /** Events kept per repository for `Last-Event-ID` replay (default 1024). */
   replayCap?: number;
-  /** Bytes a subscriber may have unsent before it is dropped (default 1 MiB). */
+  /**
+   * Bytes of events the hub queues for one subscriber whose sink is full (default 1 MiB); past
+   * that its queue is dropped for one `event: reset`, or it is disconnected if it read nothing
+   * since its last reset.
+   */
   maxBufferedBytes?: number;
   /** The `retry:` reconnection delay sent to clients in ms (default 2000). */
   retryMs?: number;
   /** Fixed epoch, for tests; default: derived from the clock and randomness. */
   epoch?: string;
-  /** Subscribers allowed at once (default 10 000); more get GatewayError `GATEWAY_TOO_MANY_SUBSCRIBERS`. */
+  /**
+   * Subscribers (SSE connections) allowed at once (default 512); more get GatewayError
+   * `GATEWAY_TOO_MANY_SUBSCRIBERS`, which the adapters answer with 503 and `Retry-After`.
+   */
   maxSubscribers?: number;
 }
 
@@ -66,10 +93,38 @@ export interface SubscribeOptions {
   lastEventId?: string | null;
 }
 
+/** Figures of the hub's memory and of what it did to slow subscribers (bytes, counts; no timings). */
+export interface SseHubStats {
+  subscribers: number;
+  /** Bytes queued for all subscribers now (a chunk shared by several counts once per subscriber). */
+  queuedBytes: number;
+  /** The most bytes one subscriber ever had queued (never above maxBufferedBytes). */
+  maxQueuedBytes: number;
+  /** Queues dropped for an `event: reset`. */
+  resets: number;
+  /** Subscribers disconnected for not reading. */
+  dropped: number;
+}
+
 interface Subscriber {
   readonly sink: SseSink;
   readonly repos: readonly string[] | undefined;
+  /** For a subscriber of several repositories: their names, sorted (its audience's key). */
+  readonly audience: string | undefined;
   open: boolean;
+  /** Chunks not yet written to the sink, from `head` on. */
+  queue: (Uint8Array | undefined)[];
+  head: number;
+  queued: number;
+  /** The sink said it is full: nothing is written until it is ready. */
+  waiting: boolean;
+  /** The sink took bytes since the subscriber's last reset. */
+  progressed: boolean;
+}
+
+interface Published {
+  readonly repo: string;
+  readonly frame: Uint8Array;
 }
 
 interface Ring {
@@ -106,6 +161,30 @@ export function formatRefUpdate(id: string, event: RefUpdateEvent): Uint8Array {
   );
 }
 
+/** One chunk holding `frames` in order: the frame itself when there is one, else a joined copy. */
+function join(frames: readonly Uint8Array[]): Uint8Array {
+  if (frames.length === 1) return frames[0]!;
+  let length = 0;
+  for (const frame of frames) length += frame.byteLength;
+  const chunk = new Uint8Array(length);
+  let at = 0;
+  for (const frame of frames) {
+    chunk.set(frame, at);
+    at += frame.byteLength;
+  }
+  return chunk;
+}
+
+/** Runs `fn` on a later macrotask, so that a burst of publishes spread over a few messages goes out as one. */
+function later(fn: () => void): void {
+  const immediate = (globalThis as { setImmediate?: (fn: () => void) => unknown }).setImmediate;
+  if (typeof immediate === 'function') immediate(fn);
+  else setTimeout(fn, 0);
+}
+
+/** Bytes of its own a ReadableStream from `stream()` holds before it says it is full. */
+const STREAM_HIGH_WATER = 64 * 1024;
+
 export class SseHub {
   readonly epoch: string;
   readonly heartbeatMs: number;
@@ -120,14 +199,21 @@ export class SseHub {
   private count = 0;
   private timer: ReturnType<typeof setInterval> | undefined;
   private closed = false;
+  /** Events published since the last flush, in order. */
+  private pending: Published[] = [];
+  private flushScheduled = false;
+  private queuedBytes = 0;
+  private maxQueuedBytes = 0;
+  private resets = 0;
+  private dropped = 0;
 
   constructor(options: SseHubOptions = {}) {
     this.epoch = options.epoch ?? `${Date.now().toString(36)}${Math.floor(Math.random() * 36 ** 4).toString(36)}`;
     if (!/^[a-z0-9]+$/.test(this.epoch)) throw new GatewayError('GATEWAY_BAD_ARGUMENT', 'epoch must be [a-z0-9]+');
     this.heartbeatMs = options.heartbeatMs ?? 15_000;
     this.replayCap = Math.max(1, options.replayCap ?? 1024);
-    this.maxBufferedBytes = options.maxBufferedBytes ?? 1 << 20;
-    this.maxSubscribers = options.maxSubscribers ?? 10_000;
+    this.maxBufferedBytes = Math.max(1024, options.maxBufferedBytes ?? 1 << 20);
+    this.maxSubscribers = Math.max(0, options.maxSubscribers ?? 512);
     this.retryFrame = encoder.encode(`retry: ${options.retryMs ?? 2000}\n:ok\n\n`);
   }
 
@@ -146,16 +232,81 @@ export class SseHub {
     return `${this.epoch}-${this.seq}`;
   }
 
-  /** Publishes one ref update; returns its id. */
+  /** What the hub holds and what it did to slow subscribers. */
+  stats(): SseHubStats {
+    return {
+      subscribers: this.count,
+      queuedBytes: this.queuedBytes,
+      maxQueuedBytes: this.maxQueuedBytes,
+      resets: this.resets,
+      dropped: this.dropped,
+    };
+  }
+
+  /**
+   * Publishes one ref update; returns its id. It is formatted here, once, and reaches the
+   * subscribers with the rest of this turn's events (see `flush`).
+   */
   publish(event: RefUpdateEvent): string {
     const seq = ++this.seq;
     const id = `${this.epoch}-${seq}`;
     const frame = formatRefUpdate(id, event);
     this.remember(event.repo, seq, frame);
-    const repoSubscribers = this.byRepo.get(event.repo);
-    if (repoSubscribers !== undefined) for (const s of repoSubscribers) this.deliver(s, frame);
-    for (const s of this.all) this.deliver(s, frame);
+    if (this.count === 0) return id;
+    this.pending.push({ repo: event.repo, frame });
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      later(() => this.flush());
+    }
     return id;
+  }
+
+  /**
+   * Delivers the events published since the last flush now (the hub does so by itself on the next
+   * macrotask): one shared chunk per audience, one queue entry and at most one write per subscriber.
+   */
+  flush(): void {
+    this.flushScheduled = false;
+    const batch = this.pending;
+    if (batch.length === 0) return;
+    this.pending = [];
+    const framesOf = new Map<string, Uint8Array[]>();
+    for (const { repo, frame } of batch) {
+      const frames = framesOf.get(repo);
+      if (frames === undefined) framesOf.set(repo, [frame]);
+      else frames.push(frame);
+    }
+    const touched: Subscriber[] = [];
+    if (this.all.size > 0) {
+      const chunk = join(batch.map((p) => p.frame));
+      for (const s of this.all) if (this.enqueue(s, chunk)) touched.push(s);
+    }
+    const several = new Set<Subscriber>();
+    for (const [repo, frames] of framesOf) {
+      const set = this.byRepo.get(repo);
+      if (set === undefined) continue;
+      let chunk: Uint8Array | undefined;
+      for (const s of set) {
+        if (s.audience !== undefined) {
+          several.add(s);
+          continue;
+        }
+        chunk ??= join(frames);
+        if (this.enqueue(s, chunk)) touched.push(s);
+      }
+    }
+    // subscribers of several repositories: one chunk per distinct set, its events in publish order
+    const chunks = new Map<string, Uint8Array>();
+    for (const s of several) {
+      let chunk = chunks.get(s.audience!);
+      if (chunk === undefined) {
+        const wanted = new Set(s.repos);
+        chunk = join(batch.filter((p) => wanted.has(p.repo)).map((p) => p.frame));
+        chunks.set(s.audience!, chunk);
+      }
+      if (this.enqueue(s, chunk)) touched.push(s);
+    }
+    for (const s of touched) this.pump(s);
   }
 
   /**
@@ -167,20 +318,20 @@ export class SseHub {
     if (this.count >= this.maxSubscribers) {
       throw new GatewayError('GATEWAY_TOO_MANY_SUBSCRIBERS', 'too many event subscribers', { status: 503 });
     }
+    // events already published go out first, so the replay below is exactly what comes before the new ones
+    this.flush();
     const repos = options.repos === undefined ? undefined : [...new Set(options.repos)];
-    const subscriber: Subscriber = { sink, repos, open: true };
-    if (!sink.write(this.retryFrame)) {
-      sink.close();
-      return () => {};
-    }
-    if (options.lastEventId != null && options.lastEventId !== '') {
-      for (const frame of this.replay(options.lastEventId, repos)) {
-        if (!sink.write(frame)) {
-          sink.close();
-          return () => {};
-        }
-      }
-    }
+    const subscriber: Subscriber = {
+      sink,
+      repos,
+      audience: repos !== undefined && repos.length > 1 ? [...repos].sort().join('\n') : undefined,
+      open: true,
+      queue: [],
+      head: 0,
+      queued: 0,
+      waiting: false,
+      progressed: true,
+    };
     if (repos === undefined) this.all.add(subscriber);
     else {
       for (const repo of repos) {
@@ -190,6 +341,19 @@ export class SseHub {
       }
     }
     this.count++;
+    sink.onReady?.(() => {
+      if (!subscriber.open || !subscriber.waiting) return;
+      subscriber.waiting = false;
+      subscriber.progressed = true;
+      this.pump(subscriber);
+    });
+    this.enqueue(subscriber, this.retryFrame);
+    if (options.lastEventId != null && options.lastEventId !== '') {
+      const frames = this.replay(options.lastEventId, repos);
+      if (frames.length > 0) this.enqueue(subscriber, join(frames));
+    }
+    this.pump(subscriber);
+    if (!subscriber.open) return () => {};
     this.startHeartbeat();
     return () => this.remove(subscriber, false);
   }
@@ -197,7 +361,7 @@ export class SseHub {
   /** A ReadableStream of the event stream for one client (for fetch-style handlers). */
   stream(options: SubscribeOptions & { signal?: AbortSignal } = {}): ReadableStream<Uint8Array> {
     let unsubscribe: (() => void) | undefined;
-    const maxBuffered = this.maxBufferedBytes;
+    let ready: (() => void) | undefined;
     return new ReadableStream<Uint8Array>(
       {
         start: (controller) => {
@@ -206,7 +370,7 @@ export class SseHub {
             write(bytes) {
               if (done) return false;
               controller.enqueue(bytes);
-              return (controller.desiredSize ?? 0) > -maxBuffered;
+              return (controller.desiredSize ?? 0) > 0;
             },
             close() {
               if (done) return;
@@ -217,6 +381,9 @@ export class SseHub {
                 // already cancelled by the consumer: nothing left to close
               }
             },
+            onReady(listener) {
+              ready = listener;
+            },
           };
           unsubscribe = this.subscribe(sink, options);
           options.signal?.addEventListener('abort', () => {
@@ -224,9 +391,10 @@ export class SseHub {
             sink.close();
           });
         },
+        pull: () => ready?.(),
         cancel: () => unsubscribe?.(),
       },
-      { highWaterMark: 0 },
+      { highWaterMark: STREAM_HIGH_WATER, size: (chunk) => chunk.byteLength },
     );
   }
 
@@ -235,6 +403,7 @@ export class SseHub {
    * by itself) and replay what they missed with Last-Event-ID.
    */
   disconnectAll(): void {
+    this.flush();
     for (const s of [...this.all]) this.remove(s, true);
     for (const set of [...this.byRepo.values()]) for (const s of [...set]) this.remove(s, true);
   }
@@ -242,6 +411,7 @@ export class SseHub {
   /** Stops the heartbeat and closes every subscriber. */
   close(): void {
     if (this.closed) return;
+    this.flush();
     this.closed = true;
     for (const s of [...this.all]) this.remove(s, true);
     for (const set of [...this.byRepo.values()]) for (const s of [...set]) this.remove(s, true);
@@ -271,7 +441,7 @@ export class SseHub {
     return picked.map((p) => p.frame);
   }
 
-  private resetFrame(reason: 'cap' | 'epoch'): Uint8Array {
+  private resetFrame(reason: 'cap' | 'epoch' | 'overflow'): Uint8Array {
     return encoder.encode(`id: ${this.epoch}-${this.seq}\nevent: reset\ndata: {"reason":"${reason}"}\n\n`);
   }
 
@@ -289,13 +459,65 @@ export class SseHub {
     ring.head = (ring.head + 1) % this.replayCap;
   }
 
-  private deliver(subscriber: Subscriber, frame: Uint8Array): void {
-    if (!subscriber.sink.write(frame)) this.remove(subscriber, true);
+  /**
+   * Queues a chunk for a subscriber, within its bound: past it, the queue (and the chunk) give
+   * way to one reset, or the subscriber is disconnected if it read nothing since its last reset.
+   * Returns whether the subscriber is still there.
+   */
+  private enqueue(s: Subscriber, chunk: Uint8Array): boolean {
+    if (!s.open) return false;
+    if (s.queued + chunk.byteLength > this.maxBufferedBytes) {
+      if (s.waiting && !s.progressed) {
+        this.dropped++;
+        this.remove(s, true);
+        return false;
+      }
+      this.queuedBytes -= s.queued;
+      s.queue = [];
+      s.head = 0;
+      s.queued = 0;
+      s.progressed = false;
+      this.resets++;
+      chunk = this.resetFrame('overflow');
+    }
+    s.queue.push(chunk);
+    s.queued += chunk.byteLength;
+    this.queuedBytes += chunk.byteLength;
+    if (s.queued > this.maxQueuedBytes) this.maxQueuedBytes = s.queued;
+    return true;
+  }
+
+  /** Writes a subscriber's queue to its sink while the sink takes more. */
+  private pump(s: Subscriber): void {
+    while (s.open && !s.waiting && s.head < s.queue.length) {
+      const chunk = s.queue[s.head]!;
+      s.queue[s.head++] = undefined;
+      s.queued -= chunk.byteLength;
+      this.queuedBytes -= chunk.byteLength;
+      if (s.sink.write(chunk)) continue;
+      if (s.sink.onReady === undefined) {
+        this.dropped++;
+        this.remove(s, true);
+        return;
+      }
+      s.waiting = true;
+    }
+    if (s.head === s.queue.length) {
+      s.queue = [];
+      s.head = 0;
+    } else if (s.head > 1024) {
+      s.queue = s.queue.slice(s.head);
+      s.head = 0;
+    }
   }
 
   private remove(subscriber: Subscriber, closeSink: boolean): void {
     if (!subscriber.open) return;
     subscriber.open = false;
+    this.queuedBytes -= subscriber.queued;
+    subscriber.queue = [];
+    subscriber.head = 0;
+    subscriber.queued = 0;
     if (subscriber.repos === undefined) this.all.delete(subscriber);
     else {
       for (const repo of subscriber.repos) {
@@ -324,13 +546,16 @@ export class SseHub {
 
   /** Sends the heartbeat comment to every subscriber now (the timer calls this). */
   beat(): void {
-    for (const s of this.all) this.deliver(s, HEARTBEAT);
+    this.flush();
+    const beaten: Subscriber[] = [];
+    for (const s of this.all) if (this.enqueue(s, HEARTBEAT)) beaten.push(s);
     for (const set of this.byRepo.values()) {
       for (const s of set) {
         // a subscriber following several repositories gets one heartbeat
         if (s.repos !== undefined && s.repos.length > 1 && set !== this.byRepo.get(s.repos[0]!)) continue;
-        this.deliver(s, HEARTBEAT);
+        if (this.enqueue(s, HEARTBEAT)) beaten.push(s);
       }
     }
+    for (const s of beaten) this.pump(s);
   }
 }

@@ -18,13 +18,14 @@ import { type Bus, createBus } from '@gitport/bus';
 import { nodeEndpoint } from '@gitport/bus/node';
 import { encodeData, PacketReader, packetText } from '@gitport/pktline';
 import { open } from '@gitport/transport';
-import { HTTP_STREAM, isRefUpdateEvent, REF_UPDATE_EVENT } from 'gitport';
+import { HTTP_STOP, HTTP_STREAM, isRefUpdateEvent, REF_UPDATE_EVENT } from 'gitport';
 import { AdvertisementCache, adKey } from './advertisement-cache.js';
 import type { GitBackend, GitService } from './backend.js';
 import { collect } from './body.js';
 import { GatewayError } from './errors.js';
 import { RepositoryRoot } from './repository-root.js';
 import type { RefUpdateEvent } from './sse-hub.js';
+import { WORKER_STATS, type WorkerStats } from './worker-stats.js';
 
 export type SpawnWorker = (entry: URL, options: WorkerOptions) => Worker;
 
@@ -55,6 +56,14 @@ export interface WorkerPoolBackend extends GitBackend {
   workerOf(repo: string): number;
   /** Replaces one worker (terminates it and starts a new one); requests pinned to it wait. */
   restart(index: number): Promise<void>;
+  /**
+   * Requests a worker is working on (counted from the request until the worker finished or
+   * stopped it, whether or not their client is still there), and how many it stopped because
+   * their client went away or their request failed (for monitoring and tests).
+   */
+  work(index: number): { inFlight: number; stopped: number };
+  /** What the worker itself reports: smart-HTTP requests it is serving now. */
+  workerStats(index: number): Promise<WorkerStats>;
 }
 
 interface Slot {
@@ -81,6 +90,48 @@ function defaultSpawn(entry: URL, options: WorkerOptions): Worker {
     eval: true,
     execArgv: ['--conditions=source', ...(options.execArgv ?? [])],
   });
+}
+
+/**
+ * `source`, with `done` run exactly once when it ends (`true`), fails, or is cancelled (`false`),
+ * even if it is cancelled before its first item; what ends it (the last `next`, `return`, the
+ * failing `next`) settles only after `done` has.
+ */
+function settling(
+  source: AsyncIterable<Uint8Array>,
+  done: (complete: boolean) => void | Promise<void>,
+): AsyncIterableIterator<Uint8Array> {
+  const it = source[Symbol.asyncIterator]();
+  let finished: Promise<void> | undefined;
+  const finish = (complete: boolean) => (finished ??= Promise.resolve().then(() => done(complete)));
+  return {
+    async next() {
+      if (finished !== undefined) {
+        await finished;
+        return { done: true, value: undefined };
+      }
+      let step: IteratorResult<Uint8Array>;
+      try {
+        step = await it.next();
+      } catch (error) {
+        await finish(false);
+        throw error;
+      }
+      if (step.done) await finish(true);
+      return step;
+    },
+    async return() {
+      if (finished === undefined) {
+        const stopped = finish(false);
+        await it.return?.().catch(() => {});
+        await stopped;
+      } else await finished;
+      return { done: true, value: undefined };
+    },
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+  };
 }
 
 /** FNV-1a: a stable, well-spread hash of a repository name. */
@@ -126,6 +177,9 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
   const backoffMax = Math.max(backoffInitial, options.restartBackoff?.maxMs ?? 10_000);
   const connectTimeout = options.connectTimeoutMs ?? 60_000;
   const inFlight = new Set<Promise<unknown>>();
+  /** Per worker: requests it works on, and those it stopped on request. */
+  const workCounts = slots.map(() => ({ inFlight: 0, stopped: 0 }));
+  let workSeq = 0;
   let closed = false;
 
   /** One attempt: spawn a worker and connect to it; fails if the worker exits before connecting. */
@@ -226,34 +280,84 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
     return slot.peer;
   };
 
+  /**
+   * One request over one stream. Its head names the work (`work`), so the worker can be asked to
+   * stop it (`HTTP_STOP`), which it answers once the work has stopped. Whatever ends the request
+   * early (the client's signal, the returned body cancelled or failing, the request body
+   * failing) goes through `stop`, and the work counts as in flight on its worker until the
+   * worker has stopped it (or ended the stream, or was lost).
+   */
   async function call(
     repo: string,
     head: { method: string; path: string; query: string; headers: Record<string, string> },
     body: AsyncIterable<Uint8Array> | undefined,
     signal: AbortSignal,
   ): Promise<{ status: number; body: AsyncIterable<Uint8Array> }> {
+    const index = workerOf(repo);
     const peer = await peerFor(repo);
     const stream = await open(bus, peer, HTTP_STREAM, {
       signal,
       ...(options.window !== undefined ? { window: options.window } : {}),
     });
-    const onAbort = () => stream.abort(new GatewayError('GATEWAY_ABORTED', 'request aborted', { status: 499 }));
+    const work = `${++workSeq}`;
+    const counter = workCounts[index]!;
+    counter.inFlight++;
+    let over = false;
+    const ended = () => {
+      if (over) return;
+      over = true;
+      counter.inFlight--;
+    };
+    // the worker answers with a head only once it has registered the work
+    let answered = false;
+    let headSeen!: () => void;
+    const seen = new Promise<void>((resolve) => (headSeen = resolve));
+    let stopping: Promise<void> | undefined;
+    const stop = (reason: unknown): Promise<void> => {
+      stopping ??= (async () => {
+        await seen;
+        if (answered && !closedCleanly) {
+          const stopped = await bus.request(peer, HTTP_STOP, { work }, { timeout: 0 }).catch(() => false);
+          if (stopped === true) counter.stopped++;
+        }
+        stream.abort(reason);
+        ended();
+      })();
+      return stopping;
+    };
+    // a stream that finished cleanly is work the worker finished; one that failed is stopped
+    let closedCleanly = false;
+    stream.closed.then(
+      () => {
+        closedCleanly = true;
+        ended();
+      },
+      (error: unknown) => void stop(error),
+    );
+    const onAbort = () => void stop(new GatewayError('GATEWAY_ABORTED', 'request aborted', { status: 499 }));
     if (signal.aborted) onAbort();
     else signal.addEventListener('abort', onAbort, { once: true });
     const cleanup = () => signal.removeEventListener('abort', onAbort);
     try {
-      await stream.write(encodeData(encoder.encode(JSON.stringify({ ...head, repository: repo }))));
+      await stream.write(encodeData(encoder.encode(JSON.stringify({ ...head, repository: repo, work }))));
       void (async () => {
         try {
           if (body !== undefined) for await (const chunk of body) await stream.write(chunk);
           await stream.end();
         } catch (error) {
           // the request body failed (too large, idle, client gone): the worker must not complete the push
-          stream.abort(error);
+          void stop(error);
         }
       })();
-      const reader = new PacketReader(stream, { signal });
-      const first = await reader.read();
+      const reader = new PacketReader(stream);
+      let first: Awaited<ReturnType<PacketReader['read']>>;
+      try {
+        first = await reader.read();
+        answered = first !== undefined;
+      } finally {
+        headSeen();
+      }
+      if (signal.aborted) throw signal.reason;
       const text = first === undefined ? undefined : packetText(first);
       let status = 0;
       try {
@@ -264,27 +368,24 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
       if (!Number.isInteger(status) || status < 100) {
         throw new GatewayError('GATEWAY_BACKEND_FAILED', 'the worker sent no response head', { status: 502 });
       }
-      const rest = reader.rest();
-      async function* chunks(): AsyncGenerator<Uint8Array> {
-        let complete = false;
-        try {
-          yield* rest;
-          complete = true;
-        } finally {
-          cleanup();
-          if (!complete) stream.abort(new GatewayError('GATEWAY_ABORTED', 'response not delivered', { status: 499 }));
-        }
-      }
-      return { status, body: chunks() };
+      // settles once the worker has stopped the work (see GitBackend.rpc)
+      const output = settling(reader.rest(), async (complete) => {
+        cleanup();
+        if (!complete) await stop(new GatewayError('GATEWAY_ABORTED', 'response not delivered', { status: 499 }));
+      });
+      return { status, body: output };
     } catch (error) {
       cleanup();
-      stream.abort(error);
+      // a head that never went out gets no answer: nothing to wait for
+      headSeen();
+      await stop(error);
       if (
         typeof (error as { code?: unknown }).code === 'string' &&
         String((error as { code: string }).code).startsWith('GATEWAY_')
       ) {
         throw error;
       }
+      if (signal.aborted) throw new GatewayError('GATEWAY_ABORTED', 'request aborted', { status: 499, cause: error });
       throw new GatewayError('GATEWAY_BACKEND_FAILED', 'the worker failed the request', { status: 502, cause: error });
     }
   }
@@ -365,16 +466,11 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
           signal,
         );
         if (reply.status !== 200) return await failure(reply.status, reply.body);
-        const output = reply.body;
-        return (async function* () {
-          try {
-            yield* output;
-          } finally {
-            // the push is over: its advertisements are stale whether or not its signal has arrived yet
-            if (service === 'git-receive-pack') cache.drop(repo);
-            finish();
-          }
-        })();
+        return settling(reply.body, () => {
+          // the push is over: its advertisements are stale whether or not its signal has arrived yet
+          if (service === 'git-receive-pack') cache.drop(repo);
+          finish();
+        });
       } catch (error) {
         finish();
         throw error;
@@ -391,6 +487,19 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
     },
 
     healthy: () => !closed && slots.every((s) => s.peer !== undefined),
+
+    work(index) {
+      const counts = workCounts[index];
+      if (counts === undefined) throw new GatewayError('GATEWAY_BAD_ARGUMENT', `no worker ${index}`);
+      return { ...counts };
+    },
+
+    async workerStats(index) {
+      const slot = slots[index];
+      if (slot?.peer === undefined) throw new GatewayError('GATEWAY_BACKEND_FAILED', `worker ${index} is not up`);
+      const stats = await bus.request<{ httpWork?: unknown }>(slot.peer, WORKER_STATS, null);
+      return { httpWork: Number(stats?.httpWork) };
+    },
 
     async restart(index) {
       const slot = slots[index];

@@ -14,6 +14,11 @@
  * git:// or ssh. An unknown repository or service gets `ERR <message>` and the stream ends.
  *
  * Stateless smart HTTP (listener `gitport.http`, see http-plugin.ts): one stream per request.
+ * A request head may name its work (`"work": "<id>"`, unique per requesting peer); the peer can
+ * then stop it with a bus request `gitport.http-stop` `{ work }`, answered once the work has
+ * stopped (the round is aborted, its stream too). The round of a stream that fails (the peer
+ * aborted it, or went away) gets an AbortSignal, so packing or indexing stops and a push in
+ * flight moves no ref; a round's stream ends only after the round has settled.
  *
  * After every successful ref update a `ref-update` signal `{ repo, ref, old, new }` goes to every
  * peer of the bus (and to `onRefUpdate` listeners).
@@ -40,8 +45,11 @@ import { GitportError } from './errors.js';
 import { encodeHead, HTTP_STREAM, type HttpRequestHead, readHead } from './http-plugin.js';
 import { REF_UPDATE_EVENT, type RefUpdateEvent, ZERO_OID } from './ref-events.js';
 import { type HostedRepository, type RepositoryRegistry, staticRepositories } from './registry.js';
+import { yieldingStore } from './yielding-store.js';
 
 export const GIT_STREAM = 'gitport.git';
+/** Bus request `{ work }` that stops one smart-HTTP round of the requester; answers once stopped. */
+export const HTTP_STOP = 'gitport.http-stop';
 
 export type GitService = 'git-upload-pack' | 'git-receive-pack';
 
@@ -64,6 +72,8 @@ export interface HostOptions {
 
 export interface Host {
   readonly repositories: RepositoryRegistry;
+  /** Smart-HTTP requests being served (from their head to the end of their round), for monitoring and tests. */
+  readonly httpWork: number;
   /** Ref updates made through this host. */
   onRefUpdate(listener: (event: RefUpdateEvent) => void): () => void;
   /** Stops listening; streams in flight finish. */
@@ -178,20 +188,50 @@ export function host(
     }
   };
 
+  /** Smart-HTTP rounds that named their work, by requesting peer and work id: how to stop each. */
+  const works = new Map<string, { stop(reason: unknown): void; settled: Promise<void> }>();
+  let httpWork = 0;
+
   const serveHttp = async (stream: DuplexStream) => {
     const context = { peer: stream.peer, service: 'http', repository: '?' };
+    // a stream that fails (the peer aborted it, or went away) stops whatever its round is doing
+    const controller = new AbortController();
+    stream.closed.catch((error: unknown) => controller.abort(error));
+    let round: Promise<unknown> | undefined;
     let replied = false;
+    let counted = false;
+    let work: string | undefined;
+    let settle: (() => void) | undefined;
     const reply = async (statusCode: number, headers: Record<string, string>, body: AsyncIterable<Uint8Array>) => {
       replied = true;
       await stream.write(encodeHead({ statusCode, statusMessage: statusText(statusCode), headers }));
+      // the head goes now, not after the work that follows holds the thread for a while
+      stream.flush();
       for await (const chunk of body) await stream.write(chunk);
+      // the round's body ends once the round has settled: the stream's end says the work is over
       await stream.end();
     };
     const text = (statusCode: number, message: string) =>
       reply(statusCode, { 'content-type': 'text/plain' }, single(encoder.encode(`${message}\n`)));
     try {
       const reader = new PacketReader(stream);
-      const head = await readHead<HttpRequestHead>(reader, 'HTTP request');
+      const head = await readHead<HttpRequestHead & { work?: unknown }>(reader, 'HTTP request');
+      httpWork++;
+      counted = true;
+      // registered before anything is answered: a peer that saw our head can stop the work
+      if (typeof head.work === 'string' && head.work.length <= MAX_WORK_ID) {
+        const key = `${stream.peer}\n${head.work}`;
+        if (!works.has(key)) {
+          work = key;
+          works.set(key, {
+            stop: (reason) => {
+              controller.abort(reason);
+              stream.abort(reason);
+            },
+            settled: new Promise<void>((resolve) => (settle = resolve)),
+          });
+        }
+      }
       context.repository = String(head.repository);
       const repo = typeof head.repository === 'string' ? await registry.open(head.repository) : undefined;
       if (!repo) return await text(404, 'repository not found');
@@ -211,38 +251,64 @@ export function host(
       }
       if (head.method === 'POST' && head.path === 'git-upload-pack') {
         context.service = head.path;
-        const round = handleUploadPackHttp(repo as Repository, reader.rest(), { ...options.uploadPack, protocol });
-        await reply(200, rpcResultHeaders(head.path), round.body);
+        const signal = withSignal(controller.signal, options.uploadPack?.signal);
+        const started = handleUploadPackHttp(yielding(repo), reader.rest(), {
+          ...options.uploadPack,
+          protocol,
+          signal,
+        });
         // A failed round already told the client in-band; it is only reported here.
-        await round.done.catch((error: unknown) => report(error, context));
+        round = started.done.catch((error: unknown) => report(error, context));
+        await reply(200, rpcResultHeaders(head.path), started.body);
         return;
       }
       if (head.method === 'POST' && head.path === 'git-receive-pack') {
         context.service = head.path;
-        const round = handleReceivePackHttp(repo as Repository, reader.rest(), { ...options.receivePack });
-        await reply(200, rpcResultHeaders(head.path), round.body);
-        const result = await round.result.catch((error: unknown) => {
-          report(error, context);
-          return undefined;
-        });
-        if (result?.unpackError !== undefined) report(result.unpackError, context);
-        if (result) published(head.repository, result.updated);
+        const signal = withSignal(controller.signal, options.receivePack?.signal);
+        const started = handleReceivePackHttp(yielding(repo), reader.rest(), { ...options.receivePack, signal });
+        const name = head.repository;
+        round = started.result.then(
+          (result) => {
+            if (result.unpackError !== undefined) report(result.unpackError, context);
+            published(name, result.updated);
+          },
+          (error: unknown) => report(error, context),
+        );
+        await reply(200, rpcResultHeaders(head.path), started.body);
         return;
       }
       return await text(405, 'method not allowed');
     } catch (error) {
-      report(error, context);
+      // a stream that failed under a running round is the round's business (it stops and reports)
+      if (!(round !== undefined && isStreamFailure(error))) report(error, context);
+      // what the round produces can no longer be delivered: stop it
+      controller.abort(error);
       if (!replied) {
         const bad = (error as { code?: string }).code === 'HTTP_BAD_REQUEST';
         await text(bad ? 400 : 500, peerErrorMessage(error)).catch(() => {});
       }
+      // the round may still be winding down (its output was cut): the stream closes after it
+      await round;
       await closeAfterError(stream, undefined);
+    } finally {
+      await round;
+      if (counted) httpWork--;
+      if (work !== undefined) works.delete(work);
+      settle?.();
     }
   };
 
   const stops = [
     listen(bus, GIT_STREAM, (stream) => void serveGit(stream), listenOptions),
     listen(bus, HTTP_STREAM, (stream) => void serveHttp(stream), listenOptions),
+    bus.handle(HTTP_STOP, async (payload, meta) => {
+      const id = (payload as { work?: unknown } | null)?.work;
+      const entry = typeof id === 'string' ? works.get(`${meta.from}\n${id}`) : undefined;
+      if (entry === undefined) return false; // over already (or never named)
+      entry.stop(new GitportError('ABORTED', 'the requester stopped the request'));
+      await entry.settled;
+      return true;
+    }),
   ];
   if (options.control !== false) {
     stops.push(
@@ -258,6 +324,9 @@ export function host(
   }
   return {
     repositories: registry,
+    get httpWork() {
+      return httpWork;
+    },
     onRefUpdate(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
@@ -289,6 +358,25 @@ async function closeAfterError(stream: DuplexStream, message: Uint8Array | undef
  */
 export function writeSizeOf(stream: DuplexStream): number {
   return Math.min(2 ** 20, Math.max(64 * 1024, Math.floor(stream.stats.remoteWindow / 4)));
+}
+
+/** A repository whose reads let the thread take messages (an abort among them) during long walks. */
+function yielding(repo: HostedRepository): Repository {
+  return { objects: yieldingStore(repo.objects), refs: repo.refs } as Repository;
+}
+
+/** The longest work id a request head may carry. */
+const MAX_WORK_ID = 100;
+
+/** `own`, or a signal that aborts with either when the host's options carry one too. */
+function withSignal(own: AbortSignal, configured: AbortSignal | undefined): AbortSignal {
+  return configured === undefined ? own : AbortSignal.any([own, configured]);
+}
+
+/** The errors a write or read gets once its stream failed (aborted, peer lost, cancelled). */
+function isStreamFailure(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('TRANSPORT_');
 }
 
 async function* single(bytes: Uint8Array): AsyncIterable<Uint8Array> {

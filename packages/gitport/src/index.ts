@@ -30,6 +30,7 @@ export {
   type GitService,
   type Host,
   type HostOptions,
+  HTTP_STOP,
   host,
   parseGitRequest,
 } from './host.js';
