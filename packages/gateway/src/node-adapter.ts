@@ -181,6 +181,10 @@ function writeBytes(reply: GatewayReply, bytes: Uint8Array, res: ServerResponse)
     // replies may share their headers (cached discovery replies carry their length): never mutate them
     headers = { ...headers, 'content-length': String(bytes.byteLength) };
   }
+  if (reply.status >= 400 && !res.req.complete) {
+    // a refusal before the body was read (too slow, too large): close rather than read the rest
+    headers = { ...headers, connection: 'close' };
+  }
   res.writeHead(reply.status, headers);
   res.end(bytes);
 }
