@@ -1,6 +1,10 @@
 /**
  * `gitport serve [--root DIR] [--host H] [--port P] [--workers N] [--token T] [--private]
- *                [--allow-anonymous-push] [--cors ORIGIN]...`
+ *                [--allow-anonymous-push] [--cors ORIGIN]... [limits]`
+ *
+ * Limits (the gateway's `limits` options): `--max-requests N`, `--max-pending-bodies N`,
+ * `--max-discoveries N`, `--max-queued-discoveries N`, `--max-body-bytes N`,
+ * `--body-idle-timeout MS`, `--min-body-rate BYTES_PER_S`, `--body-timeout MS`.
  *
  * Serves every bare repository `DIR/<name>.git` at `/<name>.git` over smart HTTP with SSE ref
  * events (DESIGN.md, "Command line"). Prints exactly one line, `gitport listening on
@@ -10,7 +14,14 @@
 import { mkdir } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
-import { createDemoRepository, createGateway, createWorkerPoolBackend, listen, RepositoryRoot } from '@gitport/gateway';
+import {
+  createDemoRepository,
+  createGateway,
+  createWorkerPoolBackend,
+  type GatewayLimits,
+  listen,
+  RepositoryRoot,
+} from '@gitport/gateway';
 
 export interface ServeOptions {
   root: string;
@@ -21,7 +32,21 @@ export interface ServeOptions {
   private: boolean;
   allowAnonymousPush: boolean;
   cors: string[];
+  /** The gateway's limits given on the command line (absent ones keep the gateway's defaults). */
+  limits: GatewayLimits;
 }
+
+/** Limit flags, each one of the gateway's `limits` options, with the range a value may take. */
+const LIMIT_FLAGS: Record<string, { option: keyof GatewayLimits; min: number; max: number }> = {
+  '--max-requests': { option: 'maxConcurrentRequests', min: 1, max: 1_000_000 },
+  '--max-pending-bodies': { option: 'maxPendingBodies', min: 1, max: 1_000_000 },
+  '--max-discoveries': { option: 'maxConcurrentDiscoveries', min: 1, max: 1_000_000 },
+  '--max-queued-discoveries': { option: 'maxQueuedDiscoveries', min: 0, max: 10_000_000 },
+  '--max-body-bytes': { option: 'maxBodyBytes', min: 1, max: Number.MAX_SAFE_INTEGER },
+  '--body-idle-timeout': { option: 'bodyIdleMs', min: 0, max: 2_147_483_647 },
+  '--min-body-rate': { option: 'minBodyBytesPerSecond', min: 0, max: Number.MAX_SAFE_INTEGER },
+  '--body-timeout': { option: 'bodyTimeoutMs', min: 0, max: 2_147_483_647 },
+};
 
 export class UsageError extends Error {
   readonly code = 'CLI_USAGE';
@@ -29,6 +54,9 @@ export class UsageError extends Error {
 
 const usage = `usage: gitport serve [--root DIR] [--host H] [--port P] [--workers N] [--token T] [--private]
                     [--allow-anonymous-push] [--cors ORIGIN]...
+                    [--max-requests N] [--max-pending-bodies N] [--max-discoveries N]
+                    [--max-queued-discoveries N] [--max-body-bytes N] [--body-idle-timeout MS]
+                    [--min-body-rate BYTES_PER_S] [--body-timeout MS]
 `;
 
 export function parseServeArgs(args: readonly string[]): ServeOptions {
@@ -41,6 +69,7 @@ export function parseServeArgs(args: readonly string[]): ServeOptions {
     private: false,
     allowAnonymousPush: false,
     cors: [],
+    limits: {},
   };
   for (let i = 0; i < args.length; i++) {
     let arg = args[i]!;
@@ -87,8 +116,11 @@ export function parseServeArgs(args: readonly string[]): ServeOptions {
       case '--cors':
         options.cors.push(value());
         break;
-      default:
-        throw new UsageError(`unknown option ${arg}`);
+      default: {
+        const limit = LIMIT_FLAGS[arg];
+        if (limit === undefined) throw new UsageError(`unknown option ${arg}`);
+        options.limits[limit.option] = integer(limit.min, limit.max);
+      }
     }
   }
   if (options.private && options.token === undefined) throw new UsageError('--private needs --token');
@@ -124,6 +156,7 @@ export async function serve(args: readonly string[]): Promise<number> {
     private: options.private,
     allowAnonymousPush: options.allowAnonymousPush,
     cors: options.cors,
+    limits: options.limits,
   });
   let server: Awaited<ReturnType<typeof listen>>;
   try {

@@ -338,7 +338,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     const { path, query } = splitTarget(request.url);
     const method = request.method.toUpperCase();
     if (path === '/healthz') {
-      if (method !== 'GET' && method !== 'HEAD') return text(405, 'method not allowed', { allow: 'GET, HEAD' });
+      if (method !== 'GET' && method !== 'HEAD')
+        return refuse(405, 'GATEWAY_METHOD_NOT_ALLOWED', 'method not allowed', { allow: 'GET, HEAD' });
       const reason = saturation();
       return reason === undefined
         ? text(200, 'ok')
@@ -346,30 +347,36 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     const params = fastParams(query);
     if (path === '/events') {
-      if (method !== 'GET') return text(405, 'method not allowed', { allow: 'GET' });
+      if (method !== 'GET') return refuse(405, 'GATEWAY_METHOD_NOT_ALLOWED', 'method not allowed', { allow: 'GET' });
       const repos = params.getAll('repo').map((r) => decodeRepoName(encodeURIComponent(r)));
-      if (options.private && !authorized(request, { query: params.get('token') })) return text(404, 'not found');
+      if (options.private && !authorized(request, { query: params.get('token') }))
+        return refuse(404, 'GATEWAY_NOT_FOUND', 'not found');
       return allEvents(request, repos, params);
     }
     // /<name>.git/<rest>
     const slash = path.indexOf('/', 1);
     const first = slash < 0 ? path.slice(1) : path.slice(1, slash);
     const rest = slash < 0 ? '' : path.slice(slash);
-    if (!first.endsWith('.git')) return text(404, 'not found');
+    if (!first.endsWith('.git')) return refuse(404, 'GATEWAY_NOT_FOUND', 'not found');
     const repo = repoName(first.slice(0, -4));
 
     let service: GitService;
     let kind: 'advertise' | 'rpc' | 'events';
     if (rest === '/info/refs') {
-      if (method !== 'GET' && method !== 'HEAD') return text(405, 'method not allowed', { allow: 'GET' });
+      if (method !== 'GET' && method !== 'HEAD')
+        return refuse(405, 'GATEWAY_METHOD_NOT_ALLOWED', 'method not allowed', { allow: 'GET' });
       const s = params.get('service');
       if (s !== 'git-upload-pack' && s !== 'git-receive-pack') {
-        return text(403, 'only the smart HTTP protocol is served (?service=git-upload-pack or git-receive-pack)');
+        return refuse(
+          403,
+          'GATEWAY_DUMB_PROTOCOL',
+          'only the smart HTTP protocol is served (?service=git-upload-pack or git-receive-pack)',
+        );
       }
       service = s;
       kind = 'advertise';
     } else if (rest === '/git-upload-pack' || rest === '/git-receive-pack') {
-      if (method !== 'POST') return text(405, 'method not allowed', { allow: 'POST' });
+      if (method !== 'POST') return refuse(405, 'GATEWAY_METHOD_NOT_ALLOWED', 'method not allowed', { allow: 'POST' });
       service = rest.slice(1) as GitService;
       kind = 'rpc';
       // what git sends; a page of another site can send neither without a CORS preflight
@@ -378,25 +385,31 @@ export function createGateway(options: GatewayOptions): Gateway {
       }
       if (foreignOrigin(request)) return refuse(403, 'GATEWAY_ORIGIN_REFUSED', 'origin not allowed');
     } else if (rest === '/events') {
-      if (method !== 'GET') return text(405, 'method not allowed', { allow: 'GET' });
+      if (method !== 'GET') return refuse(405, 'GATEWAY_METHOD_NOT_ALLOWED', 'method not allowed', { allow: 'GET' });
       service = 'git-upload-pack';
       kind = 'events';
     } else {
-      return text(404, 'not found');
+      return refuse(404, 'GATEWAY_NOT_FOUND', 'not found');
     }
 
     if (service === 'git-receive-pack' && !options.allowAnonymousPush) {
       if (token === undefined) {
-        return text(403, 'pushing is disabled: start the server with --token or --allow-anonymous-push');
+        return refuse(
+          403,
+          'GATEWAY_PUSH_DISABLED',
+          'pushing is disabled: start the server with --token or --allow-anonymous-push',
+        );
       }
       if (!authorized(request, undefined)) {
-        return text(401, 'authentication required', { 'www-authenticate': `Basic realm="${realm}", charset="UTF-8"` });
+        return refuse(401, 'GATEWAY_UNAUTHORIZED', 'authentication required', {
+          'www-authenticate': `Basic realm="${realm}", charset="UTF-8"`,
+        });
       }
     } else if (
       options.private &&
       !authorized(request, kind === 'events' ? { query: params.get('token') } : undefined)
     ) {
-      return text(404, 'not found');
+      return refuse(404, 'GATEWAY_NOT_FOUND', 'not found');
     }
     if (kind === 'advertise' && method !== 'HEAD') {
       // fast path: a cached advertisement the refs on disk still match (checked now) needs no I/O
@@ -408,7 +421,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   }
 
   async function allEvents(request: GatewayRequest, repos: string[], params: URLSearchParams): Promise<GatewayReply> {
-    for (const repo of repos) if (!(await backend.exists(repo))) return text(404, 'not found');
+    for (const repo of repos) if (!(await backend.exists(repo))) return refuse(404, 'GATEWAY_NOT_FOUND', 'not found');
     return events(request, repos.length === 0 ? undefined : repos, params);
   }
 
@@ -421,7 +434,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     params: URLSearchParams,
   ): Promise<GatewayReply> {
     if (kind === 'advertise') return advertise(request, repo, service);
-    if (!(await backend.exists(repo))) return text(404, 'not found');
+    if (!(await backend.exists(repo))) return refuse(404, 'GATEWAY_NOT_FOUND', 'not found');
     if (kind === 'events') return events(request, [repo], params);
     if (closed) return refuse(503, 'GATEWAY_CLOSED', 'shutting down');
     return rpc(request, repo, service);
@@ -461,7 +474,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     try {
       if (request.signal.aborted) return refuse(400, 'GATEWAY_ABORTED', 'request aborted');
-      if (!(await backend.exists(repo))) return text(404, 'not found');
+      if (!(await backend.exists(repo))) return refuse(404, 'GATEWAY_NOT_FOUND', 'not found');
       const protocol = protocolOf(request, service);
       // no client signal: one advertisement load serves every request waiting for it
       const ad = await backend.advertise(repo, service, { protocol, signal: NEVER });
@@ -642,7 +655,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   }
 
   function preflight(cors: Record<string, string> | undefined): GatewayReply {
-    if (cors === undefined) return text(403, 'origin not allowed');
+    if (cors === undefined) return refuse(403, 'GATEWAY_ORIGIN_REFUSED', 'origin not allowed');
     return {
       status: 204,
       headers: {
@@ -792,7 +805,9 @@ export function refuseEvents(
 ): (GatewayReply & { body: { kind: 'bytes'; bytes: Uint8Array } }) | undefined {
   if (hub.accepting) return undefined;
   const full = hub.size >= hub.maxSubscribers;
-  const refused = text(503, full ? 'too many event subscribers' : 'shutting down', { 'retry-after': '5' });
+  const refused = full
+    ? refuse(503, 'GATEWAY_BUSY', 'too many event subscribers', { 'retry-after': '5' })
+    : refuse(503, 'GATEWAY_CLOSED', 'shutting down', { 'retry-after': '5' });
   for (const [name, value] of Object.entries(reply.headers)) {
     if (name.startsWith('access-control-') || name === 'vary') refused.headers[name] = value;
   }
