@@ -102,6 +102,8 @@ describe('AdvertisementCache', () => {
       () => git('update-ref', '-d', 'refs/heads/deep/er/still'),
     ]) {
       change();
+      // a check serves the rest of the synchronous run it was made in (requests sent before it)
+      await Promise.resolve();
       expect(cache.peek('demo', 'k')).toBeUndefined();
       expect(new TextDecoder().decode(await cache.get('demo', 'k', dir, load))).toBe(expected());
     }

@@ -14,20 +14,24 @@
  * tick can leave the same stamp. A stamp is trusted only once every mtime in it is older than the
  * moment it was taken by `settleMs` (git's "racily clean" rule); until then every read reloads.
  *
- * A small stamp is checked synchronously (`peek`: a few `stat` calls, no promise), a large one
+ * A small stamp is checked synchronously (`peek`: a few `stat` calls, no promise; one check serves
+ * every request answered in the same synchronous run, such as the pipelined requests of one socket
+ * read, which were all sent before it; a caller that changes the refs itself between two calls
+ * in one synchronous run must let a microtask pass in between), a large one
  * or a changed one through `get`, where concurrent requests for one key share one check: a request
  * that arrives while a check is running waits for the next one, which starts after it, so no
  * request is answered from a check that began before it arrived. Our own ref updates `drop` the
  * repository's entries at once.
  */
-import { type BigIntStats, statSync } from 'node:fs';
+import { type Stats, statSync } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /** What the files behind a repository's refs looked like at one moment. */
 export interface RefsStamp {
   readonly paths: readonly string[];
-  readonly ids: readonly string[];
+  /** Per path: mtime, ctime (ms, fractional), inode and size; NaN for a missing path. */
+  readonly ids: Float64Array;
   /** The newest mtime in the stamp, ms since the epoch. */
   readonly newestMs: number;
   /** When the stamp was taken (before the first stat), ms since the epoch. */
@@ -47,8 +51,17 @@ export interface AdvertisementCacheOptions {
 const MAX_DIRS = 4096;
 const MAX_DEPTH = 16;
 
-function identity(s: BigIntStats | undefined): string {
-  return s === undefined ? '-' : `${s.mtimeNs}:${s.ctimeNs}:${s.ino}:${s.size}`;
+const FIELDS = 4;
+
+function record(ids: number[], s: Stats | undefined): void {
+  if (s === undefined) ids.push(Number.NaN, Number.NaN, Number.NaN, Number.NaN);
+  else ids.push(s.mtimeMs, s.ctimeMs, s.ino, s.size);
+}
+
+/** Whether a path's stat matches what the stamp recorded for it (NaN, a missing path, matches a missing path). */
+function matches(ids: Float64Array, at: number, s: Stats | undefined): boolean {
+  if (s === undefined) return Number.isNaN(ids[at]!);
+  return ids[at] === s.mtimeMs && ids[at + 1] === s.ctimeMs && ids[at + 2] === s.ino && ids[at + 3] === s.size;
 }
 
 /** Reads a stamp of a repository's refs (HEAD, packed-refs, each directory under refs/). */
@@ -56,15 +69,13 @@ export async function readRefsStamp(gitDir: string): Promise<RefsStamp> {
   // taken before the first stat, so a time read by any of them is at most this recent
   const takenAt = Date.now();
   const paths: string[] = [join(gitDir, 'HEAD'), join(gitDir, 'packed-refs')];
-  const ids: string[] = [];
-  let newestNs = 0n;
+  const ids: number[] = [];
+  let newest = 0;
   let complete = true;
-  const add = async (path: string): Promise<BigIntStats | undefined> => {
-    const s = await stat(path, { bigint: true }).catch(() => undefined);
-    ids.push(identity(s));
-    if (s !== undefined) {
-      if (s.mtimeNs > newestNs) newestNs = s.mtimeNs;
-    }
+  const add = async (path: string): Promise<Stats | undefined> => {
+    const s = await stat(path).catch(() => undefined);
+    record(ids, s);
+    if (s !== undefined && s.mtimeMs > newest) newest = s.mtimeMs;
     return s;
   };
   await add(paths[0]!);
@@ -82,27 +93,32 @@ export async function readRefsStamp(gitDir: string): Promise<RefsStamp> {
   };
   await walk(join(gitDir, 'refs'), 0);
   // an incomplete stamp could miss a change: make it never settle
-  const newestMs = complete ? Number(newestNs / 1_000_000n) : Number.POSITIVE_INFINITY;
-  return { paths, ids, newestMs, takenAt };
+  const newestMs = complete ? newest : Number.POSITIVE_INFINITY;
+  return { paths, ids: Float64Array.from(ids), newestMs, takenAt };
 }
 
 /** Whether the refs look as they did when the stamp was taken (synchronous: a few stat calls). */
 export function stampHoldsSync(stamp: RefsStamp): boolean {
   for (let i = 0; i < stamp.paths.length; i++) {
-    let s: BigIntStats | undefined;
+    let s: Stats | undefined;
     try {
-      s = statSync(stamp.paths[i]!, { bigint: true, throwIfNoEntry: false });
+      s = statSync(stamp.paths[i]!, { throwIfNoEntry: false });
     } catch {
       s = undefined;
     }
-    if (identity(s) !== stamp.ids[i]) return false;
+    if (!matches(stamp.ids, i * FIELDS, s)) return false;
   }
   return true;
 }
 
 function sameStamp(a: RefsStamp, b: RefsStamp): boolean {
   if (a.paths.length !== b.paths.length) return false;
-  for (let i = 0; i < a.paths.length; i++) if (a.paths[i] !== b.paths[i] || a.ids[i] !== b.ids[i]) return false;
+  for (let i = 0; i < a.paths.length; i++) if (a.paths[i] !== b.paths[i]) return false;
+  for (let i = 0; i < a.ids.length; i++) {
+    const x = a.ids[i]!;
+    const y = b.ids[i]!;
+    if (x !== y && !(Number.isNaN(x) && Number.isNaN(y))) return false;
+  }
   return true;
 }
 
@@ -131,6 +147,13 @@ export class AdvertisementCache {
   /** repository -> key -> entry */
   private readonly entries = new Map<string, Map<string, Entry>>();
   private readonly slots = new Map<string, Slot>();
+  /**
+   * Entries checked against the disk during the current synchronous run (one socket read's
+   * pipelined requests): every request answered in it was sent before that check, so the check
+   * holds for all of them. Cleared at the next microtask.
+   */
+  private readonly verified = new Set<Entry>();
+  private readonly forgetVerified = () => this.verified.clear();
   private size = 0;
 
   /**
@@ -156,8 +179,13 @@ export class AdvertisementCache {
    */
   peek(repo: string, key: string): Uint8Array | undefined {
     const hit = this.entries.get(repo)?.get(key);
-    if (hit === undefined || !this.settled(hit.stamp) || hit.stamp.paths.length > this.maxSyncPaths) return undefined;
-    return stampHoldsSync(hit.stamp) ? hit.bytes : undefined;
+    if (hit === undefined) return undefined;
+    if (this.verified.has(hit)) return hit.bytes;
+    if (!this.settled(hit.stamp) || hit.stamp.paths.length > this.maxSyncPaths) return undefined;
+    if (!stampHoldsSync(hit.stamp)) return undefined;
+    if (this.verified.size === 0) queueMicrotask(this.forgetVerified);
+    this.verified.add(hit);
+    return hit.bytes;
   }
 
   /** Forgets every advertisement of a repository (after a ref update). */
