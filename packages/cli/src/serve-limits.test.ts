@@ -12,6 +12,8 @@ describe('gitport serve limit flags', () => {
       '--max-requests',
       '8',
       '--max-pending-bodies=16',
+      '--max-pending-bodies-per-client',
+      '0',
       '--max-discoveries',
       '4',
       '--max-queued-discoveries',
@@ -28,6 +30,7 @@ describe('gitport serve limit flags', () => {
     expect(options.limits).toEqual({
       maxConcurrentRequests: 8,
       maxPendingBodies: 16,
+      maxPendingBodiesPerClient: 0,
       maxConcurrentDiscoveries: 4,
       maxQueuedDiscoveries: 0,
       maxBodyBytes: 1 << 20,

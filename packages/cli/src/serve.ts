@@ -3,6 +3,7 @@
  *                [--allow-anonymous-push] [--cors ORIGIN]... [limits]`
  *
  * Limits (the gateway's `limits` options): `--max-requests N`, `--max-pending-bodies N`,
+ * `--max-pending-bodies-per-client N`,
  * `--max-discoveries N`, `--max-queued-discoveries N`, `--max-body-bytes N`,
  * `--body-idle-timeout MS`, `--min-body-rate BYTES_PER_S`, `--body-timeout MS`.
  *
@@ -40,6 +41,7 @@ export interface ServeOptions {
 const LIMIT_FLAGS: Record<string, { option: keyof GatewayLimits; min: number; max: number }> = {
   '--max-requests': { option: 'maxConcurrentRequests', min: 1, max: 1_000_000 },
   '--max-pending-bodies': { option: 'maxPendingBodies', min: 1, max: 1_000_000 },
+  '--max-pending-bodies-per-client': { option: 'maxPendingBodiesPerClient', min: 0, max: 1_000_000 },
   '--max-discoveries': { option: 'maxConcurrentDiscoveries', min: 1, max: 1_000_000 },
   '--max-queued-discoveries': { option: 'maxQueuedDiscoveries', min: 0, max: 10_000_000 },
   '--max-body-bytes': { option: 'maxBodyBytes', min: 1, max: Number.MAX_SAFE_INTEGER },
@@ -54,7 +56,8 @@ export class UsageError extends Error {
 
 const usage = `usage: gitport serve [--root DIR] [--host H] [--port P] [--workers N] [--token T] [--private]
                     [--allow-anonymous-push] [--cors ORIGIN]...
-                    [--max-requests N] [--max-pending-bodies N] [--max-discoveries N]
+                    [--max-requests N] [--max-pending-bodies N] [--max-pending-bodies-per-client N]
+                    [--max-discoveries N]
                     [--max-queued-discoveries N] [--max-body-bytes N] [--body-idle-timeout MS]
                     [--min-body-rate BYTES_PER_S] [--body-timeout MS]
 `;

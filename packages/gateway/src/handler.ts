@@ -31,6 +31,8 @@ export interface GatewayRequest {
   readonly headers: { get(name: string): string | null };
   readonly body: BodySource | null;
   readonly signal: AbortSignal;
+  /** The client's network address when the adapter knows it (for per-client limits). */
+  readonly clientAddress?: string;
 }
 
 export type ReplyBody =
@@ -72,6 +74,12 @@ export interface GatewayLimits {
   maxConcurrentRequests?: number;
   /** Upload-pack and receive-pack requests still sending their body at once (default 256); more get 503. */
   maxPendingBodies?: number;
+  /**
+   * Of those, how many one client address may have (default 32; 0: no per-client limit, e.g.
+   * behind a proxy that makes every client one address). Requests without a known address are
+   * not counted per client.
+   */
+  maxPendingBodiesPerClient?: number;
   /** Discoveries (`info/refs`) not answered from the cache that run at once (default 32). */
   maxConcurrentDiscoveries?: number;
   /** Discoveries waiting for one of those at once (default 1 024); more get 503. */
@@ -263,6 +271,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     bodyTimeoutMs: options.limits?.bodyTimeoutMs ?? 3_600_000,
     maxConcurrentRequests: options.limits?.maxConcurrentRequests ?? 64,
     maxPendingBodies: options.limits?.maxPendingBodies ?? 256,
+    maxPendingBodiesPerClient: options.limits?.maxPendingBodiesPerClient ?? 32,
     maxConcurrentDiscoveries: options.limits?.maxConcurrentDiscoveries ?? 32,
     maxQueuedDiscoveries: options.limits?.maxQueuedDiscoveries ?? 1024,
   };
@@ -280,6 +289,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   const unsubscribeBackend = backend.onRefUpdate((event) => hub.publish(event));
   /** RPCs sending their body (not yet counted in `working`). */
   let pendingBodies = 0;
+  /** The same, per client address (addresses with none are not kept). */
+  const pendingByClient = new Map<string, number>();
   /** RPCs with their body in and their work running (`maxConcurrentRequests`). */
   let working = 0;
   let discoveries = 0;
@@ -533,12 +544,18 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     // a request sending its body holds no backend slot: a slow client cannot starve the others
     if (pendingBodies >= limits.maxPendingBodies) return busy('GATEWAY_BUSY', 'too many requests sending a body');
+    const client = limits.maxPendingBodiesPerClient > 0 ? request.clientAddress : undefined;
+    const ofClient = client === undefined ? 0 : (pendingByClient.get(client) ?? 0);
+    if (ofClient >= limits.maxPendingBodiesPerClient && client !== undefined) {
+      return busy('GATEWAY_BUSY', 'too many requests sending a body from this address');
+    }
     if (working >= limits.maxConcurrentRequests) return busy('GATEWAY_BUSY', 'too many requests');
     const controller = new AbortController();
     const onAbort = () => controller.abort(request.signal.reason);
     if (request.signal.aborted) onAbort();
     else request.signal.addEventListener('abort', onAbort, { once: true });
     pendingBodies++;
+    if (client !== undefined) pendingByClient.set(client, ofClient + 1);
     let receiving = true;
     let counted = false;
     /** The body is in (or abandoned): it stops counting as pending, and maybe starts counting as work. */
@@ -546,6 +563,11 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (!receiving) return;
       receiving = false;
       pendingBodies--;
+      if (client !== undefined) {
+        const left = (pendingByClient.get(client) ?? 1) - 1;
+        if (left <= 0) pendingByClient.delete(client);
+        else pendingByClient.set(client, left);
+      }
       if (count) {
         working++;
         counted = true;

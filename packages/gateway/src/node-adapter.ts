@@ -79,6 +79,10 @@ class NodeRequest implements GatewayRequest {
   readonly method: string;
   readonly url: string;
   private controller: AbortController | undefined;
+
+  get clientAddress(): string | undefined {
+    return this.req.socket.remoteAddress;
+  }
   private stream: AsyncGenerator<Uint8Array> | undefined;
 
   constructor(

@@ -25,6 +25,9 @@ function advertised(body: Uint8Array): Map<string, string> {
   return refs;
 }
 
+/** The address the trickling clients connect from (the clone and the probes use 127.0.0.1). */
+const SLOW_ADDRESS = '127.0.0.2';
+
 /**
  * A request whose body trickles: `first`, then `bytes` every `everyMs`, until the server answers.
  * Resolves with the server's whole answer.
@@ -48,7 +51,7 @@ function trickle(
       resolve(got);
       socket.destroy();
     };
-    const socket: Socket = connect(server.port, server.host, () => {
+    const socket: Socket = connect({ port: server.port, host: server.host, localAddress: SLOW_ADDRESS }, () => {
       const head = Object.entries({ host: 'x', 'content-length': '1000000', ...headers })
         .map(([k, v]) => `${k}: ${v}\r\n`)
         .join('');
@@ -93,6 +96,7 @@ describe.each(backends)('the HTTP edge, %s backend', (backend) => {
         bodyTimeoutMs: 3000,
         maxConcurrentRequests: 4,
         maxPendingBodies: 64,
+        maxPendingBodiesPerClient: 16,
         maxConcurrentDiscoveries: 4,
         maxQueuedDiscoveries: 50,
       },
@@ -156,7 +160,8 @@ describe.each(backends)('the HTTP edge, %s backend', (backend) => {
     // fast enough for the rate but never finishing (the overall deadline)
     const upload = ['/r.git/git-upload-pack', headers('git-upload-pack')] as const;
     const receive = ['/r.git/git-receive-pack', headers('git-receive-pack')] as const;
-    // receive-pack is sent the start of a command line as long as a pkt-line can be, then its rest
+    // receive-pack is sent the start of a command line as long as a pkt-line can be, then its rest;
+    // 20 from one address, where 16 may send a body at once
     const slow = [
       ...Array.from({ length: 10 }, () => trickle(server, ...upload, '0', '0', 200)),
       ...Array.from({ length: 2 }, () => trickle(server, ...receive, 'fff0', 'a', 200)),
@@ -164,8 +169,8 @@ describe.each(backends)('the HTTP edge, %s backend', (backend) => {
       ...Array.from({ length: 4 }, () => trickle(server, ...receive, 'fff0', 'a'.repeat(200), 50)),
     ];
     await Promise.all(slow.map((s) => s.sent));
-    await vi.waitFor(() => expect(server.gateway.inFlight).toBeGreaterThanOrEqual(slow.length), { timeout: 5000 });
-    // meanwhile: health says ok, git's probe and a whole clone are served
+    await vi.waitFor(() => expect(server.gateway.inFlight).toBe(16), { timeout: 5000 });
+    // meanwhile: health says ok, git's probe and a whole clone from another address are served
     expect((await healthz()).status).toBe(200);
     const probe = await rawRequest(server, 'POST', '/r.git/git-upload-pack', {
       headers: { 'content-type': 'application/x-git-upload-pack-request' },
@@ -179,9 +184,14 @@ describe.each(backends)('the HTTP edge, %s backend', (backend) => {
     expect(clone.code).toBe(0);
 
     const answers = await Promise.all(slow.map((s) => s.answer));
-    for (const answer of answers) {
-      expect(answer).toMatch(/^HTTP\/1\.1 408 /);
-      expect(answer).toMatch(/x-gitport-error: GATEWAY_BODY_(TOO_SLOW|TIMEOUT)\r\n/);
+    const timedOut = answers.filter((a) => a.startsWith('HTTP/1.1 408 '));
+    const refused = answers.filter((a) => a.startsWith('HTTP/1.1 503 '));
+    expect(timedOut).toHaveLength(16);
+    expect(refused).toHaveLength(4);
+    for (const answer of timedOut) expect(answer).toMatch(/x-gitport-error: GATEWAY_BODY_(TOO_SLOW|TIMEOUT)\r\n/);
+    for (const answer of refused) {
+      expect(answer).toMatch(/x-gitport-error: GATEWAY_BUSY\r\n/);
+      expect(answer).toMatch(/retry-after: 1\r\n/);
     }
     expect(answers.some((a) => a.includes('GATEWAY_BODY_TOO_SLOW'))).toBe(true);
     expect(answers.some((a) => a.includes('GATEWAY_BODY_TIMEOUT'))).toBe(true);
