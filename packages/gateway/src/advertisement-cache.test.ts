@@ -14,8 +14,7 @@ const git = (...args: string[]) =>
     .trim();
 
 /** Moves the refs' file times into the past, as if the repository had not changed for a while. */
-async function backdateRefs(dir: string): Promise<void> {
-  const past = new Date(Date.now() - 60_000);
+async function backdateRefs(dir: string, past: number = Date.now() / 1000 - 60): Promise<void> {
   const touch = (path: string) => utimes(path, past, past).catch(() => {});
   await touch(join(dir, 'HEAD'));
   await touch(join(dir, 'packed-refs'));
@@ -107,6 +106,20 @@ describe('AdvertisementCache', () => {
       expect(cache.peek('demo', 'k')).toBeUndefined();
       expect(new TextDecoder().decode(await cache.get('demo', 'k', dir, load))).toBe(expected());
     }
+  });
+
+  it('trusts whole-second times (a coarse file system) only much later than sub-second ones', async () => {
+    const cache = new AdvertisementCache();
+    const load = async () => new TextEncoder().encode(git('for-each-ref'));
+    const dir = async () => gitDir;
+    // one to two seconds ago, in whole seconds: two updates that far apart could share a time
+    await backdateRefs(gitDir, Math.floor(Date.now() / 1000) - 1);
+    await cache.get('demo', 'k', dir, load);
+    expect(cache.peek('demo', 'k')).toBeUndefined();
+    // as long ago, with a fraction of a second: a file system with fine times, settled
+    await backdateRefs(gitDir, Date.now() / 1000 - 1.5 + 0.000_123);
+    await cache.get('demo', 'k', dir, load);
+    expect(cache.peek('demo', 'k')).toBeDefined();
   });
 
   it('answers a request that arrives during a check from a check that starts after it', async () => {

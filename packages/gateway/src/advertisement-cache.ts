@@ -12,7 +12,10 @@
  *
  * File times are coarse (a clock tick, or a second on some file systems), so two updates in one
  * tick can leave the same stamp. A stamp is trusted only once every mtime in it is older than the
- * moment it was taken by `settleMs` (git's "racily clean" rule); until then every read reloads.
+ * moment it was taken by a margin of at least twice that granularity (git's "racily clean"
+ * rule); until then every read reloads. The margin is `settleMs` when the stamp shows sub-second
+ * times (Linux file systems: a clock tick of at most 10 ms), `coarseSettleMs` when every time in
+ * it is a whole second (file systems that keep seconds, or two of them).
  *
  * A small stamp is checked synchronously (`peek`: a few `stat` calls, no promise; one check serves
  * every request answered in the same synchronous run, such as the pipelined requests of one socket
@@ -36,11 +39,18 @@ export interface RefsStamp {
   readonly newestMs: number;
   /** When the stamp was taken (before the first stat), ms since the epoch. */
   readonly takenAt: number;
+  /** Some time in the stamp has a fraction of a second: the file system keeps sub-second times. */
+  readonly fine: boolean;
 }
 
 export interface AdvertisementCacheOptions {
-  /** How much older than its stamp the refs' file times must be for the stamp to be trusted, ms (default 2 000). */
+  /**
+   * How much older than its stamp the refs' file times must be for the stamp to be trusted, ms,
+   * on a file system with sub-second times (default 100).
+   */
   settleMs?: number;
+  /** The same on a file system that keeps whole seconds (default 4 000). */
+  coarseSettleMs?: number;
   /** Entries kept at most (default 1 000). */
   maxEntries?: number;
   /** Stamps of at most this many paths are checked synchronously (default 64). */
@@ -94,7 +104,9 @@ export async function readRefsStamp(gitDir: string): Promise<RefsStamp> {
   await walk(join(gitDir, 'refs'), 0);
   // an incomplete stamp could miss a change: make it never settle
   const newestMs = complete ? newest : Number.POSITIVE_INFINITY;
-  return { paths, ids: Float64Array.from(ids), newestMs, takenAt };
+  let fine = false;
+  for (let i = 0; i < ids.length; i += FIELDS) if (ids[i]! % 1000 !== 0 && !Number.isNaN(ids[i]!)) fine = true;
+  return { paths, ids: Float64Array.from(ids), newestMs, takenAt, fine };
 }
 
 /** Whether the refs look as they did when the stamp was taken (synchronous: a few stat calls). */
@@ -142,6 +154,7 @@ interface Slot {
 
 export class AdvertisementCache {
   readonly settleMs: number;
+  readonly coarseSettleMs: number;
   readonly maxEntries: number;
   readonly maxSyncPaths: number;
   /** repository -> key -> entry */
@@ -162,7 +175,8 @@ export class AdvertisementCache {
    */
   constructor(options: AdvertisementCacheOptions | number = {}) {
     const o = typeof options === 'number' ? {} : options;
-    this.settleMs = o.settleMs ?? 2000;
+    this.settleMs = o.settleMs ?? 100;
+    this.coarseSettleMs = o.coarseSettleMs ?? 4000;
     this.maxEntries = o.maxEntries ?? 1000;
     this.maxSyncPaths = o.maxSyncPaths ?? 64;
   }
@@ -209,7 +223,7 @@ export class AdvertisementCache {
   }
 
   private settled(stamp: RefsStamp): boolean {
-    return stamp.newestMs < stamp.takenAt - this.settleMs;
+    return stamp.newestMs < stamp.takenAt - (stamp.fine ? this.settleMs : this.coarseSettleMs);
   }
 
   private revalidate(
