@@ -1,7 +1,12 @@
 /**
  * `gitport serve [--root DIR] [--host H] [--port P] [--workers N] [--token T] [--private]
  *                [--allow-anonymous-push] [--cors ORIGIN]... [--max-sse-connections N]
- *                [--max-sse-buffer BYTES]`
+ *                [--max-sse-buffer BYTES] [limits]`
+ *
+ * Limits (the gateway's `limits` options): `--max-requests N`, `--max-pending-bodies N`,
+ * `--max-pending-bodies-per-client N`,
+ * `--max-discoveries N`, `--max-queued-discoveries N`, `--max-body-bytes N`,
+ * `--body-idle-timeout MS`, `--min-body-rate BYTES_PER_S`, `--body-timeout MS`.
  *
  * Serves every bare repository `DIR/<name>.git` at `/<name>.git` over smart HTTP with SSE ref
  * events (DESIGN.md, "Command line"). Prints exactly one line, `gitport listening on
@@ -11,7 +16,14 @@
 import { mkdir } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
-import { createDemoRepository, createGateway, createWorkerPoolBackend, listen, RepositoryRoot } from '@gitport/gateway';
+import {
+  createDemoRepository,
+  createGateway,
+  createWorkerPoolBackend,
+  type GatewayLimits,
+  listen,
+  RepositoryRoot,
+} from '@gitport/gateway';
 
 export interface ServeOptions {
   root: string;
@@ -26,7 +38,22 @@ export interface ServeOptions {
   maxSseConnections: number;
   /** Bytes of events queued per SSE connection before it gets a reset (or, if it reads nothing, is dropped). */
   maxSseBuffer: number;
+  /** The gateway's limits given on the command line (absent ones keep the gateway's defaults). */
+  limits: GatewayLimits;
 }
+
+/** Limit flags, each one of the gateway's `limits` options, with the range a value may take. */
+const LIMIT_FLAGS: Record<string, { option: keyof GatewayLimits; min: number; max: number }> = {
+  '--max-requests': { option: 'maxConcurrentRequests', min: 1, max: 1_000_000 },
+  '--max-pending-bodies': { option: 'maxPendingBodies', min: 1, max: 1_000_000 },
+  '--max-pending-bodies-per-client': { option: 'maxPendingBodiesPerClient', min: 0, max: 1_000_000 },
+  '--max-discoveries': { option: 'maxConcurrentDiscoveries', min: 1, max: 1_000_000 },
+  '--max-queued-discoveries': { option: 'maxQueuedDiscoveries', min: 0, max: 10_000_000 },
+  '--max-body-bytes': { option: 'maxBodyBytes', min: 1, max: Number.MAX_SAFE_INTEGER },
+  '--body-idle-timeout': { option: 'bodyIdleMs', min: 0, max: 2_147_483_647 },
+  '--min-body-rate': { option: 'minBodyBytesPerSecond', min: 0, max: Number.MAX_SAFE_INTEGER },
+  '--body-timeout': { option: 'bodyTimeoutMs', min: 0, max: 2_147_483_647 },
+};
 
 export class UsageError extends Error {
   readonly code = 'CLI_USAGE';
@@ -35,6 +62,10 @@ export class UsageError extends Error {
 const usage = `usage: gitport serve [--root DIR] [--host H] [--port P] [--workers N] [--token T] [--private]
                     [--allow-anonymous-push] [--cors ORIGIN]... [--max-sse-connections N]
                     [--max-sse-buffer BYTES]
+                    [--max-requests N] [--max-pending-bodies N] [--max-pending-bodies-per-client N]
+                    [--max-discoveries N]
+                    [--max-queued-discoveries N] [--max-body-bytes N] [--body-idle-timeout MS]
+                    [--min-body-rate BYTES_PER_S] [--body-timeout MS]
 `;
 
 export function parseServeArgs(args: readonly string[]): ServeOptions {
@@ -49,6 +80,7 @@ export function parseServeArgs(args: readonly string[]): ServeOptions {
     cors: [],
     maxSseConnections: 512,
     maxSseBuffer: 1 << 20,
+    limits: {},
   };
   for (let i = 0; i < args.length; i++) {
     let arg = args[i]!;
@@ -101,8 +133,11 @@ export function parseServeArgs(args: readonly string[]): ServeOptions {
       case '--max-sse-buffer':
         options.maxSseBuffer = integer(1024, 2 ** 30);
         break;
-      default:
-        throw new UsageError(`unknown option ${arg}`);
+      default: {
+        const limit = LIMIT_FLAGS[arg];
+        if (limit === undefined) throw new UsageError(`unknown option ${arg}`);
+        options.limits[limit.option] = integer(limit.min, limit.max);
+      }
     }
   }
   if (options.private && options.token === undefined) throw new UsageError('--private needs --token');
@@ -139,6 +174,7 @@ export async function serve(args: readonly string[]): Promise<number> {
     allowAnonymousPush: options.allowAnonymousPush,
     cors: options.cors,
     sse: { maxSubscribers: options.maxSseConnections, maxBufferedBytes: options.maxSseBuffer },
+    limits: options.limits,
   });
   let server: Awaited<ReturnType<typeof listen>>;
   try {

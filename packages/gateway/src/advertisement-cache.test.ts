@@ -1,8 +1,8 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, utimes } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { AdvertisementCache } from './advertisement-cache.js';
 import { createDemoRepository } from './demo-repository.js';
 
@@ -13,18 +13,28 @@ const git = (...args: string[]) =>
     .toString()
     .trim();
 
+/** Moves the refs' file times into the past, as if the repository had not changed for a while. */
+async function backdateRefs(dir: string, past: number = Date.now() / 1000 - 60): Promise<void> {
+  const touch = (path: string) => utimes(path, past, past).catch(() => {});
+  await touch(join(dir, 'HEAD'));
+  await touch(join(dir, 'packed-refs'));
+  const walk = async (d: string): Promise<void> => {
+    for (const e of await readdir(d, { withFileTypes: true })) if (e.isDirectory()) await walk(join(d, e.name));
+    await touch(d);
+  };
+  await walk(join(dir, 'refs'));
+}
+
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'gitport-adcache-'));
   gitDir = await createDemoRepository(root);
 });
 afterAll(() => rm(root, { recursive: true, force: true }));
-afterEach(() => {
-  vi.useRealTimers();
-});
 
 describe('AdvertisementCache', () => {
   it('reloads only when the refs on disk change, and shares one load between concurrent requests', async () => {
-    const cache = new AdvertisementCache(0);
+    await backdateRefs(gitDir);
+    const cache = new AdvertisementCache();
     let loads = 0;
     const load = async () => {
       loads++;
@@ -58,48 +68,85 @@ describe('AdvertisementCache', () => {
     expect(loads).toBe(7);
   });
 
-  it('trusts an entry for revalidateMs without touching the disk', async () => {
-    const cache = new AdvertisementCache(60_000);
-    let dirs = 0;
-    const dir = async () => {
-      dirs++;
-      return gitDir;
-    };
-    const load = async () => new Uint8Array([1]);
-    await cache.get('demo', 'x', dir, load);
-    await cache.get('demo', 'x', dir, load);
-    expect(dirs).toBe(1);
-  });
-
-  it('revalidates in the background when a trusted entry is read in the second half of its time', async () => {
-    vi.useFakeTimers({ toFake: ['Date'] });
-    const cache = new AdvertisementCache(60_000);
+  it('sees refs written straight to disk at once: moved, nested, twice in one tick, and HEAD', async () => {
+    git('symbolic-ref', 'HEAD', 'refs/heads/main');
+    await backdateRefs(gitDir);
+    const cache = new AdvertisementCache();
     let loads = 0;
     const load = async () => {
       loads++;
-      return new TextEncoder().encode(git('for-each-ref'));
+      return new TextEncoder().encode(git('for-each-ref') + git('symbolic-ref', 'HEAD'));
     };
+    const expected = () => git('for-each-ref') + git('symbolic-ref', 'HEAD');
     const dir = async () => gitDir;
     const first = await cache.get('demo', 'k', dir, load);
-    vi.setSystemTime(Date.now() + 10_000);
+    // settled and unchanged: answered synchronously from memory, no load
     expect(cache.peek('demo', 'k')).toBe(first);
     expect(loads).toBe(1);
-    // real git moves a ref; past half the trusted time a read returns what it has and checks the disk
-    git('update-ref', 'refs/heads/ahead', git('for-each-ref', '--count=1', '--format=%(objectname)'));
-    vi.setSystemTime(Date.now() + 30_000);
-    expect(cache.peek('demo', 'k')).toBe(first);
-    await vi.waitFor(() => expect(new TextDecoder().decode(cache.peek('demo', 'k'))).toBe(git('for-each-ref')));
-    expect(loads).toBe(2);
-    // the refreshed entry is trusted from its own check, past the first one's deadline
-    vi.setSystemTime(Date.now() + 25_000);
-    expect(cache.peek('demo', 'k')).not.toBe(first);
-    vi.setSystemTime(Date.now() + 60_000);
+    const head = git('rev-parse', 'refs/heads/main');
+    const parent = git('rev-parse', 'refs/heads/main~1');
+    git('update-ref', 'refs/heads/deep/er/still', head);
+    await backdateRefs(gitDir);
+    await cache.get('demo', 'k', dir, load);
+    expect(cache.peek('demo', 'k')).toBeDefined();
+    for (const change of [
+      // a loose ref in a nested directory changes that directory only
+      () => git('update-ref', 'refs/heads/deep/er/still', parent),
+      // and again at once, most likely within the same clock tick
+      () => git('update-ref', 'refs/heads/deep/er/still', head),
+      () => git('update-ref', 'refs/heads/deep/er/still', parent),
+      () => git('symbolic-ref', 'HEAD', 'refs/heads/deep/er/still'),
+      () => git('symbolic-ref', 'HEAD', 'refs/heads/main'),
+      () => git('pack-refs', '--all'),
+      () => git('update-ref', '-d', 'refs/heads/deep/er/still'),
+    ]) {
+      change();
+      // a check serves the rest of the synchronous run it was made in (requests sent before it)
+      await Promise.resolve();
+      expect(cache.peek('demo', 'k')).toBeUndefined();
+      expect(new TextDecoder().decode(await cache.get('demo', 'k', dir, load))).toBe(expected());
+    }
+  });
+
+  it('trusts whole-second times (a coarse file system) only much later than sub-second ones', async () => {
+    const cache = new AdvertisementCache();
+    const load = async () => new TextEncoder().encode(git('for-each-ref'));
+    const dir = async () => gitDir;
+    // one to two seconds ago, in whole seconds: two updates that far apart could share a time
+    await backdateRefs(gitDir, Math.floor(Date.now() / 1000) - 1);
+    await cache.get('demo', 'k', dir, load);
     expect(cache.peek('demo', 'k')).toBeUndefined();
-    git('update-ref', '-d', 'refs/heads/ahead');
+    // as long ago, with a fraction of a second: a file system with fine times, settled
+    await backdateRefs(gitDir, Date.now() / 1000 - 1.5 + 0.000_123);
+    await cache.get('demo', 'k', dir, load);
+    expect(cache.peek('demo', 'k')).toBeDefined();
+  });
+
+  it('answers a request that arrives during a check from a check that starts after it', async () => {
+    await backdateRefs(gitDir);
+    const cache = new AdvertisementCache();
+    const releases: ((bytes: Uint8Array) => void)[] = [];
+    const load = () => new Promise<Uint8Array>((resolve) => releases.push(resolve));
+    const dir = async () => gitDir;
+    const early = cache.get('demo', 'k', dir, load);
+    await vi.waitFor(() => expect(releases).toHaveLength(1));
+    git('update-ref', 'refs/heads/late', git('rev-parse', 'refs/heads/main'));
+    const late = cache.get('demo', 'k', dir, load);
+    const alsoLate = cache.get('demo', 'k', dir, load);
+    releases[0]!(new Uint8Array([1]));
+    expect(await early).toEqual(new Uint8Array([1]));
+    // the refs changed after the first check began: the late requests share a second one
+    await vi.waitFor(() => expect(releases).toHaveLength(2));
+    releases[1]!(new Uint8Array([2]));
+    expect(await late).toEqual(new Uint8Array([2]));
+    expect(await alsoLate).toEqual(new Uint8Array([2]));
+    expect(releases).toHaveLength(2);
+    git('update-ref', '-d', 'refs/heads/late');
   });
 
   it('does not keep what a load read before a drop, nor let later requests join it', async () => {
-    const cache = new AdvertisementCache(60_000);
+    await backdateRefs(gitDir);
+    const cache = new AdvertisementCache();
     const releases: ((bytes: Uint8Array) => void)[] = [];
     const load = () => new Promise<Uint8Array>((resolve) => releases.push(resolve));
     const dir = async () => gitDir;

@@ -5,15 +5,6 @@
  */
 import { GatewayError } from './errors.js';
 
-export interface BodyLimits {
-  /** Bytes on the wire (before inflation). */
-  maxBytes: number;
-  /** Bytes after gzip inflation. */
-  maxInflatedBytes: number;
-  /** Longest wait for the next chunk, in ms (0: none). */
-  idleMs: number;
-}
-
 export type BodySource = ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>;
 
 function iterate(source: BodySource): AsyncIterator<Uint8Array> {
@@ -31,18 +22,76 @@ function iterate(source: BodySource): AsyncIterator<Uint8Array> {
   };
 }
 
-/** Yields the body's chunks; throws GATEWAY_BODY_TOO_LARGE past `maxBytes`, GATEWAY_BODY_IDLE on a stall. */
+export interface BodyReadLimits {
+  /** Bytes at most; past them GATEWAY_BODY_TOO_LARGE (413), or `code`. */
+  maxBytes: number;
+  code?: string;
+  /** Longest wait for the next chunk, ms (0 or absent: none); past it GATEWAY_BODY_IDLE (408). */
+  idleMs?: number;
+  /**
+   * The slowest the body may arrive (0 or absent: no minimum). The body may spend `idleMs` (one
+   * second without it) plus one second per `minBytesPerSecond` bytes received waiting for its
+   * client in all; past that
+   * GATEWAY_BODY_TOO_SLOW (408). Only time spent waiting in `next()` counts: a consumer that
+   * does not pull (backpressure) does not use the client's allowance.
+   */
+  minBytesPerSecond?: number;
+  /** The longest the whole body may take from the first read, ms (0 or absent: none); then GATEWAY_BODY_TIMEOUT (408). */
+  timeoutMs?: number;
+}
+
+type Deadline = { ms: number; error: () => GatewayError };
+
+/**
+ * Yields the body's chunks, enforcing the limits above. Each wait is bounded by whichever limit
+ * is nearest, and the error says which one ran out.
+ */
 export async function* limitBody(
   source: BodySource,
-  limits: { maxBytes: number; idleMs: number; code?: string },
+  limits: BodyReadLimits,
   signal: AbortSignal,
 ): AsyncGenerator<Uint8Array> {
   const it = iterate(source);
+  const idleMs = limits.idleMs ?? 0;
+  const rate = limits.minBytesPerSecond ?? 0;
+  const timeoutMs = limits.timeoutMs ?? 0;
+  const started = Date.now();
   let total = 0;
+  let waited = 0;
   try {
     for (;;) {
       if (signal.aborted) throw abortError(signal);
-      const step = await withIdle(it.next(), limits.idleMs, signal);
+      let deadline: Deadline | undefined;
+      const nearer = (ms: number, error: () => GatewayError) => {
+        // setTimeout takes at most 2^31 - 1 ms
+        if (deadline === undefined || ms < deadline.ms) deadline = { ms: Math.min(Math.max(0, ms), 0x7fffffff), error };
+      };
+      if (idleMs > 0) {
+        nearer(
+          idleMs,
+          () => new GatewayError('GATEWAY_BODY_IDLE', `no request body bytes for ${idleMs} ms`, { status: 408 }),
+        );
+      }
+      if (rate > 0) {
+        const allowance = (idleMs > 0 ? idleMs : 1000) + (total * 1000) / rate;
+        nearer(
+          allowance - waited,
+          () =>
+            new GatewayError('GATEWAY_BODY_TOO_SLOW', `request body slower than ${rate} bytes per second`, {
+              status: 408,
+            }),
+        );
+      }
+      if (timeoutMs > 0) {
+        nearer(
+          timeoutMs - (Date.now() - started),
+          () =>
+            new GatewayError('GATEWAY_BODY_TIMEOUT', `request body took longer than ${timeoutMs} ms`, { status: 408 }),
+        );
+      }
+      const asked = Date.now();
+      const step = await withDeadline(it.next(), deadline, signal);
+      waited += Date.now() - asked;
       if (step.done) return;
       total += step.value.byteLength;
       if (total > limits.maxBytes) {
@@ -74,7 +123,7 @@ function abortError(signal: AbortSignal): unknown {
   return new GatewayError('GATEWAY_ABORTED', 'request aborted', { status: 499, cause: reason });
 }
 
-function withIdle<T>(promise: Promise<T>, idleMs: number, signal: AbortSignal): Promise<T> {
+function withDeadline<T>(promise: Promise<T>, deadline: Deadline | undefined, signal: AbortSignal): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const onAbort = () => {
@@ -85,11 +134,11 @@ function withIdle<T>(promise: Promise<T>, idleMs: number, signal: AbortSignal): 
       if (timer !== undefined) clearTimeout(timer);
       signal.removeEventListener('abort', onAbort);
     };
-    if (idleMs > 0) {
+    if (deadline !== undefined) {
       timer = setTimeout(() => {
         cleanup();
-        reject(new GatewayError('GATEWAY_BODY_IDLE', `no request body bytes for ${idleMs} ms`, { status: 408 }));
-      }, idleMs);
+        reject(deadline.error());
+      }, deadline.ms);
     }
     signal.addEventListener('abort', onAbort, { once: true });
     promise.then(

@@ -3,7 +3,7 @@
  * backend on a temporary root: routing, auth, CORS, discovery bytes, probe, gzip and SSE.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, utimes } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,6 +15,19 @@ const TOKEN = 'unit-token';
 let root: string;
 let open: Gateway;
 let closed: Gateway;
+
+/** Moves the refs' file times into the past, as if the repository had not changed for a while. */
+async function backdateRefs(gitDir: string): Promise<void> {
+  const past = new Date(Date.now() - 60_000);
+  const touch = (path: string) => utimes(path, past, past).catch(() => {});
+  await touch(join(gitDir, 'HEAD'));
+  await touch(join(gitDir, 'packed-refs'));
+  const walk = async (dir: string): Promise<void> => {
+    for (const e of await readdir(dir, { withFileTypes: true })) if (e.isDirectory()) await walk(join(dir, e.name));
+    await touch(dir);
+  };
+  await walk(join(gitDir, 'refs'));
+}
 
 const req = (path: string, init: RequestInit = {}) => new Request(`http://gateway.test${path}`, init);
 
@@ -180,6 +193,8 @@ describe('fetch handler', () => {
       cors: ['https://app.example'],
     });
     try {
+      // the refs were written a moment ago: until their times settle every read reloads
+      await backdateRefs(join(root, 'demo.git'));
       const path = '/demo.git/info/refs?service=git-upload-pack';
       const first = await cached.fetch(req(path));
       const bytes = new Uint8Array(await first.arrayBuffer());

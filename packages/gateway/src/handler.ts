@@ -31,6 +31,8 @@ export interface GatewayRequest {
   readonly headers: { get(name: string): string | null };
   readonly body: BodySource | null;
   readonly signal: AbortSignal;
+  /** The client's network address when the adapter knows it (for per-client limits). */
+  readonly clientAddress?: string;
 }
 
 export type ReplyBody =
@@ -53,10 +55,35 @@ export interface GatewayLimits {
   maxUploadRequestBytes?: number;
   /** gzip-inflated bytes of any body (default 32 MiB). */
   maxInflatedBytes?: number;
-  /** Longest pause between request body chunks in ms (default 30 000). */
+  /** Longest pause between request body chunks in ms (default 30 000); a longer one gets 408. */
   bodyIdleMs?: number;
-  /** Upload-pack and receive-pack requests in flight at once (default 64); more get 503. */
+  /**
+   * The slowest a request body may arrive, bytes per second (default 1 024; 0: no minimum). A body
+   * may wait for its client `bodyIdleMs` plus one second per this many bytes received; past that
+   * it gets 408 (time the gateway itself spends not reading does not count).
+   */
+  minBodyBytesPerSecond?: number;
+  /** The longest a whole request body may take, ms from its first read (default 3 600 000); then 408. */
+  bodyTimeoutMs?: number;
+  /**
+   * Upload-pack and receive-pack requests doing work at once (default 64); more get 503. A request
+   * counts once its body is in: an upload-pack request from the moment it has been read whole, a
+   * receive-pack request (whose pack streams into the backend) from the end of its body until its
+   * response ends. Requests still sending their body count in `maxPendingBodies` instead.
+   */
   maxConcurrentRequests?: number;
+  /** Upload-pack and receive-pack requests still sending their body at once (default 256); more get 503. */
+  maxPendingBodies?: number;
+  /**
+   * Of those, how many one client address may have (default 32; 0: no per-client limit, e.g.
+   * behind a proxy that makes every client one address). Requests without a known address are
+   * not counted per client.
+   */
+  maxPendingBodiesPerClient?: number;
+  /** Discoveries (`info/refs`) not answered from the cache that run at once (default 32). */
+  maxConcurrentDiscoveries?: number;
+  /** Discoveries waiting for one of those at once (default 1 024); more get 503. */
+  maxQueuedDiscoveries?: number;
 }
 
 export interface GatewayOptions {
@@ -67,7 +94,10 @@ export interface GatewayOptions {
   private?: boolean;
   /** Pushes without a token. */
   allowAnonymousPush?: boolean;
-  /** Origins allowed by CORS (`*` allows any). */
+  /**
+   * Origins allowed by CORS. A listed origin is reflected with credentials allowed; `*` allows any
+   * other origin without credentials (`Access-Control-Allow-Origin: *`, never with credentials).
+   */
   cors?: readonly string[];
   limits?: GatewayLimits;
   /** The SSE hub (created from `sse` when absent). */
@@ -88,8 +118,10 @@ export interface Gateway {
   dispatch(request: GatewayRequest): GatewayReply | Promise<GatewayReply>;
   readonly hub: SseHub;
   readonly backend: GitBackend;
-  /** Requests currently running. */
+  /** Upload-pack and receive-pack requests running: sending their body or doing work. */
   readonly inFlight: number;
+  /** Of those, the ones that count in `maxConcurrentRequests` (body in, work running). */
+  readonly working: number;
   close(): Promise<void>;
 }
 
@@ -113,6 +145,16 @@ function text(status: number, message: string, headers: Record<string, string> =
     headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': NO_CACHE, ...headers },
     body: { kind: 'bytes', bytes: encoder.encode(`${message}\n`) },
   };
+}
+
+/** A refusal with its stable code in the `x-gitport-error` header. */
+function refuse(status: number, code: string, message: string, headers: Record<string, string> = {}): GatewayReply {
+  return text(status, message, { 'x-gitport-error': code, ...headers });
+}
+
+/** Refusals for load: the client should come back (git retries nothing itself, a person or a script does). */
+function busy(code: string, message: string): GatewayReply {
+  return refuse(503, code, message, { 'retry-after': '1' });
 }
 
 /** Splits a request target (absolute or origin-form) into the raw path and query. */
@@ -192,7 +234,30 @@ function cookieToken(cookie: string | null): string | undefined {
   return undefined;
 }
 
-const GIT_PROTOCOL = /^[A-Za-z0-9=:._-]{1,256}$/;
+/**
+ * The protocol version a `Git-Protocol` header asks for, as the one value the backend needs:
+ * `version=2`, `version=1` or null (v0). Like git's `determine_protocol_version_server`, the
+ * highest `version=<n>` among the colon-separated keys wins and unknown versions are ignored, so
+ * the cache and the backend see at most three values whatever the client sends.
+ */
+export function protocolVersion(header: string | null): 'version=2' | 'version=1' | null {
+  if (header === null) return null;
+  if (header === 'version=2') return 'version=2';
+  let version = 0;
+  for (const item of header.split(':')) {
+    const value = item.trim();
+    if (value === 'version=2') return 'version=2';
+    if (value === 'version=1') version = 1;
+  }
+  return version === 1 ? 'version=1' : null;
+}
+
+/** The origin of a request's `Origin` header is the server's own (same scheme-less host:port). */
+function sameOrigin(origin: string, host: string | null): boolean {
+  if (host === null) return false;
+  const scheme = origin.indexOf('://');
+  return scheme > 0 && origin.slice(scheme + 3).toLowerCase() === host.toLowerCase();
+}
 
 export function createGateway(options: GatewayOptions): Gateway {
   const backend = options.backend;
@@ -202,8 +267,19 @@ export function createGateway(options: GatewayOptions): Gateway {
     maxUploadRequestBytes: options.limits?.maxUploadRequestBytes ?? 32 << 20,
     maxInflatedBytes: options.limits?.maxInflatedBytes ?? 32 << 20,
     bodyIdleMs: options.limits?.bodyIdleMs ?? 30_000,
+    minBodyBytesPerSecond: options.limits?.minBodyBytesPerSecond ?? 1024,
+    bodyTimeoutMs: options.limits?.bodyTimeoutMs ?? 3_600_000,
     maxConcurrentRequests: options.limits?.maxConcurrentRequests ?? 64,
+    maxPendingBodies: options.limits?.maxPendingBodies ?? 256,
+    maxPendingBodiesPerClient: options.limits?.maxPendingBodiesPerClient ?? 32,
+    maxConcurrentDiscoveries: options.limits?.maxConcurrentDiscoveries ?? 32,
+    maxQueuedDiscoveries: options.limits?.maxQueuedDiscoveries ?? 1024,
   };
+  for (const [name, value] of Object.entries(limits)) {
+    if (!Number.isFinite(value) || value < 0) {
+      throw new GatewayError('GATEWAY_BAD_ARGUMENT', `limits.${name} must be a number >= 0`);
+    }
+  }
   const token = options.token !== undefined && options.token !== '' ? options.token : undefined;
   if (options.private && token === undefined) {
     throw new GatewayError('GATEWAY_BAD_ARGUMENT', 'a private gateway needs a token');
@@ -211,15 +287,27 @@ export function createGateway(options: GatewayOptions): Gateway {
   const corsOrigins = new Set(options.cors ?? []);
   const realm = (options.realm ?? 'gitport').replace(/["\\\r\n]/g, '');
   const unsubscribeBackend = backend.onRefUpdate((event) => hub.publish(event));
-  let inFlight = 0;
+  /** RPCs sending their body (not yet counted in `working`). */
+  let pendingBodies = 0;
+  /** The same, per client address (addresses with none are not kept). */
+  const pendingByClient = new Map<string, number>();
+  /** RPCs with their body in and their work running (`maxConcurrentRequests`). */
+  let working = 0;
+  let discoveries = 0;
+  const discoveryQueue: (() => void)[] = [];
   let closed = false;
 
-  const authorized = (request: GatewayRequest, allowQuery: string | undefined): boolean => {
+  /**
+   * Whether the request carries the token. Only the Authorization header counts, except for an
+   * event stream (`events`: a GET an EventSource makes, which cannot set headers), which may use
+   * `?token=` or the `gitport_token` cookie: a cookie is sent by the browser on any cross-site
+   * request, so honouring it for a push or any POST would be a cross-site request forgery.
+   */
+  const authorized = (request: GatewayRequest, events: { query: string | null } | undefined): boolean => {
     if (token === undefined) return false;
     const presented =
       presentedToken(request.headers.get('authorization')) ??
-      (allowQuery !== undefined ? allowQuery : undefined) ??
-      cookieToken(request.headers.get('cookie'));
+      (events === undefined ? undefined : (events.query ?? cookieToken(request.headers.get('cookie'))));
     return presented !== undefined && equalSecret(presented, token);
   };
 
@@ -227,12 +315,33 @@ export function createGateway(options: GatewayOptions): Gateway {
     if (corsOrigins.size === 0) return undefined;
     const origin = request.headers.get('origin');
     if (origin === null) return undefined;
-    if (!corsOrigins.has('*') && !corsOrigins.has(origin)) return undefined;
-    return {
-      'access-control-allow-origin': origin,
-      'access-control-allow-credentials': 'true',
-      vary: 'Origin',
-    };
+    if (corsOrigins.has(origin)) {
+      return {
+        'access-control-allow-origin': origin,
+        'access-control-allow-credentials': 'true',
+        vary: 'Origin',
+      };
+    }
+    // a wildcard never comes with credentials: any site could otherwise act with the user's cookie
+    if (corsOrigins.has('*')) return { 'access-control-allow-origin': '*' };
+    return undefined;
+  };
+
+  /** A POST from a web page of another origin that CORS does not allow (a form, a no-cors fetch). */
+  const foreignOrigin = (request: GatewayRequest): boolean => {
+    const origin = request.headers.get('origin');
+    if (origin === null || corsOrigins.has(origin) || corsOrigins.has('*')) return false;
+    return !sameOrigin(origin, request.headers.get('host'));
+  };
+
+  /** Why the gateway cannot take git requests now, or undefined when it can. */
+  const saturation = (): string | undefined => {
+    if (closed) return 'shutting down';
+    if (!backend.healthy()) return 'backend unavailable';
+    if (working >= limits.maxConcurrentRequests) return 'git requests saturated';
+    if (pendingBodies >= limits.maxPendingBodies) return 'request bodies saturated';
+    if (discoveryQueue.length >= limits.maxQueuedDiscoveries) return 'discovery saturated';
+    return undefined;
   };
 
   /** Routing: synchronous up to the first I/O (a cached advertisement needs none). */
@@ -240,60 +349,81 @@ export function createGateway(options: GatewayOptions): Gateway {
     const { path, query } = splitTarget(request.url);
     const method = request.method.toUpperCase();
     if (path === '/healthz') {
-      if (method !== 'GET' && method !== 'HEAD') return text(405, 'method not allowed', { allow: 'GET, HEAD' });
-      return backend.healthy() && !closed ? text(200, 'ok') : text(503, 'unavailable');
+      if (method !== 'GET' && method !== 'HEAD')
+        return refuse(405, 'GATEWAY_METHOD_NOT_ALLOWED', 'method not allowed', { allow: 'GET, HEAD' });
+      const reason = saturation();
+      return reason === undefined
+        ? text(200, 'ok')
+        : refuse(503, 'GATEWAY_UNAVAILABLE', reason, { 'retry-after': '1' });
     }
     const params = fastParams(query);
     if (path === '/events') {
-      if (method !== 'GET') return text(405, 'method not allowed', { allow: 'GET' });
+      if (method !== 'GET') return refuse(405, 'GATEWAY_METHOD_NOT_ALLOWED', 'method not allowed', { allow: 'GET' });
       const repos = params.getAll('repo').map((r) => decodeRepoName(encodeURIComponent(r)));
-      if (options.private && !authorized(request, params.get('token') ?? undefined)) return text(404, 'not found');
+      if (options.private && !authorized(request, { query: params.get('token') }))
+        return refuse(404, 'GATEWAY_NOT_FOUND', 'not found');
       return allEvents(request, repos, params);
     }
     // /<name>.git/<rest>
     const slash = path.indexOf('/', 1);
     const first = slash < 0 ? path.slice(1) : path.slice(1, slash);
     const rest = slash < 0 ? '' : path.slice(slash);
-    if (!first.endsWith('.git')) return text(404, 'not found');
+    if (!first.endsWith('.git')) return refuse(404, 'GATEWAY_NOT_FOUND', 'not found');
     const repo = repoName(first.slice(0, -4));
 
     let service: GitService;
     let kind: 'advertise' | 'rpc' | 'events';
     if (rest === '/info/refs') {
-      if (method !== 'GET' && method !== 'HEAD') return text(405, 'method not allowed', { allow: 'GET' });
+      if (method !== 'GET' && method !== 'HEAD')
+        return refuse(405, 'GATEWAY_METHOD_NOT_ALLOWED', 'method not allowed', { allow: 'GET' });
       const s = params.get('service');
       if (s !== 'git-upload-pack' && s !== 'git-receive-pack') {
-        return text(403, 'only the smart HTTP protocol is served (?service=git-upload-pack or git-receive-pack)');
+        return refuse(
+          403,
+          'GATEWAY_DUMB_PROTOCOL',
+          'only the smart HTTP protocol is served (?service=git-upload-pack or git-receive-pack)',
+        );
       }
       service = s;
       kind = 'advertise';
     } else if (rest === '/git-upload-pack' || rest === '/git-receive-pack') {
-      if (method !== 'POST') return text(405, 'method not allowed', { allow: 'POST' });
+      if (method !== 'POST') return refuse(405, 'GATEWAY_METHOD_NOT_ALLOWED', 'method not allowed', { allow: 'POST' });
       service = rest.slice(1) as GitService;
       kind = 'rpc';
+      // what git sends; a page of another site can send neither without a CORS preflight
+      if (request.headers.get('content-type') !== `application/x-${service}-request`) {
+        return refuse(415, 'GATEWAY_BAD_CONTENT_TYPE', `expected content-type application/x-${service}-request`);
+      }
+      if (foreignOrigin(request)) return refuse(403, 'GATEWAY_ORIGIN_REFUSED', 'origin not allowed');
     } else if (rest === '/events') {
-      if (method !== 'GET') return text(405, 'method not allowed', { allow: 'GET' });
+      if (method !== 'GET') return refuse(405, 'GATEWAY_METHOD_NOT_ALLOWED', 'method not allowed', { allow: 'GET' });
       service = 'git-upload-pack';
       kind = 'events';
     } else {
-      return text(404, 'not found');
+      return refuse(404, 'GATEWAY_NOT_FOUND', 'not found');
     }
 
     if (service === 'git-receive-pack' && !options.allowAnonymousPush) {
       if (token === undefined) {
-        return text(403, 'pushing is disabled: start the server with --token or --allow-anonymous-push');
+        return refuse(
+          403,
+          'GATEWAY_PUSH_DISABLED',
+          'pushing is disabled: start the server with --token or --allow-anonymous-push',
+        );
       }
       if (!authorized(request, undefined)) {
-        return text(401, 'authentication required', { 'www-authenticate': `Basic realm="${realm}", charset="UTF-8"` });
+        return refuse(401, 'GATEWAY_UNAUTHORIZED', 'authentication required', {
+          'www-authenticate': `Basic realm="${realm}", charset="UTF-8"`,
+        });
       }
     } else if (
       options.private &&
-      !authorized(request, kind === 'events' ? (params.get('token') ?? undefined) : undefined)
+      !authorized(request, kind === 'events' ? { query: params.get('token') } : undefined)
     ) {
-      return text(404, 'not found');
+      return refuse(404, 'GATEWAY_NOT_FOUND', 'not found');
     }
-    if (kind === 'advertise' && request.method !== 'HEAD') {
-      // fast path: a fresh cached advertisement means the repository was there a moment ago
+    if (kind === 'advertise' && method !== 'HEAD') {
+      // fast path: a cached advertisement the refs on disk still match (checked now) needs no I/O
       const protocol = protocolOf(request, service);
       const cached = backend.cachedAdvertisement?.(repo, service, protocol);
       if (cached !== undefined) return advertiseReply(service, protocol, cached, false);
@@ -302,7 +432,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   }
 
   async function allEvents(request: GatewayRequest, repos: string[], params: URLSearchParams): Promise<GatewayReply> {
-    for (const repo of repos) if (!(await backend.exists(repo))) return text(404, 'not found');
+    for (const repo of repos) if (!(await backend.exists(repo))) return refuse(404, 'GATEWAY_NOT_FOUND', 'not found');
     return events(request, repos.length === 0 ? undefined : repos, params);
   }
 
@@ -314,12 +444,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     kind: 'advertise' | 'rpc' | 'events',
     params: URLSearchParams,
   ): Promise<GatewayReply> {
-    if (!(await backend.exists(repo))) return text(404, 'not found');
-    if (kind === 'events') return events(request, [repo], params);
-    if (closed) return text(503, 'shutting down');
-    // advertisements come from a cache with one revalidation per key at a time: only RPCs hold the backend
     if (kind === 'advertise') return advertise(request, repo, service);
-    if (inFlight >= limits.maxConcurrentRequests) return text(503, 'too many requests', { 'retry-after': '1' });
+    if (!(await backend.exists(repo))) return refuse(404, 'GATEWAY_NOT_FOUND', 'not found');
+    if (kind === 'events') return events(request, [repo], params);
+    if (closed) return refuse(503, 'GATEWAY_CLOSED', 'shutting down');
     return rpc(request, repo, service);
   }
 
@@ -337,21 +465,40 @@ export function createGateway(options: GatewayOptions): Gateway {
     };
   }
 
-  function protocolOf(request: GatewayRequest, service: GitService): string | null {
+  function protocolOf(request: GatewayRequest, service: GitService): 'version=2' | 'version=1' | null {
     if (service === 'git-receive-pack') return null;
-    const value = request.headers.get('git-protocol');
-    return value !== null && GIT_PROTOCOL.test(value) ? value : null;
+    return protocolVersion(request.headers.get('git-protocol'));
   }
 
+  /**
+   * Discovery that the cache could not answer at once: at most `maxConcurrentDiscoveries` run,
+   * `maxQueuedDiscoveries` wait (first come, first served), the rest get 503 at once.
+   */
   async function advertise(request: GatewayRequest, repo: string, service: GitService): Promise<GatewayReply> {
-    const protocol = protocolOf(request, service);
-    // no client signal: one advertisement load serves every request waiting for it
-    const ad = await backend.advertise(repo, service, { protocol, signal: NEVER });
-    return advertiseReply(service, protocol, ad, request.method.toUpperCase() === 'HEAD');
+    if (closed) return refuse(503, 'GATEWAY_CLOSED', 'shutting down');
+    if (discoveries < limits.maxConcurrentDiscoveries) discoveries++;
+    else if (discoveryQueue.length >= limits.maxQueuedDiscoveries) {
+      return busy('GATEWAY_BUSY', 'too many discovery requests');
+    } else {
+      // the slot is handed over by the discovery that ends (`discoveries` stays as it is)
+      await new Promise<void>((resolve) => discoveryQueue.push(resolve));
+    }
+    try {
+      if (request.signal.aborted) return refuse(400, 'GATEWAY_ABORTED', 'request aborted');
+      if (!(await backend.exists(repo))) return refuse(404, 'GATEWAY_NOT_FOUND', 'not found');
+      const protocol = protocolOf(request, service);
+      // no client signal: one advertisement load serves every request waiting for it
+      const ad = await backend.advertise(repo, service, { protocol, signal: NEVER });
+      return advertiseReply(service, protocol, ad, request.method.toUpperCase() === 'HEAD');
+    } finally {
+      const next = discoveryQueue.shift();
+      if (next !== undefined) next();
+      else discoveries--;
+    }
   }
 
   function advertiseReply(service: GitService, protocol: string | null, ad: Uint8Array, head: boolean): GatewayReply {
-    const v2 = protocol?.split(':').includes('version=2') === true;
+    const v2 = protocol === 'version=2';
     // a cached advertisement is the same array each time: its reply (prefix, headers) is built once
     const key = v2 ? 'v2' : 'v0';
     let replies = discoveryReplies.get(ad);
@@ -387,34 +534,62 @@ export function createGateway(options: GatewayOptions): Gateway {
   }
 
   async function rpc(request: GatewayRequest, repo: string, service: GitService): Promise<GatewayReply> {
-    const contentType = request.headers.get('content-type');
-    if (contentType !== null && contentType !== `application/x-${service}-request`) {
-      return text(415, `expected content-type application/x-${service}-request`);
-    }
     const declared = request.headers.get('content-length');
     if (declared !== null && Number(declared) > limits.maxBodyBytes) {
-      return text(413, `request body exceeds ${limits.maxBodyBytes} bytes`);
+      return refuse(413, 'GATEWAY_BODY_TOO_LARGE', `request body exceeds ${limits.maxBodyBytes} bytes`);
     }
-    const encoding = (request.headers.get('content-encoding') ?? '').toLowerCase();
+    const encoding = (request.headers.get('content-encoding') ?? '').trim().toLowerCase();
     if (encoding !== '' && encoding !== 'gzip' && encoding !== 'x-gzip' && encoding !== 'identity') {
-      return text(415, `unsupported content-encoding ${encoding}`);
+      return refuse(415, 'GATEWAY_BAD_ENCODING', 'unsupported content-encoding');
     }
+    // a request sending its body holds no backend slot: a slow client cannot starve the others
+    if (pendingBodies >= limits.maxPendingBodies) return busy('GATEWAY_BUSY', 'too many requests sending a body');
+    const client = limits.maxPendingBodiesPerClient > 0 ? request.clientAddress : undefined;
+    const ofClient = client === undefined ? 0 : (pendingByClient.get(client) ?? 0);
+    if (ofClient >= limits.maxPendingBodiesPerClient && client !== undefined) {
+      return busy('GATEWAY_BUSY', 'too many requests sending a body from this address');
+    }
+    if (working >= limits.maxConcurrentRequests) return busy('GATEWAY_BUSY', 'too many requests');
     const controller = new AbortController();
     const onAbort = () => controller.abort(request.signal.reason);
     if (request.signal.aborted) onAbort();
     else request.signal.addEventListener('abort', onAbort, { once: true });
-    inFlight++;
-    let released = false;
+    pendingBodies++;
+    if (client !== undefined) pendingByClient.set(client, ofClient + 1);
+    let receiving = true;
+    let counted = false;
+    /** The body is in (or abandoned): it stops counting as pending, and maybe starts counting as work. */
+    const bodyIn = (count: boolean) => {
+      if (!receiving) return;
+      receiving = false;
+      pendingBodies--;
+      if (client !== undefined) {
+        const left = (pendingByClient.get(client) ?? 1) - 1;
+        if (left <= 0) pendingByClient.delete(client);
+        else pendingByClient.set(client, left);
+      }
+      if (count) {
+        working++;
+        counted = true;
+      }
+    };
     const release = () => {
-      if (released) return;
-      released = true;
-      inFlight--;
+      bodyIn(false);
+      if (counted) {
+        counted = false;
+        working--;
+      }
       request.signal.removeEventListener('abort', onAbort);
     };
     try {
       let body: AsyncIterable<Uint8Array> = limitBody(
         request.body ?? empty(),
-        { maxBytes: limits.maxBodyBytes, idleMs: limits.bodyIdleMs },
+        {
+          maxBytes: limits.maxBodyBytes,
+          idleMs: limits.bodyIdleMs,
+          minBytesPerSecond: limits.minBodyBytesPerSecond,
+          timeoutMs: limits.bodyTimeoutMs,
+        },
         controller.signal,
       );
       if (encoding === 'gzip' || encoding === 'x-gzip') body = gunzipBody(body, limits.maxInflatedBytes);
@@ -423,7 +598,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         const whole = await collect(
           limitBody(
             body,
-            { maxBytes: limits.maxUploadRequestBytes, idleMs: 0, code: 'GATEWAY_BODY_TOO_LARGE' },
+            { maxBytes: limits.maxUploadRequestBytes, code: 'GATEWAY_BODY_TOO_LARGE' },
             controller.signal,
           ),
         );
@@ -431,6 +606,17 @@ export function createGateway(options: GatewayOptions): Gateway {
           release();
           return rpcReply(service, { kind: 'none' });
         }
+        bodyIn(false);
+        if (closed) {
+          release();
+          return refuse(503, 'GATEWAY_CLOSED', 'shutting down');
+        }
+        if (working >= limits.maxConcurrentRequests) {
+          release();
+          return busy('GATEWAY_BUSY', 'too many requests');
+        }
+        working++;
+        counted = true;
         body = once(whole);
       } else {
         const peeked = await peek(body, 5);
@@ -438,22 +624,26 @@ export function createGateway(options: GatewayOptions): Gateway {
           release();
           return rpcReply(service, { kind: 'none' });
         }
-        body = peeked.body;
+        // the pack streams into the backend; the push counts as work once all of it is in
+        body = onEnd(peeked.body, () => bodyIn(true));
       }
       const tracked = trackErrors(body);
       try {
-        const output = await backend.rpc(repo, service, tracked.body, {
-          protocol: protocolOf(request, service),
-          signal: controller.signal,
-        });
+        const output = (
+          await backend.rpc(repo, service, tracked.body, {
+            protocol: protocolOf(request, service),
+            signal: controller.signal,
+          })
+        )[Symbol.asyncIterator]();
         // wait for the first byte so a failure before it still gets a proper status
-        const first = await peek(output, 1);
-        return rpcReply(service, { kind: 'stream', chunks: guard(first.body, release, controller) });
+        const first = await output.next();
+        return rpcReply(service, { kind: 'stream', chunks: guard(first, output, release, controller) });
       } catch (error) {
         // the request body failing (too large, idle, bad gzip) is the cause the client should see
         throw tracked.error() ?? error;
       }
     } catch (error) {
+      // the backend's iterable (if any) has ended by throwing: its work is over
       controller.abort(error);
       release();
       throw error;
@@ -479,14 +669,15 @@ export function createGateway(options: GatewayOptions): Gateway {
   }
 
   function failed(request: GatewayRequest, error: unknown): GatewayReply {
-    if ((!isGatewayError(error) || error.status >= 500) && !request.signal.aborted) reportError(error);
-    return isGatewayError(error)
-      ? text(error.status === 499 ? 400 : error.status, error.message)
-      : text(500, 'internal error');
+    // bugs are reported with their stack; load (503) and bad input are answered, not logged
+    if ((!isGatewayError(error) || error.status === 500) && !request.signal.aborted) reportError(error);
+    if (!isGatewayError(error)) return refuse(500, 'GATEWAY_INTERNAL', 'internal error');
+    const headers: Record<string, string> = error.status === 503 ? { 'retry-after': '1' } : {};
+    return refuse(error.status === 499 ? 400 : error.status, error.code, error.message, headers);
   }
 
   function preflight(cors: Record<string, string> | undefined): GatewayReply {
-    if (cors === undefined) return text(403, 'origin not allowed');
+    if (cors === undefined) return refuse(403, 'GATEWAY_ORIGIN_REFUSED', 'origin not allowed');
     return {
       status: 204,
       headers: {
@@ -503,7 +694,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     hub,
     backend,
     get inFlight() {
-      return inFlight;
+      return pendingBodies + working;
+    },
+    get working() {
+      return working;
     },
     dispatch,
     async handle(request) {
@@ -564,20 +758,62 @@ function trackErrors(source: AsyncIterable<Uint8Array>): { body: AsyncIterable<U
   return { body: body(), error: () => failure };
 }
 
-/** Runs `release` exactly once when the response stream ends, fails or is cancelled. */
-async function* guard(
-  chunks: AsyncIterable<Uint8Array>,
+/** Calls `ended` once the source has ended without error. */
+async function* onEnd(source: AsyncIterable<Uint8Array>, ended: () => void): AsyncGenerator<Uint8Array> {
+  yield* source;
+  ended();
+}
+
+/**
+ * The response body over the backend's output, its first step already taken. Runs `release`
+ * exactly once, when the backend's work is over: the output ended (done or thrown), or was
+ * cancelled and its `return()` settled (the backend settles it only once the work has stopped),
+ * so the concurrency slot counts work, not connections. Cancelling also aborts the work.
+ */
+function guard(
+  first: IteratorResult<Uint8Array>,
+  output: AsyncIterator<Uint8Array>,
   release: () => void,
   controller: AbortController,
-): AsyncGenerator<Uint8Array> {
-  let completed = false;
-  try {
-    yield* chunks;
-    completed = true;
-  } finally {
-    if (!completed) controller.abort(new GatewayError('GATEWAY_ABORTED', 'response not delivered', { status: 499 }));
+): AsyncIterableIterator<Uint8Array> {
+  let head: IteratorResult<Uint8Array> | undefined = first;
+  let ended = false;
+  const end = () => {
+    ended = true;
     release();
-  }
+  };
+  return {
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+    async next() {
+      if (ended) return { done: true, value: undefined };
+      let step = head;
+      head = undefined;
+      try {
+        step ??= await output.next();
+      } catch (error) {
+        end();
+        throw error;
+      }
+      if (step.done === true) end();
+      return step;
+    },
+    async return() {
+      if (!ended) {
+        ended = true;
+        controller.abort(new GatewayError('GATEWAY_ABORTED', 'response not delivered', { status: 499 }));
+        try {
+          await output.return?.();
+        } catch {
+          // the work failed while stopping: it has stopped all the same
+        } finally {
+          release();
+        }
+      }
+      return { done: true, value: undefined };
+    },
+  };
 }
 
 /**
@@ -591,7 +827,9 @@ export function refuseEvents(
 ): (GatewayReply & { body: { kind: 'bytes'; bytes: Uint8Array } }) | undefined {
   if (hub.accepting) return undefined;
   const full = hub.size >= hub.maxSubscribers;
-  const refused = text(503, full ? 'too many event subscribers' : 'shutting down', { 'retry-after': '5' });
+  const refused = full
+    ? refuse(503, 'GATEWAY_BUSY', 'too many event subscribers', { 'retry-after': '5' })
+    : refuse(503, 'GATEWAY_CLOSED', 'shutting down', { 'retry-after': '5' });
   for (const [name, value] of Object.entries(reply.headers)) {
     if (name.startsWith('access-control-') || name === 'vary') refused.headers[name] = value;
   }

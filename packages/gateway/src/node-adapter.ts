@@ -79,6 +79,10 @@ class NodeRequest implements GatewayRequest {
   readonly method: string;
   readonly url: string;
   private controller: AbortController | undefined;
+
+  get clientAddress(): string | undefined {
+    return this.req.socket.remoteAddress;
+  }
   private stream: AsyncGenerator<Uint8Array> | undefined;
 
   constructor(
@@ -180,6 +184,10 @@ function writeBytes(reply: GatewayReply, bytes: Uint8Array, res: ServerResponse)
   if (headers['content-length'] === undefined) {
     // replies may share their headers (cached discovery replies carry their length): never mutate them
     headers = { ...headers, 'content-length': String(bytes.byteLength) };
+  }
+  if (reply.status >= 400 && !res.req.complete) {
+    // a refusal before the body was read (too slow, too large): close rather than read the rest
+    headers = { ...headers, connection: 'close' };
   }
   res.writeHead(reply.status, headers);
   res.end(bytes);

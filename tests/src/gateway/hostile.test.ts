@@ -37,7 +37,13 @@ describe.each(backends)('hostile input, %s backend', (backend) => {
       root: sandbox.path('root'),
       backend,
       token: TOKEN,
-      limits: { maxBodyBytes: 8 << 20, maxInflatedBytes: 4 << 20, bodyIdleMs: 400, maxConcurrentRequests: 8 },
+      limits: {
+        maxBodyBytes: 8 << 20,
+        maxInflatedBytes: 4 << 20,
+        bodyIdleMs: 400,
+        maxConcurrentRequests: 8,
+        maxPendingBodies: 8,
+      },
       listen: { headersTimeout: 400 },
     });
     const work = sandbox.path('work');
@@ -346,7 +352,7 @@ describe.each(backends)('hostile input, %s backend', (backend) => {
     await healthy();
   });
 
-  it('answers 503 past the concurrent request limit and serves again afterwards', async () => {
+  it('answers 503 past the limit of requests sending their body and serves again afterwards', async () => {
     const held: import('node:http').ClientRequest[] = [];
     for (let i = 0; i < 8; i++) {
       const req = httpRequest({
@@ -368,7 +374,9 @@ describe.each(backends)('hostile input, %s backend', (backend) => {
       body: '0000',
     });
     expect(refused.status).toBe(503);
-    // discovery is served from the advertisement cache meanwhile
+    expect(refused.headers['retry-after']).toBe('1');
+    expect((await rawRequest(server, 'GET', '/healthz')).status).toBe(503);
+    // discovery is served meanwhile
     expect((await rawRequest(server, 'GET', '/r.git/info/refs?service=git-upload-pack')).status).toBe(200);
     for (const req of held) req.destroy();
     await settled();
