@@ -2,54 +2,21 @@
  * `gitport serve` as a user runs it: one line on stdout once listening, demo.git in an empty
  * root (readable by real git), SSE, and a clean exit on SIGTERM and SIGINT.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { createGitSandbox } from '../git.js';
 import { spawnTsNode } from '../ts-worker.js';
+import { startServe } from './serve-process.js';
 import { rawRequest } from './server.js';
 import { connectSse } from './sse-client.js';
 
 const entry = new URL('./serve-entry.ts', import.meta.url);
 
-interface Started {
-  child: ChildProcess;
-  url: string;
-  host: string;
-  port: number;
-  stdout: () => string;
-  stderr: () => string;
-  exit: Promise<number | null>;
-}
-
-const builtBin = fileURLToPath(new URL('../../../packages/cli/bin/gitport.js', import.meta.url));
-
-function start(args: string[], built = false): Promise<Started> {
-  const child = built
-    ? spawn(process.execPath, [builtBin, 'serve', ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
-    : spawnTsNode(entry, ['serve', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stderr!.on('data', (b: Buffer) => (err += b.toString()));
-  const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return new Promise((resolve, reject) => {
-    child.stdout!.on('data', (b: Buffer) => {
-      out += b.toString();
-      const m = /^gitport listening on (http:\/\/([\d.]+):(\d+))\n/.exec(out);
-      if (m) {
-        resolve({ child, url: m[1]!, host: m[2]!, port: Number(m[3]), stdout: () => out, stderr: () => err, exit });
-      }
-    });
-    void exit.then((code) => reject(new Error(`gitport serve exited ${code}: ${err}`)));
-  });
-}
-
 describe('gitport serve', () => {
   it('creates demo.git in a missing root, serves it to real git, and exits cleanly on SIGTERM', async () => {
     await using sandbox = await createGitSandbox();
     const root = sandbox.path('missing', 'repos');
-    const server = await start(['--root', root, '--port', '0', '--token', 't0k']);
+    const server = await startServe(['--root', root, '--port', '0', '--token', 't0k']);
     expect(server.host).toBe('127.0.0.1');
     const clone = sandbox.path('demo');
     await sandbox.git(['clone', '--quiet', `${server.url}/demo.git`, clone]);
@@ -84,7 +51,7 @@ describe('gitport serve', () => {
     await using sandbox = await createGitSandbox();
     const root = sandbox.path('root');
     await sandbox.git(['init', '--quiet', '--bare', join(root, 'mine.git')]);
-    const server = await start(['--root', root, '--port=0', '--workers', '1', '--cors', 'https://app.example']);
+    const server = await startServe(['--root', root, '--port=0', '--workers', '1', '--cors', 'https://app.example']);
     expect((await rawRequest(server, 'GET', '/demo.git/info/refs?service=git-upload-pack')).status).toBe(404);
     expect((await rawRequest(server, 'GET', '/mine.git/info/refs?service=git-upload-pack')).status).toBe(200);
     const preflight = await rawRequest(server, 'OPTIONS', '/mine.git/git-upload-pack', {
@@ -103,7 +70,7 @@ describe('gitport serve', () => {
 
   it('runs from the built JavaScript (bin/gitport.js and dist, worker threads on dist/worker-entry.js)', async () => {
     await using sandbox = await createGitSandbox();
-    const server = await start(['--root', sandbox.path('repos'), '--port', '0', '--workers', '2'], true);
+    const server = await startServe(['--root', sandbox.path('repos'), '--port', '0', '--workers', '2'], true);
     await sandbox.git(['clone', '--quiet', `${server.url}/demo.git`, sandbox.path('demo')]);
     expect(
       Number(await sandbox.git(['-C', sandbox.path('demo'), 'rev-list', '--count', 'HEAD'])),
@@ -114,7 +81,7 @@ describe('gitport serve', () => {
 
   it('exits 1 with a message when the port is taken', async () => {
     await using sandbox = await createGitSandbox();
-    const first = await start(['--root', sandbox.path('repos'), '--port', '0']);
+    const first = await startServe(['--root', sandbox.path('repos'), '--port', '0']);
     const child = spawnTsNode(entry, ['serve', '--root', sandbox.path('repos'), '--port', String(first.port)], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });

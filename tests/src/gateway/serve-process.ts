@@ -1,0 +1,40 @@
+/**
+ * `gitport serve` in a child process, as a user runs it: resolves once it printed its one
+ * `gitport listening on ...` line. From the sources through tsx, or from the built bin.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { spawnTsNode } from '../ts-worker.js';
+
+export interface ServeProcess {
+  child: ChildProcess;
+  url: string;
+  host: string;
+  port: number;
+  stdout: () => string;
+  stderr: () => string;
+  exit: Promise<number | null>;
+}
+
+const entry = new URL('./serve-entry.ts', import.meta.url);
+const builtBin = fileURLToPath(new URL('../../../packages/cli/bin/gitport.js', import.meta.url));
+
+export function startServe(args: string[], built = false): Promise<ServeProcess> {
+  const child = built
+    ? spawn(process.execPath, [builtBin, 'serve', ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+    : spawnTsNode(entry, ['serve', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stderr!.on('data', (b: Buffer) => (err += b.toString()));
+  const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    child.stdout!.on('data', (b: Buffer) => {
+      out += b.toString();
+      const m = /^gitport listening on (http:\/\/([\d.]+):(\d+))\n/.exec(out);
+      if (m) {
+        resolve({ child, url: m[1]!, host: m[2]!, port: Number(m[3]), stdout: () => out, stderr: () => err, exit });
+      }
+    });
+    void exit.then((code) => reject(new Error(`gitport serve exited ${code}: ${err}`)));
+  });
+}
