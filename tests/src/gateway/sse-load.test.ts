@@ -5,11 +5,10 @@
  * 503, Retry-After and a text body (also through `gitport serve --max-sse-connections`).
  * Assertions on counters and contents, never on durations.
  */
-import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { createGitSandbox } from '../git.js';
-import { spawnTsNode } from '../ts-worker.js';
+import { startServe } from './serve-process.js';
 import { rawRequest, startServer, text } from './server.js';
 import { connectSse, type SseConnection, type SseFrame } from './sse-client.js';
 
@@ -115,21 +114,17 @@ describe('SSE fan-out under load', () => {
 
   it('caps SSE connections through `gitport serve --max-sse-connections`', async () => {
     await using sandbox = await createGitSandbox();
-    const child: ChildProcess = spawnTsNode(
-      new URL('./serve-entry.ts', import.meta.url),
-      ['serve', '--root', sandbox.path('root'), '--port', '0', '--workers', '1', '--max-sse-connections', '2'],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
+    const server = await startServe([
+      '--root',
+      sandbox.path('root'),
+      '--port',
+      '0',
+      '--workers',
+      '1',
+      '--max-sse-connections',
+      '2',
+    ]);
     try {
-      const server = await new Promise<{ host: string; port: number }>((resolve, reject) => {
-        let out = '';
-        child.stdout!.on('data', (b: Buffer) => {
-          out += b.toString();
-          const m = /^gitport listening on http:\/\/([\d.]+):(\d+)\n/.exec(out);
-          if (m) resolve({ host: m[1]!, port: Number(m[2]) });
-        });
-        child.on('exit', (code) => reject(new Error(`gitport serve exited ${code}`)));
-      });
       const open = [await connectSse(server, '/demo.git/events'), await connectSse(server, '/events')];
       const refused = await rawRequest(server, 'GET', '/demo.git/events');
       expect(refused.status).toBe(503);
@@ -142,7 +137,8 @@ describe('SSE fan-out under load', () => {
       again.close();
       open[1]!.close();
     } finally {
-      child.kill('SIGTERM');
+      server.child.kill('SIGTERM');
+      await server.exit;
     }
   }, 60_000);
 });
