@@ -28,7 +28,8 @@ import {
   type ObjectType,
   objectHeader,
 } from './object.js';
-import type { ObjectStore, PackFile, PackSpool, RawEntry, StoredPack } from './store.js';
+import { DirectoryQuarantine } from './quarantine.js';
+import type { ObjectStore, PackFile, PackSpool, Quarantine, RawEntry, StoredPack } from './store.js';
 
 export interface FileHandleLike {
   read(buffer: Uint8Array, offset: number, length: number, position: number): Promise<{ bytesRead: number } | number>;
@@ -152,15 +153,49 @@ export class FsObjectStore implements ObjectStore {
   /** Bytes of packs held whole (small packs, read in one go): at most half the page cache budget. */
   #wholeBytes = 0;
 
-  constructor(fs: FsLike, gitDir: string, options: { cacheBytes?: number; pageCacheBytes?: number } = {}) {
+  readonly #objectsDir: string;
+
+  constructor(
+    fs: FsLike,
+    gitDir: string,
+    options: { cacheBytes?: number; pageCacheBytes?: number; objectsDir?: string } = {},
+  ) {
     this.#fs = 'promises' in fs ? fs.promises : fs;
     this.gitDir = gitDir.replace(/\/+$/, '');
+    this.#objectsDir = options.objectsDir ?? `${this.gitDir}/objects`;
     this.#cacheLimit = options.cacheBytes ?? 32 * 2 ** 20;
     this.#maxPages = Math.max(4, Math.floor((options.pageCacheBytes ?? 64 * 2 ** 20) / PAGE));
   }
 
   get #objects(): string {
-    return `${this.gitDir}/objects`;
+    return this.#objectsDir;
+  }
+
+  /** A quarantine in `objects/tmp_objdir-incoming-*` (see quarantine.ts). */
+  async beginQuarantine(): Promise<Quarantine> {
+    const fs = this.#fs;
+    return DirectoryQuarantine.create({
+      fs,
+      objectsDir: this.#objects,
+      store: this,
+      open: (objectsDir) => new FsObjectStore(fs, this.gitDir, { objectsDir }),
+      hasPack: async (name) => {
+        await this.refresh();
+        return this.#packNames.has(name);
+      },
+      refresh: () => this.refresh(),
+      forgetPack: async (name) => {
+        const i = this.#packs.findIndex((p) => p.name === name);
+        if (i < 0) return;
+        const [pack] = this.#packs.splice(i, 1);
+        this.#packNames.delete(name);
+        if (pack?.loading) this.#wholeBytes -= pack.size;
+        for (const key of [...this.#pages.keys()]) if (key.startsWith(`${name}:`)) this.#pages.delete(key);
+        this.#cache.clear();
+        this.#cacheBytes = 0;
+        await pack?.handle?.close().catch(() => undefined);
+      },
+    });
   }
 
   #loosePath(oid: ObjectId): string {

@@ -45,6 +45,8 @@ export interface ImportResult {
   hash: string;
   /** Every object of the pack (and appended thin bases), in pack order. */
   objects: ObjectId[];
+  /** The type of each of `objects`. */
+  types: ObjectType[];
 }
 
 interface Slot {
@@ -504,7 +506,7 @@ async function importWith(
     for (const o of collected) await store.write(o.type, o.data);
   }
   options.onProgress?.({ objects: slots.length, total: slots.length, phase: 'resolving' });
-  return { hash, objects };
+  return { hash, objects, types: slots.map((s) => s.type!) };
 }
 
 /**
