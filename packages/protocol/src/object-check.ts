@@ -250,13 +250,9 @@ function checkEntry(mode: string, name: Uint8Array, oid: ObjectId): void {
  * name `git~1`) read as `.git`.
  */
 export function isDotGit(name: Uint8Array): boolean {
-  // cheap reject: every spelling holds "git" in some case
   const text = decoder.decode(name);
-  if (!/git/i.test(text)) return false;
   const folded = text.replace(/[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]/g, '').toLowerCase();
-  if (folded === '.git') return true;
-  const lower = text.toLowerCase();
-  return /^(?:\.git|git~1)[. ]*(?::.*)?$/.test(lower);
+  return folded === '.git' || /^(?:\.git|git~1)[. ]*(?::.*)?$/.test(folded);
 }
 
 function latin1(bytes: Uint8Array): string {
