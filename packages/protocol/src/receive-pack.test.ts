@@ -5,7 +5,7 @@ import { connectionPair } from './channel.js';
 import { concatBytes, type Repository } from './connection.js';
 import { push } from './push-client.js';
 import { type ReceivePackOptions, type ReceivePackResult, serveReceivePack } from './receive-pack.js';
-import { ZERO_OID } from './ref-store.js';
+import { type RefUpdateResult, ZERO_OID } from './ref-store.js';
 import { chain, commit, emptyRepo, packOf, readAll, type TestRepo, text } from './test-repo.js';
 
 /** A server repository with main at c2, and a client that has c0..c4 (c3, c4 new). */
@@ -349,7 +349,7 @@ describe('receive-pack: a refused push leaves nothing behind', () => {
         resolve: (name) => server.refs.resolve(name),
         setSymbolic: (name, target) => server.refs.setSymbolic(name, target),
         update: async (updates) =>
-          updates.map(() => ({ status: 'rejected', reason: 'locked', message: 'is locked' }) as const),
+          updates.map((u) => ({ name: u.name, status: 'rejected', reason: 'symbolic', message: 'is locked' }) as const),
       },
     };
     const { response } = await raw(refusing, request([`${base[2]} ${ahead[1]} refs/heads/main`], pack));
@@ -537,10 +537,11 @@ describe('receive-pack: every failure gets a report', () => {
     const { server, base } = await setup();
     const partial = patched(server, {
       update: async (updates) =>
-        updates.map((u) =>
-          u.name === 'refs/heads/b'
-            ? ({ status: 'rejected', reason: 'locked', message: 'locked' } as const)
-            : ({ status: 'ok' } as const),
+        updates.map(
+          (u): RefUpdateResult =>
+            u.name === 'refs/heads/b'
+              ? { name: u.name, status: 'rejected', reason: 'symbolic', message: 'locked' }
+              : { name: u.name, status: 'ok', old: u.old ?? null, new: u.new },
         ),
     });
     const { response } = await raw(
