@@ -16,6 +16,7 @@ if (parentPort === null) throw new Error('the gateway worker entry must run in a
 const bus = createBus({ id });
 host(bus, nodeRepositories(root), {
   control: false,
+  receivePack: { fsckObjects: true },
   onError: (error, context) => {
     // typed errors (a stable `code`) are bad requests or clients that went away; anything else is a bug worth a line
     if (typeof (error as { code?: unknown }).code === 'string') return;

@@ -52,6 +52,8 @@ export interface FsPromises {
   stat(path: string): Promise<{ size: number }>;
   rename(from: string, to: string): Promise<void>;
   unlink(path: string): Promise<void>;
+  /** Optional: removes an empty directory (an emptied quarantine's); without it, one stays behind. */
+  rmdir?(path: string): Promise<void>;
   /** Optional positional reads (Node's `open` + FileHandle.read). */
   open?(path: string, flags: string): Promise<FileHandleLike>;
 }

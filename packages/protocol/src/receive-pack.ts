@@ -229,12 +229,15 @@ async function receive(repo: Repository, conn: Connection, options: ReceivePackO
         result.unpack = `unpacker error: ${peerErrorMessage(error)}`.slice(0, 1000);
         result.unpackError = error;
         result.commands = commands.map((c) => ({ ...c, status: 'rejected', reason: 'unpacker error' }));
+        // nothing of a refused push stays by the time the client reads why
+        await quarantine?.discard().catch(() => undefined);
         await report(conn, caps, result);
         return result;
       }
     }
     throwIfAborted(signal);
     await decide(repo, quarantine, pushed, commands, caps, options, result);
+    await quarantine?.discard().catch(() => undefined);
     await report(conn, caps, result);
     return result;
   } finally {
