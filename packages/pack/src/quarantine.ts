@@ -170,6 +170,15 @@ export interface DirectoryQuarantineHost {
 
 let counter = 0;
 
+/** Creates one directory level (not every fs has `recursive`); one that exists is fine. */
+async function mkdirOnce(fs: QuarantineFs, path: string): Promise<void> {
+  try {
+    await fs.mkdir(path);
+  } catch (error) {
+    if ((error as { code?: unknown })?.code !== 'EEXIST') throw error;
+  }
+}
+
 /** A quarantine in `objects/tmp_objdir-incoming-*` of a store over a `.git` directory. */
 export class DirectoryQuarantine extends QuarantineBase {
   readonly #host: DirectoryQuarantineHost;
@@ -187,7 +196,7 @@ export class DirectoryQuarantine extends QuarantineBase {
     const rand = Math.random().toString(36).slice(2, 8);
     const dir = `${host.objectsDir}/tmp_objdir-incoming-${Date.now().toString(36)}${rand}${(counter++).toString(36)}`;
     try {
-      await host.fs.mkdir(`${dir}/pack`, { recursive: true });
+      for (const path of [host.objectsDir, dir, `${dir}/pack`]) await mkdirOnce(host.fs, path);
     } catch (error) {
       throw new PackError('STORE_IO', `cannot create ${dir}`, { cause: error });
     }
@@ -239,7 +248,7 @@ export class DirectoryQuarantine extends QuarantineBase {
     const names = await this.#list(`${this.#dir}/pack`);
     const packs = names.filter((n) => n.startsWith('pack-') && n.endsWith('.idx')).map((n) => n.slice(0, -4));
     try {
-      if (packs.length > 0) await fs.mkdir(packDir, { recursive: true }).catch(() => undefined);
+      if (packs.length > 0) await mkdirOnce(fs, packDir);
       for (const name of packs) {
         if (!names.includes(`${name}.pack`)) continue;
         if (await this.#host.hasPack(name)) continue;
@@ -255,7 +264,7 @@ export class DirectoryQuarantine extends QuarantineBase {
           const oid = sub + rest;
           if (!this.written.has(oid)) continue;
           if (await this.base.has(oid)) continue;
-          await fs.mkdir(`${objectsDir}/${sub}`, { recursive: true }).catch(() => undefined);
+          await mkdirOnce(fs, `${objectsDir}/${sub}`);
           await fs.rename(`${this.#dir}/${sub}/${rest}`, `${objectsDir}/${sub}/${rest}`);
           added.add(oid);
         }
