@@ -9,7 +9,8 @@
  * read at offsets; otherwise a pack is read whole once. New packs are written `.pack` first,
  * then `.idx`, each through a temporary file and a rename, as git does; loose objects likewise.
  * An incoming pack (`beginPack`, used by `importPack`) is written to `objects/pack/tmp_pack_*`
- * as it arrives and renamed into place once verified.
+ * as it arrives and renamed into place once verified. A push's objects go to a quarantine,
+ * `objects/tmp_objdir-incoming-*` (`beginQuarantine`, see quarantine.ts), until it is accepted.
  */
 import { deflate, inflateAll, inflateOne } from '#zlib';
 import { applyDelta } from './delta.js';

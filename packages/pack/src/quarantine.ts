@@ -245,7 +245,8 @@ export class DirectoryQuarantine extends QuarantineBase {
     const moved: string[] = [];
     const added = new Set<ObjectId>();
     const packDir = `${objectsDir}/pack`;
-    const names = await this.#list(`${this.#dir}/pack`);
+    // an empty pack (a push of refs to objects already there) is not worth keeping
+    const names = this.written.size > 0 ? await this.#list(`${this.#dir}/pack`) : [];
     const packs = names.filter((n) => n.startsWith('pack-') && n.endsWith('.idx')).map((n) => n.slice(0, -4));
     try {
       if (packs.length > 0) await mkdirOnce(fs, packDir);

@@ -45,6 +45,7 @@ describe('checkObject', () => {
     ['commit', `tree ${'A'.repeat(40)}\n\nx`, 'badTreeSha1', true],
     ['commit', `tree ${OID}\nparent xyz\n\nx`, 'badParentSha1', true],
     ['commit', `tree ${OID}`, 'unterminatedHeader', true],
+    ['commit', `tree ${OID}\nauthor a <a@x> 1 +0000`, 'unterminatedHeader', false],
     ['commit', `tree ${OID}\ncommitter c <c@x> 1 +0000\n\nx`, 'missingAuthor', false],
     ['commit', `tree ${OID}\nauthor a <a@x> 1 +0000\n\nx`, 'missingCommitter', false],
     ['commit', `tree ${OID}\nauthor <a@x> 1 +0000\ncommitter c <c@x> 1 +0000\n\n`, 'missingNameBeforeEmail', false],

@@ -84,14 +84,19 @@ export function checkObject(type: ObjectType, data: Uint8Array, options: ObjectC
 /** Reads header lines up to the blank line (or the end), as byte ranges. */
 class HeaderReader {
   #pos = 0;
-  constructor(readonly data: Uint8Array) {}
+  /** `strict`: a last line without LF is a problem (fsck), not a line (git's parsers). */
+  constructor(
+    readonly data: Uint8Array,
+    readonly strict: boolean,
+  ) {}
 
   /** The next header line without its LF; undefined at the blank line or the end. */
   next(): string | undefined {
     const { data } = this;
     if (this.#pos >= data.length) return undefined;
-    const end = data.indexOf(0x0a, this.#pos);
-    if (end < 0) throw new Problem('unterminatedHeader', 'header not terminated by a newline');
+    let end = data.indexOf(0x0a, this.#pos);
+    if (end < 0 && this.strict) throw new Problem('unterminatedHeader', 'header not terminated by a newline');
+    if (end < 0) end = data.length;
     if (end === this.#pos) return undefined;
     const line = data.subarray(this.#pos, end);
     this.#pos = end + 1;
@@ -118,12 +123,14 @@ function checkNoNulInHeader(data: Uint8Array, reader: HeaderReader): void {
 }
 
 function checkCommit(data: Uint8Array, fsck: boolean): ObjectLink[] {
-  const reader = new HeaderReader(data);
+  const reader = new HeaderReader(data, fsck);
   if (fsck) checkNoNulInHeader(data, reader);
   const links: ObjectLink[] = [];
   let line = reader.next();
   if (line === undefined || !line.startsWith('tree '))
     throw new Problem('missingTree', 'invalid format - expected "tree" line');
+  // git's parse_commit_buffer wants the newline after the tree id too
+  if (data[45] !== 0x0a) throw new Problem('badTreeSha1', 'invalid "tree" line format - bad sha1');
   const tree = line.slice(5);
   if (!HEX40.test(tree)) throw new Problem('badTreeSha1', 'invalid "tree" line format - bad sha1');
   links.push({ oid: tree, type: 'tree' });
@@ -149,7 +156,7 @@ function checkCommit(data: Uint8Array, fsck: boolean): ObjectLink[] {
 }
 
 function checkTag(data: Uint8Array, fsck: boolean): ObjectLink[] {
-  const reader = new HeaderReader(data);
+  const reader = new HeaderReader(data, fsck);
   if (fsck) checkNoNulInHeader(data, reader);
   let line = reader.next();
   if (line === undefined || !line.startsWith('object '))
