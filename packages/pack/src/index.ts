@@ -23,7 +23,13 @@ export {
 export { type ImportOptions, type ImportResult, importPack } from './pack-import.js';
 export { DEFAULT_LIMITS, type PackEntry, type PackLimits, PackReader, type PackReaderOptions } from './pack-reader.js';
 export { type CreatePackOptions, createPack, packObjects } from './pack-writer.js';
-export { DirectoryQuarantine, OverlayQuarantine, openQuarantine } from './quarantine.js';
+export {
+  DirectoryQuarantine,
+  type DirectoryQuarantineHost,
+  OverlayQuarantine,
+  openQuarantine,
+  type QuarantineFs,
+} from './quarantine.js';
 export {
   MemoryObjectStore,
   type Migration,
