@@ -1,5 +1,6 @@
-import { MemoryObjectStore } from '@gitport/pack';
+import { MemoryObjectStore, type ObjectType } from '@gitport/pack';
 import { encodeText, FLUSH, PacketReader } from '@gitport/pktline';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { connectionPair } from './channel.js';
 import { concatBytes, type Repository } from './connection.js';
@@ -695,5 +696,65 @@ describe('receive-pack: object checks', () => {
       },
     );
     expect(await reportOf(response)).toEqual(['unpack ok', 'ok refs/heads/x', 'flush']);
+  });
+});
+
+describe('receive-pack: random objects (seeded fuzz)', () => {
+  it('any object pushed to a branch and a tag gets a report line per ref, never a crash', async () => {
+    const seed = 7_20261126;
+    console.log(`receive-pack fuzz seed ${seed}`);
+    const { server, client, base } = await setup();
+    const tree = /^tree ([0-9a-f]{40})/.exec(text((await client.objects.read(base[2]!))!.data))![1]!;
+    const valid = [
+      commitText(tree, [base[2]!], 'valid'),
+      enc(`object ${base[2]}\ntype commit\ntag t\ntagger t <t@x> 1 +0000\n\nx\n`),
+      (await client.objects.read(tree))!.data,
+    ];
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom<ObjectType>('commit', 'tree', 'tag', 'blob'),
+        fc.oneof(
+          fc.uint8Array({ maxLength: 200 }),
+          fc
+            .tuple(
+              fc.constantFrom(...valid),
+              fc.nat(300),
+              fc.array(fc.tuple(fc.nat(300), fc.nat(255)), { maxLength: 4 }),
+            )
+            .map(([bytes, cut, edits]) => {
+              const out = bytes.slice(0, cut % (bytes.length + 1));
+              for (const [at, value] of edits) if (out.length > 0) out[at % out.length] = value;
+              return out;
+            }),
+        ),
+        fc.boolean(),
+        async (type, data, fsckObjects) => {
+          const objects = new MemoryObjectStore();
+          const oid = await objects.write(type, data);
+          const { result, response } = await raw(
+            server,
+            request(
+              [`${ZERO_OID} ${oid} refs/heads/fuzz`, `${ZERO_OID} ${oid} refs/tags/fuzz`],
+              await packOf(objects, [oid]),
+            ),
+            { fsckObjects },
+          );
+          expect(result).toMatchObject({ unpack: expect.any(String) });
+          const lines = await reportOf(response);
+          expect(lines).toHaveLength(4);
+          expect(lines[0]).toMatch(/^unpack /);
+          expect(lines[1]).toMatch(/^(ok|ng) refs\/heads\/fuzz/);
+          expect(lines[2]).toMatch(/^(ok|ng) refs\/tags\/fuzz/);
+          // a branch only ever points at a commit
+          if (lines[1]!.startsWith('ok')) expect(type).toBe('commit');
+          await server.refs.update(
+            (await server.refs.list())
+              .filter((r) => r.name.endsWith('/fuzz'))
+              .map((r) => ({ name: r.name, old: r.oid, new: null })),
+          );
+        },
+      ),
+      { seed, numRuns: 300 },
+    );
   });
 });
