@@ -94,6 +94,20 @@ describe.each(subjects)('quarantine of %s', (_name, make) => {
     expect((await files()).filter((f) => f.endsWith('.pack') || f.endsWith('.idx'))).toEqual([]);
   });
 
+  it('revert keeps the objects while another quarantine of the store is open', async () => {
+    const { store } = await make();
+    const q = await openQuarantine(store);
+    const pushed = await packOf(3, 'leaned on');
+    await importPack(q, pushed.parts);
+    const migration = await q.migrate();
+    const other = await openQuarantine(store);
+    expect(await migration.revert()).toBe(false);
+    for (const oid of pushed.oids) expect(await store.has(oid)).toBe(true);
+    await other.discard();
+    expect(await migration.revert()).toBe(true);
+    for (const oid of pushed.oids) expect(await store.has(oid)).toBe(false);
+  });
+
   it('a pack the store already has is not moved, nor removed by revert', async () => {
     const { store } = await make();
     const same = await packOf(2, 'same');

@@ -35,16 +35,37 @@ export async function openQuarantine(store: ObjectStore): Promise<Quarantine> {
   return new OverlayQuarantine(store, store.remove ? (oids) => store.remove!(oids) : undefined);
 }
 
+/**
+ * Quarantines open per store. A push still in its checks may have read a migrated quarantine's
+ * objects through the store (and lean on them): while one is open, nothing migrated is reverted.
+ */
+const openQuarantines = new WeakMap<ObjectStore, number>();
+
 /** Reads through to the store for anything not written into the quarantine. */
 abstract class QuarantineBase implements Quarantine {
   protected readonly base: ObjectStore;
   protected readonly inner: ObjectStore;
   protected readonly written = new Set<ObjectId>();
-  protected state: 'open' | 'migrated' | 'discarded' = 'open';
+  #state: 'open' | 'migrated' | 'discarded' = 'open';
 
   constructor(base: ObjectStore, inner: ObjectStore) {
     this.base = base;
     this.inner = inner;
+    openQuarantines.set(base, (openQuarantines.get(base) ?? 0) + 1);
+  }
+
+  protected get state(): 'open' | 'migrated' | 'discarded' {
+    return this.#state;
+  }
+
+  protected set state(next: 'migrated' | 'discarded') {
+    if (this.#state === 'open') openQuarantines.set(this.base, (openQuarantines.get(this.base) ?? 1) - 1);
+    this.#state = next;
+  }
+
+  /** Whether a revert may take objects out now (no other quarantine of the store is open). */
+  protected mayRevert(): boolean {
+    return (openQuarantines.get(this.base) ?? 0) === 0;
   }
 
   get incoming(): ReadonlySet<ObjectId> {
@@ -130,9 +151,10 @@ export class OverlayQuarantine extends QuarantineBase {
     return {
       added,
       revert: async () => {
-        if (reverted || !remove) return;
+        if (reverted || !remove || !this.mayRevert()) return false;
         reverted = true;
         await remove([...added]);
+        return true;
       },
     };
   }
@@ -282,7 +304,7 @@ export class DirectoryQuarantine extends QuarantineBase {
     return {
       added,
       revert: async () => {
-        if (reverted) return;
+        if (reverted || !this.mayRevert()) return false;
         reverted = true;
         for (const name of moved) {
           await host.forgetPack(name);
@@ -290,6 +312,7 @@ export class DirectoryQuarantine extends QuarantineBase {
           await fs.unlink(`${packDir}/${name}.idx`).catch(() => undefined);
           await fs.unlink(`${packDir}/${name}.pack`).catch(() => undefined);
         }
+        return true;
       },
     };
   }

@@ -80,10 +80,11 @@ export interface Migration {
   readonly added: ReadonlySet<ObjectId>;
   /**
    * Takes the migrated objects out of the store again (packs that were already there stay), for
-   * a push whose every ref was refused after migration. A store that cannot remove objects
-   * keeps them.
+   * a push whose every ref was refused after migration; resolves whether it did. They stay when
+   * the store cannot remove objects, or while another quarantine of the store is open (a push
+   * still in its checks may lean on them).
    */
-  revert(): Promise<void>;
+  revert(): Promise<boolean>;
 }
 
 /**

@@ -360,6 +360,23 @@ describe('receive-pack: a refused push leaves nothing behind', () => {
       'flush',
     ]);
     for (const oid of ahead) expect(await server.objects.has(oid)).toBe(false);
+    // another writer moved a ref meanwhile: it may lean on them, they stay
+    const racing = patched(server, {
+      update: async (updates) => {
+        await server.refs.update([{ name: 'refs/heads/other-writer', old: null, new: base[0]! }]);
+        return updates.map(
+          (u) => ({ name: u.name, status: 'rejected', reason: 'symbolic', message: 'is locked' }) as const,
+        );
+      },
+    });
+    const raced = await raw(racing, request([`${base[2]} ${ahead[1]} refs/heads/main`], pack));
+    expect(await reportOf(raced.response)).toEqual([
+      'unpack ok',
+      'ng refs/heads/main failed to update ref: is locked',
+      'flush',
+    ]);
+    for (const oid of ahead) expect(await server.objects.has(oid)).toBe(true);
+    await server.objects.remove(ahead);
     // accepted, they stay
     const ok = await raw(server, request([`${base[2]} ${ahead[1]} refs/heads/main`], pack));
     expect(await reportOf(ok.response)).toEqual(['unpack ok', 'ok refs/heads/main', 'flush']);

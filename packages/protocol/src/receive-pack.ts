@@ -44,7 +44,7 @@ import { type Connection, concatBytes, newReader, type Repository, requirePacket
 import { ConnectivityCheck } from './connectivity.js';
 import { hasCode, oneLine, ProtocolError, peerErrorMessage, throwIfAborted } from './errors.js';
 import { checkObject } from './object-check.js';
-import { isValidRefName, type RefUpdate, ZERO_OID } from './ref-store.js';
+import { isValidRefName, type Ref, type RefUpdate, ZERO_OID } from './ref-store.js';
 
 export interface PushCommand {
   name: string;
@@ -276,6 +276,7 @@ async function decide(
   };
   const atomic = caps.has('atomic');
   let migration: Migration | undefined;
+  let refsBefore: Ref[] | undefined;
   try {
     let currentBranch: string | undefined;
     let headUnknown = false;
@@ -383,6 +384,8 @@ async function decide(
       // the objects go into the repository before any ref may point at them
       if (quarantine) {
         try {
+          // what the refs were, for taking the objects out again should every ref be refused
+          if (quarantine.incoming.size > 0) refsBefore = await repo.refs.list();
           migration = await quarantine.migrate();
         } catch (error) {
           for (const c of toApply) fail(c, 'unable to migrate objects to permanent storage', error);
@@ -415,17 +418,28 @@ async function decide(
   });
   result.updated = commands.filter((c) => !verdicts.has(c));
   if (errors.length > 0) result.errors = errors;
-  if (migration && result.updated.length === 0) await revertUnused(repo, migration, result);
+  if (migration && refsBefore && result.updated.length === 0) await revertUnused(repo, migration, refsBefore, result);
 }
 
 /**
  * Every ref was refused after the pack was migrated: its objects leave the repository again, as
- * if quarantined, unless a ref points at one of them by now (another writer's, in between).
+ * if quarantined, unless another writer may lean on them: some ref moved since just before the
+ * migration (it may point at them, or at objects that do), or another push is still in its
+ * checks (`Migration.revert` keeps them then). Kept objects are unreachable garbage, as git
+ * leaves them.
  */
-async function revertUnused(repo: Repository, migration: Migration, result: ReceivePackResult): Promise<void> {
+async function revertUnused(
+  repo: Repository,
+  migration: Migration,
+  before: readonly Ref[],
+  result: ReceivePackResult,
+): Promise<void> {
+  if (migration.added.size === 0) return;
   try {
-    const refs = await repo.refs.list();
-    if (refs.some((r) => migration.added.has(r.oid))) return;
+    const now = await repo.refs.list();
+    const same =
+      now.length === before.length && now.every((r, i) => r.name === before[i]?.name && r.oid === before[i]?.oid);
+    if (!same) return;
     await migration.revert();
   } catch (error) {
     (result.errors ??= []).push(error);
