@@ -47,6 +47,8 @@ export interface ImportResult {
   objects: ObjectId[];
   /** The type of each of `objects`. */
   types: ObjectType[];
+  /** How many of `objects`, at the end, are thin-pack bases taken from the store. */
+  thinBases: number;
 }
 
 interface Slot {
@@ -506,7 +508,7 @@ async function importWith(
     for (const o of collected) await store.write(o.type, o.data);
   }
   options.onProgress?.({ objects: slots.length, total: slots.length, phase: 'resolving' });
-  return { hash, objects, types: slots.map((s) => s.type!) };
+  return { hash, objects, types: slots.map((s) => s.type!), thinBases: appended.length };
 }
 
 /**

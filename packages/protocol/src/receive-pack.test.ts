@@ -1,4 +1,6 @@
-import { MemoryObjectStore, type ObjectType } from '@gitport/pack';
+import { createHash } from 'node:crypto';
+import { deflateSync } from 'node:zlib';
+import { createDelta, MemoryObjectStore, type ObjectType } from '@gitport/pack';
 import { encodeText, FLUSH, PacketReader } from '@gitport/pktline';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -773,5 +775,65 @@ describe('receive-pack: random objects (seeded fuzz)', () => {
       ),
       { seed, numRuns: 300 },
     );
+  });
+});
+
+/** A pack of whole objects and REF_DELTA entries, byte by byte (a thin pack when a base is not in it). */
+function handPack(entries: readonly ({ type: ObjectType; data: Uint8Array } | { base: string; delta: Uint8Array })[]) {
+  const codes = { commit: 1, tree: 2, blob: 3, tag: 4 } as const;
+  const header = (code: number, size: number) => {
+    const out = [(code << 4) | (size & 15)];
+    for (let rest = size >>> 4; rest > 0; rest >>>= 7) {
+      out[out.length - 1]! |= 0x80;
+      out.push(rest & 0x7f);
+    }
+    return Uint8Array.from(out);
+  };
+  const parts: Uint8Array[] = [enc('PACK'), Uint8Array.of(0, 0, 0, 2, 0, 0, 0, entries.length)];
+  for (const e of entries) {
+    if ('type' in e) parts.push(header(codes[e.type], e.data.length), deflateSync(e.data));
+    else parts.push(header(7, e.delta.length), hexBytes(e.base), deflateSync(e.delta));
+  }
+  const body = concatBytes(parts);
+  return concatBytes([body, createHash('sha1').update(body).digest()]);
+}
+
+describe('receive-pack: fsckObjects and thin packs', () => {
+  it('a thin base from the repository is not checked again (a legacy tree with a zero-padded mode)', async () => {
+    const { server, client, base } = await setup();
+    const blob = await client.objects.write('blob', enc('legacy\n'));
+    const sub = await client.objects.write('tree', treeOf([['100644', 'f', blob]]));
+    // written by an old tool: git's fsck calls the mode zeroPaddedFilemode
+    const legacy = await client.objects.write(
+      'tree',
+      treeOf([
+        ['100644', 'a', blob],
+        ['040000', 'd', sub],
+      ]),
+    );
+    const old = await client.objects.write('commit', commitText(legacy, [base[2]!], 'legacy'));
+    for (const oid of [blob, sub, legacy, old]) {
+      const o = (await client.objects.read(oid))!;
+      await server.objects.writeHashed([{ oid, type: o.type, data: o.data }]);
+    }
+    await server.refs.update([{ name: 'refs/heads/main', old: base[2]!, new: old }]);
+    // the new tree, as git writes it, sent as a delta against the legacy one
+    const added = await client.objects.write('blob', enc('new\n'));
+    const fresh = treeOf([
+      ['100644', 'a', blob],
+      ['100644', 'b', added],
+      ['40000', 'd', sub],
+    ]);
+    const freshId = await client.objects.write('tree', fresh);
+    const next = await client.objects.write('commit', commitText(freshId, [old], 'next'));
+    const delta = createDelta((await client.objects.read(legacy))!.data, fresh)!;
+    const pack = handPack([
+      { type: 'commit', data: (await client.objects.read(next))!.data },
+      { base: legacy, delta },
+      { type: 'blob', data: enc('new\n') },
+    ]);
+    const { response } = await raw(server, request([`${old} ${next} refs/heads/main`], pack), { fsckObjects: true });
+    expect(await reportOf(response)).toEqual(['unpack ok', 'ok refs/heads/main', 'flush']);
+    expect(await server.refs.resolve('refs/heads/main')).toBe(next);
   });
 });
