@@ -156,22 +156,15 @@ export class FsObjectStore implements ObjectStore {
   /** Bytes of packs held whole (small packs, read in one go): at most half the page cache budget. */
   #wholeBytes = 0;
 
-  readonly #objectsDir: string;
-
-  constructor(
-    fs: FsLike,
-    gitDir: string,
-    options: { cacheBytes?: number; pageCacheBytes?: number; objectsDir?: string } = {},
-  ) {
+  constructor(fs: FsLike, gitDir: string, options: { cacheBytes?: number; pageCacheBytes?: number } = {}) {
     this.#fs = 'promises' in fs ? fs.promises : fs;
     this.gitDir = gitDir.replace(/\/+$/, '');
-    this.#objectsDir = options.objectsDir ?? `${this.gitDir}/objects`;
     this.#cacheLimit = options.cacheBytes ?? 32 * 2 ** 20;
     this.#maxPages = Math.max(4, Math.floor((options.pageCacheBytes ?? 64 * 2 ** 20) / PAGE));
   }
 
   get #objects(): string {
-    return this.#objectsDir;
+    return `${this.gitDir}/objects`;
   }
 
   /** A quarantine in `objects/tmp_objdir-incoming-*` (see quarantine.ts). */
@@ -181,7 +174,7 @@ export class FsObjectStore implements ObjectStore {
       fs,
       objectsDir: this.#objects,
       store: this,
-      open: (objectsDir) => new FsObjectStore(fs, this.gitDir, { objectsDir }),
+      open: (dir) => new FsObjectStore(fs, dir),
       hasPack: async (name) => {
         await this.refresh();
         return this.#packNames.has(name);

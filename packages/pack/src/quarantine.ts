@@ -180,8 +180,8 @@ export interface DirectoryQuarantineHost {
   objectsDir: string;
   /** The store itself (what reads fall back on). */
   store: ObjectStore;
-  /** A store of the same kind over another objects directory. */
-  open(objectsDir: string): ObjectStore & { close?(): Promise<void> };
+  /** A store of the same kind over another directory (its objects in `<dir>/objects`). */
+  open(dir: string): ObjectStore & { close?(): Promise<void> };
   /** Whether the store has this pack (`pack-<hash>`) already. */
   hasPack(name: string): Promise<boolean>;
   /** Makes packs moved into the objects directory readable. */
@@ -201,16 +201,22 @@ async function mkdirOnce(fs: QuarantineFs, path: string): Promise<void> {
   }
 }
 
-/** A quarantine in `objects/tmp_objdir-incoming-*` of a store over a `.git` directory. */
+/**
+ * A quarantine in `objects/tmp_objdir-incoming-*` of a store over a `.git` directory; its own
+ * objects directory is `objects/` inside it (so a store of the same kind opens it as a `.git`).
+ */
 export class DirectoryQuarantine extends QuarantineBase {
   readonly #host: DirectoryQuarantineHost;
   readonly #dir: string;
+  /** The quarantine's objects directory. */
+  readonly #objects: string;
   readonly #innerStore: ObjectStore & { close?(): Promise<void> };
 
   private constructor(host: DirectoryQuarantineHost, dir: string, inner: ObjectStore & { close?(): Promise<void> }) {
     super(host.store, inner);
     this.#host = host;
     this.#dir = dir;
+    this.#objects = `${dir}/objects`;
     this.#innerStore = inner;
   }
 
@@ -218,7 +224,8 @@ export class DirectoryQuarantine extends QuarantineBase {
     const rand = Math.random().toString(36).slice(2, 8);
     const dir = `${host.objectsDir}/tmp_objdir-incoming-${Date.now().toString(36)}${rand}${(counter++).toString(36)}`;
     try {
-      for (const path of [host.objectsDir, dir, `${dir}/pack`]) await mkdirOnce(host.fs, path);
+      for (const path of [host.objectsDir, dir, `${dir}/objects`, `${dir}/objects/pack`])
+        await mkdirOnce(host.fs, path);
     } catch (error) {
       throw new PackError('STORE_IO', `cannot create ${dir}`, { cause: error });
     }
@@ -227,7 +234,7 @@ export class DirectoryQuarantine extends QuarantineBase {
 
   /** The quarantine's objects directory (what git calls GIT_QUARANTINE_PATH). */
   get path(): string {
-    return this.#dir;
+    return this.#objects;
   }
 
   async writePack(pack: PackFile): Promise<void> {
@@ -268,7 +275,7 @@ export class DirectoryQuarantine extends QuarantineBase {
     const added = new Set<ObjectId>();
     const packDir = `${objectsDir}/pack`;
     // an empty pack (a push of refs to objects already there) is not worth keeping
-    const names = this.written.size > 0 ? await this.#list(`${this.#dir}/pack`) : [];
+    const names = this.written.size > 0 ? await this.#list(`${this.#objects}/pack`) : [];
     const packs = names.filter((n) => n.startsWith('pack-') && n.endsWith('.idx')).map((n) => n.slice(0, -4));
     try {
       if (packs.length > 0) await mkdirOnce(fs, packDir);
@@ -276,19 +283,19 @@ export class DirectoryQuarantine extends QuarantineBase {
         if (!names.includes(`${name}.pack`)) continue;
         if (await this.#host.hasPack(name)) continue;
         // `.pack` first, then `.idx`: a reader never sees an index without its pack
-        await fs.rename(`${this.#dir}/pack/${name}.pack`, `${packDir}/${name}.pack`);
-        await fs.rename(`${this.#dir}/pack/${name}.idx`, `${packDir}/${name}.idx`);
+        await fs.rename(`${this.#objects}/pack/${name}.pack`, `${packDir}/${name}.pack`);
+        await fs.rename(`${this.#objects}/pack/${name}.idx`, `${packDir}/${name}.idx`);
         moved.push(name);
       }
       // loose objects (stores written one by one)
-      for (const sub of await this.#list(this.#dir)) {
+      for (const sub of await this.#list(this.#objects)) {
         if (!/^[0-9a-f]{2}$/.test(sub)) continue;
-        for (const rest of await this.#list(`${this.#dir}/${sub}`)) {
+        for (const rest of await this.#list(`${this.#objects}/${sub}`)) {
           const oid = sub + rest;
           if (!this.written.has(oid)) continue;
           if (await this.base.has(oid)) continue;
           await mkdirOnce(fs, `${objectsDir}/${sub}`);
-          await fs.rename(`${this.#dir}/${sub}/${rest}`, `${objectsDir}/${sub}/${rest}`);
+          await fs.rename(`${this.#objects}/${sub}/${rest}`, `${objectsDir}/${sub}/${rest}`);
           added.add(oid);
         }
       }
@@ -334,12 +341,20 @@ export class DirectoryQuarantine extends QuarantineBase {
 
   /** Removes the quarantine directory and whatever is left in it. */
   async #remove(): Promise<void> {
+    await this.#removeTree(this.#dir, 4);
+  }
+
+  /** Files first, then directories (a name that is no file), up to `depth` levels down. */
+  async #removeTree(path: string, depth: number): Promise<void> {
     const { fs } = this.#host;
-    for (const sub of await this.#list(this.#dir)) {
-      const path = `${this.#dir}/${sub}`;
-      for (const name of await this.#list(path)) await fs.unlink(`${path}/${name}`).catch(() => undefined);
-      await fs.rmdir?.(path).catch(() => undefined);
+    for (const name of await this.#list(path)) {
+      const child = `${path}/${name}`;
+      const removed = await fs.unlink(child).then(
+        () => true,
+        () => false,
+      );
+      if (!removed && depth > 0) await this.#removeTree(child, depth - 1);
     }
-    await fs.rmdir?.(this.#dir).catch(() => undefined);
+    await fs.rmdir?.(path).catch(() => undefined);
   }
 }
