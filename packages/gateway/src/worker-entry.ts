@@ -19,6 +19,7 @@ if (parentPort === null) throw new Error('the gateway worker entry must run in a
 const bus = createBus({ id });
 const hosted = host(bus, nodeRepositories(root), {
   control: false,
+  receivePack: { fsckObjects: true },
   onError: (error, context) => {
     // the client was told (a status, ERR, side-band 3); logging its mistakes would let it fill the log
     if (isClientError(error, context.service)) return;

@@ -177,6 +177,7 @@ export function host(
       } else {
         const result = await serveReceivePack(repo as Repository, conn, { ...options.receivePack });
         if (result.unpackError !== undefined) report(result.unpackError, context);
+        for (const error of result.errors ?? []) report(error, context);
         published(request.repository, result.updated);
       }
     } catch (error) {

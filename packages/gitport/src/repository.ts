@@ -65,6 +65,9 @@ export function packFs(fs: GitFs): ConstructorParameters<typeof FsObjectStore>[0
     unlink: async (path) => {
       await raw.unlink(path);
     },
+    rmdir: async (path) => {
+      await raw.rmdir(path);
+    },
     ...(raw.open
       ? {
           open: async (path: string, flags: string) => {

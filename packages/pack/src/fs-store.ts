@@ -9,7 +9,8 @@
  * read at offsets; otherwise a pack is read whole once. New packs are written `.pack` first,
  * then `.idx`, each through a temporary file and a rename, as git does; loose objects likewise.
  * An incoming pack (`beginPack`, used by `importPack`) is written to `objects/pack/tmp_pack_*`
- * as it arrives and renamed into place once verified.
+ * as it arrives and renamed into place once verified. A push's objects go to a quarantine,
+ * `objects/tmp_objdir-incoming-*` (`beginQuarantine`, see quarantine.ts), until it is accepted.
  */
 import { deflate, inflateAll, inflateOne } from '#zlib';
 import { applyDelta } from './delta.js';
@@ -29,7 +30,8 @@ import {
   type ObjectType,
   objectHeader,
 } from './object.js';
-import type { ObjectStore, PackFile, PackSpool, RawEntry, StoredPack } from './store.js';
+import { DirectoryQuarantine } from './quarantine.js';
+import type { ObjectStore, PackFile, PackSpool, Quarantine, RawEntry, StoredPack } from './store.js';
 
 export interface FileHandleLike {
   read(buffer: Uint8Array, offset: number, length: number, position: number): Promise<{ bytesRead: number } | number>;
@@ -52,6 +54,8 @@ export interface FsPromises {
   stat(path: string): Promise<{ size: number }>;
   rename(from: string, to: string): Promise<void>;
   unlink(path: string): Promise<void>;
+  /** Optional: removes an empty directory (an emptied quarantine's); without it, one stays behind. */
+  rmdir?(path: string): Promise<void>;
   /** Optional positional reads (Node's `open` + FileHandle.read). */
   open?(path: string, flags: string): Promise<FileHandleLike>;
 }
@@ -176,6 +180,33 @@ export class FsObjectStore implements ObjectStore {
 
   get #objects(): string {
     return `${this.gitDir}/objects`;
+  }
+
+  /** A quarantine in `objects/tmp_objdir-incoming-*` (see quarantine.ts). */
+  async beginQuarantine(): Promise<Quarantine> {
+    const fs = this.#fs;
+    return DirectoryQuarantine.create({
+      fs,
+      objectsDir: this.#objects,
+      store: this,
+      open: (dir) => new FsObjectStore(fs, dir),
+      hasPack: async (name) => {
+        await this.refresh();
+        return this.#packNames.has(name);
+      },
+      refresh: () => this.refresh(),
+      forgetPack: async (name) => {
+        const i = this.#packs.findIndex((p) => p.name === name);
+        if (i < 0) return;
+        const [pack] = this.#packs.splice(i, 1);
+        this.#packNames.delete(name);
+        if (pack?.loading) this.#wholeBytes -= pack.size;
+        for (const key of [...this.#pages.keys()]) if (key.startsWith(`${name}:`)) this.#pages.delete(key);
+        this.#cache.clear();
+        this.#cacheBytes = 0;
+        await pack?.handle?.close().catch(() => undefined);
+      },
+    });
   }
 
   #loosePath(oid: ObjectId): string {

@@ -24,10 +24,19 @@ export { type ImportOptions, type ImportResult, importPack } from './pack-import
 export { DEFAULT_LIMITS, type PackEntry, type PackLimits, PackReader, type PackReaderOptions } from './pack-reader.js';
 export { type CreatePackOptions, createPack, packObjects } from './pack-writer.js';
 export {
+  DirectoryQuarantine,
+  type DirectoryQuarantineHost,
+  OverlayQuarantine,
+  openQuarantine,
+  type QuarantineFs,
+} from './quarantine.js';
+export {
   MemoryObjectStore,
+  type Migration,
   type ObjectStore,
   type PackFile,
   type PackSpool,
+  type Quarantine,
   type RawEntry,
   type StoredPack,
 } from './store.js';

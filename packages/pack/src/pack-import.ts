@@ -49,6 +49,10 @@ export interface ImportResult {
   hash: string;
   /** Every object of the pack (and appended thin bases), in pack order. */
   objects: ObjectId[];
+  /** The type of each of `objects`. */
+  types: ObjectType[];
+  /** How many of `objects`, at the end, are thin-pack bases taken from the store. */
+  thinBases: number;
 }
 
 interface Slot {
@@ -534,7 +538,7 @@ async function importWith(
     else for (const o of collected) await store.write(o.type, o.data);
   }
   options.onProgress?.({ objects: slots.length, total: slots.length, phase: 'resolving' });
-  return { hash, objects };
+  return { hash, objects, types: slots.map((s) => s.type!), thinBases: appended.length };
 }
 
 /**

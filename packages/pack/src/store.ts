@@ -53,6 +53,39 @@ export interface ObjectStore {
    * server sends on a clone of a freshly repacked repository.
    */
   findPack?(oids: readonly ObjectId[]): Promise<StoredPack | undefined>;
+  /**
+   * A quarantine for incoming objects (see quarantine.ts); stores without one get an overlay in
+   * memory from `openQuarantine`.
+   */
+  beginQuarantine?(): Promise<Quarantine>;
+  /** Takes objects out again (a migrated quarantine's, see `Migration.revert`). */
+  remove?(oids: readonly ObjectId[]): Promise<void>;
+}
+
+/**
+ * An object store in front of another whose new objects are kept apart until `migrate`, as git's
+ * receive-pack quarantines a push (see quarantine.ts).
+ */
+export interface Quarantine extends ObjectStore {
+  /** Objects written into the quarantine (not those read through from the store). */
+  readonly incoming: ReadonlySet<ObjectId>;
+  /** Moves the quarantined objects into the store; the quarantine is then closed. */
+  migrate(): Promise<Migration>;
+  /** Removes the quarantine and everything in it (nothing once migrated or discarded). */
+  discard(): Promise<void>;
+}
+
+/** What a quarantine's migration added to the store. */
+export interface Migration {
+  /** The objects that were not in the store before. */
+  readonly added: ReadonlySet<ObjectId>;
+  /**
+   * Takes the migrated objects out of the store again (packs that were already there stay), for
+   * a push whose every ref was refused after migration; resolves whether it did. They stay when
+   * the store cannot remove objects, or while another quarantine of the store is open (a push
+   * still in its checks may lean on them).
+   */
+  revert(): Promise<boolean>;
 }
 
 /**
@@ -130,6 +163,10 @@ export class MemoryObjectStore implements ObjectStore {
       const own = o.data.byteOffset === 0 && o.data.byteLength === o.data.buffer.byteLength;
       if (!this.#objects.has(o.oid)) this.#objects.set(o.oid, { type: o.type, data: own ? o.data : o.data.slice() });
     }
+  }
+
+  async remove(oids: readonly ObjectId[]): Promise<void> {
+    for (const oid of oids) this.#objects.delete(oid);
   }
 
   keys(): IterableIterator<ObjectId> {

@@ -50,6 +50,13 @@ export {
 } from './http.js';
 export { Negotiator } from './negotiator.js';
 export {
+  checkObject,
+  type LinkType,
+  type ObjectCheckOptions,
+  type ObjectLink,
+  type ObjectVerdict,
+} from './object-check.js';
+export {
   type PushOptions,
   type PushRefStatus,
   type PushResult,

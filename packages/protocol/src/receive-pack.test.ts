@@ -1,10 +1,14 @@
+import { createHash } from 'node:crypto';
+import { deflateSync } from 'node:zlib';
+import { createDelta, MemoryObjectStore, type ObjectType } from '@gitport/pack';
 import { encodeText, FLUSH, PacketReader } from '@gitport/pktline';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { connectionPair } from './channel.js';
-import { concatBytes } from './connection.js';
+import { concatBytes, type Repository } from './connection.js';
 import { push } from './push-client.js';
-import { serveReceivePack } from './receive-pack.js';
-import { ZERO_OID } from './ref-store.js';
+import { type ReceivePackOptions, type ReceivePackResult, serveReceivePack } from './receive-pack.js';
+import { type RefUpdateResult, ZERO_OID } from './ref-store.js';
 import { chain, commit, emptyRepo, packOf, readAll, type TestRepo, text } from './test-repo.js';
 
 /** A server repository with main at c2, and a client that has c0..c4 (c3, c4 new). */
@@ -26,16 +30,10 @@ async function setup(): Promise<{ server: TestRepo; client: TestRepo; base: stri
 const line = (s: string) => encodeText(`${s}\n`);
 
 /** Sends a raw request (commands, flush, optional pack) and returns the raw response. */
-async function raw(
-  server: TestRepo,
-  request: Uint8Array,
-  options: { end?: boolean; allowNonFastForward?: boolean } = {},
-) {
+async function raw(server: Repository, request: Uint8Array, options: ReceivePackOptions & { end?: boolean } = {}) {
   const [client, host] = connectionPair();
-  const served = serveReceivePack(server, host, {
-    advertise: false,
-    ...(options.allowNonFastForward === false ? { allowNonFastForward: false } : {}),
-  });
+  const { end: _end, ...serverOptions } = options;
+  const served = serveReceivePack(server, host, { advertise: false, ...serverOptions });
   const response = readAll(client);
   await client.write(request);
   if (options.end !== false) await client.end();
@@ -272,3 +270,570 @@ async function treeAndBlobs(repo: TestRepo, commits: readonly string[]): Promise
   }
   return out;
 }
+
+const enc = (s: string) => new TextEncoder().encode(s);
+const hexBytes = (oid: string) => Uint8Array.from(oid.match(/../g)!.map((h) => Number.parseInt(h, 16)));
+
+/** Tree bytes from `[mode, name, oid]` entries, in the order given. */
+function treeOf(entries: readonly [string, string, string][]): Uint8Array {
+  return concatBytes(entries.flatMap(([mode, name, oid]) => [enc(`${mode} ${name}\0`), hexBytes(oid)]));
+}
+
+function commitText(tree: string, parents: readonly string[], message: string): Uint8Array {
+  return enc(
+    `tree ${tree}\n${parents.map((p) => `parent ${p}\n`).join('')}author t <t@x> 1700000000 +0000\ncommitter t <t@x> 1700000000 +0000\n\n${message}\n`,
+  );
+}
+
+function request(commands: readonly string[], pack?: Uint8Array, caps = 'report-status'): Uint8Array {
+  return concatBytes([
+    encodeText(`${commands[0]}\0${caps}\n`),
+    ...commands.slice(1).map((c) => line(c)),
+    FLUSH,
+    ...(pack ? [pack] : []),
+  ]);
+}
+
+describe('receive-pack: a refused push leaves nothing behind', () => {
+  it('a tree kept from a refused push does not let a later push point a branch at it unsent', async () => {
+    const { server, client, base } = await setup();
+    // push A brings a commit, its tree and blob; a hook refuses it
+    const blob = await client.objects.write('blob', enc('kept from a refused push\n'));
+    const tree = await client.objects.write('tree', treeOf([['100644', 'secret.txt', blob]]));
+    const a = await client.objects.write('commit', commitText(tree, [base[2]!], 'A'));
+    const first = await raw(
+      server,
+      request([`${base[2]} ${a} refs/heads/main`], await packOf(client.objects, [a, tree, blob])),
+      {
+        hooks: { preReceive: async () => 'not now' },
+      },
+    );
+    expect(await reportOf(first.response)).toEqual([
+      'unpack ok',
+      'ng refs/heads/main pre-receive hook declined: not now',
+      'flush',
+    ]);
+    for (const oid of [a, tree, blob]) expect(await server.objects.has(oid)).toBe(false);
+    // push B reuses A's tree without sending it
+    const b = await client.objects.write('commit', commitText(tree, [base[2]!], 'B'));
+    const second = await raw(server, request([`${base[2]} ${b} refs/heads/main`], await packOf(client.objects, [b])));
+    expect(await reportOf(second.response)).toEqual([
+      'unpack ok',
+      'ng refs/heads/main missing necessary objects',
+      'flush',
+    ]);
+    expect(await server.refs.resolve('refs/heads/main')).toBe(base[2]);
+    expect(await server.objects.has(b)).toBe(false);
+  });
+
+  it('an existing tree is walked, not trusted: its missing blob refuses the push', async () => {
+    const { server, client, base } = await setup();
+    const blob = await client.objects.write('blob', enc('never sent\n'));
+    const tree = await client.objects.write('tree', treeOf([['100644', 'lost.txt', blob]]));
+    // the tree got into the store somehow (another writer), its blob did not
+    await server.objects.writeHashed([{ oid: tree, type: 'tree', data: (await client.objects.read(tree))!.data }]);
+    const c = await client.objects.write('commit', commitText(tree, [base[2]!], 'C'));
+    const { response } = await raw(
+      server,
+      request([`${base[2]} ${c} refs/heads/main`], await packOf(client.objects, [c])),
+    );
+    expect(await reportOf(response)).toEqual(['unpack ok', 'ng refs/heads/main missing necessary objects', 'flush']);
+  });
+
+  it('the ref transaction refusing every ref takes the migrated objects out again', async () => {
+    const { server, client, base, ahead } = await setup();
+    const pack = await packOf(client.objects, [...ahead, ...(await treeAndBlobs(client, ahead))]);
+    const refusing: Repository = {
+      objects: server.objects,
+      refs: {
+        ...server.refs,
+        list: (prefix) => server.refs.list(prefix),
+        read: (name) => server.refs.read(name),
+        resolve: (name) => server.refs.resolve(name),
+        setSymbolic: (name, target) => server.refs.setSymbolic(name, target),
+        update: async (updates) =>
+          updates.map((u) => ({ name: u.name, status: 'rejected', reason: 'symbolic', message: 'is locked' }) as const),
+      },
+    };
+    const { response } = await raw(refusing, request([`${base[2]} ${ahead[1]} refs/heads/main`], pack));
+    expect(await reportOf(response)).toEqual([
+      'unpack ok',
+      'ng refs/heads/main failed to update ref: is locked',
+      'flush',
+    ]);
+    for (const oid of ahead) expect(await server.objects.has(oid)).toBe(false);
+    // another writer moved a ref meanwhile: it may lean on them, they stay
+    const racing = patched(server, {
+      update: async (updates) => {
+        await server.refs.update([{ name: 'refs/heads/other-writer', old: null, new: base[0]! }]);
+        return updates.map(
+          (u) => ({ name: u.name, status: 'rejected', reason: 'symbolic', message: 'is locked' }) as const,
+        );
+      },
+    });
+    const raced = await raw(racing, request([`${base[2]} ${ahead[1]} refs/heads/main`], pack));
+    expect(await reportOf(raced.response)).toEqual([
+      'unpack ok',
+      'ng refs/heads/main failed to update ref: is locked',
+      'flush',
+    ]);
+    for (const oid of ahead) expect(await server.objects.has(oid)).toBe(true);
+    await server.objects.remove(ahead);
+    // accepted, they stay
+    const ok = await raw(server, request([`${base[2]} ${ahead[1]} refs/heads/main`], pack));
+    expect(await reportOf(ok.response)).toEqual(['unpack ok', 'ok refs/heads/main', 'flush']);
+    for (const oid of ahead) expect(await server.objects.has(oid)).toBe(true);
+  });
+});
+
+/** `server` with some of its ref store's or object store's methods replaced. */
+function patched(
+  server: TestRepo,
+  refs: Partial<Repository['refs']>,
+  objects: Partial<Repository['objects']> = {},
+): Repository {
+  const r = server.refs;
+  const o = server.objects;
+  return {
+    refs: {
+      list: (prefix) => r.list(prefix),
+      read: (name) => r.read(name),
+      resolve: (name) => r.resolve(name),
+      setSymbolic: (name, target) => r.setSymbolic(name, target),
+      update: (updates, options) => r.update(updates, options),
+      ...refs,
+    },
+    objects: {
+      has: (oid) => o.has(oid),
+      read: (oid) => o.read(oid),
+      write: (type, data) => o.write(type, data),
+      writeHashed: (objects) => o.writeHashed(objects),
+      ...objects,
+    },
+  };
+}
+
+const fsError = (code: string) => Object.assign(new Error(`${code}: /srv/secret/path`), { code });
+
+describe('receive-pack: every failure gets a report', () => {
+  it('a malformed commit or tag: ng for its ref, not an empty response', async () => {
+    const { server, client, base } = await setup();
+    const noTree = await client.objects.write('commit', enc(`parent ${base[2]}\nauthor t <t@x> 1 +0000\n\nx\n`));
+    const badTag = await client.objects.write('tag', enc(`object ${base[2]}\ntype commot\ntag v\n\nx\n`));
+    const { result, response } = await raw(
+      server,
+      request(
+        [
+          `${ZERO_OID} ${noTree} refs/heads/broken`,
+          `${ZERO_OID} ${badTag} refs/tags/broken`,
+          `${ZERO_OID} ${base[1]} refs/heads/fine`,
+        ],
+        await packOf(client.objects, [noTree, badTag]),
+      ),
+    );
+    expect(await reportOf(response)).toEqual([
+      'unpack ok',
+      `ng refs/heads/broken invalid object ${noTree}: missingTree: invalid format - expected "tree" line`,
+      `ng refs/tags/broken invalid object ${badTag}: badType: invalid "type" value`,
+      'ok refs/heads/fine',
+      'flush',
+    ]);
+    expect((result as ReceivePackResult).updated.map((c) => c.name)).toEqual(['refs/heads/fine']);
+  });
+
+  it('duplicate ref names in one push: neither is applied', async () => {
+    const { server, base } = await setup();
+    const { response } = await raw(
+      server,
+      request(
+        [`${ZERO_OID} ${base[0]} refs/heads/twice`, `${ZERO_OID} ${base[1]} refs/heads/twice`],
+        await packOf(new MemoryObjectStore(), []),
+      ),
+    );
+    expect(await reportOf(response)).toEqual([
+      'unpack ok',
+      'ng refs/heads/twice duplicate ref',
+      'ng refs/heads/twice duplicate ref',
+      'flush',
+    ]);
+    expect(await server.refs.read('refs/heads/twice')).toEqual({ kind: 'missing' });
+  });
+
+  it('a ref store that throws (a 5,000-character name): ng for that ref, the others go on', async () => {
+    const { server, base } = await setup();
+    const long = `refs/heads/${'x'.repeat(5000)}`;
+    const throwing = patched(server, {
+      read: async (name) => {
+        if (name.length > 255) throw fsError('ENAMETOOLONG');
+        return server.refs.read(name);
+      },
+    });
+    const { result, response } = await raw(
+      throwing,
+      request(
+        [`${ZERO_OID} ${base[1]} ${long}`, `${ZERO_OID} ${base[1]} refs/heads/short`],
+        await packOf(new MemoryObjectStore(), []),
+      ),
+    );
+    const report = await reportOf(response);
+    expect(report).toEqual([
+      'unpack ok',
+      `ng ${long} failed to lock: internal error (ENAMETOOLONG)`,
+      'ok refs/heads/short',
+      'flush',
+    ]);
+    expect(report.join('\n')).not.toContain('/srv/secret');
+    expect((result as ReceivePackResult).errors).toEqual([expect.objectContaining({ code: 'ENAMETOOLONG' })]);
+  });
+
+  it('the ref transaction throwing: ng for every ref it had; a hook throwing: ng for its ref', async () => {
+    const { server, base } = await setup();
+    const empty = await packOf(new MemoryObjectStore(), []);
+    const broken = patched(server, {
+      update: async () => {
+        throw fsError('EIO');
+      },
+    });
+    const tx = await raw(
+      broken,
+      request([`${ZERO_OID} ${base[0]} refs/heads/a`, `${ZERO_OID} ${base[1]} refs/heads/b`], empty),
+    );
+    expect(await reportOf(tx.response)).toEqual([
+      'unpack ok',
+      'ng refs/heads/a failed to update ref: internal error (EIO)',
+      'ng refs/heads/b failed to update ref: internal error (EIO)',
+      'flush',
+    ]);
+    const hooked = await raw(
+      server,
+      request([`${ZERO_OID} ${base[0]} refs/heads/a`, `${ZERO_OID} ${base[1]} refs/heads/b`], empty),
+      {
+        hooks: {
+          update: async (c) => {
+            if (c.name === 'refs/heads/a') throw new Error('hook crashed');
+          },
+        },
+      },
+    );
+    expect(await reportOf(hooked.response)).toEqual([
+      'unpack ok',
+      'ng refs/heads/a hook declined: internal error',
+      'ok refs/heads/b',
+      'flush',
+    ]);
+    const pre = await raw(server, request([`${ZERO_OID} ${base[0]} refs/heads/c`], empty), {
+      hooks: { preReceive: async () => Promise.reject(fsError('EACCES')) },
+    });
+    expect(await reportOf(pre.response)).toEqual([
+      'unpack ok',
+      'ng refs/heads/c pre-receive hook declined: internal error (EACCES)',
+      'flush',
+    ]);
+  });
+
+  it('an error in the connectivity walk: ng for the refs it concerns', async () => {
+    const { server, client, base, ahead } = await setup();
+    const pack = await packOf(client.objects, [...ahead, ...(await treeAndBlobs(client, ahead))]);
+    const failing = patched(
+      server,
+      {},
+      {
+        read: async (oid) => {
+          if (oid === base[2]) throw fsError('EIO');
+          return server.objects.read(oid);
+        },
+      },
+    );
+    const { response } = await raw(failing, request([`${base[2]} ${ahead[1]} refs/heads/main`], pack));
+    expect(await reportOf(response)).toEqual([
+      'unpack ok',
+      'ng refs/heads/main missing necessary objects: internal error (EIO)',
+      'flush',
+    ]);
+    expect(await server.refs.resolve('refs/heads/main')).toBe(base[2]);
+  });
+
+  it('atomic: one ref refused by the transaction, every ref reported failed', async () => {
+    const { server, base } = await setup();
+    const partial = patched(server, {
+      update: async (updates) =>
+        updates.map(
+          (u): RefUpdateResult =>
+            u.name === 'refs/heads/b'
+              ? { name: u.name, status: 'rejected', reason: 'symbolic', message: 'locked' }
+              : { name: u.name, status: 'ok', old: u.old ?? null, new: u.new },
+        ),
+    });
+    const { response } = await raw(
+      partial,
+      request(
+        [`${ZERO_OID} ${base[0]} refs/heads/a`, `${ZERO_OID} ${base[1]} refs/heads/b`],
+        await packOf(new MemoryObjectStore(), []),
+        'report-status atomic',
+      ),
+    );
+    expect(await reportOf(response)).toEqual([
+      'unpack ok',
+      'ng refs/heads/a atomic push failure',
+      'ng refs/heads/b failed to update ref: locked',
+      'flush',
+    ]);
+  });
+});
+
+describe('receive-pack: object checks', () => {
+  it('a branch must point at a commit; a commit at a tree; a tag must name what it says', async () => {
+    const { server, client, base } = await setup();
+    const blob = await client.objects.write('blob', enc('just a blob\n'));
+    const treeIsBlob = await client.objects.write('commit', commitText(blob, [base[2]!], 'tree is a blob'));
+    const liar = await client.objects.write(
+      'tag',
+      enc(`object ${blob}\ntype commit\ntag liar\ntagger t <t@x> 1 +0000\n\nx\n`),
+    );
+    const { response } = await raw(
+      server,
+      request(
+        [
+          `${ZERO_OID} ${blob} refs/heads/blob`,
+          `${ZERO_OID} ${treeIsBlob} refs/heads/tree-is-blob`,
+          `${ZERO_OID} ${liar} refs/tags/liar`,
+          `${ZERO_OID} ${blob} refs/tags/blob`,
+        ],
+        await packOf(client.objects, [blob, treeIsBlob, liar]),
+      ),
+    );
+    expect(await reportOf(response)).toEqual([
+      'unpack ok',
+      `ng refs/heads/blob failed to update ref: trying to write non-commit object ${blob} to branch`,
+      `ng refs/heads/tree-is-blob invalid object ${blob}: typeMismatch: object ${blob} is a blob, not a tree`,
+      `ng refs/tags/liar invalid object ${blob}: typeMismatch: object ${blob} is a blob, not a commit`,
+      'ok refs/tags/blob',
+      'flush',
+    ]);
+  });
+
+  const hostile: [string, [string, string][]][] = [
+    ['hasDotgit', [['100644', '.git']]],
+    ['hasDotgit', [['40000', '.GIT']]],
+    ['hasDotgit', [['100644', 'GIT~1']]],
+    ['hasDotgit', [['100644', '.git. ']]],
+    ['hasDotgit', [['100644', '.g\u200cit']]],
+    ['hasDotdot', [['40000', '..']]],
+    ['hasDot', [['40000', '.']]],
+    ['fullPathname', [['100644', 'a/b']]],
+    ['badFilemode', [['100600', 'a']]],
+    ['zeroPaddedFilemode', [['040000', 'a']]],
+    [
+      'duplicateEntries',
+      [
+        ['100644', 'a'],
+        ['100644', 'a'],
+      ],
+    ],
+    [
+      'duplicateEntries',
+      [
+        ['100644', 'a'],
+        ['40000', 'a'],
+      ],
+    ],
+    [
+      'treeNotSorted',
+      [
+        ['100644', 'b'],
+        ['100644', 'a'],
+      ],
+    ],
+    [
+      'treeNotSorted',
+      [
+        ['40000', 'a'],
+        ['100644', 'a.c'],
+      ],
+    ],
+  ];
+  it.each(hostile)("fsckObjects refuses a tree with %s (%j), and git's default lets .git pass", async (id, entries) => {
+    const { server, client, base } = await setup();
+    const blob = await client.objects.write('blob', enc('x\n'));
+    const sub = await client.objects.write('tree', treeOf([['100644', 'f', blob]]));
+    const tree = await client.objects.write(
+      'tree',
+      treeOf(entries.map(([mode, name]) => [mode, name, mode.endsWith('40000') ? sub : blob])),
+    );
+    const c = await client.objects.write('commit', commitText(tree, [base[2]!], 'hostile'));
+    const pack = await packOf(client.objects, [c, tree, sub, blob]);
+    const req = request([`${base[2]} ${c} refs/heads/main`, `${ZERO_OID} ${base[1]} refs/heads/other`], pack);
+    const strict = await raw(server, req, { fsckObjects: true });
+    const report = await reportOf(strict.response);
+    expect(report[0]).toMatch(new RegExp(`^unpack unpacker error: object ${tree}: ${id}: `));
+    expect(report.slice(1)).toEqual([
+      'ng refs/heads/main unpacker error',
+      'ng refs/heads/other unpacker error',
+      'flush',
+    ]);
+    expect(await server.refs.resolve('refs/heads/main')).toBe(base[2]);
+    expect(await server.objects.has(tree)).toBe(false);
+    if (id === 'hasDotgit' && entries[0]![1] === '.git') {
+      const lenient = await raw(server, req);
+      expect(await reportOf(lenient.response)).toEqual([
+        'unpack ok',
+        'ok refs/heads/main',
+        'ok refs/heads/other',
+        'flush',
+      ]);
+    }
+  });
+
+  it('fsckObjects refuses bad idents and NUL in headers, and accepts what git writes', async () => {
+    const { server, client, base } = await setup();
+    const tree = /^tree ([0-9a-f]{40})/.exec(text((await client.objects.read(base[2]!))!.data))![1]!;
+    const bad: [string, string][] = [
+      ['missingAuthor', `tree ${tree}\ncommitter t <t@x> 1 +0000\n\nx\n`],
+      ['badEmail', `tree ${tree}\nauthor t <t@x 1 +0000\ncommitter t <t@x> 1 +0000\n\nx\n`],
+      ['badTimezone', `tree ${tree}\nauthor t <t@x> 1 +00\ncommitter t <t@x> 1 +0000\n\nx\n`],
+      ['zeroPaddedDate', `tree ${tree}\nauthor t <t@x> 01 +0000\ncommitter t <t@x> 1 +0000\n\nx\n`],
+      ['missingSpaceBeforeEmail', `tree ${tree}\nauthor t<t@x> 1 +0000\ncommitter t <t@x> 1 +0000\n\nx\n`],
+      ['nulInHeader', `tree ${tree}\nauthor t <t@x> 1 +0000\ncommitter t <t@x>\0 1 +0000\n\nx\n`],
+    ];
+    for (const [id, body] of bad) {
+      const c = await client.objects.write('commit', enc(body));
+      const { response } = await raw(
+        server,
+        request([`${ZERO_OID} ${c} refs/heads/x`], await packOf(client.objects, [c])),
+        {
+          fsckObjects: true,
+        },
+      );
+      expect((await reportOf(response))[0], id).toMatch(new RegExp(`^unpack unpacker error: object ${c}: ${id}: `));
+    }
+    const good = await client.objects.write('commit', commitText(tree, [base[2]!], 'fine'));
+    const { response } = await raw(
+      server,
+      request([`${ZERO_OID} ${good} refs/heads/x`], await packOf(client.objects, [good])),
+      {
+        fsckObjects: true,
+      },
+    );
+    expect(await reportOf(response)).toEqual(['unpack ok', 'ok refs/heads/x', 'flush']);
+  });
+});
+
+describe('receive-pack: random objects (seeded fuzz)', () => {
+  it('any object pushed to a branch and a tag gets a report line per ref, never a crash', async () => {
+    const seed = 7_20261126;
+    console.log(`receive-pack fuzz seed ${seed}`);
+    const { server, client, base } = await setup();
+    const tree = /^tree ([0-9a-f]{40})/.exec(text((await client.objects.read(base[2]!))!.data))![1]!;
+    const valid = [
+      commitText(tree, [base[2]!], 'valid'),
+      enc(`object ${base[2]}\ntype commit\ntag t\ntagger t <t@x> 1 +0000\n\nx\n`),
+      (await client.objects.read(tree))!.data,
+    ];
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom<ObjectType>('commit', 'tree', 'tag', 'blob'),
+        fc.oneof(
+          fc.uint8Array({ maxLength: 200 }),
+          fc
+            .tuple(
+              fc.constantFrom(...valid),
+              fc.nat(300),
+              fc.array(fc.tuple(fc.nat(300), fc.nat(255)), { maxLength: 4 }),
+            )
+            .map(([bytes, cut, edits]) => {
+              const out = bytes.slice(0, cut % (bytes.length + 1));
+              for (const [at, value] of edits) if (out.length > 0) out[at % out.length] = value;
+              return out;
+            }),
+        ),
+        fc.boolean(),
+        async (type, data, fsckObjects) => {
+          const objects = new MemoryObjectStore();
+          const oid = await objects.write(type, data);
+          const { result, response } = await raw(
+            server,
+            request(
+              [`${ZERO_OID} ${oid} refs/heads/fuzz`, `${ZERO_OID} ${oid} refs/tags/fuzz`],
+              await packOf(objects, [oid]),
+            ),
+            { fsckObjects },
+          );
+          expect(result).toMatchObject({ unpack: expect.any(String) });
+          const lines = await reportOf(response);
+          expect(lines).toHaveLength(4);
+          expect(lines[0]).toMatch(/^unpack /);
+          expect(lines[1]).toMatch(/^(ok|ng) refs\/heads\/fuzz/);
+          expect(lines[2]).toMatch(/^(ok|ng) refs\/tags\/fuzz/);
+          // a branch only ever points at a commit
+          if (lines[1]!.startsWith('ok')) expect(type).toBe('commit');
+          await server.refs.update(
+            (await server.refs.list())
+              .filter((r) => r.name.endsWith('/fuzz'))
+              .map((r) => ({ name: r.name, old: r.oid, new: null })),
+          );
+        },
+      ),
+      { seed, numRuns: 300 },
+    );
+  });
+});
+
+/** A pack of whole objects and REF_DELTA entries, byte by byte (a thin pack when a base is not in it). */
+function handPack(entries: readonly ({ type: ObjectType; data: Uint8Array } | { base: string; delta: Uint8Array })[]) {
+  const codes = { commit: 1, tree: 2, blob: 3, tag: 4 } as const;
+  const header = (code: number, size: number) => {
+    const out = [(code << 4) | (size & 15)];
+    for (let rest = size >>> 4; rest > 0; rest >>>= 7) {
+      out[out.length - 1]! |= 0x80;
+      out.push(rest & 0x7f);
+    }
+    return Uint8Array.from(out);
+  };
+  const parts: Uint8Array[] = [enc('PACK'), Uint8Array.of(0, 0, 0, 2, 0, 0, 0, entries.length)];
+  for (const e of entries) {
+    if ('type' in e) parts.push(header(codes[e.type], e.data.length), deflateSync(e.data));
+    else parts.push(header(7, e.delta.length), hexBytes(e.base), deflateSync(e.delta));
+  }
+  const body = concatBytes(parts);
+  return concatBytes([body, createHash('sha1').update(body).digest()]);
+}
+
+describe('receive-pack: fsckObjects and thin packs', () => {
+  it('a thin base from the repository is not checked again (a legacy tree with a zero-padded mode)', async () => {
+    const { server, client, base } = await setup();
+    const blob = await client.objects.write('blob', enc('legacy\n'));
+    const sub = await client.objects.write('tree', treeOf([['100644', 'f', blob]]));
+    // written by an old tool: git's fsck calls the mode zeroPaddedFilemode
+    const legacy = await client.objects.write(
+      'tree',
+      treeOf([
+        ['100644', 'a', blob],
+        ['040000', 'd', sub],
+      ]),
+    );
+    const old = await client.objects.write('commit', commitText(legacy, [base[2]!], 'legacy'));
+    for (const oid of [blob, sub, legacy, old]) {
+      const o = (await client.objects.read(oid))!;
+      await server.objects.writeHashed([{ oid, type: o.type, data: o.data }]);
+    }
+    await server.refs.update([{ name: 'refs/heads/main', old: base[2]!, new: old }]);
+    // the new tree, as git writes it, sent as a delta against the legacy one
+    const added = await client.objects.write('blob', enc('new\n'));
+    const fresh = treeOf([
+      ['100644', 'a', blob],
+      ['100644', 'b', added],
+      ['40000', 'd', sub],
+    ]);
+    const freshId = await client.objects.write('tree', fresh);
+    const next = await client.objects.write('commit', commitText(freshId, [old], 'next'));
+    const delta = createDelta((await client.objects.read(legacy))!.data, fresh)!;
+    const pack = handPack([
+      { type: 'commit', data: (await client.objects.read(next))!.data },
+      { base: legacy, delta },
+      { type: 'blob', data: enc('new\n') },
+    ]);
+    const { response } = await raw(server, request([`${old} ${next} refs/heads/main`], pack), { fsckObjects: true });
+    expect(await reportOf(response)).toEqual(['unpack ok', 'ok refs/heads/main', 'flush']);
+    expect(await server.refs.resolve('refs/heads/main')).toBe(next);
+  });
+});
