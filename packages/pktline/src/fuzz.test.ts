@@ -64,7 +64,7 @@ const mutated = fc
     ),
   )
   .map(([base, edits]) => {
-    let bytes = base.slice();
+    let bytes: Uint8Array = base.slice();
     for (const edit of edits) {
       const at = bytes.length === 0 ? 0 : edit.at % (bytes.length + 1);
       if (edit.kind === 'set' || edit.kind === 'hex') {
