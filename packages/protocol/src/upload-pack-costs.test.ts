@@ -138,11 +138,12 @@ describe('haves', () => {
     await session.addWant(f.main.at(-1) as ObjectId);
     await session.validateWants();
     expect(await session.have(f.other.at(-1) as ObjectId)).toBe(true);
+    let answers = 0;
     for (let i = 0; i < 30_000; i++) {
-      expect(await session.have(unknown(i))).toBe(false);
       // main does not reach what the client has within the dates the check walks
-      expect(await session.okToGiveUp()).toBe(false);
+      if ((await session.have(unknown(i))) || (await session.okToGiveUp())) answers++;
     }
+    expect(answers).toBe(0);
     expect(session.reachSteps).toBeLessThanOrEqual(f.main.length + f.other.length + 1);
     // a have on main's history settles it
     expect(await session.have(f.main[10] as ObjectId)).toBe(true);
