@@ -209,6 +209,28 @@ describe('ls-refs ref-prefix', () => {
   });
 });
 
+describe('request size', () => {
+  it('past 16 MiB of ref-prefix values, ls-refs lists every ref (as past too many prefixes)', async () => {
+    const long = 'refs/nothing/'.padEnd(60_000, 'x');
+    const under = [line('command=ls-refs'), DELIM, ...Array.from({ length: 270 }, () => line(`ref-prefix ${long}`))];
+    const listed = async (parts: Uint8Array[]) => {
+      const { bytes, outcome } = await post(f.repo, concatBytes([...parts, FLUSH]), 2);
+      expect(outcome).toBeUndefined();
+      return (await reply(bytes)).lines.length - 1;
+    };
+    expect(await listed(under)).toBe(0);
+    expect(await listed([...under, ...Array.from({ length: 20 }, () => line(`ref-prefix ${long}`))])).toBe(25_003);
+  });
+
+  it('a v2 request with more than 1 MiB of capability lines is refused with a typed error', async () => {
+    const parts = [line('command=ls-refs')];
+    for (let i = 0; i < 20; i++) parts.push(line(`agent=${'x'.repeat(60_000)}`));
+    parts.push(DELIM, FLUSH);
+    const { outcome } = await post(f.repo, concatBytes(parts), 2);
+    expect(outcome).toMatchObject({ code: 'PROTOCOL_LIMIT' });
+  });
+});
+
 describe('deepen-not and shallow', () => {
   it('25,000 deepen-not refs: the refs are listed once and each name resolved once', async () => {
     const { refs, calls } = countingRefs(f.repo.refs);

@@ -641,10 +641,12 @@ export interface V2Request {
   args: string[];
 }
 
-/** Most capability lines a v2 request may carry (a client sends a handful). */
+/** Most capability lines a v2 request may carry (a client sends a handful), and their bytes. */
 const MAX_V2_CAPABILITIES = 1000;
-/** Most argument lines `readV2Request` gathers. */
+const MAX_V2_CAPABILITY_BYTES = 1 << 20;
+/** Most argument lines `readV2Request` gathers, and their bytes. */
 const MAX_V2_ARGS = 1_000_000;
+const MAX_V2_ARG_BYTES = 64 << 20;
 
 /**
  * The head of one v2 request (gitprotocol-v2(5) "Command Request"):
@@ -669,6 +671,7 @@ async function readV2Head(reader: PacketReader): Promise<V2Head | undefined> {
   const head = packetText(first);
   if (!head?.startsWith('command=')) throw new ProtocolError('PROTOCOL_BAD_LINE', 'expected command=<name>');
   const capabilities: string[] = [];
+  let bytes = 0;
   let hasArgs = false;
   for (;;) {
     const p = await requirePacket(reader, 'reading a v2 request');
@@ -679,8 +682,12 @@ async function readV2Head(reader: PacketReader): Promise<V2Head | undefined> {
     }
     const text = packetText(p);
     if (text === undefined) throw new ProtocolError('PROTOCOL_UNEXPECTED', `unexpected ${p.kind} in a v2 request`);
-    if (capabilities.length >= MAX_V2_CAPABILITIES) {
-      throw new ProtocolError('PROTOCOL_LIMIT', `more than ${MAX_V2_CAPABILITIES} capability lines in a v2 request`);
+    bytes += text.length;
+    if (capabilities.length >= MAX_V2_CAPABILITIES || bytes > MAX_V2_CAPABILITY_BYTES) {
+      throw new ProtocolError(
+        'PROTOCOL_LIMIT',
+        `more than ${MAX_V2_CAPABILITIES} capability lines or ${MAX_V2_CAPABILITY_BYTES} bytes of them in a v2 request`,
+      );
     }
     capabilities.push(text);
   }
@@ -700,14 +707,22 @@ async function* v2Args(reader: PacketReader): AsyncGenerator<string> {
   }
 }
 
-/** Reads one whole v2 request (at most 1,000 capability and 1,000,000 argument lines). */
+/**
+ * Reads one whole v2 request: at most 1,000 capability lines (1 MiB) and 1,000,000 argument
+ * lines (64 MiB).
+ */
 export async function readV2Request(reader: PacketReader): Promise<V2Request | undefined> {
   const head = await readV2Head(reader);
   if (!head) return undefined;
   const args: string[] = [];
+  let bytes = 0;
   for await (const arg of head.args) {
-    if (args.length >= MAX_V2_ARGS) {
-      throw new ProtocolError('PROTOCOL_LIMIT', `more than ${MAX_V2_ARGS} arguments in a v2 request`);
+    bytes += arg.length;
+    if (args.length >= MAX_V2_ARGS || bytes > MAX_V2_ARG_BYTES) {
+      throw new ProtocolError(
+        'PROTOCOL_LIMIT',
+        `more than ${MAX_V2_ARGS} arguments or ${MAX_V2_ARG_BYTES} bytes of them in a v2 request`,
+      );
     }
     args.push(arg);
   }
@@ -738,12 +753,16 @@ async function serveV2(repo: Repository, conn: Connection, options: UploadPackOp
   }
 }
 
+/** Past this many bytes of `ref-prefix` values, ls-refs lists every ref. */
+const MAX_PREFIX_BYTES = 16 << 20;
+
 /** Marks an error raised after the v2 packfile section started (already reported on band 3). */
 const PACK_STARTED = 'PROTOCOL_PACK_STARTED';
 
 /**
  * Answers one ls-refs; resolves to every ref it read (whatever the prefixes). Past git's limit on
- * `ref-prefix` lines the prefixes are dropped and every ref is listed, as git does.
+ * `ref-prefix` lines the prefixes are dropped and every ref is listed, as git does; so they are
+ * past a total of 16 MiB of prefixes (git holds them all; listing more than asked is allowed).
  */
 async function lsRefs(repo: Repository, conn: Connection, args: AsyncIterable<string>): Promise<readonly Ref[]> {
   let symrefs = false;
@@ -751,15 +770,21 @@ async function lsRefs(repo: Repository, conn: Connection, args: AsyncIterable<st
   let unborn = false;
   const prefixes: string[] = [];
   let prefixLines = 0;
+  let prefixBytes = 0;
   for await (const arg of args) {
     if (arg === 'symrefs') symrefs = true;
     else if (arg === 'peel') peel = true;
     else if (arg === 'unborn') unborn = true;
     else if (arg.startsWith('ref-prefix ')) {
-      if (prefixLines++ < TOO_MANY_PREFIXES) prefixes.push(arg.slice(11));
+      // once too many, the rest is only counted
+      if (prefixLines < TOO_MANY_PREFIXES) {
+        prefixBytes += arg.length - 11;
+        prefixLines = prefixBytes > MAX_PREFIX_BYTES ? TOO_MANY_PREFIXES : prefixLines + 1;
+        if (prefixLines < TOO_MANY_PREFIXES) prefixes.push(arg.slice(11));
+        else prefixes.length = 0;
+      }
     } else throw new ProtocolError('PROTOCOL_BAD_LINE', `ls-refs: unexpected argument ${JSON.stringify(arg)}`);
   }
-  if (prefixLines >= TOO_MANY_PREFIXES) prefixes.length = 0;
   const graph = new CommitGraph(repo.objects);
   const collected = await collectRefs(repo.refs, graph, {
     peel,
