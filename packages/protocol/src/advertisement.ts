@@ -34,6 +34,7 @@ import {
 import { Capabilities } from './capabilities.js';
 import type { CommitGraph } from './commit-graph.js';
 import { ProtocolError } from './errors.js';
+import { prefixMatcher } from './ref-prefixes.js';
 import { isObjectId, type Ref, type RefStore, ZERO_OID } from './ref-store.js';
 
 export interface AdvertisedRef {
@@ -102,7 +103,7 @@ export async function collectRefs(
   const out: AdvertisedRef[] = [];
   const symrefs = new Map<string, string>();
   let unbornHead: string | undefined;
-  const wanted = (name: string) => !options.prefixes || options.prefixes.some((p) => name.startsWith(p));
+  const wanted = prefixMatcher(options.prefixes ?? []);
   const [head, all] = await Promise.all([
     options.head !== false ? refs.read('HEAD') : undefined,
     options.listed ?? refs.list('refs/'),

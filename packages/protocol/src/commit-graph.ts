@@ -353,10 +353,11 @@ export async function computeShallow(
     }
     const since = request.since;
     const keep = (c: CommitNode) => !excluded.has(c.oid) && (since === undefined || c.time >= since);
+    const wanted = new Set(wants);
     await graph.walk(
       wants,
       (c) => {
-        if (!keep(c) && !wants.includes(c.oid)) return false;
+        if (!keep(c) && !wanted.has(c.oid)) return false;
         included.add(c.oid);
         return true;
       },
@@ -391,6 +392,10 @@ export class DateQueue {
       [heap[i], heap[parent]] = [heap[parent]!, heap[i]!];
       i = parent;
     }
+  }
+  /** The newest commit, left in the queue. */
+  peek(): CommitNode | undefined {
+    return this.#heap[0]?.c;
   }
   pop(): CommitNode | undefined {
     const heap = this.#heap;

@@ -39,12 +39,15 @@ import {
   encodeAdvertisementV0,
   encodeCapabilitiesV2,
   encodeLsRefs,
+  encodeTextLines,
 } from './advertisement.js';
 import { Capabilities, DEFAULT_AGENT, uploadPackCapabilities, v2Capabilities } from './capabilities.js';
 import { CommitGraph, computeShallow, type ShallowRequest } from './commit-graph.js';
+import { CommonReach } from './common-reach.js';
 import { type Connection, newReader, type Repository, requirePacket } from './connection.js';
 import { hasCode, ProtocolError, peerErrorMessage, throwIfAborted } from './errors.js';
 import { PACK_REUSE } from './pack-reuse.js';
+import { TOO_MANY_PREFIXES } from './ref-prefixes.js';
 import { isObjectId, type Ref } from './ref-store.js';
 
 export interface UploadPackLimits {
@@ -70,22 +73,33 @@ export interface UploadPackOptions {
   pack?: { deltas?: boolean; window?: number; depth?: number };
 }
 
-/** The state of one fetch negotiation on the server (shared by v0 and v2). */
-class UploadSession {
+/**
+ * The state of one fetch negotiation on the server (shared by v0 and v2). Every line of the
+ * request is taken as it arrives and costs a bounded amount of work and memory: wants, shallow
+ * commits and deepen-not refs must name objects of the repository (so their sets are bounded by
+ * it, as git's object flags bound its own), and the give-up check is kept up to date instead of
+ * walked again per have (see common-reach.ts). Exported for tests, not from the package.
+ */
+export class UploadSession {
   readonly graph: CommitGraph;
   readonly wants: ObjectId[] = [];
+  readonly #wantSet = new Set<ObjectId>();
   /** Wants peeled to commits (for the negotiation and shallow walks). */
   wantCommits: ObjectId[] = [];
+  /** The client's shallow commits that are commits here (git ignores the others). */
   readonly clientShallow = new Set<ObjectId>();
   deepen: ShallowRequest | undefined;
-  deepenNot: string[] = [];
+  /** `deepen-not` refs, resolved as they arrive. */
+  readonly deepenNot = new Set<ObjectId>();
+  /** `deepen-not` names already resolved (each names a ref, so they are bounded by the refs). */
+  readonly #deepenNotNames = new Set<string>();
+  #deepenNotSeen = false;
+  /** The direct refs by name, read once for `deepen-not` names. */
+  #refsByName: Map<string, ObjectId> | undefined;
   /** Haves that we have (the common objects, in the order received). */
   readonly common: ObjectId[] = [];
   readonly #commonSet = new Set<ObjectId>();
-  /** Commits the client has: its common haves and their parents (git's THEY_HAVE). */
-  readonly #theyHave = new Set<ObjectId>();
-  readonly #satisfied = new Set<ObjectId>();
-  #oldestHave = Number.POSITIVE_INFINITY;
+  readonly #reach: CommonReach;
   havesSeen = 0;
   newShallow = new Set<ObjectId>();
   unshallow = new Set<ObjectId>();
@@ -101,6 +115,12 @@ class UploadSession {
     readonly options: UploadPackOptions,
   ) {
     this.graph = new CommitGraph(repo.objects);
+    this.#reach = new CommonReach(this.graph, options.signal);
+  }
+
+  /** Commits the give-up check walked so far (a work counter for tests). */
+  get reachSteps(): number {
+    return this.#reach.expanded;
   }
 
   get signal(): AbortSignal | undefined {
@@ -115,19 +135,31 @@ class UploadSession {
     return this.refs;
   }
 
-  addWant(oid: string): void {
+  /** One `want`: a repeat costs nothing, an object we do not have is refused at once (as git does). */
+  async addWant(oid: string): Promise<void> {
     if (!isObjectId(oid)) throw new ProtocolError('PROTOCOL_BAD_LINE', `invalid want ${JSON.stringify(oid)}`);
+    if (this.#wantSet.has(oid)) return;
     const max = this.options.limits?.maxWants ?? 100_000;
     if (this.wants.length >= max) throw new ProtocolError('PROTOCOL_LIMIT', `more than ${max} wants`);
-    if (!this.wants.includes(oid)) this.wants.push(oid);
+    if (!(await this.repo.objects.has(oid))) throw notOurRef(oid);
+    this.#wantSet.add(oid);
+    this.wants.push(oid);
   }
 
-  addShallow(oid: string): void {
+  /**
+   * One `shallow` line. As in git's upload-pack (process_shallow), an object we do not have is
+   * ignored and one that is not a commit is refused.
+   */
+  async addShallow(oid: string): Promise<void> {
     if (!isObjectId(oid)) throw new ProtocolError('PROTOCOL_BAD_LINE', `invalid shallow ${JSON.stringify(oid)}`);
+    if (this.clientShallow.has(oid) || !(await this.repo.objects.has(oid))) return;
+    if (!(await this.graph.commit(oid))) {
+      throw new ProtocolError('PROTOCOL_BAD_LINE', `invalid shallow object ${oid}`);
+    }
     this.clientShallow.add(oid);
   }
 
-  setDeepen(line: string): boolean {
+  async setDeepen(line: string): Promise<boolean> {
     const d = (this.deepen ??= {});
     if (line.startsWith('deepen ')) {
       const n = Number(line.slice(7));
@@ -139,7 +171,7 @@ class UploadSession {
       if (!Number.isFinite(t)) throw new ProtocolError('PROTOCOL_BAD_LINE', `invalid ${line}`);
       d.since = t;
     } else if (line.startsWith('deepen-not ')) {
-      this.deepenNot.push(line.slice(11));
+      await this.#addDeepenNot(line.slice(11));
     } else if (line === 'deepen-relative') {
       d.relative = true;
     } else {
@@ -153,7 +185,6 @@ class UploadSession {
    * (allow-reachable-sha1-in-want; also what a stateless server needs when refs moved).
    */
   async validateWants(): Promise<void> {
-    for (const oid of this.wants) if (!(await this.repo.objects.has(oid))) throw notOurRef(oid);
     let refused = await this.#notReachable(await this.allRefs());
     if (refused !== undefined && this.listed !== undefined) {
       // not among what this connection listed: a ref may have moved on since; the refs as they
@@ -168,6 +199,7 @@ class UploadSession {
       const peeled = await this.graph.peel(oid);
       if (peeled?.type === 'commit') this.wantCommits.push(peeled.oid);
     }
+    this.#reach.setWants(this.wantCommits);
   }
 
   /** The first want that is neither a tip of `refs` nor reachable from one. */
@@ -184,25 +216,17 @@ class UploadSession {
   }
 
   get deepening(): boolean {
-    return this.deepen !== undefined || this.deepenNot.length > 0;
+    return this.deepen !== undefined || this.#deepenNotSeen;
   }
 
   /** Computes the shallow boundary; returns the `shallow`/`unshallow` lines to send. */
   async processShallow(): Promise<string[]> {
     if (!this.deepening) return [];
     const request: ShallowRequest = { ...this.deepen };
-    if (request.depth !== undefined && (request.since !== undefined || this.deepenNot.length > 0)) {
+    if (request.depth !== undefined && (request.since !== undefined || this.#deepenNotSeen)) {
       throw new ProtocolError('PROTOCOL_BAD_LINE', 'deepen and deepen-since (or deepen-not) cannot be used together');
     }
-    if (this.deepenNot.length > 0) {
-      const not: ObjectId[] = [];
-      for (const name of this.deepenNot) {
-        const oid = isObjectId(name) ? name : await this.resolveShortRef(name);
-        if (!oid) throw new ProtocolError('PROTOCOL_BAD_LINE', `git upload-pack: deepen-not is not a ref: ${name}`);
-        not.push(oid);
-      }
-      request.not = not;
-    }
+    if (this.deepenNot.size > 0) request.not = [...this.deepenNot];
     const { shallow, unshallow } = await computeShallow(
       this.graph,
       this.wantCommits,
@@ -218,10 +242,40 @@ class UploadSession {
     return lines;
   }
 
-  async resolveShortRef(name: string): Promise<ObjectId | undefined> {
+  /**
+   * One `deepen-not`: a ref name (as git's expand_ref tries it: as given, then under `refs/`,
+   * `refs/tags/`, `refs/heads/`), or an object id. A name is resolved once, names under `refs/`
+   * from one listing of the refs, so many lines cost one listing; an object we do not have is
+   * ignored.
+   */
+  async #addDeepenNot(name: string): Promise<void> {
+    // a deepen request even when nothing comes of it: the client expects the shallow section
+    this.#deepenNotSeen = true;
+    if (isObjectId(name)) {
+      if (await this.repo.objects.has(name)) this.deepenNot.add(name);
+      return;
+    }
+    if (this.#deepenNotNames.has(name)) return;
+    const oid = await this.#resolveShortRef(name);
+    if (!oid) throw new ProtocolError('PROTOCOL_BAD_LINE', `git upload-pack: deepen-not is not a ref: ${name}`);
+    this.#deepenNotNames.add(name);
+    this.deepenNot.add(oid);
+  }
+
+  async #resolveShortRef(name: string): Promise<ObjectId | undefined> {
     for (const candidate of [name, `refs/${name}`, `refs/tags/${name}`, `refs/heads/${name}`]) {
-      const oid = await this.repo.refs.resolve(candidate);
-      if (oid) return oid;
+      if (candidate.startsWith('refs/')) {
+        if (!this.#refsByName) {
+          const listing = this.listed ?? (await this.repo.refs.list('refs/'));
+          this.#refsByName = new Map(listing.map((r) => [r.name, r.oid]));
+        }
+        const oid = this.#refsByName.get(candidate);
+        if (oid) return oid;
+      } else {
+        // HEAD and other refs outside refs/ (symbolic ones included)
+        const oid = await this.repo.refs.resolve(candidate);
+        if (oid) return oid;
+      }
     }
     return undefined;
   }
@@ -236,38 +290,14 @@ class UploadSession {
       this.#commonSet.add(oid);
       this.common.push(oid);
       const c = await this.graph.commit(oid);
-      if (c) {
-        this.#theyHave.add(oid);
-        for (const p of c.parents) this.#theyHave.add(p);
-        if (c.time < this.#oldestHave) this.#oldestHave = c.time;
-      }
+      if (c) this.#reach.addCommon(c);
     }
     return true;
   }
 
   /** git's ok_to_give_up: every want reaches a commit the client has. */
-  async okToGiveUp(): Promise<boolean> {
-    if (this.common.length === 0) return false;
-    for (const want of this.wantCommits) {
-      if (this.#satisfied.has(want)) continue;
-      let reached = false;
-      const oldest = this.#oldestHave;
-      await this.graph.walk(
-        [want],
-        (c) => {
-          if (reached) return false;
-          if (this.#theyHave.has(c.oid)) {
-            reached = true;
-            return false;
-          }
-          return c.time >= oldest;
-        },
-        { signal: this.signal },
-      );
-      if (!reached) return false;
-      this.#satisfied.add(want);
-    }
-    return true;
+  okToGiveUp(): Promise<boolean> {
+    return this.#reach.reachesAll();
   }
 
   /** Streams the pack to `conn` (side-banded when `features.sideband` is set). */
@@ -277,16 +307,21 @@ class UploadSession {
   ): Promise<void> {
     const write = (bytes: Uint8Array) => conn.write(bytes);
     const wants = [...this.wants];
+    const wanted = new Set(wants);
     const shallowBoundary = new Set<ObjectId>([...this.newShallow, ...this.clientShallow]);
     for (const oid of this.unshallow) {
       // the client gets the parents of commits that stop being shallow: walk them as wants
       const c = await this.graph.commit(oid);
-      for (const p of c?.parents ?? []) if (!wants.includes(p)) wants.push(p);
+      for (const p of c?.parents ?? []) {
+        if (wanted.has(p)) continue;
+        wanted.add(p);
+        wants.push(p);
+      }
     }
     const tags: ObjectId[] = [];
     if (features.includeTag) {
       for (const ref of await this.allRefs()) {
-        if (ref.name.startsWith('refs/tags/') && ref.peeled && !wants.includes(ref.oid)) tags.push(ref.oid);
+        if (ref.name.startsWith('refs/tags/') && ref.peeled && !wanted.has(ref.oid)) tags.push(ref.oid);
       }
     }
     const muxer = features.sideband > 0 ? new FrameGroups(conn, features.sideband) : undefined;
@@ -512,9 +547,9 @@ async function serveV0(repo: Repository, conn: Connection, options: UploadPackOp
           caps = Capabilities.parse(text.slice(46));
           firstWant = false;
         }
-        session.addWant(oid);
-      } else if (text.startsWith('shallow ')) session.addShallow(text.slice(8));
-      else if (!session.setDeepen(text)) {
+        await session.addWant(oid);
+      } else if (text.startsWith('shallow ')) await session.addShallow(text.slice(8));
+      else if (!(await session.setDeepen(text))) {
         throw new ProtocolError('PROTOCOL_BAD_LINE', `upload-pack: protocol error, unexpected ${JSON.stringify(text)}`);
       }
       packet = await requirePacket(reader, 'reading wants');
@@ -599,33 +634,99 @@ async function serveV0(repo: Repository, conn: Connection, options: UploadPackOp
   }
 }
 
-/** Reads one v2 request: `command=`, capabilities, delim, arguments, flush. */
+/** One v2 request: `command=`, capabilities, delim, arguments, flush. */
 export interface V2Request {
   command: string;
   capabilities: string[];
   args: string[];
 }
 
-export async function readV2Request(reader: PacketReader): Promise<V2Request | undefined> {
+/** Most capability lines a v2 request may carry (a client sends a handful), and their bytes. */
+const MAX_V2_CAPABILITIES = 1000;
+const MAX_V2_CAPABILITY_BYTES = 1 << 20;
+/** Most argument lines `readV2Request` gathers, and their bytes. */
+const MAX_V2_ARGS = 1_000_000;
+const MAX_V2_ARG_BYTES = 64 << 20;
+
+/**
+ * The head of one v2 request (gitprotocol-v2(5) "Command Request"):
+ *
+ *   request = empty-request | command-request
+ *   command-request = command capability-list delim-pkt command-args flush-pkt
+ *   command = PKT-LINE("command=" key LF)
+ *
+ * Reads `command=` and the capability lines; `args` then yields the argument lines one at a time
+ * up to the flush (none when the capabilities end in the flush), so a command can take each
+ * argument as it arrives instead of holding them all.
+ */
+interface V2Head {
+  command: string;
+  capabilities: string[];
+  args: AsyncIterable<string>;
+}
+
+async function readV2Head(reader: PacketReader): Promise<V2Head | undefined> {
   const first = await reader.read();
   if (!first || first.kind === 'flush') return undefined;
   const head = packetText(first);
   if (!head?.startsWith('command=')) throw new ProtocolError('PROTOCOL_BAD_LINE', 'expected command=<name>');
-  const request: V2Request = { command: head.slice(8), capabilities: [], args: [] };
-  let inArgs = false;
+  const capabilities: string[] = [];
+  let bytes = 0;
+  let hasArgs = false;
   for (;;) {
     const p = await requirePacket(reader, 'reading a v2 request');
     if (p.kind === 'flush') break;
     if (p.kind === 'delim') {
-      if (inArgs) throw new ProtocolError('PROTOCOL_UNEXPECTED', 'second delim in a v2 request');
-      inArgs = true;
-      continue;
+      hasArgs = true;
+      break;
     }
     const text = packetText(p);
     if (text === undefined) throw new ProtocolError('PROTOCOL_UNEXPECTED', `unexpected ${p.kind} in a v2 request`);
-    (inArgs ? request.args : request.capabilities).push(text);
+    bytes += text.length;
+    if (capabilities.length >= MAX_V2_CAPABILITIES || bytes > MAX_V2_CAPABILITY_BYTES) {
+      throw new ProtocolError(
+        'PROTOCOL_LIMIT',
+        `more than ${MAX_V2_CAPABILITIES} capability lines or ${MAX_V2_CAPABILITY_BYTES} bytes of them in a v2 request`,
+      );
+    }
+    capabilities.push(text);
   }
-  return request;
+  return { command: head.slice(8), capabilities, args: hasArgs ? v2Args(reader) : noArgs() };
+}
+
+async function* noArgs(): AsyncGenerator<string> {}
+
+async function* v2Args(reader: PacketReader): AsyncGenerator<string> {
+  for (;;) {
+    const p = await requirePacket(reader, 'reading a v2 request');
+    if (p.kind === 'flush') return;
+    if (p.kind === 'delim') throw new ProtocolError('PROTOCOL_UNEXPECTED', 'second delim in a v2 request');
+    const text = packetText(p);
+    if (text === undefined) throw new ProtocolError('PROTOCOL_UNEXPECTED', `unexpected ${p.kind} in a v2 request`);
+    yield text;
+  }
+}
+
+/**
+ * Reads one whole v2 request: at most 1,000 capability lines (1 MiB) and 1,000,000 argument
+ * lines (64 MiB).
+ */
+export async function readV2Request(reader: PacketReader): Promise<V2Request | undefined> {
+  const head = await readV2Head(reader);
+  if (!head) return undefined;
+  const args: string[] = [];
+  let bytes = 0;
+  for await (const arg of head.args) {
+    bytes += arg.length;
+    if (args.length >= MAX_V2_ARGS || bytes > MAX_V2_ARG_BYTES) {
+      throw new ProtocolError(
+        'PROTOCOL_LIMIT',
+        `more than ${MAX_V2_ARGS} arguments or ${MAX_V2_ARG_BYTES} bytes of them in a v2 request`,
+      );
+    }
+    args.push(arg);
+  }
+  return { command: head.command, capabilities: head.capabilities, args };
 }
 
 async function serveV2(repo: Repository, conn: Connection, options: UploadPackOptions): Promise<void> {
@@ -639,10 +740,10 @@ async function serveV2(repo: Repository, conn: Connection, options: UploadPackOp
   try {
     for (;;) {
       throwIfAborted(options.signal);
-      const request = await readV2Request(reader);
+      const request = await readV2Head(reader);
       if (!request) return;
-      if (request.command === 'ls-refs') listed = await lsRefs(repo, conn, request);
-      else if (request.command === 'fetch') await fetchV2(repo, conn, request, options, listed);
+      if (request.command === 'ls-refs') listed = await lsRefs(repo, conn, request.args);
+      else if (request.command === 'fetch') await fetchV2(repo, conn, request.args, options, listed);
       else throw new ProtocolError('PROTOCOL_UNSUPPORTED', `unknown command ${JSON.stringify(request.command)}`);
       if (stateless) return;
     }
@@ -652,21 +753,37 @@ async function serveV2(repo: Repository, conn: Connection, options: UploadPackOp
   }
 }
 
+/** Past this many bytes of `ref-prefix` values, ls-refs lists every ref. */
+const MAX_PREFIX_BYTES = 16 << 20;
+
 /** Marks an error raised after the v2 packfile section started (already reported on band 3). */
 const PACK_STARTED = 'PROTOCOL_PACK_STARTED';
 
-/** Answers one ls-refs; resolves to every ref it read (whatever the prefixes). */
-async function lsRefs(repo: Repository, conn: Connection, request: V2Request): Promise<readonly Ref[]> {
+/**
+ * Answers one ls-refs; resolves to every ref it read (whatever the prefixes). Past git's limit on
+ * `ref-prefix` lines the prefixes are dropped and every ref is listed, as git does; so they are
+ * past a total of 16 MiB of prefixes (git holds them all; listing more than asked is allowed).
+ */
+async function lsRefs(repo: Repository, conn: Connection, args: AsyncIterable<string>): Promise<readonly Ref[]> {
   let symrefs = false;
   let peel = false;
   let unborn = false;
   const prefixes: string[] = [];
-  for (const arg of request.args) {
+  let prefixLines = 0;
+  let prefixBytes = 0;
+  for await (const arg of args) {
     if (arg === 'symrefs') symrefs = true;
     else if (arg === 'peel') peel = true;
     else if (arg === 'unborn') unborn = true;
-    else if (arg.startsWith('ref-prefix ')) prefixes.push(arg.slice(11));
-    else throw new ProtocolError('PROTOCOL_BAD_LINE', `ls-refs: unexpected argument ${JSON.stringify(arg)}`);
+    else if (arg.startsWith('ref-prefix ')) {
+      // once too many, the rest is only counted
+      if (prefixLines < TOO_MANY_PREFIXES) {
+        prefixBytes += arg.length - 11;
+        prefixLines = prefixBytes > MAX_PREFIX_BYTES ? TOO_MANY_PREFIXES : prefixLines + 1;
+        if (prefixLines < TOO_MANY_PREFIXES) prefixes.push(arg.slice(11));
+        else prefixes.length = 0;
+      }
+    } else throw new ProtocolError('PROTOCOL_BAD_LINE', `ls-refs: unexpected argument ${JSON.stringify(arg)}`);
   }
   const graph = new CommitGraph(repo.objects);
   const collected = await collectRefs(repo.refs, graph, {
@@ -687,51 +804,50 @@ async function lsRefs(repo: Repository, conn: Connection, request: V2Request): P
 async function fetchV2(
   repo: Repository,
   conn: Connection,
-  request: V2Request,
+  args: AsyncIterable<string>,
   options: UploadPackOptions,
   listed: readonly Ref[] | undefined,
 ): Promise<void> {
   const session = new UploadSession(repo, options);
   session.listed = listed;
-  const haves: string[] = [];
+  // each have is looked up as it arrives; only the common ones are kept (for the ACKs)
+  const acks: ObjectId[] = [];
   let done = false;
   const features = { sideband: 65515, thin: false, ofsDelta: false, includeTag: false, progress: true };
   let waitForDone = false;
-  for (const arg of request.args) {
-    if (arg.startsWith('want ')) session.addWant(arg.slice(5));
-    else if (arg.startsWith('have ')) haves.push(arg.slice(5));
-    else if (arg === 'done') done = true;
+  for await (const arg of args) {
+    if (arg.startsWith('want ')) await session.addWant(arg.slice(5));
+    else if (arg.startsWith('have ')) {
+      const oid = arg.slice(5);
+      if (await session.have(oid)) acks.push(oid);
+    } else if (arg === 'done') done = true;
     else if (arg === 'thin-pack') features.thin = true;
     else if (arg === 'ofs-delta') features.ofsDelta = true;
     else if (arg === 'include-tag') features.includeTag = true;
     else if (arg === 'no-progress') features.progress = false;
     else if (arg === 'wait-for-done') waitForDone = true;
-    else if (arg.startsWith('shallow ')) session.addShallow(arg.slice(8));
-    else if (!session.setDeepen(arg)) {
+    else if (arg.startsWith('shallow ')) await session.addShallow(arg.slice(8));
+    else if (!(await session.setDeepen(arg))) {
       throw new ProtocolError('PROTOCOL_BAD_LINE', `fetch: unexpected argument ${JSON.stringify(arg)}`);
     }
   }
   if (session.wants.length === 0) throw new ProtocolError('PROTOCOL_BAD_LINE', 'fetch: no wants');
   await session.validateWants();
   if (!done) {
-    const acks: ObjectId[] = [];
-    for (const oid of haves) if (await session.have(oid)) acks.push(oid);
-    await conn.write(line('acknowledgments'));
-    if (acks.length === 0) await conn.write(line('NAK'));
-    for (const oid of acks) await conn.write(line(`ACK ${oid}`));
+    const lines: string[] = ['acknowledgments\n'];
+    if (acks.length === 0) lines.push('NAK\n');
+    for (const oid of acks) lines.push(`ACK ${oid}\n`);
+    await conn.write(encodeTextLines(lines));
     if (waitForDone || !(await session.okToGiveUp())) {
       await conn.write(FLUSH);
       return;
     }
     await conn.write(line('ready'));
     await conn.write(DELIM);
-  } else {
-    for (const oid of haves) await session.have(oid);
   }
   if (session.deepening || session.clientShallow.size > 0) {
     const lines = await session.processShallow();
-    await conn.write(line('shallow-info'));
-    for (const l of lines) await conn.write(line(l));
+    await conn.write(encodeTextLines(['shallow-info\n', ...lines.map((l) => `${l}\n`)]));
     await conn.write(DELIM);
   }
   await conn.write(line('packfile'));
