@@ -72,6 +72,28 @@ describe('removeStaleFiles', () => {
     expect(later.removed.sort()).toEqual([...young].sort());
   });
 
+  it('removes a quarantine directory once nothing inside it is recent, whole', async () => {
+    const abandoned = 'objects/tmp_objdir-incoming-crashed';
+    const live = 'objects/tmp_objdir-incoming-live';
+    for (const dir of [abandoned, live]) {
+      await leave(`${dir}/objects/pack/tmp_pack_x`);
+      await leave(`${dir}/objects/pack/pack-1.pack`);
+    }
+    // a push still writing: one file inside is recent, although the directories are old
+    await leave(`${live}/objects/pack/tmp_pack_y`, true);
+    for (const dir of [abandoned, live]) {
+      for (const sub of ['/objects/pack', '/objects', '']) await utimes(`${gitDir}/${dir}${sub}`, old, old);
+    }
+
+    const report = await removeStaleFiles(new GitFs(nodeFs()), gitDir);
+    expect(report.failed).toEqual([]);
+    expect(report.removed).toEqual([abandoned]);
+    const left = await files();
+    expect(left.some((p) => p.startsWith(abandoned))).toBe(false);
+    expect(left).toContain(`${live}/objects/pack/tmp_pack_y`);
+    expect(left).toContain(`${live}/objects/pack/tmp_pack_x`);
+  });
+
   it('runs when a registry first opens a repository, so a crashed push blocks no ref', async () => {
     await leave('refs/heads/main.lock');
     await leave('objects/pack/tmp_pack_crashed');

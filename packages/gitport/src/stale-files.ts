@@ -13,11 +13,15 @@
  *   <gitDir>/objects/tmp_obj_*, objects/<xx>/tmp_obj_*
  *                                   loose objects being written (git's and the store's)
  *
+ *   <gitDir>/objects/tmp_objdir-incoming-*
+ *                                   a push's quarantine (git's receive-pack and the pack
+ *                                   package's), removed whole once nothing inside it is recent
+ *
  * git itself leaves all of these: a lock until someone removes it by hand, temporary files until
  * `git gc` prunes them (after two weeks). A live writer keeps a ref lock for moments and touches
  * a temporary pack as data arrives, so anything older than the bound (default 10 minutes) is
- * taken as abandoned. Quarantine directories of git's receive-pack (`objects/tmp_objdir-*`) are
- * left alone: their mtime does not move while a long push writes inside them.
+ * taken as abandoned. A quarantine directory's own mtime does not move while a push writes deep
+ * inside it, so it is judged by the newest mtime of anything it holds.
  */
 import { errorCode, type GitFs, joinPath } from './fs.js';
 
@@ -42,6 +46,7 @@ export interface StaleFileReport {
 }
 
 const OBJECT_TEMP = /^tmp_(?:pack|idx|obj)_/;
+const QUARANTINE = /^tmp_objdir-incoming-/;
 const LOOSE_DIR = /^[0-9a-f]{2}$/;
 
 /**
@@ -106,8 +111,31 @@ export async function removeStaleFiles(
   for (const entry of await list('objects/pack')) {
     if (OBJECT_TEMP.test(entry.name)) await removeIfStale(`objects/pack/${entry.name}`);
   }
+  /** The newest mtime of `path` and of everything below it. */
+  const newestMtime = async (path: string): Promise<number> => {
+    const st = await fs.stat(path);
+    if (!st) return 0;
+    let newest = st.mtimeMs;
+    if (st.isDirectory()) {
+      for (const name of await fs.list(path)) newest = Math.max(newest, await newestMtime(joinPath(path, name)));
+    }
+    return newest;
+  };
+  const removeQuarantineIfStale = async (relative: string) => {
+    const path = joinPath(gitDir, relative);
+    try {
+      if (now() - (await newestMtime(path)) <= bound) return;
+      await fs.removeTree(path);
+      report.removed.push(relative);
+    } catch (error) {
+      report.failed.push({ path: relative, error });
+    }
+  };
+
   for (const entry of await list('objects')) {
-    if (OBJECT_TEMP.test(entry.name)) {
+    if (QUARANTINE.test(entry.name) && entry.kind !== 'file') {
+      await removeQuarantineIfStale(`objects/${entry.name}`);
+    } else if (OBJECT_TEMP.test(entry.name)) {
       await removeIfStale(`objects/${entry.name}`);
     } else if (LOOSE_DIR.test(entry.name) && entry.kind !== 'file') {
       for (const inner of await list(`objects/${entry.name}`)) {
