@@ -69,7 +69,10 @@ const commands: Record<string, Handler> = {
   async push(args) {
     const repo = await openRepository(fs, args.dir as string);
     const ref = args.ref as string;
-    return remote(bus, args.peer as string, args.name as string).push(repo, { refspecs: [`${ref}:${ref}`], report: true });
+    return remote(bus, args.peer as string, args.name as string).push(repo, {
+      refspecs: [`${ref}:${ref}`],
+      report: true,
+    });
   },
   async fetch(args) {
     const repo = await openRepository(fs, args.dir as string);
