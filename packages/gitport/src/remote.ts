@@ -86,7 +86,7 @@ export interface CloneOptions extends Omit<RemoteFetchOptions, 'refspecs' | 'tag
   /** Default true. A non-bare clone checks out HEAD's tree and sets up `origin` as git does. */
   bare?: boolean;
   objects?: InitOptions['objects'];
-  /** `remote.origin.url` in the clone's config; default `http://<peer>.gitport/<name>.git`. */
+  /** `remote.origin.url` in the clone's config; default the remote's `url`. */
   url?: string;
 }
 
@@ -106,6 +106,13 @@ export interface GitRemote {
 
 export interface RemoteOptions {
   /**
+   * The URL local repositories know this remote by: a clone writes it as `remote.origin.url`
+   * (unless the clone's own `url` says otherwise), and a push updates the remote-tracking refs
+   * of the configured remote with this URL. Default `http://<peer>.gitport/<name>.git`, the
+   * URL isomorphic-git reaches the same repository with through `httpClient(bus)`.
+   */
+  url?: string;
+  /**
    * The transport receive window of each stream (bytes). Default: 4 MiB for fetches and
    * clones (the host then sends 1 MiB at a time), the transport's default for pushes.
    */
@@ -117,6 +124,7 @@ const FETCH_WINDOW = 4 * 2 ** 20;
 
 /** A repository named `name` hosted by the bus peer `peer`. */
 export function remote(bus: Bus, peer: string, name: string, remoteOptions: RemoteOptions = {}): GitRemote {
+  const remoteUrl = remoteOptions.url ?? defaultUrl(peer, name);
   /** Runs `fn` over a fresh stream to the host's service; the stream is failed if `fn` fails. */
   const session = async <T>(
     service: GitService,
@@ -233,7 +241,7 @@ export function remote(bus: Bus, peer: string, name: string, remoteOptions: Remo
       repository = await creating!;
       // a new repository has no shallow file to remove
       if (result.shallow.length > 0) await writeShallow(repository, result.shallow);
-      await setUpOrigin(repository, url ?? defaultUrl(peer, name));
+      await setUpOrigin(repository, url ?? remoteUrl);
       if (!bare) {
         const head = await repository.refs.resolve('HEAD');
         if (head !== undefined) {
@@ -263,6 +271,7 @@ export function remote(bus: Bus, peer: string, name: string, remoteOptions: Remo
     const result = await session('git-receive-pack', given, (remote, signal) =>
       pushFrom(local, remote, { ...rest, ...progress(given), ...(signal ? { signal } : {}) }),
     );
+    await updateTracking(local, remoteUrl, result);
     if (!result.ok && report !== true) throw pushRejected(result);
     return result;
   }
@@ -388,6 +397,70 @@ async function setUpOrigin(repository: GitRepository, url: string): Promise<void
     joinPath(gitDir, 'config'),
     `${config}${config === '' || config.endsWith('\n') ? '' : '\n'}${lines.join('\n')}\n`,
   );
+}
+
+/**
+ * After a push, what git does to the remote-tracking refs: each branch the remote now has at a
+ * new value is recorded under `refs/remotes/<remote>/` for every configured remote with this URL
+ * and the usual fetch refspec. Best effort, as in git: a failure here does not fail the push.
+ */
+async function updateTracking(local: Repository, url: string, result: PushResult): Promise<void> {
+  const repo = local as Partial<GitRepository>;
+  if (!repo.fs || !repo.gitDir) return;
+  const moved = result.refs.filter((r) => r.status === 'ok' && r.name.startsWith('refs/heads/'));
+  if (moved.length === 0) return;
+  try {
+    const config = (await repo.fs.readText(joinPath(repo.gitDir, 'config'))) ?? '';
+    for (const remoteName of remotesWithUrl(config, url)) {
+      const updates = moved.map((r) => ({
+        name: `refs/remotes/${remoteName}/${r.name.slice('refs/heads/'.length)}`,
+        new: r.new,
+      }));
+      await local.refs.update(updates);
+    }
+  } catch {
+    // the push itself succeeded; the tracking refs catch up at the next fetch
+  }
+}
+
+/** The remotes of a git config whose `url` is `url` and whose fetch refspec is the default one. */
+export function remotesWithUrl(config: string, url: string): string[] {
+  const found: string[] = [];
+  let section: string | undefined;
+  let sectionUrl: string | undefined;
+  let tracking = false;
+  const close = () => {
+    if (section !== undefined && sectionUrl === url && tracking) found.push(section);
+  };
+  for (const raw of config.split('\n')) {
+    const line = raw.trim();
+    const header = /^\[\s*remote\s+"((?:[^"\\]|\\.)*)"\s*\]$/i.exec(line);
+    if (line.startsWith('[')) {
+      close();
+      section = header ? header[1]!.replace(/\\(.)/g, '$1') : undefined;
+      sectionUrl = undefined;
+      tracking = false;
+      continue;
+    }
+    if (section === undefined) continue;
+    const entry = /^([A-Za-z][A-Za-z0-9-]*)\s*=\s*(.*)$/.exec(line);
+    if (!entry) continue;
+    const value = unquote(entry[2]!);
+    const key = entry[1]!.toLowerCase();
+    if (key === 'url') sectionUrl = value;
+    if (key === 'fetch' && value === `+refs/heads/*:refs/remotes/${section}/*`) tracking = true;
+  }
+  close();
+  return found;
+}
+
+/** A config value as written by `configValue` (or plain). */
+function unquote(value: string): string {
+  const trimmed = value.trim();
+  if (!trimmed.startsWith('"')) return trimmed;
+  return trimmed
+    .slice(1, trimmed.endsWith('"') ? -1 : undefined)
+    .replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c === 't' ? '\t' : c));
 }
 
 /** A config value as git-config(1) reads it back (quoted when it holds what would be parsed). */

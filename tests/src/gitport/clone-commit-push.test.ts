@@ -153,6 +153,24 @@ describe('clone, commit and push as a new user meets them', () => {
     expect(await sandbox.git(['status', '--porcelain'], { cwd: dir })).toBe('');
   });
 
+  it('a push records the new remote values under refs/remotes/origin, as git push does', async () => {
+    const dir = sandbox.path('work');
+    const origin = remote(buses.right, 'host', 'demo');
+    const repo = await origin.clone(nodeFs(), dir, { bare: false });
+    const made = await commit(repo, { message: 'pushed', author: ada, files: { 'pushed.txt': 'p\n' } });
+    await origin.push(repo, { refspecs: ['main:main', 'main:refs/heads/copy'] });
+    expect(await sandbox.git(['rev-parse', 'refs/remotes/origin/main', 'refs/remotes/origin/copy'], { cwd: dir })).toBe(
+      `${made.oid}\n${made.oid}`,
+    );
+    expect((await sandbox.git(['status', '-sb'], { cwd: dir })).split('\n')[0]).toBe('## main...origin/main');
+    // a remote object for another repository leaves these refs alone
+    const elsewhere = remote(buses.right, 'host', 'demo', { url: 'http://elsewhere.gitport/demo.git' });
+    const next = await commit(repo, { message: 'again', author: ada, files: { 'again.txt': 'a\n' } });
+    await elsewhere.push(repo, { refspecs: ['main:main'] });
+    expect(await sandbox.git(['rev-parse', 'refs/remotes/origin/main'], { cwd: dir })).toBe(made.oid);
+    expect(await sandbox.git(['rev-parse', 'main'], { cwd: source })).toBe(next.oid);
+  });
+
   it('clones with a working tree where no Buffer exists (gitport checks out itself)', async () => {
     const fs = new MemoryFs();
     const saved = (globalThis as { Buffer?: unknown }).Buffer;
