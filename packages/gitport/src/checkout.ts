@@ -55,6 +55,7 @@ export function workTreeOf(repository: GitRepository): string {
 export async function checkoutCommit(repository: GitRepository, commit: ObjectId): Promise<void> {
   const dir = workTreeOf(repository);
   const entries = await flattenTree(repository, await treeOfCommit(repository, commit));
+  refuseAliasedPaths(entries);
   const raw = repository.fs.raw;
   const symlinks = typeof raw.symlink === 'function';
   for (let i = 0; i < entries.length; i += PARALLEL_WRITES) {
@@ -88,7 +89,12 @@ export async function flattenTree(repository: GitRepository, tree: ObjectId, pre
     throw new GitportError('OBJECT_NOT_FOUND', `tree ${tree} is missing from ${repository.gitDir}`);
   }
   const out: CheckoutEntry[] = [];
+  const names = new Set<string>();
   for (const entry of parseTree(object.data)) {
+    if (names.has(entry.name)) {
+      throw new GitportError('CHECKOUT_BAD_PATH', `tree ${tree} names ${JSON.stringify(prefix + entry.name)} twice`);
+    }
+    names.add(entry.name);
     // a tree from the wire is checked by the pack reader, but a path must never leave the tree
     if (entry.name === '.' || entry.name === '..' || entry.name.toLowerCase() === '.git' || entry.name.includes('\\')) {
       throw new GitportError('CHECKOUT_BAD_PATH', `refusing to check out ${JSON.stringify(prefix + entry.name)}`);
@@ -98,6 +104,25 @@ export async function flattenTree(repository: GitRepository, tree: ObjectId, pre
     else out.push({ path, mode: normalMode(Number.parseInt(entry.mode, 8)), oid: entry.oid });
   }
   return out;
+}
+
+/**
+ * Refuses a tree where a path runs through a symbolic link or a file of the same tree (a
+ * malformed tree can list a name twice, once as a link): writing it would follow the link out of
+ * the working tree.
+ */
+function refuseAliasedPaths(entries: readonly CheckoutEntry[]): void {
+  const leaves = new Set(entries.map((entry) => entry.path));
+  for (const entry of entries) {
+    for (let at = entry.path.indexOf('/'); at >= 0; at = entry.path.indexOf('/', at + 1)) {
+      if (leaves.has(entry.path.slice(0, at))) {
+        throw new GitportError(
+          'CHECKOUT_BAD_PATH',
+          `refusing to check out ${JSON.stringify(entry.path)} through a file`,
+        );
+      }
+    }
+  }
 }
 
 /** The mode git keeps in the index: legacy blob modes (100664, ...) are 100644. */

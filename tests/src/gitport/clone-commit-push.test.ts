@@ -4,19 +4,22 @@
  * with, `origin` set up as `git clone` does), commits made with `commit`, pushes that fail
  * loudly, and errors of one family with codes that say what went wrong.
  */
-import { mkdir, readFile as readDiskFile, readlink, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile as readDiskFile, readdir, readlink, stat, writeFile } from 'node:fs/promises';
+import { serializeCommit, serializeTree } from '@gitport/pack';
 import {
   commit,
   FsRepositoryRegistry,
   type GitRepository,
   host,
   httpClient,
+  initRepository,
   isGitportError,
   listFiles,
   MemoryFs,
   openRepository,
   readFile,
   remote,
+  staticRepositories,
 } from 'gitport';
 import { nodeFs } from 'gitport/node';
 import git from 'isomorphic-git';
@@ -287,6 +290,50 @@ describe('clone, commit and push as a new user meets them', () => {
 
     for (const options of [{}, { refspecs: [] }, { updates: [] }]) {
       expect((await rejection(origin.push(ours, options))).code).toBe('PUSH_NOTHING');
+    }
+  });
+
+  it('a checkout refuses a tree that would write outside the working tree, and leaves nothing', async () => {
+    const outside = sandbox.path('outside');
+    await mkdir(outside);
+    const hostile = await initRepository(new MemoryFs(), '/hostile');
+    const blob = await hostile.objects.write('blob', new TextEncoder().encode('x\n'));
+    const link = await hostile.objects.write('blob', new TextEncoder().encode(outside));
+    const inner = await hostile.objects.write(
+      'tree',
+      serializeTree([{ mode: '100644', name: 'b', oid: blob, type: 'blob' }]),
+    );
+    const trees = [
+      // a name twice: a link, then a directory through it
+      [
+        { mode: '120000', name: 'a', oid: link, type: 'blob' as const },
+        { mode: '40000', name: 'a', oid: inner, type: 'tree' as const },
+      ],
+      [{ mode: '40000', name: '.git', oid: inner, type: 'tree' as const }],
+      [{ mode: '40000', name: '.GIT', oid: inner, type: 'tree' as const }],
+    ];
+    const pair = await connectedBuses('host2', 'client2');
+    const served = host(pair.left, staticRepositories({ hostile }));
+    try {
+      for (const [i, entries] of trees.entries()) {
+        const tree = await hostile.objects.write('tree', serializeTree(entries));
+        const person = { name: 'x', email: 'x@x', timestamp: 1, timezone: '+0000' };
+        const oid = await hostile.objects.write(
+          'commit',
+          serializeCommit({ tree, parents: [], author: person, committer: person, extraHeaders: [], message: 'x\n' }),
+        );
+        const old = await hostile.refs.resolve('refs/heads/main');
+        await hostile.refs.update([{ name: 'refs/heads/main', old: old ?? null, new: oid }]);
+        const dir = sandbox.path(`hostile-${i}`);
+        const error = await rejection(remote(pair.right, 'host2', 'hostile').clone(nodeFs(), dir, { bare: false }));
+        expect(isGitportError(error)).toBe(true);
+        expect(error.code).toBe('CHECKOUT_BAD_PATH');
+        await expect(stat(dir)).rejects.toMatchObject({ code: 'ENOENT' });
+        expect(await readdir(outside)).toEqual([]);
+      }
+    } finally {
+      served.close();
+      pair.close();
     }
   });
 
