@@ -160,6 +160,7 @@ async function writeEntry(repository: GitRepository, dir: string, entry: Checkou
 
 /** The stat fields the index keeps, as far as the fs reports them. */
 interface IndexStat {
+  isDirectory?(): boolean;
   ctimeMs?: number;
   mtimeMs?: number;
   dev?: number | bigint;
@@ -192,7 +193,7 @@ function compareBytes(a: Uint8Array, b: Uint8Array): number {
 
 /** The index (version 2) of `entries`, each with what its file's lstat reported. */
 export async function encodeIndex(
-  entries: readonly (CheckoutEntry & { stat: IndexStat | undefined })[],
+  entries: readonly (CheckoutEntry & { stat: IndexStat | undefined; fields?: readonly number[] })[],
 ): Promise<Uint8Array> {
   const named = entries.map((entry) => ({ entry, name: encoder.encode(entry.path) }));
   named.sort((a, b) => compareBytes(a.name, b.name));
@@ -208,7 +209,7 @@ export async function encodeIndex(
     const stat = entry.stat;
     const ctime = stat?.ctimeMs ?? 0;
     const mtime = stat?.mtimeMs ?? 0;
-    const fields = [
+    const fields = entry.fields ?? [
       u32(ctime / 1000),
       u32((ctime % 1000) * 1e6),
       u32(mtime / 1000),
@@ -220,7 +221,7 @@ export async function encodeIndex(
       u32(stat?.gid),
       u32(stat?.size),
     ];
-    for (let i = 0; i < fields.length; i++) view.setUint32(at + i * 4, fields[i]!);
+    for (let i = 0; i < 10; i++) view.setUint32(at + i * 4, i === 6 ? entry.mode : (fields[i] ?? 0));
     hexToBytes(entry.oid, out, at + 40);
     view.setUint16(at + 60, Math.min(name.length, 0xfff));
     out.set(name, at + 62);
@@ -241,4 +242,106 @@ async function sha1(bytes: Uint8Array): Promise<ArrayBuffer> {
   if (!subtle)
     throw new GitportError('CHECKOUT_UNSUPPORTED', 'writing the index needs crypto.subtle (a secure context)');
   return subtle.digest('SHA-1', bytes as Uint8Array<ArrayBuffer>);
+}
+
+/** An index entry as read back: the ten stat words (mode among them), the id, the path. */
+interface IndexedEntry {
+  fields: number[];
+  mode: number;
+  oid: ObjectId;
+}
+
+/**
+ * The entries of an index of version 2 or 3 by path; undefined for anything else (version 4's
+ * compressed paths, unmerged entries, a damaged file): the caller then rebuilds without stat data.
+ */
+export function decodeIndex(bytes: Uint8Array): Map<string, IndexedEntry> | undefined {
+  if (bytes.length < 32 || decoder.decode(bytes.subarray(0, 4)) !== 'DIRC') return undefined;
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const version = view.getUint32(4);
+  if (version !== 2 && version !== 3) return undefined;
+  const count = view.getUint32(8);
+  const end = bytes.length - 20;
+  const out = new Map<string, IndexedEntry>();
+  let at = 12;
+  for (let n = 0; n < count; n++) {
+    if (at + 62 > end) return undefined;
+    const flags = view.getUint16(at + 60);
+    if ((flags & 0x3000) !== 0) return undefined;
+    const extended = (flags & 0x4000) !== 0;
+    if (extended && version < 3) return undefined;
+    const nameAt = at + 62 + (extended ? 2 : 0);
+    const nul = bytes.indexOf(0, nameAt);
+    if (nul < 0 || nul >= end) return undefined;
+    const fields = Array.from({ length: 10 }, (_, i) => view.getUint32(at + i * 4));
+    let oid = '';
+    for (let i = at + 40; i < at + 60; i++) oid += bytes[i]!.toString(16).padStart(2, '0');
+    out.set(decoder.decode(bytes.subarray(nameAt, nul)), { fields, mode: fields[6]!, oid });
+    at += (nameAt - at + (nul - nameAt) + 8) & ~7;
+  }
+  return out;
+}
+
+/**
+ * Moves a working tree checked out at one commit to `commit`, which differs from it in `paths`
+ * only (what `commit` wrote or removed): those files are written or removed, the index gets
+ * their new entries, and every other entry keeps its stat data (so git does not re-read it).
+ */
+export async function updateWorkTree(
+  repository: GitRepository,
+  commit: ObjectId,
+  paths: readonly string[],
+): Promise<void> {
+  const dir = workTreeOf(repository);
+  const entries = await flattenTree(repository, await treeOfCommit(repository, commit));
+  refuseAliasedPaths(entries);
+  const byPath = new Map(entries.map((entry) => [entry.path, entry]));
+  const indexPath = joinPath(repository.gitDir, 'index');
+  const indexBytes = await repository.fs.read(indexPath);
+  const previous = indexBytes === undefined ? undefined : decodeIndex(indexBytes);
+  const symlinks = typeof repository.fs.raw.symlink === 'function';
+  const changed = new Set(paths);
+  for (const path of paths) {
+    const target = joinPath(dir, path);
+    // a file where a directory of the new path goes, or a directory where the file goes
+    const parts = path.split('/');
+    for (let i = 1; i < parts.length; i++) {
+      const ancestor = joinPath(dir, ...parts.slice(0, i));
+      const st = await lstatKind(repository, ancestor);
+      if (st === 'file') await repository.fs.remove(ancestor);
+    }
+    const kind = await lstatKind(repository, target);
+    if (kind === 'dir' && byPath.get(path)?.mode !== MODE_GITLINK) await repository.fs.removeTree(target);
+    else if (kind === 'file') await repository.fs.remove(target);
+    const entry = byPath.get(path);
+    if (entry) await writeEntry(repository, dir, entry, symlinks);
+    else await pruneEmptyParents(repository, dir, path);
+  }
+  const index = await encodeIndex(
+    await Promise.all(
+      entries.map(async (entry) => {
+        const kept = previous?.get(entry.path);
+        if (!changed.has(entry.path) && kept && kept.oid === entry.oid && kept.mode === entry.mode) {
+          return { ...entry, stat: undefined, fields: kept.fields };
+        }
+        const fresh = changed.has(entry.path) && entry.mode !== MODE_GITLINK;
+        return { ...entry, stat: fresh ? await lstatOf(repository, joinPath(dir, entry.path)) : undefined };
+      }),
+    ),
+  );
+  await repository.fs.write(indexPath, index);
+}
+
+async function lstatKind(repository: GitRepository, path: string): Promise<'file' | 'dir' | undefined> {
+  const st = await lstatOf(repository, path);
+  if (st === undefined) return undefined;
+  return st.isDirectory?.() ? 'dir' : 'file';
+}
+
+/** Removes the directories of `path` that its removal left empty, as git does. */
+async function pruneEmptyParents(repository: GitRepository, dir: string, path: string): Promise<void> {
+  const parts = path.split('/');
+  for (let i = parts.length - 1; i >= 1; i--) {
+    if (!(await repository.fs.removeEmptyDir(joinPath(dir, ...parts.slice(0, i))))) return;
+  }
 }

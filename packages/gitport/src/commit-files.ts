@@ -12,8 +12,10 @@
  *   });
  *   const text = new TextDecoder().decode(await readFile(repo, 'main', 'notes/today.md'));
  *
- * In a non-bare repository the working tree and its index are left as they are: the commit is
- * on the branch (push it, fetch it elsewhere), the checked-out files do not change.
+ * In a non-bare repository, a commit on the checked-out branch also writes (or removes) the
+ * named files in the working tree and updates `.git/index` for them, so git and isomorphic-git
+ * see the tree clean; other files, and their index entries, are left alone. A commit on another
+ * branch touches neither.
  */
 import {
   type ObjectId,
@@ -27,7 +29,9 @@ import {
   type TreeEntry,
 } from '@gitport/pack';
 import type { RefStore } from '@gitport/protocol';
+import { updateWorkTree } from './checkout.js';
 import { GitportError, toGitportError } from './errors.js';
+import type { GitFs } from './fs.js';
 
 /** What `commit` and `readFile` need of a repository (a `GitRepository` fits). */
 export interface RepositoryLike {
@@ -104,6 +108,13 @@ export async function commit(repository: RepositoryLike, options: CommitOptions)
     if (result?.status !== 'ok') {
       const message = result?.status === 'rejected' ? result.message : 'not updated';
       throw new GitportError('COMMIT_CONFLICT', `${ref} was not updated: ${message}`, { data: { oid, ref } });
+    }
+    const work = repository as Partial<{ fs: GitFs; gitDir: string; bare: boolean }>;
+    if (work.bare === false && work.fs && work.gitDir) {
+      const head = await repository.refs.read('HEAD');
+      if (head.kind === 'symbolic' && head.target === ref) {
+        await updateWorkTree(repository as Parameters<typeof updateWorkTree>[0], oid, [...changes.keys()]);
+      }
     }
     return { oid, ref, parent };
   } catch (error) {

@@ -156,6 +156,41 @@ describe('clone, commit and push as a new user meets them', () => {
     expect(await sandbox.git(['status', '--porcelain'], { cwd: dir })).toBe('');
   });
 
+  it('commit on the checked-out branch updates the working tree and the index; git sees it clean', async () => {
+    const dir = sandbox.path('work');
+    const repo = await remote(buses.right, 'host', 'demo').clone(nodeFs(), dir, { bare: false });
+    // an edit of the user's own that the commit does not name
+    await writeFile(`${dir}/run.sh`, '#!/bin/sh\necho edited\n');
+    const made = await commit(repo, {
+      message: 'work tree',
+      author: ada,
+      files: {
+        'README.md': '# changed\n',
+        'docs/deep/guide.txt': null,
+        'link/inside.txt': 'a directory where the link was\n',
+        'new/dir/file.txt': 'new\n',
+        'tool.sh': '#!/bin/sh\n',
+      },
+      executable: ['tool.sh'],
+    });
+    expect(await sandbox.git(['rev-parse', 'HEAD'], { cwd: dir })).toBe(made.oid);
+    expect(await sandbox.git(['status', '--porcelain'], { cwd: dir })).toBe(' M run.sh');
+    expect(await sandbox.git(['diff-files', '--name-only'], { cwd: dir })).toBe('run.sh');
+    expect(await readDiskFile(`${dir}/README.md`, 'utf8')).toBe('# changed\n');
+    expect(await readDiskFile(`${dir}/link/inside.txt`, 'utf8')).toBe('a directory where the link was\n');
+    expect(await readDiskFile(`${dir}/run.sh`, 'utf8')).toBe('#!/bin/sh\necho edited\n');
+    expect((await stat(`${dir}/tool.sh`)).mode & 0o111).not.toBe(0);
+    // the removed file's directories went with it
+    await expect(stat(`${dir}/docs`)).rejects.toMatchObject({ code: 'ENOENT' });
+    await sandbox.git(['fsck', '--strict'], { cwd: dir });
+
+    // a commit on another branch leaves the working tree and the index alone
+    const index = await readDiskFile(`${dir}/.git/index`);
+    await commit(repo, { message: 'elsewhere', author: ada, branch: 'side', files: { 'side.txt': 's' } });
+    expect(await readDiskFile(`${dir}/.git/index`)).toEqual(index);
+    await expect(stat(`${dir}/side.txt`)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
   it('a push records the new remote values under refs/remotes/origin, as git push does', async () => {
     const dir = sandbox.path('work');
     const origin = remote(buses.right, 'host', 'demo');
