@@ -25,7 +25,7 @@
  * `refs/remotes/origin/HEAD`. A bare clone has every branch under `refs/heads/` and
  * `remote.origin.url`, as `git clone --bare` does. The URL is the one isomorphic-git's `http`
  * plugin (`httpClient(bus)`) reaches the same repository with: `http://<peer>.gitport/<name>.git`
- * (or `url`).
+ * (or `url`). A push then records what it moved under `refs/remotes/origin/`, as git push does.
  *
  * Every operation takes an AbortSignal: aborting fails the stream, the host sees
  * TRANSPORT_ABORTED and moves no ref (receive-pack applies ref updates only after the whole pack
