@@ -291,7 +291,14 @@ export class GitFs {
 
   /** Removes a directory tree (for deleting repositories). */
   async removeTree(path: string): Promise<void> {
-    const st = await this.stat(path);
+    // lstat: a symbolic link (one a checkout wrote) is removed, never followed
+    let st: FsStat | undefined;
+    try {
+      st = await this.raw.lstat(path);
+    } catch (error) {
+      if (isMissing(error)) return;
+      throw error;
+    }
     if (!st) return;
     if (!st.isDirectory()) return this.remove(path);
     for (const name of await this.list(path)) await this.removeTree(joinPath(path, name));

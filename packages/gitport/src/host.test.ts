@@ -235,7 +235,7 @@ describe('a host whose own code fails', () => {
       const failure = (await remote(t.client, 'server', 'notes')
         .clone(new MemoryFs(), '/c')
         .catch((error: Error) => error)) as Error & { code?: string };
-      expect(failure.code).toBe('PROTOCOL_REMOTE_ERROR');
+      expect(failure.code).toBe('REMOTE_ERROR');
       expect(failure.message).toContain('internal error');
       expect(failure.message).not.toContain('secret');
       expect(failure.message).not.toContain('EIO');
@@ -277,7 +277,7 @@ describe('a clone over the bus', () => {
       expect(await clone.refs.list()).toEqual(await origin.refs.list());
       expect((await clone.objects.read(blob))?.type).toBe('blob');
       await expect(remote(client, 'server', 'missing').clone(fs, '/d')).rejects.toMatchObject({
-        code: 'PROTOCOL_REMOTE_ERROR',
+        code: 'REPO_NOT_FOUND',
       });
       await expect(fs.promises.stat('/d')).rejects.toMatchObject({ code: 'ENOENT' });
     } finally {

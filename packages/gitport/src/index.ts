@@ -3,6 +3,16 @@
  * clone/fetch/push from another context, an isomorphic-git `http` plugin over the transport, and
  * a comlink control API. Node's fs adapter lives in `gitport/node`.
  */
+
+export {
+  type CommitOptions,
+  type CommitResult,
+  commit,
+  listFiles,
+  type RepositoryLike,
+  readFile,
+  type Signature,
+} from './commit-files.js';
 export {
   CONTROL_CHANNEL,
   type ControlApi,
@@ -13,7 +23,7 @@ export {
   exposeControl,
   type RepositoryRefs,
 } from './control.js';
-export { GitportError, type GitportErrorCode, isGitportError } from './errors.js';
+export { GitportError, type GitportErrorCode, isGitportError, type LowerLayerCode } from './errors.js';
 export {
   type FileHandleLike,
   type FsLike,

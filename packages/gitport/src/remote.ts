@@ -12,6 +12,21 @@
  * A shallow clone or fetch (`depth`, `since`, `exclude`, `deepen`) keeps its boundary in
  * `<gitDir>/shallow`, as git does, and later fetches send it.
  *
+ * Errors: every call rejects with a GitportError (`isGitportError`): `PEER_NOT_FOUND` when no
+ * peer of that id is on the bus, `REPO_NOT_FOUND` when the host has no such repository,
+ * `REMOTE_ERROR` for anything else the remote refused, `PUSH_REJECTED` when a push moved not
+ * every ref (the report is the error's `data`, unless `report: true` asks for it as the result),
+ * `PUSH_NOTHING` for a push with nothing to push, `ABORTED`; errors of the layers below keep
+ * their code and are the `cause`.
+ *
+ * A non-bare clone is what `git clone` makes: the default branch checked out (gitport's own
+ * checkout, no Buffer needed) with its index, `remote.origin.url`/`fetch`, the branch's
+ * `branch.<name>.remote`/`merge`, the remote's branches as `refs/remotes/origin/*` and
+ * `refs/remotes/origin/HEAD`. A bare clone has every branch under `refs/heads/` and
+ * `remote.origin.url`, as `git clone --bare` does. The URL is the one isomorphic-git's `http`
+ * plugin (`httpClient(bus)`) reaches the same repository with: `http://<peer>.gitport/<name>.git`
+ * (or `url`). A push then records what it moved under `refs/remotes/origin/`, as git push does.
+ *
  * Every operation takes an AbortSignal: aborting fails the stream, the host sees
  * TRANSPORT_ABORTED and moves no ref (receive-pack applies ref updates only after the whole pack
  * is stored). Progress: `onProgress` gets the remote's progress text (side-band 2) and, for
@@ -33,8 +48,9 @@ import {
   type Repository,
 } from '@gitport/protocol';
 import { type DuplexStream, open } from '@gitport/transport';
-import { GitportError } from './errors.js';
-import type { FsLike, FsPromisesLike, GitFs } from './fs.js';
+import { checkoutCommit } from './checkout.js';
+import { GitportError, isGitportError, toGitportError } from './errors.js';
+import { type FsLike, type FsPromisesLike, type GitFs, joinPath } from './fs.js';
 import { encodeGitRequest, GIT_STREAM, type GitService } from './host.js';
 import { type GitRepository, type InitOptions, initRepository } from './repository.js';
 
@@ -57,12 +73,21 @@ export interface OperationOptions {
 }
 
 export type RemoteFetchOptions = Omit<FetchOptions, 'signal' | 'onProgress' | 'protocol'> & OperationOptions;
-export type RemotePushOptions = Omit<PushOptions, 'signal' | 'onProgress'> & OperationOptions;
+export type RemotePushOptions = Omit<PushOptions, 'signal' | 'onProgress'> &
+  OperationOptions & {
+    /**
+     * Resolve with the per-ref report even when refs were rejected (check `ok`). By default a
+     * push that did not move every ref rejects with `PUSH_REJECTED` (the report is its `data`).
+     */
+    report?: boolean;
+  };
 
 export interface CloneOptions extends Omit<RemoteFetchOptions, 'refspecs' | 'tags'> {
-  /** Default true. A non-bare clone checks out HEAD's tree with isomorphic-git. */
+  /** Default true. A non-bare clone checks out HEAD's tree and sets up `origin` as git does. */
   bare?: boolean;
   objects?: InitOptions['objects'];
+  /** `remote.origin.url` in the clone's config; default the remote's `url`. */
+  url?: string;
 }
 
 export interface GitRemote {
@@ -72,10 +97,21 @@ export interface GitRemote {
   fetch(local: Repository, options?: RemoteFetchOptions): Promise<FetchResult>;
   /** Creates a repository at `dir` (bare unless told) and fetches every branch and tag into it. */
   clone(fs: FsLike | FsPromisesLike | GitFs, dir: string, options?: CloneOptions): Promise<GitRepository>;
+  /**
+   * Pushes `refspecs`/`updates`; rejects with `PUSH_REJECTED` unless every ref is ok or up to
+   * date (or `report: true`), and with `PUSH_NOTHING` when there is nothing to push.
+   */
   push(local: Repository, options: RemotePushOptions): Promise<PushResult>;
 }
 
 export interface RemoteOptions {
+  /**
+   * The URL local repositories know this remote by: a clone writes it as `remote.origin.url`
+   * (unless the clone's own `url` says otherwise), and a push updates the remote-tracking refs
+   * of the configured remote with this URL. Default `http://<peer>.gitport/<name>.git`, the
+   * URL isomorphic-git reaches the same repository with through `httpClient(bus)`.
+   */
+  url?: string;
   /**
    * The transport receive window of each stream (bytes). Default: 4 MiB for fetches and
    * clones (the host then sends 1 MiB at a time), the transport's default for pushes.
@@ -88,6 +124,7 @@ const FETCH_WINDOW = 4 * 2 ** 20;
 
 /** A repository named `name` hosted by the bus peer `peer`. */
 export function remote(bus: Bus, peer: string, name: string, remoteOptions: RemoteOptions = {}): GitRemote {
+  const remoteUrl = remoteOptions.url ?? defaultUrl(peer, name);
   /** Runs `fn` over a fresh stream to the host's service; the stream is failed if `fn` fails. */
   const session = async <T>(
     service: GitService,
@@ -98,10 +135,19 @@ export function remote(bus: Bus, peer: string, name: string, remoteOptions: Remo
     if (signal?.aborted) throw new GitportError('ABORTED', 'aborted', { cause: signal.reason });
     options.onProgress?.({ phase: 'connect', message: `connecting to ${peer}/${name}` });
     const window = remoteOptions.window ?? (service === 'git-upload-pack' ? FETCH_WINDOW : undefined);
-    const stream: DuplexStream = await open(bus, peer, GIT_STREAM, {
-      ...(window !== undefined ? { window } : {}),
-      ...(signal ? { signal } : {}),
-    });
+    let stream: DuplexStream;
+    try {
+      stream = await open(bus, peer, GIT_STREAM, {
+        ...(window !== undefined ? { window } : {}),
+        ...(signal ? { signal } : {}),
+      });
+    } catch (error) {
+      if (signal?.aborted) throw new GitportError('ABORTED', 'aborted', { cause: error });
+      if (!bus.peers.has(peer)) {
+        throw new GitportError('PEER_NOT_FOUND', `no peer ${JSON.stringify(peer)} on the bus`, { cause: error });
+      }
+      throw error;
+    }
     const onAbort = () => stream.abort(new GitportError('ABORTED', 'aborted', { cause: signal?.reason }));
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
@@ -139,73 +185,141 @@ export function remote(bus: Bus, peer: string, name: string, remoteOptions: Remo
     name,
     lsRefs(options = {}) {
       const { signal: _s, onProgress: _p, protocolV2: _v, ...rest } = options;
-      return session('git-upload-pack', options, (remote, signal) =>
-        lsRemote(remote, { ...rest, protocol: protocolOf(options), ...(signal ? { signal } : {}) }),
+      return userFacing(
+        session('git-upload-pack', options, (remote, signal) =>
+          lsRemote(remote, { ...rest, protocol: protocolOf(options), ...(signal ? { signal } : {}) }),
+        ),
       );
     },
-    async fetch(local, options = {}) {
-      const { signal: _s, onProgress: _p, protocolV2: _v, ...rest } = options;
-      const shallow = rest.shallow ?? (await readShallow(local));
+    fetch: (local, options = {}) => userFacing(fetchRefs(local, options)),
+    clone: (fs, dir, options = {}) => userFacing(cloneRepository(fs, dir, options)),
+    push: (local, options) => userFacing(pushRefs(local, options)),
+  };
+
+  async function fetchRefs(local: Repository, options: RemoteFetchOptions): Promise<FetchResult> {
+    const { signal: _s, onProgress: _p, protocolV2: _v, ...rest } = options;
+    const shallow = rest.shallow ?? (await readShallow(local));
+    const result = await session('git-upload-pack', options, (remote, signal) =>
+      fetchInto(local, remote, {
+        ...rest,
+        ...(shallow ? { shallow } : {}),
+        protocol: protocolOf(options),
+        pipelineLsRefs: rest.pipelineLsRefs ?? protocolOf(options) === 2,
+        ...progress(options),
+        ...(signal ? { signal } : {}),
+      }),
+    );
+    await writeShallow(local, result.shallow);
+    return result;
+  }
+
+  async function cloneRepository(
+    fs: FsLike | FsPromisesLike | GitFs,
+    dir: string,
+    options: CloneOptions,
+  ): Promise<GitRepository> {
+    const { signal: _s, onProgress: _p, protocolV2: _v, bare = true, objects, url, ...rest } = options;
+    // the repository is created once the fetch request is on its way, while the host prepares the pack
+    let creating: Promise<GitRepository> | undefined;
+    const create = () => {
+      creating = initRepository(fs, dir, { bare, ...(objects ? { objects } : {}) });
+      creating.catch(() => {});
+      return creating;
+    };
+    let repository: GitRepository | undefined;
+    try {
       const result = await session('git-upload-pack', options, (remote, signal) =>
-        fetchInto(local, remote, {
+        cloneInto(create, remote, {
           ...rest,
-          ...(shallow ? { shallow } : {}),
+          bare,
           protocol: protocolOf(options),
           pipelineLsRefs: rest.pipelineLsRefs ?? protocolOf(options) === 2,
           ...progress(options),
           ...(signal ? { signal } : {}),
         }),
       );
-      await writeShallow(local, result.shallow);
-      return result;
-    },
-    async clone(fs, dir, options = {}) {
-      const { signal: _s, onProgress: _p, protocolV2: _v, bare = true, objects, ...rest } = options;
-      // the repository is created once the fetch request is on its way, while the host prepares the pack
-      let creating: Promise<GitRepository> | undefined;
-      const create = () => {
-        creating = initRepository(fs, dir, { bare, ...(objects ? { objects } : {}) });
-        creating.catch(() => {});
-        return creating;
-      };
-      let repository: GitRepository | undefined;
-      try {
-        const result = await session('git-upload-pack', options, (remote, signal) =>
-          cloneInto(create, remote, {
-            ...rest,
-            bare,
-            protocol: protocolOf(options),
-            pipelineLsRefs: rest.pipelineLsRefs ?? protocolOf(options) === 2,
-            ...progress(options),
-            ...(signal ? { signal } : {}),
-          }),
-        );
-        repository = await creating!;
-        // a new repository has no shallow file to remove
-        if (result.shallow.length > 0) await writeShallow(repository, result.shallow);
-        if (!bare) {
+      repository = await creating!;
+      // a new repository has no shallow file to remove
+      if (result.shallow.length > 0) await writeShallow(repository, result.shallow);
+      await setUpOrigin(repository, url ?? remoteUrl);
+      if (!bare) {
+        const head = await repository.refs.resolve('HEAD');
+        if (head !== undefined) {
           options.onProgress?.({ phase: 'checkout', message: 'checking out HEAD' });
-          await checkout(repository, dir);
+          await checkoutCommit(repository, head);
         }
-      } catch (error) {
-        // A failed clone leaves nothing behind, as git does; a repository that could not be
-        // created (one already there, say) is left alone, and that is the error reported.
-        // (when the repository was never created, awaiting its creation throws that error)
-        if (repository === undefined && creating === undefined) throw error;
-        const created = repository ?? (await creating!);
-        await created.fs.removeTree(bare ? created.gitDir : dir).catch(() => {});
-        throw error;
       }
-      options.onProgress?.({ phase: 'done', message: 'clone complete' });
-      return repository;
-    },
-    push(local, options) {
-      const { signal: _s, onProgress: _p, protocolV2: _v, ...rest } = options;
-      return session('git-receive-pack', options, (remote, signal) =>
-        pushFrom(local, remote, { ...rest, ...progress(options), ...(signal ? { signal } : {}) }),
-      );
-    },
-  };
+    } catch (error) {
+      // A failed clone leaves nothing behind, as git does; a repository that could not be
+      // created (one already there, say) is left alone, and that is the error reported.
+      // (when the repository was never created, awaiting its creation throws that error)
+      if (repository === undefined && creating === undefined) throw error;
+      const created = repository ?? (await creating!);
+      await created.fs.removeTree(bare ? created.gitDir : dir).catch(() => {});
+      throw error;
+    }
+    options.onProgress?.({ phase: 'done', message: 'clone complete' });
+    return repository;
+  }
+
+  async function pushRefs(local: Repository, options: RemotePushOptions): Promise<PushResult> {
+    const given = options ?? {};
+    const { signal: _s, onProgress: _p, protocolV2: _v, report, ...rest } = given;
+    if ((rest.refspecs?.length ?? 0) === 0 && (rest.updates?.length ?? 0) === 0) {
+      throw new GitportError('PUSH_NOTHING', 'nothing to push: give refspecs or updates');
+    }
+    const result = await session('git-receive-pack', given, (remote, signal) =>
+      pushFrom(local, remote, { ...rest, ...progress(given), ...(signal ? { signal } : {}) }),
+    );
+    await updateTracking(local, remoteUrl, result);
+    if (!result.ok && report !== true) throw pushRejected(result);
+    return result;
+  }
+}
+
+/** The isomorphic-git URL of a hosted repository (see http-plugin.ts's default resolver). */
+function defaultUrl(peer: string, name: string): string {
+  return `http://${encodeURIComponent(peer)}.gitport/${name.split('/').map(encodeURIComponent).join('/')}.git`;
+}
+
+function pushRejected(result: PushResult): GitportError {
+  const refused = result.refs.filter((r) => r.status === 'rejected');
+  const detail = refused.map((r) => `${r.name} (${r.reason})`).join(', ');
+  const message =
+    result.unpack !== undefined && result.unpack !== 'ok'
+      ? `push failed: the remote could not unpack (${result.unpack})`
+      : `push rejected: ${detail || 'no ref was updated'}`;
+  return new GitportError('PUSH_REJECTED', message, { data: result });
+}
+
+/**
+ * The error a user-facing call rejects with: a GitportError, the remote's refusal said once,
+ * `REPO_NOT_FOUND` for a repository the host does not have.
+ */
+async function userFacing<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (error) {
+    throw asRemoteError(error);
+  }
+}
+
+const REMOTE_ERROR_PREFIX = /^(?:\s*(?:remote error|ERR)\s*:?\s*)+/i;
+/** What the gitport host (and git daemon) say about a repository that is not there. */
+const NOT_FOUND = /^repository .* not found$|not found|does not exist|not exported|no such repository/i;
+
+export function asRemoteError(error: unknown): GitportError {
+  if (isGitportError(error)) return error;
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code === 'PROTOCOL_REMOTE_ERROR' || code === 'PKTLINE_REMOTE_ERROR') {
+    const message = String((error as Error).message ?? '').replace(REMOTE_ERROR_PREFIX, '');
+    if (NOT_FOUND.test(message)) return new GitportError('REPO_NOT_FOUND', message, { cause: error });
+    return new GitportError('REMOTE_ERROR', `remote error: ${message}`, { cause: error });
+  }
+  if (code === 'PROTOCOL_ABORTED' || code === 'TRANSPORT_ABORTED') {
+    return new GitportError('ABORTED', 'aborted', { cause: error });
+  }
+  return toGitportError(error);
 }
 
 /** `<gitDir>/shallow` (gitrepository-layout(5)): one commit id per line, the shallow boundary. */
@@ -237,17 +351,120 @@ async function* counted(
   }
 }
 
-/** Checks out HEAD into the working tree with isomorphic-git (loaded only for non-bare clones). */
-async function checkout(repository: GitRepository, dir: string): Promise<void> {
-  const head = await repository.refs.read('HEAD');
-  if (head.kind !== 'symbolic' || (await repository.refs.resolve('HEAD')) === undefined) return;
-  const git = await import('isomorphic-git');
-  const branch = head.target.replace(/^refs\/heads\//, '');
-  await git.checkout({
-    fs: { promises: repository.fs.raw } as unknown as Parameters<typeof git.checkout>[0]['fs'],
-    dir,
-    gitdir: repository.gitDir,
-    ref: branch,
-    force: true,
-  });
+/**
+ * What `git clone` records about where it cloned from: `remote.origin.url` (and, in a non-bare
+ * clone, the fetch refspec, `branch.<HEAD's branch>.remote`/`merge`, the remote's branches moved
+ * to `refs/remotes/origin/*` with `refs/remotes/origin/HEAD`, and only HEAD's branch left under
+ * `refs/heads/`).
+ */
+async function setUpOrigin(repository: GitRepository, url: string): Promise<void> {
+  const { fs, gitDir, refs } = repository;
+  const head = await refs.read('HEAD');
+  const branch = head.kind === 'symbolic' ? head.target.replace(/^refs\/heads\//, '') : undefined;
+  const lines = ['[remote "origin"]', `\turl = ${configValue(url)}`];
+  if (!repository.bare) {
+    lines.push('\tfetch = +refs/heads/*:refs/remotes/origin/*');
+    const headOid = await refs.resolve('HEAD');
+    if (branch !== undefined && headOid !== undefined) {
+      lines.push(
+        `[branch "${branch.replace(/["\\]/g, '\\$&')}"]`,
+        '\tremote = origin',
+        `\tmerge = refs/heads/${branch}`,
+      );
+    }
+    const heads = await refs.list('refs/heads/');
+    const updates = heads.flatMap((ref) => {
+      const tracking = { name: `refs/remotes/origin/${ref.name.slice('refs/heads/'.length)}`, old: null, new: ref.oid };
+      return ref.name === (head.kind === 'symbolic' ? head.target : '')
+        ? [tracking]
+        : [tracking, { name: ref.name, old: ref.oid, new: null }];
+    });
+    if (updates.length > 0) {
+      const results = await refs.update(updates, { atomic: true });
+      const refused = results.find((r) => r.status === 'rejected');
+      if (refused)
+        throw new GitportError(
+          'REF_LOCKED',
+          `cannot set up refs/remotes/origin: ${refused.name}: ${refused.status === 'rejected' ? refused.message : ''}`,
+        );
+    }
+    if (branch !== undefined && heads.some((r) => r.name === `refs/heads/${branch}`)) {
+      await refs.setSymbolic('refs/remotes/origin/HEAD', `refs/remotes/origin/${branch}`);
+    }
+  }
+  const config = (await fs.readText(joinPath(gitDir, 'config'))) ?? '';
+  await fs.write(
+    joinPath(gitDir, 'config'),
+    `${config}${config === '' || config.endsWith('\n') ? '' : '\n'}${lines.join('\n')}\n`,
+  );
+}
+
+/**
+ * After a push, what git does to the remote-tracking refs: each branch the remote now has at a
+ * new value is recorded under `refs/remotes/<remote>/` for every configured remote with this URL
+ * and the usual fetch refspec. Best effort, as in git: a failure here does not fail the push.
+ */
+async function updateTracking(local: Repository, url: string, result: PushResult): Promise<void> {
+  const repo = local as Partial<GitRepository>;
+  if (!repo.fs || !repo.gitDir) return;
+  const moved = result.refs.filter((r) => r.status === 'ok' && r.name.startsWith('refs/heads/'));
+  if (moved.length === 0) return;
+  try {
+    const config = (await repo.fs.readText(joinPath(repo.gitDir, 'config'))) ?? '';
+    for (const remoteName of remotesWithUrl(config, url)) {
+      const updates = moved.map((r) => ({
+        name: `refs/remotes/${remoteName}/${r.name.slice('refs/heads/'.length)}`,
+        new: r.new,
+      }));
+      await local.refs.update(updates);
+    }
+  } catch {
+    // the push itself succeeded; the tracking refs catch up at the next fetch
+  }
+}
+
+/** The remotes of a git config whose `url` is `url` and whose fetch refspec is the default one. */
+export function remotesWithUrl(config: string, url: string): string[] {
+  const found: string[] = [];
+  let section: string | undefined;
+  let sectionUrl: string | undefined;
+  let tracking = false;
+  const close = () => {
+    if (section !== undefined && sectionUrl === url && tracking) found.push(section);
+  };
+  for (const raw of config.split('\n')) {
+    const line = raw.trim();
+    const header = /^\[\s*remote\s+"((?:[^"\\]|\\.)*)"\s*\]$/i.exec(line);
+    if (line.startsWith('[')) {
+      close();
+      section = header ? header[1]!.replace(/\\(.)/g, '$1') : undefined;
+      sectionUrl = undefined;
+      tracking = false;
+      continue;
+    }
+    if (section === undefined) continue;
+    const entry = /^([A-Za-z][A-Za-z0-9-]*)\s*=\s*(.*)$/.exec(line);
+    if (!entry) continue;
+    const value = unquote(entry[2]!);
+    const key = entry[1]!.toLowerCase();
+    if (key === 'url') sectionUrl = value;
+    if (key === 'fetch' && value === `+refs/heads/*:refs/remotes/${section}/*`) tracking = true;
+  }
+  close();
+  return found;
+}
+
+/** A config value as written by `configValue` (or plain). */
+function unquote(value: string): string {
+  const trimmed = value.trim();
+  if (!trimmed.startsWith('"')) return trimmed;
+  return trimmed
+    .slice(1, trimmed.endsWith('"') ? -1 : undefined)
+    .replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c === 't' ? '\t' : c));
+}
+
+/** A config value as git-config(1) reads it back (quoted when it holds what would be parsed). */
+function configValue(value: string): string {
+  if (!/[\s;#"\\]/.test(value)) return value;
+  return `"${value.replace(/["\\]/g, '\\$&').replace(/\n/g, '\\n').replace(/\t/g, '\\t')}"`;
 }

@@ -258,7 +258,7 @@ describe('host and remote over a bus', () => {
     const served = host(buses.left, new FsRepositoryRegistry(nodeFs(), sandbox.path('root')));
     try {
       await expect(remote(buses.right, 'host', 'nope').lsRefs()).rejects.toMatchObject({
-        code: 'PROTOCOL_REMOTE_ERROR',
+        code: 'REPO_NOT_FOUND',
       });
     } finally {
       served.close();

@@ -6,7 +6,7 @@
  *   host { root }                        host every bare repository under root (FsRepositoryRegistry)
  *   clone { peer, name, dir }            clone a non-bare repository into dir
  *   commit { dir, path, content, message, ref? }  commit a file with isomorphic-git
- *   push { dir, peer, name, ref }        push ref to the host
+ *   push { dir, peer, name, ref }        push ref to the host (resolves the report, refused or not)
  *   fetch { dir, peer, name }            fetch from the host
  *   lsRefs { peer, name }                list the host's refs
  *   fsCallsDone { path }                 whether nodeFs() here has written `path` by the time its
@@ -69,7 +69,10 @@ const commands: Record<string, Handler> = {
   async push(args) {
     const repo = await openRepository(fs, args.dir as string);
     const ref = args.ref as string;
-    return remote(bus, args.peer as string, args.name as string).push(repo, { refspecs: [`${ref}:${ref}`] });
+    return remote(bus, args.peer as string, args.name as string).push(repo, {
+      refspecs: [`${ref}:${ref}`],
+      report: true,
+    });
   },
   async fetch(args) {
     const repo = await openRepository(fs, args.dir as string);
