@@ -140,7 +140,10 @@ class NodeRequest implements GatewayRequest {
   }
 }
 
+/** Whether `res` can take more bytes: after a drain, false once it is closed (already, or while waiting). */
 function waitWritable(res: ServerResponse): Promise<boolean> {
+  // a response that closed before this was called never emits 'close' again
+  if (res.destroyed || res.closed) return Promise.resolve(false);
   return new Promise((resolve) => {
     const done = (ok: boolean) => () => {
       res.off('drain', onDrain);

@@ -45,7 +45,7 @@ async function fetchRequest(sandbox: GitSandbox, gitDir: string): Promise<Uint8A
   return body;
 }
 
-/** Sends one POST and never reads the answer (the socket stays paused). */
+/** Sends one POST; nothing reads the answer unless a 'data' listener is added. */
 function sendAndNeverRead(server: TestServer, path: string, body: Uint8Array): Socket {
   const socket = connect(server.port, server.host);
   socket.on('error', () => {});
@@ -97,6 +97,31 @@ describe('work whose client went away', () => {
     await sandbox.git(['clone', '--quiet', `${server.url}/${small}.git`, sandbox.path('small-clone')]);
     expect(await sandbox.git(['-C', sandbox.path('small-clone'), 'log', '--format=%s'])).toBe('small');
     expect(pool.work(index).inFlight).toBe(0);
+  }, 240_000);
+
+  it('frees every slot when clients go away in the middle of the response', async () => {
+    await using sandbox = await createGitSandbox();
+    await using server = await startServer({ root: sandbox.path('root'), backend: 'worker-pool' });
+    const history = await ensureHistory(BIG);
+    await sandbox.git(['clone', '--quiet', '--bare', history.gitDir, join(server.root, 'big.git')]);
+    const body = await fetchRequest(sandbox, join(server.root, 'big.git'));
+    // each client reads until the pack is flowing, then goes away: the response is closed while
+    // the gateway waits for its next chunk, and that chunk must not wait for a drain forever
+    await Promise.all(
+      Array.from({ length: 12 }, async () => {
+        const socket = sendAndNeverRead(server, '/big.git/git-upload-pack', body);
+        let received = 0;
+        await new Promise<void>((resolve) => {
+          socket.on('data', (chunk: Buffer) => {
+            received += chunk.byteLength;
+            if (received > 256 << 10) resolve();
+          });
+          socket.on('close', () => resolve());
+        });
+        socket.destroy();
+      }),
+    );
+    await vi.waitFor(() => expect(server.gateway.inFlight).toBe(0), { timeout: 120_000, interval: 50 });
   }, 240_000);
 
   it('settles the cancelled response body only once the worker has stopped the work', async () => {
