@@ -4,11 +4,9 @@
  * headers (a stalled browser tab), and counts what the readers get. Messages from the parent:
  *   { type: 'open', url, readers, idle }  -> { type: 'opened', refused }
  *   { type: 'report' }                    -> { type: 'report', events, resets, ended, errors }
- *   { type: 'close' }                     -> exits
  */
 import { request } from 'node:http';
 
-const requests = [];
 const counts = { events: 0, resets: 0, ended: 0, errors: 0 };
 
 function open(url, read) {
@@ -47,7 +45,6 @@ function open(url, read) {
       resolve(false);
     });
     req.end();
-    requests.push(req);
   });
 }
 
@@ -60,8 +57,5 @@ process.on('message', async (message) => {
     process.send({ type: 'opened', refused });
   } else if (message.type === 'report') {
     process.send({ type: 'report', ...counts });
-  } else if (message.type === 'close') {
-    for (const req of requests) req.destroy();
-    process.exit(0);
   }
 });

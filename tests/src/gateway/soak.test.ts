@@ -13,6 +13,7 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { createGitSandbox, type GitSandbox } from '../git.js';
 import { ensureHistory } from '../history.js';
@@ -189,7 +190,17 @@ describe('soak', () => {
               `HEAD:refs/heads/soak-${i}-atomic`,
             ]);
           } else if (n % 5 === 4) {
-            await sandbox.git(['-C', work, 'push', '--quiet', pushUrl, `:refs/heads/soak-${i}-atomic`]);
+            // a delete beside an update, so the branch still ends at the work tree's commit
+            await sandbox.git([
+              '-C',
+              work,
+              'push',
+              '--quiet',
+              '--force',
+              pushUrl,
+              `HEAD:refs/heads/soak-${i}`,
+              `:refs/heads/soak-${i}-atomic`,
+            ]);
           } else {
             await sandbox.git(['-C', work, 'push', '--quiet', '--force', pushUrl, `HEAD:refs/heads/soak-${i}`]);
           }
@@ -333,11 +344,16 @@ describe('soak', () => {
         expect(secondPeak).toBeLessThan(firstPeak * 1.5 + (64 << 20));
         expect(Math.max(...memory)).toBeLessThan(1.5 * 1024 ** 3);
       }
+
+      // SIGTERM still ends it cleanly after all that
+      server.child.kill('SIGTERM');
+      const exit = await Promise.race([server.exit, delay(60_000).then(() => 'still running after SIGTERM')]);
+      if (exit !== 0) console.log(`gitport serve stderr:\n${server.stderr().slice(-4000)}`);
+      expect(exit).toBe(0);
     } finally {
       clearInterval(sampler);
-      subscribers.send({ type: 'close' });
-      server.child.kill('SIGTERM');
-      await server.exit;
+      subscribers.kill();
+      if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
     }
   });
 });
