@@ -52,10 +52,10 @@ export function rssAnon(pid: number): number {
   return m ? Number(m[1]) * 1024 : 0;
 }
 
-/** RssAnon summed over the tree, in bytes. */
-export function treeRssAnon(root: number): number {
+/** RssAnon summed over the tree but `skip`, in bytes. */
+export function treeRssAnon(root: number, skip: ReadonlySet<number> = new Set()): number {
   let total = 0;
-  for (const pid of processTree(root)) total += rssAnon(pid);
+  for (const pid of processTree(root)) if (!skip.has(pid)) total += rssAnon(pid);
   return total;
 }
 
@@ -81,16 +81,16 @@ export async function settle(root: number, keep: ReadonlySet<number> = new Set()
   }
 }
 
-/** Samples a tree's RssAnon every `intervalMs` until stopped; returns the peak in bytes. */
-export function sampleMemory(root: number, intervalMs = 10): { stop(): number } {
-  let peak = treeRssAnon(root);
+/** Samples a tree's RssAnon (but `skip`'s) every `intervalMs` until stopped; returns the peak in bytes. */
+export function sampleMemory(root: number, skip: ReadonlySet<number> = new Set(), intervalMs = 10): { stop(): number } {
+  let peak = treeRssAnon(root, skip);
   const timer = setInterval(() => {
-    peak = Math.max(peak, treeRssAnon(root));
+    peak = Math.max(peak, treeRssAnon(root, skip));
   }, intervalMs);
   return {
     stop() {
       clearInterval(timer);
-      peak = Math.max(peak, treeRssAnon(root));
+      peak = Math.max(peak, treeRssAnon(root, skip));
       return peak;
     },
   };
@@ -100,9 +100,13 @@ export function sampleMemory(root: number, intervalMs = 10): { stop(): number } 
 export interface Cost {
   wallMs: number;
   cpuMs: number;
-  /** Peak RssAnon of the tree during the span, bytes. */
+  /**
+   * Peak RssAnon of the tree during the span, bytes: the root and the processes it started for
+   * the work, not helpers that were already there (tsx's esbuild service of a server run from
+   * sources).
+   */
   peakBytes: number;
-  /** RssAnon of the tree just before the span, bytes. */
+  /** RssAnon of the root just before the span, bytes. */
   baseBytes: number;
 }
 
@@ -110,9 +114,10 @@ export interface Cost {
 export async function measureServer<T>(root: number, work: () => Promise<T>): Promise<Cost & { result: T }> {
   const keep = new Set(processTree(root));
   await settle(root, keep);
-  const baseBytes = treeRssAnon(root);
+  const helpers = new Set([...keep].filter((pid) => pid !== root));
+  const baseBytes = treeRssAnon(root, helpers);
   const cpu0 = cpuMs(root);
-  const sampler = sampleMemory(root);
+  const sampler = sampleMemory(root, helpers);
   const start = performance.now();
   let peakBytes = 0;
   let result: T;

@@ -5,7 +5,8 @@
  *
  *   node benchmarks/profile-top.mjs [--top N] <file.cpuprofile>...
  *
- * prints self ms, share of the samples, and the function with its file and line.
+ * prints self ms, share of the busy samples (all but "(idle)"), and the function with its file and
+ * line.
  */
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
@@ -37,8 +38,11 @@ for (const file of files) {
     total += ms;
   });
 }
+const idle = self.get('(idle)') ?? 0;
+self.delete('(idle)');
+const busy = total - idle;
 const rows = [...self].sort((a, b) => b[1] - a[1]).slice(0, top);
-process.stdout.write(`${total.toFixed(0)} ms sampled in ${files.length} profile(s)\n`);
+process.stdout.write(`${busy.toFixed(0)} ms busy (${idle.toFixed(0)} ms idle) sampled in ${files.length} profile(s)\n`);
 for (const [key, ms] of rows) {
-  process.stdout.write(`${ms.toFixed(0).padStart(9)} ms ${((100 * ms) / total).toFixed(1).padStart(5)}%  ${key}\n`);
+  process.stdout.write(`${ms.toFixed(0).padStart(9)} ms ${((100 * ms) / busy).toFixed(1).padStart(5)}%  ${key}\n`);
 }

@@ -218,7 +218,16 @@ describe(`scale (${preset})`, () => {
       peer,
       peerValue: med(r.git, growth),
       better: 'lower',
-      note: `server private memory: peak RssAnon of the server's process tree over its idle figure (gitport ${idle(r.ours)} MB idle, git's bridge ${idle(r.git)} MB); ${note}`,
+      note: `server private memory: peak RssAnon of the server's process tree over its figure just before (memory kept from earlier runs counts in that figure: gitport ${idle(r.ours)} MB, git's node:http bridge ${idle(r.git)} MB); ${note}`,
+    });
+    record({
+      id: `scale.${id}.server-peak.mb`,
+      value: med(r.ours, (c) => c.peakBytes) / MB,
+      unit: 'MB',
+      peer,
+      peerValue: med(r.git, (c) => c.peakBytes) / MB,
+      better: 'lower',
+      note: `server private memory: peak RssAnon of the server's process tree (gitport serve: its process with its workers; git: the node:http CGI bridge, git http-backend, upload-pack, pack-objects); ${note}`,
     });
     if (r.ours[0]?.bytes !== undefined) {
       record({
