@@ -87,7 +87,7 @@ async function startServer(name: string, child: ChildProcess): Promise<Server> {
 async function stopServer(server: Server | undefined): Promise<void> {
   if (!server) return;
   await server.proxy.close();
-  if (server.child.exitCode !== null) return;
+  if (server.child.exitCode !== null || server.child.signalCode !== null) return;
   const exited = new Promise((resolve) => server.child.once('exit', resolve));
   server.child.kill('SIGTERM');
   await exited;
@@ -102,8 +102,8 @@ describe(`scale (${preset})`, () => {
   let root: string;
   let repo: string;
   let pack: string;
-  let ours: Server;
-  let git: Server;
+  /** The servers running now (stopped after each group of rows, and at the end). */
+  const running: Server[] = [];
   let commits = 0;
   let objects = 0;
   let head = '';
@@ -138,24 +138,42 @@ describe(`scale (${preset})`, () => {
     objects = Number(/in-pack: (\d+)/.exec(counts)?.[1]) + Number(/^count: (\d+)/m.exec(counts)?.[1]);
     const tags = (await sandbox.git(['--git-dir', repo, 'tag', '--list'])).split('\n').length;
     shape = `${preset} preset: ${commits} commits, ${tags} tags, ${objects} objects, ${(statSync(pack).size / MB).toFixed(0)} MB pack and one loose commit`;
-    ours = await startServer(
+  }
+
+  /**
+   * Both servers, started afresh for each group of rows (memory a server keeps after one group
+   * must not count in the next) and warmed up by one ref advertisement each.
+   */
+  async function startServers(): Promise<{ ours: Server; git: Server }> {
+    const ours = await startServer(
       'gitport serve',
       spawn(process.execPath, [...nodeArgs, gitportBin, 'serve', '--root', root, '--port', '0', '--workers', '2'], {
         stdio: ['ignore', 'pipe', 'pipe'],
       }),
     );
-    git = await startServer(
+    running.push(ours);
+    const git = await startServer(
       'git http-backend',
       spawnTsNode(new URL('./workers/http-backend-server.ts', import.meta.url), [root], {
         stdio: ['ignore', 'pipe', 'pipe'],
       }),
     );
+    running.push(git);
+    const servers = { ours, git };
+    for (const server of [ours, git]) {
+      const res = await fetch(`${server.url}/scale.git/info/refs?service=git-upload-pack`);
+      if (!res.ok) throw new Error(`${server.name}: info/refs answered ${res.status}`);
+      await res.arrayBuffer();
+    }
+    return servers;
+  }
+  async function stopServers(): Promise<void> {
+    for (const server of running.splice(0)) await stopServer(server);
   }
 
   // registered first so that it runs last (after hooks run in stack order)
   afterAll(async () => {
-    await stopServer(ours);
-    await stopServer(git);
+    await stopServers();
     await sandbox?.cleanup();
     if (root) await rm(root, { recursive: true, force: true });
   });
@@ -175,9 +193,14 @@ describe(`scale (${preset})`, () => {
   /** Medians of the runs of each side, gitport and git alternating which goes first. */
   async function sideBySide<T extends object>(runs: number, run: (server: Server) => Promise<T>) {
     const results: { ours: T[]; git: T[] } = { ours: [], git: [] };
-    for (let i = 0; i < runs; i++) {
-      const order = i % 2 === 0 ? ([ours, git] as const) : ([git, ours] as const);
-      for (const server of order) results[server === ours ? 'ours' : 'git'].push(await run(server));
+    const servers = await startServers();
+    try {
+      for (let i = 0; i < runs; i++) {
+        const order = i % 2 === 0 ? [servers.ours, servers.git] : [servers.git, servers.ours];
+        for (const server of order) results[server === servers.ours ? 'ours' : 'git'].push(await run(server));
+      }
+    } finally {
+      await stopServers();
     }
     return results;
   }
@@ -218,7 +241,7 @@ describe(`scale (${preset})`, () => {
       peer,
       peerValue: med(r.git, growth),
       better: 'lower',
-      note: `server private memory: peak RssAnon of the server's process tree over its figure just before (memory kept from earlier runs counts in that figure: gitport ${idle(r.ours)} MB, git's node:http bridge ${idle(r.git)} MB); ${note}`,
+      note: `server private memory: peak RssAnon of the server's process tree over its figure just before (memory the server kept from earlier runs of this row counts in that figure, servers start afresh for each row: gitport ${idle(r.ours)} MB, git's node:http bridge ${idle(r.git)} MB); ${note}`,
     });
     record({
       id: `scale.${id}.server-peak.mb`,
