@@ -4,6 +4,10 @@
  * annotated and lightweight tags. The same options give byte-identical repositories, so a
  * fixture is built once per machine (cached under the OS temp directory by its options) and
  * shared by every test and benchmark of a run.
+ *
+ * `shape: 'source'` builds the history of a long-lived source repository instead
+ * (source-history.ts): tens of thousands of commits at scale, for the `large` preset the size of
+ * git's own history. The fast-import input is streamed, never held whole.
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -11,6 +15,7 @@ import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { prng } from './prng.js';
+import { generateSourceFastImport } from './source-history.js';
 
 export interface HistoryOptions {
   /** Number of commits on main (merges and side-branch commits come on top). */
@@ -28,6 +33,15 @@ export interface HistoryOptions {
   mergeEvery?: number;
   /** An annotated tag every N commits (0: none); lightweight tags at 5x that interval. */
   tagEvery?: number;
+  /**
+   * 'flat' (default): the generator above. 'source': a long-lived source repository
+   * (source-history.ts), where `commits` counts every commit (main, topics and merges),
+   * `mergeEvery` is the mean interval between topic branches and `largeEvery`, `largeSize` and
+   * `binaryEvery` are not used.
+   */
+  shape?: 'flat' | 'source';
+  /** Directories the files are spread over ('source' shape only). */
+  directories?: number;
 }
 
 export interface History {
@@ -37,6 +51,7 @@ export interface History {
 }
 
 const GENERATOR_VERSION = 1;
+const SOURCE_GENERATOR_VERSION = 1;
 
 export function defaults(options: HistoryOptions): Required<HistoryOptions> {
   return {
@@ -47,8 +62,53 @@ export function defaults(options: HistoryOptions): Required<HistoryOptions> {
     binaryEvery: 40,
     mergeEvery: 50,
     tagEvery: 100,
+    shape: 'flat',
+    directories: 0,
     ...options,
   };
+}
+
+/**
+ * Named sizes of the 'source' shape. `large` has the shape and size of git's own history (tens of
+ * thousands of commits, about a thousand tags, hundreds of thousands of objects); `medium` a
+ * quarter of it; `small` the same shape for quick runs.
+ */
+export const HISTORY_PRESETS = {
+  large: { shape: 'source', commits: 80_000, seed: 1, files: 3_000, directories: 300, mergeEvery: 8, tagEvery: 80 },
+  medium: { shape: 'source', commits: 20_000, seed: 1, files: 1_500, directories: 150, mergeEvery: 8, tagEvery: 80 },
+  small: { shape: 'source', commits: 1_000, seed: 1, files: 300, directories: 40, mergeEvery: 8, tagEvery: 80 },
+} as const satisfies Record<string, HistoryOptions>;
+
+export type HistoryPreset = keyof typeof HISTORY_PRESETS;
+
+/** The cache key of a history: its generator and every option that changes its bytes. */
+export function historyKey(full: Required<HistoryOptions>): string {
+  if (full.shape === 'source') {
+    return [
+      `src${SOURCE_GENERATOR_VERSION}`,
+      `c${full.commits}`,
+      `s${full.seed}`,
+      `f${full.files}`,
+      `d${full.directories}`,
+      `m${full.mergeEvery}`,
+      `t${full.tagEvery}`,
+    ].join('-');
+  }
+  return [
+    `v${GENERATOR_VERSION}`,
+    `c${full.commits}`,
+    `s${full.seed}`,
+    `f${full.files}`,
+    `l${full.largeEvery}x${full.largeSize}`,
+    `b${full.binaryEvery}`,
+    `m${full.mergeEvery}`,
+    `t${full.tagEvery}`,
+  ].join('-');
+}
+
+/** The fast-import stream of any shape. */
+export function fastImportStream(full: Required<HistoryOptions>): Generator<Uint8Array> {
+  return full.shape === 'source' ? generateSourceFastImport(full) : generateFastImport(full);
 }
 
 export { prng } from './prng.js';
@@ -65,23 +125,16 @@ const WORDS = (
  */
 export async function ensureHistory(options: HistoryOptions, cacheDir = defaultCacheDir()): Promise<History> {
   const full = defaults(options);
-  const key = [
-    `v${GENERATOR_VERSION}`,
-    `c${full.commits}`,
-    `s${full.seed}`,
-    `f${full.files}`,
-    `l${full.largeEvery}x${full.largeSize}`,
-    `b${full.binaryEvery}`,
-    `m${full.mergeEvery}`,
-    `t${full.tagEvery}`,
-  ].join('-');
+  const key = historyKey(full);
   const gitDir = join(cacheDir, `${key}.git`);
   if (existsSync(join(gitDir, 'gitport-complete'))) return { gitDir, options: full };
   await mkdir(cacheDir, { recursive: true });
   const work = await mkdtemp(join(cacheDir, 'build-'));
   const target = join(work, 'repo.git');
   await git(['init', '--bare', '-q', '-b', 'main', target]);
-  await git(['fast-import', '--quiet', '--done'], target, generateFastImport(full));
+  // topic branches stay open while main moves on: keep them all loaded
+  const importArgs = full.shape === 'source' ? ['--active-branches=64'] : [];
+  await git(['fast-import', '--quiet', '--done', ...importArgs], target, fastImportStream(full));
   await git(['repack', '-a', '-d', '-q'], target);
   await writeFile(join(target, 'gitport-complete'), `${key}\n`);
   try {

@@ -1,0 +1,28 @@
+/**
+ * `createPack` of @gitport/pack (built) in a process of its own, pack to stdout:
+ *
+ *   node create-pack.mjs <git dir> <reuse: 0|1>   (stdin: one `<oid>` or `^<oid>` per line)
+ *
+ * for benchmarks/scale.bench.ts's "computing deltas" rows, which the `gitport pack-objects`
+ * command has no option for (it always reuses stored deltas).
+ */
+import * as fs from 'node:fs';
+import { createPack, FsObjectStore } from '@gitport/pack';
+
+const [gitDir, reuse] = process.argv.slice(2);
+const chunks = [];
+for await (const c of process.stdin) chunks.push(c);
+const wants = [];
+const haves = [];
+for (const line of Buffer.concat(chunks).toString('utf8').split('\n')) {
+  if (line.startsWith('^')) haves.push(line.slice(1));
+  else if (line) wants.push(line);
+}
+const store = new FsObjectStore(fs, gitDir);
+try {
+  for await (const chunk of createPack(store, { wants, haves, reuse: reuse === '1' })) {
+    if (!process.stdout.write(chunk)) await new Promise((r) => process.stdout.once('drain', r));
+  }
+} finally {
+  await store.close();
+}
