@@ -5,8 +5,8 @@
  * Origin, Last-Event-ID) and gzip bodies. Every input gets a coded 4xx or a valid answer: never a
  * 500, a throw or a logged internal error.
  *
- * Seeded: GITPORT_FUZZ_SEED picks the seed (printed), GITPORT_FUZZ_RUNS the number of runs (brief
- * by default).
+ * Seeded: GITPORT_FUZZ_SEED picks the seed (printed); GITPORT_FUZZ_RUNS=N runs N times the brief
+ * default.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -29,7 +29,7 @@ import {
 } from './handler.js';
 
 const SEED = Number(process.env.GITPORT_FUZZ_SEED ?? 20_261_126);
-const RUNS = Number(process.env.GITPORT_FUZZ_RUNS ?? 120);
+const RUNS = 120 * Math.max(1, Number(process.env.GITPORT_FUZZ_RUNS) || 1);
 const TOKEN = 'fuzz-token';
 let root: string;
 let head: string;

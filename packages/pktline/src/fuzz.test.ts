@@ -3,7 +3,7 @@
  * special packets, ERR, chunk boundaries) and side-band demultiplexing, from real git traffic
  * (test-corpus.ts) mutated byte by byte and packet by packet. Every input gives packets or a
  * PktLineError with a stable code, the same whatever the chunking; never another exception, a
- * hang, or a packet longer than git reads. `GITPORT_FUZZ_RUNS` makes a run longer,
+ * hang, or a packet longer than git reads. `GITPORT_FUZZ_RUNS=N` runs N times longer,
  * `GITPORT_FUZZ_SEED` replays one.
  */
 import fc from 'fast-check';
@@ -32,7 +32,7 @@ const CODES = new Set([
 
 function parameters(name: string, runs: number): { seed: number; numRuns: number } {
   const seed = Number(process.env.GITPORT_FUZZ_SEED ?? Date.now() % 2_147_483_647);
-  const numRuns = Number(process.env.GITPORT_FUZZ_RUNS ?? runs);
+  const numRuns = runs * Math.max(1, Number(process.env.GITPORT_FUZZ_RUNS) || 1);
   console.log(`${name}: fast-check seed ${seed}, ${numRuns} runs (replay with GITPORT_FUZZ_SEED=${seed})`);
   return { seed, numRuns };
 }

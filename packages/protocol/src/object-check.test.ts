@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { concatBytes } from './connection.js';
 import { checkObject, compareEntries, isDotGit } from './object-check.js';
+import { fuzzParameters } from './test-fuzz.js';
 
 const enc = (s: string) => new TextEncoder().encode(s);
 const OID = 'a'.repeat(40);
@@ -101,8 +102,7 @@ describe('checkObject', () => {
   });
 
   it('gives a verdict for any bytes, never throws (seeded fuzz)', () => {
-    const seed = 20261126;
-    console.log(`object-check fuzz seed ${seed}`);
+    const { seed, numRuns } = fuzzParameters('object-check', 3000);
     const valid: [ObjectType, Uint8Array][] = [
       ['commit', enc(commit)],
       ['tag', enc(tag)],
@@ -141,7 +141,7 @@ describe('checkObject', () => {
           }
         },
       ),
-      { seed, numRuns: 3000 },
+      { seed, numRuns },
     );
   });
 });

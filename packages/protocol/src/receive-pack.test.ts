@@ -9,6 +9,7 @@ import { concatBytes, type Repository } from './connection.js';
 import { push } from './push-client.js';
 import { type ReceivePackOptions, type ReceivePackResult, serveReceivePack } from './receive-pack.js';
 import { type RefUpdateResult, ZERO_OID } from './ref-store.js';
+import { fuzzParameters } from './test-fuzz.js';
 import { chain, commit, emptyRepo, packOf, readAll, type TestRepo, text } from './test-repo.js';
 
 /** A server repository with main at c2, and a client that has c0..c4 (c3, c4 new). */
@@ -720,8 +721,7 @@ describe('receive-pack: object checks', () => {
 
 describe('receive-pack: random objects (seeded fuzz)', () => {
   it('any object pushed to a branch and a tag gets a report line per ref, never a crash', async () => {
-    const seed = 7_20261126;
-    console.log(`receive-pack fuzz seed ${seed}`);
+    const { seed, numRuns } = fuzzParameters('receive-pack', 300);
     const { server, client, base } = await setup();
     const tree = /^tree ([0-9a-f]{40})/.exec(text((await client.objects.read(base[2]!))!.data))![1]!;
     const valid = [
@@ -773,7 +773,7 @@ describe('receive-pack: random objects (seeded fuzz)', () => {
           );
         },
       ),
-      { seed, numRuns: 300 },
+      { seed, numRuns },
     );
   });
 });

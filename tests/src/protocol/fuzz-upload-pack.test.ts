@@ -7,7 +7,7 @@
  * request grammar with good and bad values, special packets spliced in, the stream cut short)
  * and byte by byte, then served by gitport from a copy of the same repository. Every request
  * ends with an answer or an error with a stable code; never another exception or a hang, and the
- * answer stays bounded. `GITPORT_FUZZ_RUNS` makes a run longer, `GITPORT_FUZZ_SEED` replays one.
+ * answer stays bounded. `GITPORT_FUZZ_RUNS=N` runs N times longer, `GITPORT_FUZZ_SEED` replays one.
  */
 import { readFile } from 'node:fs/promises';
 import { decodePackets, encodePacket, type Packet, PacketReader } from '@gitport/pktline';
@@ -22,7 +22,7 @@ const MAX_ANSWER = 4 << 20;
 
 function parameters(name: string, runs: number): { seed: number; numRuns: number } {
   const seed = Number(process.env.GITPORT_FUZZ_SEED ?? Date.now() % 2_147_483_647);
-  const numRuns = Number(process.env.GITPORT_FUZZ_RUNS ?? runs);
+  const numRuns = runs * Math.max(1, Number(process.env.GITPORT_FUZZ_RUNS) || 1);
   console.log(`${name}: fast-check seed ${seed}, ${numRuns} runs (replay with GITPORT_FUZZ_SEED=${seed})`);
   return { seed, numRuns };
 }
