@@ -3,7 +3,7 @@ import { mkdtemp, readdir, rm, utimes } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { AdvertisementCache } from './advertisement-cache.js';
+import { AdvertisementCache, readRefsStamp } from './advertisement-cache.js';
 import { createDemoRepository } from './demo-repository.js';
 
 let root: string;
@@ -106,6 +106,32 @@ describe('AdvertisementCache', () => {
       expect(cache.peek('demo', 'k')).toBeUndefined();
       expect(new TextDecoder().decode(await cache.get('demo', 'k', dir, load))).toBe(expected());
     }
+  });
+
+  it("checks a repository's refs once per synchronous run for all its advertisements", async () => {
+    git('symbolic-ref', 'HEAD', 'refs/heads/main');
+    await backdateRefs(gitDir);
+    const cache = new AdvertisementCache();
+    const dir = async () => gitDir;
+    const keys = ['upload', 'upload-v2', 'receive'];
+    for (const key of keys) await cache.get('demo', key, dir, async () => new TextEncoder().encode(key));
+    const paths = (await readRefsStamp(gitDir)).paths.length;
+    await Promise.resolve();
+    // one run: the first key's check stats each path once, the other keys reuse those stats
+    const before = cache.syncStats;
+    for (const key of keys) expect(cache.peek('demo', key)).toBeDefined();
+    const oneCheck = cache.syncStats - before;
+    expect(oneCheck).toBe(paths);
+    for (const key of keys) expect(cache.peek('demo', key)).toBeDefined();
+    expect(cache.syncStats - before).toBe(oneCheck);
+    // the next run checks again, and sees a ref written in between for every key
+    await Promise.resolve();
+    for (const key of keys) expect(cache.peek('demo', key)).toBeDefined();
+    expect(cache.syncStats - before).toBe(2 * oneCheck);
+    git('update-ref', 'refs/heads/shared-check', git('rev-parse', 'HEAD'));
+    await Promise.resolve();
+    for (const key of keys) expect(cache.peek('demo', key)).toBeUndefined();
+    git('update-ref', '-d', 'refs/heads/shared-check');
   });
 
   it('trusts whole-second times (a coarse file system) only much later than sub-second ones', async () => {

@@ -19,7 +19,8 @@
  *
  * A small stamp is checked synchronously (`peek`: a few `stat` calls, no promise; one check serves
  * every request answered in the same synchronous run, such as the pipelined requests of one socket
- * read, which were all sent before it; a caller that changes the refs itself between two calls
+ * read, which were all sent before it; the stats it reads also serve the other advertisements of
+ * the repository in that run; a caller that changes the refs itself between two calls
  * in one synchronous run must let a microtask pass in between), a large one
  * or a changed one through `get`, where concurrent requests for one key share one check: a request
  * that arrives while a check is running waits for the next one, which starts after it, so no
@@ -109,14 +110,28 @@ export async function readRefsStamp(gitDir: string): Promise<RefsStamp> {
   return { paths, ids: Float64Array.from(ids), newestMs, takenAt, fine };
 }
 
-/** Whether the refs look as they did when the stamp was taken (synchronous: a few stat calls). */
-export function stampHoldsSync(stamp: RefsStamp): boolean {
+/** A path's stat now, undefined when it is missing or cannot be read. */
+function statNow(path: string): Stats | undefined {
+  try {
+    return statSync(path, { throwIfNoEntry: false });
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether the refs look as they did when the stamp was taken (synchronous: a few stat calls).
+ * `seen` holds stats already read in the same synchronous run, and receives the ones read here.
+ */
+export function stampHoldsSync(stamp: RefsStamp, seen?: Map<string, Stats | undefined>): boolean {
   for (let i = 0; i < stamp.paths.length; i++) {
+    const path = stamp.paths[i]!;
     let s: Stats | undefined;
-    try {
-      s = statSync(stamp.paths[i]!, { throwIfNoEntry: false });
-    } catch {
-      s = undefined;
+    if (seen === undefined) s = statNow(path);
+    else if (seen.has(path)) s = seen.get(path);
+    else {
+      s = statNow(path);
+      seen.set(path, s);
     }
     if (!matches(stamp.ids, i * FIELDS, s)) return false;
   }
@@ -166,8 +181,18 @@ export class AdvertisementCache {
    * holds for all of them. Cleared at the next microtask.
    */
   private readonly verified = new Set<Entry>();
-  private readonly forgetVerified = () => this.verified.clear();
+  /**
+   * The stats read by those checks, by path: the entries of one repository (each service and
+   * protocol version) share its paths, so one check of them serves every entry in the same run.
+   */
+  private readonly seen = new Map<string, Stats | undefined>();
+  private readonly forgetVerified = () => {
+    this.verified.clear();
+    this.seen.clear();
+  };
   private size = 0;
+  /** stat calls made by synchronous checks (`peek`), for tests and diagnostics. */
+  syncStats = 0;
 
   /**
    * A number (the former trust window, in ms) is accepted for compatibility and ignored: every
@@ -196,8 +221,12 @@ export class AdvertisementCache {
     if (hit === undefined) return undefined;
     if (this.verified.has(hit)) return hit.bytes;
     if (!this.settled(hit.stamp) || hit.stamp.paths.length > this.maxSyncPaths) return undefined;
-    if (!stampHoldsSync(hit.stamp)) return undefined;
-    if (this.verified.size === 0) queueMicrotask(this.forgetVerified);
+    // the memo of this run is forgotten at the next microtask, like `verified`
+    if (this.verified.size === 0 && this.seen.size === 0) queueMicrotask(this.forgetVerified);
+    const before = this.seen.size;
+    const holds = stampHoldsSync(hit.stamp, this.seen);
+    this.syncStats += this.seen.size - before;
+    if (!holds) return undefined;
     this.verified.add(hit);
     return hit.bytes;
   }

@@ -226,6 +226,42 @@ describe('fetch handler', () => {
     }
   });
 
+  it('answers discoveries arriving later in a turn together, after a check made after they arrived', async () => {
+    const cached = createGateway({ backend: createGitProcessBackend({ root, revalidateMs: 60_000 }) });
+    const gitDir = await createDemoRepository(root, 'turn');
+    try {
+      await backdateRefs(gitDir);
+      const path = '/turn.git/info/refs?service=git-upload-pack';
+      const before = new Uint8Array(await (await cached.fetch(req(path))).arrayBuffer());
+      const request = () => ({
+        method: 'GET',
+        url: path,
+        headers: new Headers(),
+        body: null,
+        signal: new AbortController().signal,
+      });
+      const text = (reply: Awaited<ReturnType<Gateway['dispatch']>>) =>
+        reply.body.kind === 'bytes' ? Buffer.from(reply.body.bytes).toString('latin1') : '';
+      // the turn's first discovery is checked and answered at once
+      const first = cached.dispatch(request());
+      if (first instanceof Promise) throw new Error('the first discovery of a turn was not answered at once');
+      expect(first.body).toEqual({ kind: 'bytes', bytes: before });
+      // later in the same turn (another socket's read): these wait for the turn's end
+      await Promise.resolve();
+      const late = [cached.dispatch(request()), cached.dispatch(request())];
+      for (const reply of late) expect(reply).toBeInstanceOf(Promise);
+      // a ref written after they arrived, before the turn ends, is in their answer
+      const head = execFileSync('git', ['--git-dir', gitDir, 'rev-parse', 'HEAD']).toString().trim();
+      execFileSync('git', ['--git-dir', gitDir, 'update-ref', 'refs/heads/written-in-turn', head]);
+      const answers = await Promise.all(late);
+      for (const reply of answers) expect(text(reply)).toContain(`${head} refs/heads/written-in-turn`);
+      expect(text(first)).not.toContain('refs/heads/written-in-turn');
+    } finally {
+      await cached.close();
+      await rm(gitDir, { recursive: true, force: true });
+    }
+  });
+
   it('streams SSE through a Response and cleans up on cancel', async () => {
     const res = await open.fetch(req('/demo.git/events'));
     expect(res.status).toBe(200);

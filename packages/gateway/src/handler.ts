@@ -259,6 +259,10 @@ function sameOrigin(origin: string, host: string | null): boolean {
   return scheme > 0 && origin.slice(scheme + 3).toLowerCase() === host.toLowerCase();
 }
 
+/** Runs `fn` once the current event-loop turn's I/O callbacks have run. */
+const nextTurn: (fn: () => void) => void =
+  typeof setImmediate === 'function' ? (fn) => setImmediate(fn) : (fn) => setTimeout(fn, 0);
+
 export function createGateway(options: GatewayOptions): Gateway {
   const backend = options.backend;
   const hub = options.hub ?? new SseHub(options.sse);
@@ -296,6 +300,26 @@ export function createGateway(options: GatewayOptions): Gateway {
   let discoveries = 0;
   const discoveryQueue: (() => void)[] = [];
   let closed = false;
+  /**
+   * Cached discovery is answered after a check of the refs on disk made after the request
+   * arrived. The first discovery of an event-loop turn is checked and answered at once, and so
+   * are the others of the same synchronous run (the pipelined requests of one socket read, which
+   * the cache answers from that check); the ones that arrive later in the turn (other sockets'
+   * reads) wait in `turnDiscoveries` and are answered together when the turn ends, after one
+   * check that began after every one of them arrived.
+   */
+  let turnChecked = false;
+  let inCheckedRun = false;
+  const turnDiscoveries: (() => void)[] = [];
+  const endRun = () => {
+    inCheckedRun = false;
+  };
+  const endTurn = () => {
+    turnChecked = false;
+    // one synchronous loop: the first lookup of a repository checks the disk, the rest share it
+    const waiting = turnDiscoveries.splice(0);
+    for (const answer of waiting) answer();
+  };
 
   /**
    * Whether the request carries the token. Only the Authorization header counts, except for an
@@ -424,9 +448,36 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     if (kind === 'advertise' && method !== 'HEAD') {
       // fast path: a cached advertisement the refs on disk still match (checked now) needs no I/O
-      const protocol = protocolOf(request, service);
-      const cached = backend.cachedAdvertisement?.(repo, service, protocol);
-      if (cached !== undefined) return advertiseReply(service, protocol, cached, false);
+      const lookup = backend.cachedAdvertisement;
+      if (lookup !== undefined) {
+        const protocol = protocolOf(request, service);
+        if (turnChecked && !inCheckedRun) {
+          return new Promise<GatewayReply>((resolve, reject) => {
+            turnDiscoveries.push(() => {
+              try {
+                const cached = lookup.call(backend, repo, service, protocol);
+                resolve(
+                  cached !== undefined
+                    ? advertiseReply(service, protocol, cached, false)
+                    : serve(request, repo, service, kind, params),
+                );
+              } catch (error) {
+                reject(error);
+              }
+            });
+          });
+        }
+        if (!turnChecked) {
+          turnChecked = true;
+          nextTurn(endTurn);
+        }
+        if (!inCheckedRun) {
+          inCheckedRun = true;
+          queueMicrotask(endRun);
+        }
+        const cached = lookup.call(backend, repo, service, protocol);
+        if (cached !== undefined) return advertiseReply(service, protocol, cached, false);
+      }
     }
     return serve(request, repo, service, kind, params);
   }
