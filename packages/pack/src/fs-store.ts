@@ -30,8 +30,10 @@ import {
   type ObjectType,
   objectHeader,
 } from './object.js';
+import { ObjectCache } from './object-cache.js';
 import { DirectoryQuarantine } from './quarantine.js';
 import type { ObjectStore, PackFile, PackSpool, Quarantine, RawEntry, StoredPack } from './store.js';
+import type { PackSource, StoredLocation } from './stored-location.js';
 
 export interface FileHandleLike {
   read(buffer: Uint8Array, offset: number, length: number, position: number): Promise<{ bytesRead: number } | number>;
@@ -75,6 +77,8 @@ interface LoadedPack {
   loading?: Promise<Uint8Array>;
   /** Whether some entry is an OFS_DELTA (found out on the first `findPack` that matches). */
   ofsDeltas?: boolean;
+  /** Reads of its entries at write time (see StoredLocation). */
+  source: PackSource;
 }
 
 interface EntryInfo {
@@ -147,8 +151,7 @@ export class FsObjectStore implements ObjectStore {
   #packNames = new Set<string>();
   #scanned = false;
   #scanning: Promise<void> | undefined;
-  readonly #cache = new Map<string, GitObject>();
-  #cacheBytes = 0;
+  readonly #cache: ObjectCache<string, GitObject>;
   readonly #cacheLimit: number;
   /** Objects too large for `#cache`: the latest kept, so that reading a delta chain in order is linear. */
   readonly #tips: ChainTips<ObjectId, GitObject>;
@@ -173,6 +176,7 @@ export class FsObjectStore implements ObjectStore {
     this.#fs = 'promises' in fs ? fs.promises : fs;
     this.gitDir = gitDir.replace(/\/+$/, '');
     this.#cacheLimit = options.cacheBytes ?? 32 * 2 ** 20;
+    this.#cache = new ObjectCache(this.#cacheLimit, (o) => o.data.length);
     this.#tips = new ChainTips(this.#cacheLimit, (o) => o.data.length);
     this.#maxRebuild = options.maxRebuildBytes ?? DEFAULT_MAX_REBUILD_BYTES;
     this.#maxPages = Math.max(4, Math.floor((options.pageCacheBytes ?? 64 * 2 ** 20) / PAGE));
@@ -203,7 +207,6 @@ export class FsObjectStore implements ObjectStore {
         if (pack?.loading) this.#wholeBytes -= pack.size;
         for (const key of [...this.#pages.keys()]) if (key.startsWith(`${name}:`)) this.#pages.delete(key);
         this.#cache.clear();
-        this.#cacheBytes = 0;
         await pack?.handle?.close().catch(() => undefined);
       },
     });
@@ -274,7 +277,14 @@ export class FsObjectStore implements ObjectStore {
       order.sort((a, b) => offs[a]! - offs[b]!);
       for (let i = 0; i < n; i++) sorted[i] = offs[order[i]!]!;
     }
-    const pack: LoadedPack = { name: base, index, offsets: sorted, positions: order, size };
+    const pack: LoadedPack = {
+      name: base,
+      index,
+      offsets: sorted,
+      positions: order,
+      size,
+      source: { readInto: (position, into) => this.#readInto(pack, position, into) },
+    };
     this.#packs.push(pack);
     this.#packNames.add(base);
     return pack;
@@ -323,6 +333,25 @@ export class FsObjectStore implements ObjectStore {
     out.set(a.subarray(from));
     out.set(b.subarray(0, length - (a.length - from)), a.length - from);
     return out;
+  }
+
+  /**
+   * Copies a range of a pack into `into`: small ranges through the page cache, large ones by a
+   * positional read straight into it.
+   */
+  async #readInto(pack: LoadedPack, position: number, into: Uint8Array): Promise<void> {
+    const length = into.length;
+    if (position < 0 || position + length > pack.size) {
+      throw new PackError('OBJECT_CORRUPT', `read outside ${pack.name}.pack`);
+    }
+    if (!pack.bytes && !pack.handle && !pack.loading && length > PAGE && this.#fs.open) {
+      pack.handle = await this.#fs.open(`${this.#objects}/pack/${pack.name}.pack`, 'r');
+    }
+    if (!pack.bytes && pack.handle && length > PAGE) {
+      await this.#readDirect(pack, position, length, into);
+      return;
+    }
+    into.set(await this.#readAt(pack, position, length));
   }
 
   async #readWhole(pack: LoadedPack): Promise<Uint8Array> {
@@ -459,12 +488,6 @@ export class FsObjectStore implements ObjectStore {
   #remember(oid: ObjectId, obj: GitObject): void {
     if (obj.data.length > this.#cacheLimit / 8) return;
     this.#cache.set(oid, obj);
-    this.#cacheBytes += obj.data.length;
-    while (this.#cacheBytes > this.#cacheLimit) {
-      const [k, v] = this.#cache.entries().next().value!;
-      this.#cache.delete(k);
-      this.#cacheBytes -= v.data.length;
-    }
   }
 
   /**
@@ -654,9 +677,17 @@ export class FsObjectStore implements ObjectStore {
     if (!loc) return undefined;
     const info = await this.#entry(loc.pack, loc.offset);
     const compressed = await this.#readAt(loc.pack, info.dataOffset, info.end - info.dataOffset);
-    if (info.code <= 4) return { kind: 'whole', type: CODE_TYPES[info.code]!, size: info.size, compressed };
+    const stored: StoredLocation = {
+      source: loc.pack.source,
+      offset: loc.offset,
+      dataOffset: info.dataOffset,
+      end: info.end,
+      code: info.code,
+    };
+    if (info.code <= 4) return { kind: 'whole', type: CODE_TYPES[info.code]!, size: info.size, compressed, stored };
+    if (info.code === 6) stored.baseDistance = loc.offset - info.baseOffset!;
     const base = info.code === 6 ? this.#oidAtOffset(loc.pack, info.baseOffset!) : info.baseOid!;
-    return { kind: 'delta', base, size: info.size, compressed };
+    return { kind: 'delta', base, size: info.size, compressed, stored };
   }
 
   async write(type: ObjectType, data: Uint8Array): Promise<ObjectId> {
