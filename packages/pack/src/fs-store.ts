@@ -79,6 +79,8 @@ interface LoadedPack {
   ofsDeltas?: boolean;
   /** Reads of its entries at write time (see StoredLocation). */
   source: PackSource;
+  /** Tells its pages apart from other packs' in the page cache. */
+  serial: number;
 }
 
 interface EntryInfo {
@@ -156,7 +158,9 @@ export class FsObjectStore implements ObjectStore {
   /** Objects too large for `#cache`: the latest kept, so that reading a delta chain in order is linear. */
   readonly #tips: ChainTips<ObjectId, GitObject>;
   readonly #maxRebuild: number;
-  readonly #pages = new Map<string, Uint8Array>();
+  /** Pages of packs read at positions, keyed by pack serial and page index (see #pageKey). */
+  readonly #pages: ObjectCache<number, Uint8Array>;
+  #serials = 0;
   /** Buffers of borrowed stored-pack streams, kept for the next (see findPack). */
   readonly #streamBuffers: Uint8Array[] = [];
   readonly #maxPages: number;
@@ -180,6 +184,7 @@ export class FsObjectStore implements ObjectStore {
     this.#tips = new ChainTips(this.#cacheLimit, (o) => o.data.length);
     this.#maxRebuild = options.maxRebuildBytes ?? DEFAULT_MAX_REBUILD_BYTES;
     this.#maxPages = Math.max(4, Math.floor((options.pageCacheBytes ?? 64 * 2 ** 20) / PAGE));
+    this.#pages = new ObjectCache(this.#maxPages * PAGE, (page) => page.length);
   }
 
   get #objects(): string {
@@ -205,7 +210,8 @@ export class FsObjectStore implements ObjectStore {
         const [pack] = this.#packs.splice(i, 1);
         this.#packNames.delete(name);
         if (pack?.loading) this.#wholeBytes -= pack.size;
-        for (const key of [...this.#pages.keys()]) if (key.startsWith(`${name}:`)) this.#pages.delete(key);
+        // its pages go with the others (forgetting a pack is rare; keys are not by name)
+        this.#pages.clear();
         this.#cache.clear();
         await pack?.handle?.close().catch(() => undefined);
       },
@@ -284,6 +290,7 @@ export class FsObjectStore implements ObjectStore {
       positions: order,
       size,
       source: { readInto: (position, into) => this.#readInto(pack, position, into) },
+      serial: this.#serials++,
     };
     this.#packs.push(pack);
     this.#packNames.add(base);
@@ -364,17 +371,12 @@ export class FsObjectStore implements ObjectStore {
   }
 
   async #page(pack: LoadedPack, index: number): Promise<Uint8Array> {
-    const key = `${pack.name}:${index}`;
+    const key = pack.serial * 2 ** 32 + index;
     const hit = this.#pages.get(key);
-    if (hit) {
-      this.#pages.delete(key);
-      this.#pages.set(key, hit);
-      return hit;
-    }
+    if (hit) return hit;
     const start = index * PAGE;
     const page = await this.#readDirect(pack, start, Math.min(PAGE, pack.size - start));
     this.#pages.set(key, page);
-    if (this.#pages.size > this.#maxPages) this.#pages.delete(this.#pages.keys().next().value!);
     return page;
   }
 
