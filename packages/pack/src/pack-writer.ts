@@ -79,6 +79,10 @@ interface Item extends PackObject {
   whole?: boolean;
   /** While in the delta window. */
   index?: DeltaIndex;
+  /** Depth of its reused delta chain, once worked out. */
+  chainDepth?: number;
+  /** Its offset in the output once written, else -1. */
+  at: number;
 }
 
 /**
@@ -121,6 +125,8 @@ function newItem(p: PackObject, edge: boolean): Item {
     edge,
     whole: undefined,
     index: undefined,
+    chainDepth: undefined,
+    at: -1,
   };
 }
 
@@ -234,13 +240,12 @@ async function* writeStream(
     }
   }
   // reused deltas: base in this pack (or known to the receiver when thin), depth within limit
-  const depthMemo = new Map<ObjectId, number>();
   const reusedDepth = (item: Item): number => {
     const chain: Item[] = [];
     let cur: Item | undefined = item;
     let d = 0;
     while (cur?.raw?.kind === 'delta' && cur.base !== undefined) {
-      const memo = depthMemo.get(cur.oid);
+      const memo = cur.chainDepth;
       if (memo !== undefined) {
         d = memo;
         break;
@@ -252,8 +257,8 @@ async function* writeStream(
       chain.push(cur);
       cur = items.get(cur.base);
     }
-    for (let i = chain.length - 1; i >= 0; i--) depthMemo.set(chain[i]!.oid, ++d);
-    return depthMemo.get(item.oid) ?? d;
+    for (let i = chain.length - 1; i >= 0; i--) chain[i]!.chainDepth = ++d;
+    return item.chainDepth ?? d;
   };
   if (deltas) {
     for (const item of order) {
@@ -458,7 +463,6 @@ async function* writeStream(
   hv.setUint32(4, 2);
   hv.setUint32(8, total);
   const hash = createSha1();
-  const offsets = new Map<ObjectId, number>();
   let offset = 0;
   // pieces gathered into chunks, always copied into fresh buffers: pieces may be views of the
   // store's caches, and consumers may transfer what they get; ranges of source packs are read
@@ -521,11 +525,12 @@ async function* writeStream(
   emit(header);
   const writeItem = async (item: Item) => {
     const at = offset;
-    offsets.set(item.oid, at);
+    item.at = at;
     const baseOid = item.base;
     const raw = item.raw;
     if (baseOid !== undefined) {
-      const baseOffset = offsets.get(baseOid);
+      const written = items.get(baseOid)?.at ?? -1;
+      const baseOffset = written >= 0 ? written : undefined;
       const useOfs = ofs && baseOffset !== undefined;
       if (raw?.kind === 'delta') {
         const stored = raw.stored;
@@ -580,13 +585,13 @@ async function* writeStream(
   };
   for (const item of order) {
     throwIfAborted(signal);
-    if (offsets.has(item.oid)) continue;
+    if (item.at >= 0) continue;
     // the chain of bases not yet written, deepest first
     const chain: Item[] = [item];
     let cur = item;
-    while (cur.base !== undefined && !offsets.has(cur.base)) {
+    while (cur.base !== undefined) {
       const b = items.get(cur.base);
-      if (!b || chain.includes(b)) break;
+      if (!b || b.at >= 0 || chain.includes(b)) break;
       chain.push(b);
       cur = b;
     }
