@@ -30,8 +30,10 @@ import {
   type ObjectType,
   objectHeader,
 } from './object.js';
+import { ObjectCache } from './object-cache.js';
 import { DirectoryQuarantine } from './quarantine.js';
 import type { ObjectStore, PackFile, PackSpool, Quarantine, RawEntry, StoredPack } from './store.js';
+import type { PackSource, StoredLocation } from './stored-location.js';
 
 export interface FileHandleLike {
   read(buffer: Uint8Array, offset: number, length: number, position: number): Promise<{ bytesRead: number } | number>;
@@ -75,6 +77,10 @@ interface LoadedPack {
   loading?: Promise<Uint8Array>;
   /** Whether some entry is an OFS_DELTA (found out on the first `findPack` that matches). */
   ofsDeltas?: boolean;
+  /** Reads of its entries at write time (see StoredLocation). */
+  source: PackSource;
+  /** Tells its pages apart from other packs' in the page cache. */
+  serial: number;
 }
 
 interface EntryInfo {
@@ -147,13 +153,14 @@ export class FsObjectStore implements ObjectStore {
   #packNames = new Set<string>();
   #scanned = false;
   #scanning: Promise<void> | undefined;
-  readonly #cache = new Map<string, GitObject>();
-  #cacheBytes = 0;
+  readonly #cache: ObjectCache<string, GitObject>;
   readonly #cacheLimit: number;
   /** Objects too large for `#cache`: the latest kept, so that reading a delta chain in order is linear. */
   readonly #tips: ChainTips<ObjectId, GitObject>;
   readonly #maxRebuild: number;
-  readonly #pages = new Map<string, Uint8Array>();
+  /** Pages of packs read at positions, keyed by pack serial and page index (see #pageKey). */
+  readonly #pages: ObjectCache<number, Uint8Array>;
+  #serials = 0;
   /** Buffers of borrowed stored-pack streams, kept for the next (see findPack). */
   readonly #streamBuffers: Uint8Array[] = [];
   readonly #maxPages: number;
@@ -173,9 +180,11 @@ export class FsObjectStore implements ObjectStore {
     this.#fs = 'promises' in fs ? fs.promises : fs;
     this.gitDir = gitDir.replace(/\/+$/, '');
     this.#cacheLimit = options.cacheBytes ?? 32 * 2 ** 20;
+    this.#cache = new ObjectCache(this.#cacheLimit, (o) => o.data.length);
     this.#tips = new ChainTips(this.#cacheLimit, (o) => o.data.length);
     this.#maxRebuild = options.maxRebuildBytes ?? DEFAULT_MAX_REBUILD_BYTES;
     this.#maxPages = Math.max(4, Math.floor((options.pageCacheBytes ?? 64 * 2 ** 20) / PAGE));
+    this.#pages = new ObjectCache(this.#maxPages * PAGE, (page) => page.length);
   }
 
   get #objects(): string {
@@ -201,9 +210,9 @@ export class FsObjectStore implements ObjectStore {
         const [pack] = this.#packs.splice(i, 1);
         this.#packNames.delete(name);
         if (pack?.loading) this.#wholeBytes -= pack.size;
-        for (const key of [...this.#pages.keys()]) if (key.startsWith(`${name}:`)) this.#pages.delete(key);
+        // its pages go with the others (forgetting a pack is rare; keys are not by name)
+        this.#pages.clear();
         this.#cache.clear();
-        this.#cacheBytes = 0;
         await pack?.handle?.close().catch(() => undefined);
       },
     });
@@ -274,7 +283,15 @@ export class FsObjectStore implements ObjectStore {
       order.sort((a, b) => offs[a]! - offs[b]!);
       for (let i = 0; i < n; i++) sorted[i] = offs[order[i]!]!;
     }
-    const pack: LoadedPack = { name: base, index, offsets: sorted, positions: order, size };
+    const pack: LoadedPack = {
+      name: base,
+      index,
+      offsets: sorted,
+      positions: order,
+      size,
+      source: { readInto: (position, into) => this.#readInto(pack, position, into) },
+      serial: this.#serials++,
+    };
     this.#packs.push(pack);
     this.#packNames.add(base);
     return pack;
@@ -325,6 +342,25 @@ export class FsObjectStore implements ObjectStore {
     return out;
   }
 
+  /**
+   * Copies a range of a pack into `into`: small ranges through the page cache, large ones by a
+   * positional read straight into it.
+   */
+  async #readInto(pack: LoadedPack, position: number, into: Uint8Array): Promise<void> {
+    const length = into.length;
+    if (position < 0 || position + length > pack.size) {
+      throw new PackError('OBJECT_CORRUPT', `read outside ${pack.name}.pack`);
+    }
+    if (!pack.bytes && !pack.handle && !pack.loading && length > PAGE && this.#fs.open) {
+      pack.handle = await this.#fs.open(`${this.#objects}/pack/${pack.name}.pack`, 'r');
+    }
+    if (!pack.bytes && pack.handle && length > PAGE) {
+      await this.#readDirect(pack, position, length, into);
+      return;
+    }
+    into.set(await this.#readAt(pack, position, length));
+  }
+
   async #readWhole(pack: LoadedPack): Promise<Uint8Array> {
     const bytes = toBytes(await this.#fs.readFile(`${this.#objects}/pack/${pack.name}.pack`));
     if (bytes.length !== pack.size) {
@@ -335,17 +371,12 @@ export class FsObjectStore implements ObjectStore {
   }
 
   async #page(pack: LoadedPack, index: number): Promise<Uint8Array> {
-    const key = `${pack.name}:${index}`;
+    const key = pack.serial * 2 ** 32 + index;
     const hit = this.#pages.get(key);
-    if (hit) {
-      this.#pages.delete(key);
-      this.#pages.set(key, hit);
-      return hit;
-    }
+    if (hit) return hit;
     const start = index * PAGE;
     const page = await this.#readDirect(pack, start, Math.min(PAGE, pack.size - start));
     this.#pages.set(key, page);
-    if (this.#pages.size > this.#maxPages) this.#pages.delete(this.#pages.keys().next().value!);
     return page;
   }
 
@@ -459,12 +490,6 @@ export class FsObjectStore implements ObjectStore {
   #remember(oid: ObjectId, obj: GitObject): void {
     if (obj.data.length > this.#cacheLimit / 8) return;
     this.#cache.set(oid, obj);
-    this.#cacheBytes += obj.data.length;
-    while (this.#cacheBytes > this.#cacheLimit) {
-      const [k, v] = this.#cache.entries().next().value!;
-      this.#cache.delete(k);
-      this.#cacheBytes -= v.data.length;
-    }
   }
 
   /**
@@ -654,9 +679,17 @@ export class FsObjectStore implements ObjectStore {
     if (!loc) return undefined;
     const info = await this.#entry(loc.pack, loc.offset);
     const compressed = await this.#readAt(loc.pack, info.dataOffset, info.end - info.dataOffset);
-    if (info.code <= 4) return { kind: 'whole', type: CODE_TYPES[info.code]!, size: info.size, compressed };
+    const stored: StoredLocation = {
+      source: loc.pack.source,
+      offset: loc.offset,
+      dataOffset: info.dataOffset,
+      end: info.end,
+      code: info.code,
+    };
+    if (info.code <= 4) return { kind: 'whole', type: CODE_TYPES[info.code]!, size: info.size, compressed, stored };
+    if (info.code === 6) stored.baseDistance = loc.offset - info.baseOffset!;
     const base = info.code === 6 ? this.#oidAtOffset(loc.pack, info.baseOffset!) : info.baseOid!;
-    return { kind: 'delta', base, size: info.size, compressed };
+    return { kind: 'delta', base, size: info.size, compressed, stored };
   }
 
   async write(type: ObjectType, data: Uint8Array): Promise<ObjectId> {

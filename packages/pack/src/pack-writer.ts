@@ -18,9 +18,10 @@ import { deflate } from '#zlib';
 import { type DeltaIndex, DeltaWindow } from './delta.js';
 import type { RemoteDeltaJob, RemoteDeltaObject } from './delta-worker.js';
 import { PackError, throwIfAborted } from './errors.js';
-import { concatBytes, hexToBytes, type ObjectId, type ObjectType, TYPE_CODES } from './object.js';
+import { hexToBytes, type ObjectId, type ObjectType, TYPE_CODES } from './object.js';
 import { encodeEntryHeader, encodeOfsOffset } from './pack-import.js';
-import type { ObjectStore, RawEntry } from './store.js';
+import type { ObjectStore } from './store.js';
+import type { PackSource, StoredLocation } from './stored-location.js';
 import { type CommitCache, enumerateObjects, type PackObject } from './walk.js';
 
 export interface CreatePackOptions {
@@ -70,7 +71,7 @@ interface Item extends PackObject {
   z?: Uint8Array;
   /** Size before deflating of `z`. */
   zSize?: number;
-  raw?: RawEntry;
+  raw?: Reused;
   depth: number;
   /** Only a thin-pack base: not written. */
   edge?: boolean;
@@ -78,7 +79,59 @@ interface Item extends PackObject {
   whole?: boolean;
   /** While in the delta window. */
   index?: DeltaIndex;
+  /** Depth of its reused delta chain, once worked out. */
+  chainDepth?: number;
+  /** Its offset in the output once written, else -1. */
+  at: number;
 }
+
+/**
+ * The stored representation of an object reused as it is: where it lies when the store can say
+ * (read again at write time, so that the writer holds a few numbers per object, not the pack),
+ * else its bytes.
+ */
+interface Reused {
+  kind: 'whole' | 'delta';
+  type?: ObjectType;
+  base?: ObjectId;
+  size: number;
+  stored?: StoredLocation;
+  compressed?: Uint8Array;
+}
+
+/** A range of a source pack to copy into the output. */
+interface CopyRange {
+  source: PackSource;
+  start: number;
+  end: number;
+}
+
+/**
+ * An item with every field set from the start, in one order: objects that gain optional fields
+ * one by one in varying orders fall back to slow, large dictionary representations in V8.
+ */
+function newItem(p: PackObject, edge: boolean): Item {
+  return {
+    oid: p.oid,
+    type: p.type,
+    nameHash: p.nameHash,
+    size: 0,
+    base: undefined,
+    delta: undefined,
+    z: undefined,
+    zSize: undefined,
+    raw: undefined,
+    depth: 0,
+    edge,
+    whole: undefined,
+    index: undefined,
+    chainDepth: undefined,
+    at: -1,
+  };
+}
+
+/** Longest run of consecutive source entries copied with one read. */
+const MAX_COPY_RUN = 1 << 20;
 
 /** Below these the delta search stays on one thread (a worker's start and copies would cost more). */
 const PARALLEL_MIN_OBJECTS = 256;
@@ -147,7 +200,7 @@ async function* writeStream(
   for (const o of oids) {
     const p: PackObject = typeof o === 'string' ? { oid: o, type: 'blob', nameHash: 0 } : o;
     if (items.has(p.oid)) continue;
-    const item: Item = { ...p, size: 0, depth: 0 };
+    const item = newItem(p, false);
     items.set(p.oid, item);
     order.push(item);
   }
@@ -158,7 +211,7 @@ async function* writeStream(
     for (const item of order) if (item.type === 'blob' || item.type === 'tree') paths.add(item.nameHash);
     for (const o of enumeration.edges) {
       if (!paths.has(o.nameHash) || items.has(o.oid) || edges.has(o.oid)) continue;
-      edges.set(o.oid, { ...o, size: 0, depth: 0, edge: true });
+      edges.set(o.oid, newItem(o, true));
     }
   }
   // 1. stored representations
@@ -167,7 +220,16 @@ async function* writeStream(
     throwIfAborted(signal);
     const raw = reuse && store.readRaw ? await store.readRaw(item.oid) : undefined;
     if (raw) {
-      item.raw = raw;
+      // only the location is kept when the store gives one: the bytes may be views of buffers
+      // that would otherwise stay pinned until the end
+      item.raw = {
+        kind: raw.kind,
+        type: raw.kind === 'whole' ? raw.type : undefined,
+        base: raw.kind === 'delta' ? raw.base : undefined,
+        size: raw.size,
+        stored: raw.stored,
+        compressed: raw.stored ? undefined : raw.compressed,
+      };
       item.size = raw.size;
       if (raw.kind === 'whole') item.type = raw.type;
     } else {
@@ -178,13 +240,12 @@ async function* writeStream(
     }
   }
   // reused deltas: base in this pack (or known to the receiver when thin), depth within limit
-  const depthMemo = new Map<ObjectId, number>();
   const reusedDepth = (item: Item): number => {
     const chain: Item[] = [];
     let cur: Item | undefined = item;
     let d = 0;
     while (cur?.raw?.kind === 'delta' && cur.base !== undefined) {
-      const memo = depthMemo.get(cur.oid);
+      const memo = cur.chainDepth;
       if (memo !== undefined) {
         d = memo;
         break;
@@ -196,14 +257,15 @@ async function* writeStream(
       chain.push(cur);
       cur = items.get(cur.base);
     }
-    for (let i = chain.length - 1; i >= 0; i--) depthMemo.set(chain[i]!.oid, ++d);
-    return depthMemo.get(item.oid) ?? d;
+    for (let i = chain.length - 1; i >= 0; i--) chain[i]!.chainDepth = ++d;
+    return item.chainDepth ?? d;
   };
   if (deltas) {
     for (const item of order) {
       const raw = item.raw;
       if (raw?.kind !== 'delta') continue;
-      if (items.has(raw.base) || (options.thin && edges.has(raw.base))) item.base = raw.base;
+      const base = raw.base!;
+      if (items.has(base) || (options.thin && edges.has(base))) item.base = base;
     }
     for (const item of order) {
       if (item.raw?.kind === 'delta' && item.base !== undefined) {
@@ -401,48 +463,94 @@ async function* writeStream(
   hv.setUint32(4, 2);
   hv.setUint32(8, total);
   const hash = createSha1();
-  const offsets = new Map<ObjectId, number>();
   let offset = 0;
-  // pieces gathered into chunks, always copied into fresh buffers (concatBytes): pieces may be
-  // views of the store's caches, and consumers may transfer what they get
-  let pending: Uint8Array[] = [];
+  // pieces gathered into chunks, always copied into fresh buffers: pieces may be views of the
+  // store's caches, and consumers may transfer what they get; ranges of source packs are read
+  // straight into the chunk when it is cut
+  let pending: (Uint8Array | CopyRange)[] = [];
   let pendingBytes = 0;
   /** Chunks ready to go out, in order. */
   const ready: Uint8Array[] = [];
+  /** Makes the pending pieces one chunk, with `extra` bytes of room after them. */
+  const cut = async (extra = 0): Promise<Uint8Array> => {
+    const chunk = new Uint8Array(pendingBytes + extra);
+    let at = 0;
+    for (const piece of pending) {
+      if (piece instanceof Uint8Array) {
+        chunk.set(piece, at);
+        at += piece.length;
+      } else {
+        const n = piece.end - piece.start;
+        await piece.source.readInto(piece.start, chunk.subarray(at, at + n));
+        at += n;
+      }
+    }
+    pending = [];
+    pendingBytes = 0;
+    return chunk;
+  };
   const emit = (bytes: Uint8Array) => {
     pending.push(bytes);
     pendingBytes += bytes.length;
     offset += bytes.length;
+  };
+  /** A range of a source pack, joined to the previous one when it follows it there. */
+  const emitRange = (source: PackSource, start: number, end: number) => {
+    const last = pending[pending.length - 1];
+    if (
+      last !== undefined &&
+      !(last instanceof Uint8Array) &&
+      last.source === source &&
+      last.end === start &&
+      end - last.start <= MAX_COPY_RUN
+    ) {
+      last.end = end;
+    } else {
+      pending.push({ source, start, end });
+    }
+    pendingBytes += end - start;
+    offset += end - start;
   };
   /**
    * Bytes this writer allocated (a deflate output): a large one goes out as its own chunk
    * instead of being copied into the next one, when it fills most of its buffer (a view would
    * otherwise keep, or transfer, a much larger buffer).
    */
-  const emitOwned = (bytes: Uint8Array) => {
+  const emitOwned = async (bytes: Uint8Array) => {
     if (bytes.length < 16 * 1024 || bytes.length * 2 < bytes.buffer.byteLength) return emit(bytes);
-    if (pendingBytes > 0) {
-      ready.push(concatBytes(pending, pendingBytes));
-      pending = [];
-      pendingBytes = 0;
-    }
+    if (pendingBytes > 0) ready.push(await cut());
     ready.push(bytes);
     offset += bytes.length;
   };
   emit(header);
   const writeItem = async (item: Item) => {
     const at = offset;
-    offsets.set(item.oid, at);
+    item.at = at;
     const baseOid = item.base;
+    const raw = item.raw;
     if (baseOid !== undefined) {
-      const baseOffset = offsets.get(baseOid);
+      const written = items.get(baseOid)?.at ?? -1;
+      const baseOffset = written >= 0 ? written : undefined;
       const useOfs = ofs && baseOffset !== undefined;
+      if (raw?.kind === 'delta') {
+        const stored = raw.stored;
+        // the stored entry as it is, when its header says the same (same base reference)
+        if (
+          stored &&
+          ((stored.code === 6 && useOfs && stored.baseDistance === at - baseOffset) || (stored.code === 7 && !useOfs))
+        ) {
+          emitRange(stored.source, stored.offset, stored.end);
+          return;
+        }
+        emit(encodeEntryHeader(useOfs ? 6 : 7, raw.size));
+        emit(useOfs ? encodeOfsOffset(at - baseOffset) : hexToBytes(baseOid));
+        if (stored) emitRange(stored.source, stored.dataOffset, stored.end);
+        else emit(raw.compressed!);
+        return;
+      }
       let compressed: Uint8Array;
       let size: number;
-      if (item.raw?.kind === 'delta') {
-        compressed = item.raw.compressed;
-        size = item.raw.size;
-      } else if (item.z) {
+      if (item.z) {
         compressed = item.z;
         size = item.zSize!;
         item.z = undefined;
@@ -453,35 +561,37 @@ async function* writeStream(
       }
       emit(encodeEntryHeader(useOfs ? 6 : 7, size));
       emit(useOfs ? encodeOfsOffset(at - baseOffset) : hexToBytes(baseOid));
-      if (item.raw?.kind === 'delta') emit(compressed);
-      else emitOwned(compressed);
+      await emitOwned(compressed);
       return;
     }
-    if (item.raw?.kind === 'whole') {
-      emit(encodeEntryHeader(TYPE_CODES[item.raw.type], item.raw.size));
-      emit(item.raw.compressed);
+    if (raw?.kind === 'whole') {
+      if (raw.stored) emitRange(raw.stored.source, raw.stored.offset, raw.stored.end);
+      else {
+        emit(encodeEntryHeader(TYPE_CODES[raw.type!], raw.size));
+        emit(raw.compressed!);
+      }
       return;
     }
     if (item.z) {
       emit(encodeEntryHeader(TYPE_CODES[item.type], item.zSize!));
-      emitOwned(item.z);
+      await emitOwned(item.z);
       item.z = undefined;
       return;
     }
     const obj = await store.read(item.oid);
     if (!obj) throw new PackError('OBJECT_NOT_FOUND', `object ${item.oid} is missing`);
     emit(encodeEntryHeader(TYPE_CODES[obj.type as ObjectType], obj.data.length));
-    emitOwned(deflate(obj.data, level));
+    await emitOwned(deflate(obj.data, level));
   };
   for (const item of order) {
     throwIfAborted(signal);
-    if (offsets.has(item.oid)) continue;
+    if (item.at >= 0) continue;
     // the chain of bases not yet written, deepest first
     const chain: Item[] = [item];
     let cur = item;
-    while (cur.base !== undefined && !offsets.has(cur.base)) {
+    while (cur.base !== undefined) {
       const b = items.get(cur.base);
-      if (!b || chain.includes(b)) break;
+      if (!b || b.at >= 0 || chain.includes(b)) break;
       chain.push(b);
       cur = b;
     }
@@ -489,11 +599,7 @@ async function* writeStream(
       await writeItem(chain[i]!);
       if (++done % 1024 === 0) options.onProgress?.({ phase: 'writing', done, total });
     }
-    if (pendingBytes >= 64 * 1024) {
-      ready.push(concatBytes(pending, pendingBytes));
-      pending = [];
-      pendingBytes = 0;
-    }
+    if (pendingBytes >= 64 * 1024) ready.push(await cut());
     while (ready.length > 0) {
       const chunk = ready.shift()!;
       hash.update(chunk);
@@ -504,11 +610,9 @@ async function* writeStream(
     hash.update(chunk);
     yield chunk;
   }
-  const last = concatBytes(pending, pendingBytes);
-  hash.update(last);
-  const trailer = hash.digest();
-  const out = new Uint8Array(last.length + 20);
-  out.set(last);
-  out.set(trailer, last.length);
+  const n = pendingBytes;
+  const out = await cut(20);
+  hash.update(out.subarray(0, n));
+  out.set(hash.digest(), n);
   yield out;
 }

@@ -4,11 +4,16 @@
 import { PackError } from './errors.js';
 import type { IndexEntry } from './idx.js';
 import { type GitObject, hashObjectSync, isObjectId, type ObjectId, type ObjectType } from './object.js';
+import type { StoredLocation } from './stored-location.js';
 
 /** A packed object's stored representation, for reuse by `createPack` without recompressing. */
-export type RawEntry =
+export type RawEntry = (
   | { kind: 'whole'; type: ObjectType; size: number; compressed: Uint8Array }
-  | { kind: 'delta'; base: ObjectId; size: number; compressed: Uint8Array };
+  | { kind: 'delta'; base: ObjectId; size: number; compressed: Uint8Array }
+) & {
+  /** Where the entry lies, when it can be read again later (a pack writer keeps this, not the bytes). */
+  stored?: StoredLocation;
+};
 
 /** A complete, verified pack handed to a store that keeps packs (see `importPack`). */
 export interface PackFile {
