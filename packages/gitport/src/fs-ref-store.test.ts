@@ -10,6 +10,31 @@ const A = 'a'.repeat(40);
 const B = 'b'.repeat(40);
 const C = 'c'.repeat(40);
 
+/**
+ * A work repository of three commits, written by real git: `light` (and, when asked, the annotated
+ * `v1`), `main` and `feature/x` packed, `loose` left a loose file.
+ */
+async function workRepository(
+  sandbox: GitSandbox,
+  options: { annotatedTag: boolean },
+): Promise<{ gitDir: string; commits: string[] }> {
+  await sandbox.git(['init', '-q', 'work']);
+  const cwd = sandbox.path('work');
+  const commits: string[] = [];
+  for (const n of [1, 2, 3]) {
+    await writeFile(sandbox.path('work', 'f.txt'), `line ${n}\n`);
+    await sandbox.git(['add', '.'], { cwd });
+    await sandbox.git(['commit', '-qm', `c${n}`], { cwd });
+    commits.push(await sandbox.git(['rev-parse', 'HEAD'], { cwd }));
+  }
+  if (options.annotatedTag) await sandbox.git(['tag', '-a', '-m', 'annotated', 'v1', commits[0]!], { cwd });
+  await sandbox.git(['tag', 'light', commits[1]!], { cwd });
+  await sandbox.git(['branch', 'feature/x', commits[1]!], { cwd });
+  await sandbox.git(['pack-refs', '--all'], { cwd });
+  await sandbox.git(['branch', 'loose', commits[2]!], { cwd });
+  return { gitDir: sandbox.path('work', '.git'), commits };
+}
+
 describe('FsRefStore on a repository real git writes and reads', () => {
   let sandbox: GitSandbox;
   let gitDir: string;
@@ -17,21 +42,7 @@ describe('FsRefStore on a repository real git writes and reads', () => {
 
   beforeEach(async () => {
     sandbox = await createGitSandbox('gitport-refs-');
-    await sandbox.git(['init', '-q', 'work']);
-    const cwd = sandbox.path('work');
-    commits = [];
-    for (const n of [1, 2, 3]) {
-      await writeFile(sandbox.path('work', 'f.txt'), `line ${n}\n`);
-      await sandbox.git(['add', '.'], { cwd });
-      await sandbox.git(['commit', '-qm', `c${n}`], { cwd });
-      commits.push(await sandbox.git(['rev-parse', 'HEAD'], { cwd }));
-    }
-    await sandbox.git(['tag', '-a', '-m', 'annotated', 'v1', commits[0]!], { cwd });
-    await sandbox.git(['tag', 'light', commits[1]!], { cwd });
-    await sandbox.git(['branch', 'feature/x', commits[1]!], { cwd });
-    await sandbox.git(['pack-refs', '--all'], { cwd });
-    await sandbox.git(['branch', 'loose', commits[2]!], { cwd });
-    gitDir = sandbox.path('work', '.git');
+    ({ gitDir, commits } = await workRepository(sandbox, { annotatedTag: true }));
   });
   afterEach(() => sandbox.cleanup());
 
@@ -251,21 +262,7 @@ describe('FsRefStore: directory/file clashes, failures, atomic rollback and stal
 
   beforeEach(async () => {
     sandbox = await createGitSandbox('gitport-refs-faults-');
-    await sandbox.git(['init', '-q', 'work']);
-    const cwd = sandbox.path('work');
-    commits = [];
-    for (const n of [1, 2, 3]) {
-      await writeFile(sandbox.path('work', 'f.txt'), `line ${n}\n`);
-      await sandbox.git(['add', '.'], { cwd });
-      await sandbox.git(['commit', '-qm', `c${n}`], { cwd });
-      commits.push(await sandbox.git(['rev-parse', 'HEAD'], { cwd }));
-    }
-    await sandbox.git(['tag', 'light', commits[1]!], { cwd });
-    await sandbox.git(['branch', 'feature/x', commits[1]!], { cwd });
-    // main, feature/x and light packed; loose stays a loose file
-    await sandbox.git(['pack-refs', '--all'], { cwd });
-    await sandbox.git(['branch', 'loose', commits[2]!], { cwd });
-    gitDir = sandbox.path('work', '.git');
+    ({ gitDir, commits } = await workRepository(sandbox, { annotatedTag: false }));
   });
   afterEach(() => sandbox.cleanup());
 
