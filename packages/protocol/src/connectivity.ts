@@ -17,7 +17,7 @@
 import type { ObjectId, ObjectStore, ObjectType } from '@gitport/pack';
 import type { CommitGraph } from './commit-graph.js';
 import { throwIfAborted } from './errors.js';
-import { checkObject, type LinkType } from './object-check.js';
+import { checkObject, type LinkType, type ObjectVerdict } from './object-check.js';
 
 export type ConnectivityProblem =
   | { kind: 'missing'; oid: ObjectId }
@@ -102,11 +102,9 @@ export class ConnectivityCheck {
           }
           continue;
         }
-        const object = await this.#objects.read(link.oid);
-        if (!object) return { kind: 'missing', oid: link.oid };
-        if (link.type !== undefined && object.type !== link.type) return mismatch(link.oid, link.type, object.type);
-        const verdict = checkObject(object.type, object.data);
-        if (!verdict.ok) return { kind: 'invalid', oid: link.oid, id: verdict.id, message: verdict.message };
+        const read = await this.#readChecked(link);
+        if ('kind' in read) return read;
+        const { object, verdict } = read;
         if (object.type === 'tree' || object.type === 'blob') {
           later.push({ oid: link.oid, type: object.type });
           continue;
@@ -129,6 +127,9 @@ export class ConnectivityCheck {
       if (c) edgeTrees.push(c.tree);
     }
     const pathEdges = edgeTrees.length <= MAX_PATH_EDGES ? edgeTrees : [];
+    const isEdgeTree = new Set(edgeTrees);
+    // the edge trees are marked in full once, the first time the path shortcut is not enough
+    let edgesMarked = false;
     stack = later.map((p) => (p.type === 'tree' ? { ...p, edges: pathEdges } : p));
     const treesSeen = new Set<ObjectId>();
     while (stack.length > 0) {
@@ -137,8 +138,9 @@ export class ConnectivityCheck {
       if (treesSeen.has(link.oid)) continue;
       treesSeen.add(link.oid);
       if (!this.#pushed.has(link.oid)) {
-        if (edgeTrees.includes(link.oid) || this.#uninteresting.has(link.oid)) continue;
-        if (edgeTrees.some((t) => !this.#marked.has(t))) {
+        if (isEdgeTree.has(link.oid) || this.#uninteresting.has(link.oid)) continue;
+        if (!edgesMarked) {
+          edgesMarked = true;
           for (const t of edgeTrees) await this.#mark(t);
           if (this.#uninteresting.has(link.oid)) continue;
         }
@@ -155,11 +157,9 @@ export class ConnectivityCheck {
         if (type !== 'blob') return mismatch(link.oid, 'blob', type);
         continue;
       }
-      const object = await this.#objects.read(link.oid);
-      if (!object) return { kind: 'missing', oid: link.oid };
-      if (link.type !== undefined && object.type !== link.type) return mismatch(link.oid, link.type, object.type);
-      const verdict = checkObject(object.type, object.data);
-      if (!verdict.ok) return { kind: 'invalid', oid: link.oid, id: verdict.id, message: verdict.message };
+      const read = await this.#readChecked(link);
+      if ('kind' in read) return read;
+      const { object, verdict } = read;
       if (object.type !== 'tree') continue;
       // the same path in the edge trees: entries found there unchanged need no walk
       const edgeEntries = await this.#edgeEntries(link.edges ?? []);
@@ -175,6 +175,21 @@ export class ConnectivityCheck {
       }
     }
     return undefined;
+  }
+
+  /** Reads a walked object and checks it and the type its link gives it. */
+  async #readChecked(
+    link: Pending,
+  ): Promise<
+    | ConnectivityProblem
+    | { object: { type: ObjectType; data: Uint8Array }; verdict: Extract<ObjectVerdict, { ok: true }> }
+  > {
+    const object = await this.#objects.read(link.oid);
+    if (!object) return { kind: 'missing', oid: link.oid };
+    if (link.type !== undefined && object.type !== link.type) return mismatch(link.oid, link.type, object.type);
+    const verdict = checkObject(object.type, object.data);
+    if (!verdict.ok) return { kind: 'invalid', oid: link.oid, id: verdict.id, message: verdict.message };
+    return { object, verdict };
   }
 
   #tick(): void {
