@@ -31,11 +31,15 @@ export interface BunServe {
 }
 
 /**
- * `bun packages/cli/bin/gitport.js serve ARGS`; resolves once it printed its listening line (stdout)
+ * `bun packages/cli/bin/gitport.js serve ARGS` (or `bunx --bun gitport serve ARGS` at the workspace
+ * root); resolves once it printed its listening line (stdout)
  * and the Bun version and HTTP server it runs on (stderr).
  */
-export function startBunServe(args: readonly string[]): Promise<BunServe> {
-  const child = spawn(bunBinary, [gitportBin, 'serve', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+export function startBunServe(args: readonly string[], via: 'bin' | 'bunx' = 'bin'): Promise<BunServe> {
+  // `bunx --bun gitport` (here `bun --bun x`) finds the workspace's linked bin and runs it on Bun
+  // despite its `node` shebang
+  const command = via === 'bin' ? [gitportBin, 'serve', ...args] : ['--bun', 'x', 'gitport', 'serve', ...args];
+  const child = spawn(bunBinary, command, { cwd: workspace, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stderr!.on('data', (b: Buffer) => (err += b.toString()));

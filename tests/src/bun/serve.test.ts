@@ -67,3 +67,21 @@ describe.each([
     }
   });
 });
+
+describe('bunx --bun gitport serve', () => {
+  it('runs the workspace bin on Bun.serve and serves a clone', async () => {
+    await using sandbox = await createGitSandbox();
+    const server = await startBunServe(['--root', sandbox.path('repos'), '--port', '0', '--workers', '1'], 'bunx');
+    try {
+      expect(server.adapter).toBe('Bun.serve');
+      await sandbox.git(['clone', '--quiet', `${server.url}/demo.git`, sandbox.path('demo')]);
+      expect(
+        Number(await sandbox.git(['-C', sandbox.path('demo'), 'rev-list', '--count', 'HEAD'])),
+      ).toBeGreaterThanOrEqual(3);
+      server.child.kill('SIGTERM');
+      expect(await server.exit).toBe(0);
+    } finally {
+      server.child.kill('SIGKILL');
+    }
+  });
+});
