@@ -16,14 +16,8 @@
 import { mkdir } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
-import {
-  createDemoRepository,
-  createGateway,
-  createWorkerPoolBackend,
-  type GatewayLimits,
-  listen,
-  RepositoryRoot,
-} from '@gitport/gateway';
+import { createGateway, type GatewayLimits } from '@gitport/gateway';
+import { createDemoRepository, createWorkerPoolBackend, listen, RepositoryRoot } from '@gitport/gateway/node';
 
 export interface ServeOptions {
   root: string;
