@@ -142,6 +142,15 @@ describe('the packed packages', () => {
   });
 });
 
+describe("the README's browser guide", () => {
+  it('is the app this file builds and runs, file by file', async () => {
+    const readme = await readFile(join(repoRoot, 'README.md'), 'utf8');
+    const shown = [...readme.matchAll(/<!-- file: ([\w.]+) -->\n```ts\n([\s\S]*?)```\n/g)];
+    expect(shown.map(([, name]) => name)).toEqual(['main.ts', 'host.worker.ts', 'client.worker.ts']);
+    for (const [, name, code] of shown) expect(code, name).toBe(await readFile(join(appSources, name!), 'utf8'));
+  });
+});
+
 describe('a fresh app on the packed packages', () => {
   let app: string;
   let server: Server | undefined;
