@@ -2,6 +2,8 @@
  * @gitport/pack: the git object model, packfile import (streaming, deltas, thin packs) and
  * creation (enumeration, delta compression, reuse), .idx v2, and object stores.
  */
+
+export { createSha1, type Sha1, sha1 } from '#sha1';
 export { type Commit, type Person, parseCommit, parseCommitLinks, serializeCommit } from './commit.js';
 export { applyDelta, createDelta, DeltaIndex } from './delta.js';
 export { isPackError, PackError } from './errors.js';

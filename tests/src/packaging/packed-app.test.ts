@@ -245,7 +245,7 @@ const CONTENT_TYPES: Record<string, string> = {
   '.css': 'text/css; charset=utf-8',
 };
 
-/** A static file server for the built app on 127.0.0.1 (a secure context, as OPFS and crypto.subtle need). */
+/** A static file server for the built app on 127.0.0.1 (a secure context, as OPFS needs). */
 async function serveStatic(root: string): Promise<Server> {
   const server = createServer(async (request, response) => {
     const path = normalize(decodeURIComponent(new URL(request.url ?? '/', 'http://x').pathname));
