@@ -22,6 +22,18 @@ export {
   type ObjectType,
   ZERO_ID,
 } from './object.js';
+export {
+  filterBlob,
+  filterKeeps,
+  filterKinds,
+  filterNeedsBlobSize,
+  filterTree,
+  formatObjectFilter,
+  MAX_FILTER_SPEC_LENGTH,
+  type ObjectFilter,
+  parseObjectFilter,
+  type TreeVerdict,
+} from './object-filter.js';
 export { type ImportOptions, type ImportResult, importPack } from './pack-import.js';
 export { DEFAULT_LIMITS, type PackEntry, type PackLimits, PackReader, type PackReaderOptions } from './pack-reader.js';
 export { type CreatePackOptions, createPack, packObjects } from './pack-writer.js';
