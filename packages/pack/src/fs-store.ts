@@ -1096,8 +1096,4 @@ export class FsObjectStore implements ObjectStore {
       await h?.close();
     }
   }
-
-  async [Symbol.asyncDispose](): Promise<void> {
-    await this.close();
-  }
 }

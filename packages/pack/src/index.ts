@@ -2,6 +2,8 @@
  * @gitport/pack: the git object model, packfile import (streaming, deltas, thin packs) and
  * creation (enumeration, delta compression, reuse), .idx v2, and object stores.
  */
+
+export { createSha1, type Sha1, sha1 } from '#sha1';
 export { type Commit, type Person, parseCommit, parseCommitLinks, serializeCommit } from './commit.js';
 export { applyDelta, createDelta, DeltaIndex } from './delta.js';
 export { isPackError, PackError } from './errors.js';
@@ -20,6 +22,18 @@ export {
   type ObjectType,
   ZERO_ID,
 } from './object.js';
+export {
+  filterBlob,
+  filterKeeps,
+  filterKinds,
+  filterNeedsBlobSize,
+  filterTree,
+  formatObjectFilter,
+  MAX_FILTER_SPEC_LENGTH,
+  type ObjectFilter,
+  parseObjectFilter,
+  type TreeVerdict,
+} from './object-filter.js';
 export { type ImportOptions, type ImportResult, importPack } from './pack-import.js';
 export { DEFAULT_LIMITS, type PackEntry, type PackLimits, PackReader, type PackReaderOptions } from './pack-reader.js';
 export { type CreatePackOptions, createPack, packObjects } from './pack-writer.js';
