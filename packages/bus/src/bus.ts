@@ -34,7 +34,7 @@ import type { AnyMessageListener, BusMessageEvent, ChannelEndpoint, Endpoint, Me
 import { BusError, errorFromWire, errorToWire, type WireError } from './errors.js';
 import { originMatcher } from './origin.js';
 import { messageSize } from './size.js';
-import { BY, CH, CN, E, type Envelope, EV, H, HO, HP, I, K, P, PJ, PL, Q, RE, RQ, RS, S, T, TRANSFER } from './wire.js';
+import { type Envelope, Kind, Slot, TRANSFER } from './wire.js';
 
 export const PROTOCOL_VERSION = 3;
 const TAG = '$gitportBus';
@@ -557,7 +557,7 @@ class BusImpl implements Bus {
       return;
     }
     link.alive = false;
-    this.enqueue(link, [HP, 0]);
+    this.enqueue(link, [Kind.ping, 0]);
   }
 
   private checkOrigin(event: BusMessageEvent): boolean {
@@ -575,7 +575,7 @@ class BusImpl implements Bus {
   }
 
   private sendBye(link: Link): void {
-    this.enqueue(link, [BY, 0]);
+    this.enqueue(link, [Kind.bye, 0]);
     this.post(link);
   }
 
@@ -684,7 +684,7 @@ class BusImpl implements Bus {
   /** Queues an envelope on a link; everything queued in one microtask goes out in one postMessage. */
   private enqueue(link: Link, envelope: Envelope, transfer?: Transferable[], size = 0): void {
     if (link.dead) return;
-    envelope[Q] = ++link.seqOut;
+    envelope[Slot.sequence] = ++link.seqOut;
     const queued = link.queued++;
     if (queued === 0) link.first = envelope;
     else if (queued === 1) link.queue = [link.first!, envelope];
@@ -758,15 +758,15 @@ class BusImpl implements Bus {
   }
 
   private undeliverable(link: Link, envelope: Envelope, cause: unknown): void {
-    const kind = envelope[K] as number;
+    const kind = envelope[Slot.kind] as number;
     const error = cannotClone(kind, link.peer, cause);
-    const id = envelope[I] as RequestId;
-    if (kind === RQ) {
+    const id = envelope[Slot.id] as RequestId;
+    if (kind === Kind.request) {
       const pending = this.pending.get(id as number);
       if (pending !== undefined) this.settle(id as number, pending, false, error);
-    } else if (kind === RS) {
-      const to = (envelope[T] as string | undefined) ?? link.peer;
-      this.enqueue(link, this.envelope(link, to, RE, undefined, id, errorToWire(error)));
+    } else if (kind === Kind.response) {
+      const to = (envelope[Slot.target] as string | undefined) ?? link.peer;
+      this.enqueue(link, this.envelope(link, to, Kind.errorResponse, undefined, id, errorToWire(error)));
     } else {
       this.reportError(error);
     }
@@ -796,7 +796,7 @@ class BusImpl implements Bus {
     if (typeof event !== 'string') throw new BusError('BUS_INVALID_ARGUMENT', 'an event name must be a string');
     const link = this.route(peer);
     const size = this.checkSize(event, payload);
-    this.enqueue(link, this.envelope(link, peer, EV, event, undefined, payload), options?.transfer, size);
+    this.enqueue(link, this.envelope(link, peer, Kind.event, event, undefined, payload), options?.transfer, size);
   }
 
   signal(event: string, payload: unknown): void {
@@ -805,7 +805,7 @@ class BusImpl implements Bus {
     if (this.routes.size === 0) return;
     const size = this.checkSize(event, payload);
     for (const [peer, link] of this.routes) {
-      this.enqueue(link, this.envelope(link, peer, EV, event, undefined, payload), undefined, size);
+      this.enqueue(link, this.envelope(link, peer, Kind.event, event, undefined, payload), undefined, size);
     }
   }
 
@@ -854,7 +854,7 @@ class BusImpl implements Bus {
     while (this.pending.get(id) !== undefined) id = randomId();
     const signal = options?.signal;
     const timeout = options?.timeout ?? this.requestTimeout;
-    const envelope = this.envelope(link, peer, RQ, name, id, payload);
+    const envelope = this.envelope(link, peer, Kind.request, name, id, payload);
     // The only request in flight, made outside a received frame with nothing else queued on its link
     // (one call at a time), is posted at once, before its bookkeeping, so the round trip starts
     // first and the rest overlaps it. Requests made while others are pending go out together, one
@@ -862,14 +862,14 @@ class BusImpl implements Bus {
     const lone = this.pending.size === 0 && !this.receiving && link.queued === 0;
     let early: Envelope | undefined;
     if (lone) {
-      envelope[Q] = ++link.seqOut;
+      envelope[Slot.sequence] = ++link.seqOut;
       this.postingId = id;
       this.postingPeer = peer;
       try {
         const lost = this.postOn(link, envelope, options?.transfer);
         if (lost !== undefined) return Promise.reject(lost);
       } catch (error) {
-        return Promise.reject(cannotClone(RQ, link.peer, error));
+        return Promise.reject(cannotClone(Kind.request, link.peer, error));
       } finally {
         this.postingId = Number.NaN;
         early = this.postingAnswer;
@@ -899,12 +899,12 @@ class BusImpl implements Bus {
 
   /** Settles a pending request with a response or error response from its peer. */
   private answer(id: number, pending: Pending, envelope: Envelope): void {
-    if (envelope[K] === RE) {
-      this.settle(id, pending, false, errorFromWire(envelope[P]));
-    } else if (messageSize(envelope[P], this.maxMessageSize) > this.maxMessageSize) {
+    if (envelope[Slot.kind] === Kind.errorResponse) {
+      this.settle(id, pending, false, errorFromWire(envelope[Slot.payload]));
+    } else if (messageSize(envelope[Slot.payload], this.maxMessageSize) > this.maxMessageSize) {
       this.settle(id, pending, false, new BusError('BUS_MESSAGE_TOO_LARGE', 'the response was dropped: too large'));
     } else {
-      this.settle(id, pending, true, envelope[P]);
+      this.settle(id, pending, true, envelope[Slot.payload]);
     }
   }
 
@@ -948,7 +948,7 @@ class BusImpl implements Bus {
 
   private cancelRemote(peer: string, id: number): void {
     const link = this.routes.get(peer);
-    if (link !== undefined) this.enqueue(link, this.envelope(link, peer, CN, undefined, id, undefined));
+    if (link !== undefined) this.enqueue(link, this.envelope(link, peer, Kind.cancel, undefined, id, undefined));
   }
 
   private settle(id: number, pending: Pending, ok: boolean, value: unknown): void {
@@ -996,15 +996,15 @@ class BusImpl implements Bus {
   };
 
   private onRequest(link: Link, from: string, envelope: Envelope): void {
-    const id = envelope[I];
+    const id = envelope[Slot.id];
     if (!validId(id)) return;
-    const name = envelope[E];
+    const name = envelope[Slot.name];
     const fn = typeof name === 'string' ? this.handlers.get(name) : undefined;
     if (fn === undefined) {
       this.respondError(link, from, id, new BusError('BUS_NO_HANDLER', `no handler named ${JSON.stringify(name)}`));
       return;
     }
-    const payload = envelope[P];
+    const payload = envelope[Slot.payload];
     if (messageSize(payload, this.maxMessageSize) + (name as string).length > this.maxMessageSize) {
       this.respondError(link, from, id, new BusError('BUS_MESSAGE_TOO_LARGE', 'the request was dropped: too large'));
       return;
@@ -1060,7 +1060,7 @@ class BusImpl implements Bus {
       this.respondError(link, to, id, error);
       return;
     }
-    this.enqueue(link, this.envelope(link, to, RS, undefined, id, value), transfer, size);
+    this.enqueue(link, this.envelope(link, to, Kind.response, undefined, id, value), transfer, size);
   }
 
   private respondError(link: Link, to: string, id: RequestId, error: unknown): void {
@@ -1075,7 +1075,7 @@ class BusImpl implements Bus {
         code: 'BUS_REMOTE_ERROR',
       };
     }
-    this.enqueue(link, this.envelope(link, to, RE, undefined, id, wire));
+    this.enqueue(link, this.envelope(link, to, Kind.errorResponse, undefined, id, wire));
   }
 
   // ---------------------------------------------------------------- receiving
@@ -1133,11 +1133,11 @@ class BusImpl implements Bus {
   }
 
   private dispatch(link: Link, envelope: Envelope): void {
-    const q = envelope[Q];
+    const q = envelope[Slot.sequence];
     if (typeof q !== 'number' || !Number.isSafeInteger(q) || q <= link.seqIn) return; // malformed, replayed or reordered
     link.seqIn = q;
     // Between direct neighbours source and target are implied (the link's peer, us) and left out.
-    let source = envelope[S];
+    let source = envelope[Slot.source];
     if (source === undefined) source = link.peer;
     else if (
       source !== link.peer &&
@@ -1145,17 +1145,17 @@ class BusImpl implements Bus {
     ) {
       return; // a peer may speak only for itself, a hub for the peers it announced
     }
-    const target = envelope[T];
+    const target = envelope[Slot.target];
     if (target !== undefined && target !== this.id) {
       if (this.isHub) this.forward(link, envelope, source as string, target);
       return;
     }
     const from = source as string;
-    switch (envelope[K]) {
-      case EV: {
-        const name = envelope[E];
+    switch (envelope[Slot.kind]) {
+      case Kind.event: {
+        const name = envelope[Slot.name];
         if (typeof name !== 'string') return;
-        const payload = envelope[P];
+        const payload = envelope[Slot.payload];
         if (messageSize(payload, this.maxMessageSize) + name.length > this.maxMessageSize) {
           this.dropped(new BusError('BUS_MESSAGE_TOO_LARGE', `dropped event "${name}" from ${from}: too large`));
           return;
@@ -1163,12 +1163,12 @@ class BusImpl implements Bus {
         this.events.dispatch(name, payload, { from, event: name });
         return;
       }
-      case RQ:
+      case Kind.request:
         this.onRequest(link, from, envelope);
         return;
-      case RS:
-      case RE: {
-        const id = envelope[I];
+      case Kind.response:
+      case Kind.errorResponse: {
+        const id = envelope[Slot.id];
         if (typeof id !== 'number') return; // ours are numbers
         const pending = this.pending.get(id);
         if (pending !== undefined) {
@@ -1179,8 +1179,8 @@ class BusImpl implements Bus {
         }
         return;
       }
-      case CN: {
-        const key = `${from}\n${String(envelope[I])}`;
+      case Kind.cancel: {
+        const key = `${from}\n${String(envelope[Slot.id])}`;
         const request = this.incoming.get(key);
         if (request !== undefined) {
           this.incoming.delete(key);
@@ -1188,17 +1188,18 @@ class BusImpl implements Bus {
         }
         return;
       }
-      case CH:
+      case Kind.channel:
         this.onChannel(from, envelope);
         return;
-      case PJ:
-      case PL:
-        if (from === link.peer && link.remoteHub && Array.isArray(envelope[P])) this.onAnnounce(link, envelope);
+      case Kind.peersJoined:
+      case Kind.peersLeft:
+        if (from === link.peer && link.remoteHub && Array.isArray(envelope[Slot.payload]))
+          this.onAnnounce(link, envelope);
         return;
-      case HP:
-        this.enqueue(link, [HO, 0]);
+      case Kind.ping:
+        this.enqueue(link, [Kind.pong, 0]);
         return;
-      case BY:
+      case Kind.bye:
         if (from === link.peer) {
           this.lose(link, new BusError('BUS_PEER_LOST', `peer ${JSON.stringify(from)} closed its bus`));
         }
@@ -1210,16 +1211,16 @@ class BusImpl implements Bus {
 
   private forward(from: Link, envelope: Envelope, source: string, to: unknown): void {
     const target = typeof to === 'string' ? this.routes.get(to) : undefined;
-    const kind = envelope[K];
-    const hops = envelope[H];
+    const kind = envelope[Slot.kind];
+    const hops = envelope[Slot.hops];
     let refusal: BusError | undefined;
     if (target === undefined || target === from) {
       refusal = new BusError('BUS_UNKNOWN_PEER', `hub ${this.id} cannot reach ${JSON.stringify(to)}`);
     } else if (!(typeof hops === 'number' && hops > 0)) {
       refusal = new BusError('BUS_HOP_LIMIT', `hop limit reached at hub ${this.id}`);
     } else if (
-      (kind === EV || kind === RQ || kind === CH) &&
-      messageSize(envelope[P], this.maxMessageSize) > this.maxMessageSize
+      (kind === Kind.event || kind === Kind.request || kind === Kind.channel) &&
+      messageSize(envelope[Slot.payload], this.maxMessageSize) > this.maxMessageSize
     ) {
       refusal = new BusError(
         'BUS_MESSAGE_TOO_LARGE',
@@ -1228,13 +1229,31 @@ class BusImpl implements Bus {
     }
     if (refusal === undefined) {
       // Only the wire slots go on (never more than a sender could put there), source filled in.
-      const next: Envelope = [kind, 0, envelope[E], envelope[I], envelope[P], source, to, (hops as number) - 1];
-      this.enqueue(target!, next, collectTransferables(envelope[P]));
+      const next: Envelope = [
+        kind,
+        0,
+        envelope[Slot.name],
+        envelope[Slot.id],
+        envelope[Slot.payload],
+        source,
+        to,
+        (hops as number) - 1,
+      ];
+      this.enqueue(target!, next, collectTransferables(envelope[Slot.payload]));
       return;
     }
-    if (kind === RQ && typeof envelope[I] === 'string') {
+    if (kind === Kind.request && typeof envelope[Slot.id] === 'string') {
       // Answer in the target's name: the requester reached it through us, so it trusts our word.
-      this.enqueue(from, [RE, 0, undefined, envelope[I], errorToWire(refusal), to, source, this.maxHops]);
+      this.enqueue(from, [
+        Kind.errorResponse,
+        0,
+        undefined,
+        envelope[Slot.id],
+        errorToWire(refusal),
+        to,
+        source,
+        this.maxHops,
+      ]);
     } else {
       this.dropped(refusal);
     }
@@ -1246,12 +1265,12 @@ class BusImpl implements Bus {
    */
   private announceJoined(link: Link, ids: string[]): void {
     const distances = ids.map((id) => this.distance.get(id) ?? 1);
-    this.enqueue(link, [PJ, 0, distances, undefined, ids]);
+    this.enqueue(link, [Kind.peersJoined, 0, distances, undefined, ids]);
   }
 
   /** Tells `link` that we no longer reach `ids`. */
   private announceLeft(link: Link, ids: string[]): void {
-    this.enqueue(link, [PL, 0, undefined, undefined, ids]);
+    this.enqueue(link, [Kind.peersLeft, 0, undefined, undefined, ids]);
   }
 
   /**
@@ -1264,10 +1283,10 @@ class BusImpl implements Bus {
    * left circling a loop after a peer leaves it grow at each hub until they die out.
    */
   private onAnnounce(link: Link, envelope: Envelope): void {
-    const ids = envelope[P] as unknown[];
-    const told = envelope[E];
+    const ids = envelope[Slot.payload] as unknown[];
+    const told = envelope[Slot.name];
     const distances = Array.isArray(told) && told.length === ids.length ? told : undefined;
-    const joined = envelope[K] === PJ;
+    const joined = envelope[Slot.kind] === Kind.peersJoined;
     const changed: string[] = [];
     const stillHere: string[] = [];
     const outOfReach: string[] = [];
@@ -1333,7 +1352,7 @@ class BusImpl implements Bus {
       postMessage: (message, transfer) => {
         const link = this.route(peer);
         const size = this.checkSize(channel, message);
-        this.enqueue(link, this.envelope(link, peer, CH, channel, undefined, message), transfer, size);
+        this.enqueue(link, this.envelope(link, peer, Kind.channel, channel, undefined, message), transfer, size);
       },
       addEventListener: (type, listener) => {
         if (type !== 'message') return;
@@ -1375,15 +1394,15 @@ class BusImpl implements Bus {
   }
 
   private onChannel(source: string, envelope: Envelope): void {
-    const channel = envelope[E];
+    const channel = envelope[Slot.name];
     if (typeof channel !== 'string') return;
-    if (messageSize(envelope[P], this.maxMessageSize) + channel.length > this.maxMessageSize) {
+    if (messageSize(envelope[Slot.payload], this.maxMessageSize) + channel.length > this.maxMessageSize) {
       this.dropped(new BusError('BUS_MESSAGE_TOO_LARGE', `dropped channel message from ${source}: too large`));
       return;
     }
     const key = `${source}\n${channel}`;
     if (this.channels.has(key)) {
-      this.deliver(key, envelope[P]);
+      this.deliver(key, envelope[Slot.payload]);
       return;
     }
     // Nobody listens yet (comlink's expose may come a moment later): keep a bounded backlog.
@@ -1400,7 +1419,7 @@ class BusImpl implements Bus {
       this.dropped(new BusError('BUS_TOO_MANY_PENDING', `dropped channel message from ${source}: backlog full`));
       return;
     }
-    buffer.push(envelope[P]);
+    buffer.push(envelope[Slot.payload]);
   }
 
   private deliver(key: string, data: unknown): void {
