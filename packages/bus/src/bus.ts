@@ -23,7 +23,7 @@
  */
 
 import { BusState } from './bus-state.js';
-import type { Bus, BusOptions, Handler, MessageMeta, Peer } from './bus-types.js';
+import type { Bus, BusOptions, BusSchema, Handler, MessageMeta, Peer } from './bus-types.js';
 import { channelEndpoint } from './channels.js';
 import type { OnOptions } from './emitter.js';
 import type { BusMessageEvent, ChannelEndpoint, Endpoint } from './endpoint.js';
@@ -37,7 +37,21 @@ import { route } from './routing.js';
 import { clearIdleTimer, request, settle, undeliverable } from './rpc.js';
 import { type Envelope, Kind } from './wire.js';
 
-export type { Bus, BusOptions, Handler, HandlerMeta, MessageMeta, Peer } from './bus-types.js';
+export type {
+  Bus,
+  BusOptions,
+  BusSchema,
+  EventName,
+  EventPattern,
+  EventPayload,
+  Handler,
+  HandlerMeta,
+  MessageMeta,
+  MethodName,
+  MethodPayload,
+  MethodResult,
+  Peer,
+} from './bus-types.js';
 export { PROTOCOL_VERSION } from './handshake-frame.js';
 export { Transferring, withTransfer } from './transferring.js';
 
@@ -85,12 +99,14 @@ class BusImpl extends BusState implements Bus {
     }
   }
 
-  on(event: string, listener: (payload: unknown, meta: MessageMeta) => void, options?: OnOptions): () => void {
-    return this.events.on(event, listener, options);
+  // A listener or handler declares its payload's type (see Bus); the bus hands it what arrived.
+
+  on(event: string, listener: (payload: never, meta: MessageMeta) => void, options?: OnOptions): () => void {
+    return this.events.on(event, listener as (payload: unknown, meta: MessageMeta) => void, options);
   }
 
-  handle(name: string, fn: Handler): () => void {
-    return handle(this, name, fn);
+  handle(name: string, fn: Handler<never>): () => void {
+    return handle(this, name, fn as Handler);
   }
 
   request<T = unknown>(
@@ -172,12 +188,17 @@ class BusImpl extends BusState implements Bus {
   };
 }
 
-/** Creates a bus. Nothing happens (no timer, no listener) until `connect`. */
-export function createBus(options: BusOptions): Bus {
+/**
+ * Creates a bus. Nothing happens (no timer, no listener) until `connect`. `createBus<S>()` types
+ * payloads by name after the schema `S` (see BusSchema); without it the bus is untyped.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: the untyped default (see Bus).
+export function createBus<S extends BusSchema = any>(options: BusOptions): Bus<S> {
   return new BusImpl(options);
 }
 
 /** A bus that forwards envelopes between its peers (`isHub: true`). */
-export function createHub(options: Omit<BusOptions, 'isHub'>): Bus {
+// biome-ignore lint/suspicious/noExplicitAny: the untyped default (see Bus).
+export function createHub<S extends BusSchema = any>(options: Omit<BusOptions, 'isHub'>): Bus<S> {
   return new BusImpl({ ...options, isHub: true });
 }
