@@ -63,7 +63,7 @@ export abstract class BusState implements LinkOwner {
   /** One timer for every request deadline, armed for the earliest one. */
   timer: ReturnType<typeof setTimeout> | undefined;
   timerAt = Number.POSITIVE_INFINITY;
-  /** Whether the idle timer check is due at the next tick (see settle). */
+  /** Whether the idle timer check is due at the next tick (see `settle` in rpc.ts). */
   idleCheck = false;
   /** The lone request being posted (NaN, equal to no id: none), and its answer if the endpoint delivered one meanwhile. */
   postingId = Number.NaN;

@@ -3,6 +3,7 @@
  * RPC, origin checks, limits, peer liveness, and comlink-compatible channels. This file is the
  * facade; each concept lives in its own file, working on the state of bus-state.ts:
  *
+ *   bus-types.ts   the public shapes: options, Bus, payloads typed by a BusSchema
  *   handshake.ts   connect: hello / ack / refuse             (handshake-frame.ts: the frames)
  *   link.ts        a link per direct peer: batching and posting
  *   peers.ts       established links, liveness, what is settled when a peer is lost
@@ -12,6 +13,7 @@
  *   channels.ts    comlink-compatible endpoints and their backlog
  *   receive.ts     data frames checked and dispatched by kind
  *   drop-reporter.ts  drops caused by peers, reported without flooding
+ *   transferring.ts   handler results that transfer parts (withTransfer)
  *
  * Wire format (structured clone, one postMessage per batch):
  *   handshake frame = { $gitportBus: "hello" | "ack", id, v, hub }
