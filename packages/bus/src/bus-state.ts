@@ -103,8 +103,6 @@ export abstract class BusState implements LinkOwner {
   abstract undeliverable(link: Link, envelope: Envelope, cause: unknown): void;
   /** Runs the deferred work of this task once its microtasks are done (bus.ts). */
   abstract queueTick(): void;
-  /** Handles a message a connected link received (receive.ts). */
-  abstract receive(link: Link, event: BusMessageEvent): void;
 
   /** Whether a message may be taken from its origin (see `allowedOrigins`). */
   checkOrigin(event: BusMessageEvent): boolean {

@@ -28,13 +28,12 @@ import { BusState } from './bus-state.js';
 import type { Bus, BusOptions, BusSchema, Handler, MessageMeta, Peer } from './bus-types.js';
 import { channelEndpoint } from './channels.js';
 import type { OnOptions } from './emitter.js';
-import type { BusMessageEvent, ChannelEndpoint, Endpoint } from './endpoint.js';
+import type { ChannelEndpoint, Endpoint } from './endpoint.js';
 import { BusError } from './errors.js';
 import { connect } from './handshake.js';
 import { handle } from './incoming.js';
 import { checkSize, enqueue, envelopeTo, flushScheduled, type Link } from './link.js';
 import { disconnect, forget, lose, sendBye } from './peers.js';
-import { receive } from './receive.js';
 import { route } from './routing.js';
 import { clearIdleTimer, request, settle, undeliverable } from './rpc.js';
 import { type Envelope, Kind } from './wire.js';
@@ -167,10 +166,6 @@ class BusImpl extends BusState implements Bus {
 
   undeliverable(link: Link, envelope: Envelope, cause: unknown): void {
     undeliverable(this, link, envelope, cause);
-  }
-
-  receive(link: Link, event: BusMessageEvent): void {
-    receive(this, link, event);
   }
 
   queueTick(): void {

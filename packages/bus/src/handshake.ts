@@ -13,6 +13,7 @@ import { BusError } from './errors.js';
 import { isHandshake, PROTOCOL_VERSION, TAG } from './handshake-frame.js';
 import { Link } from './link.js';
 import { establish } from './peers.js';
+import { receive } from './receive.js';
 import { unref } from './timer.js';
 
 export function connect(
@@ -60,7 +61,7 @@ export function connect(
     };
     const listener: MessageListener = (event) => {
       if (link !== undefined) {
-        bus.receive(link, event);
+        receive(bus, link, event);
         return;
       }
       if (settled || (bus.originAllowed !== undefined && !bus.checkOrigin(event))) return;
