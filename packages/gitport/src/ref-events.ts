@@ -15,6 +15,18 @@ export interface RefUpdateEvent {
   new: string;
 }
 
+/**
+ * Whether `value` has the shape of a {@link RefUpdateEvent} (`repo`, `ref`, `old` and `new`, all
+ * strings). A bus payload is `unknown` until checked: use this on what a `ref-update` listener
+ * receives before reading its fields, since any peer may signal that event.
+ *
+ * ```ts
+ * bus.on(REF_UPDATE_EVENT, (payload) => {
+ *   if (!isRefUpdateEvent(payload)) return;
+ *   console.log(`${payload.repo}: ${payload.ref} ${payload.old} -> ${payload.new}`);
+ * });
+ * ```
+ */
 export function isRefUpdateEvent(value: unknown): value is RefUpdateEvent {
   if (typeof value !== 'object' || value === null) return false;
   const v = value as Record<string, unknown>;
