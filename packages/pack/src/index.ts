@@ -5,12 +5,11 @@
 export { type Commit, type Person, parseCommit, parseCommitLinks, serializeCommit } from './commit.js';
 export { applyDelta, createDelta, DeltaIndex } from './delta.js';
 export { isPackError, PackError } from './errors.js';
-export { type FileHandleLike, type FsLike, FsObjectStore, type FsPromises } from './fs-store.js';
+export type { DirEntry, FileHandleLike, FsLike, FsPromisesLike, FsStat, ObjectStoreFs } from './fs-like.js';
+export { FsObjectStore } from './fs-store.js';
 export { type IndexEntry, PackIndex, readIdx, writeIdx } from './idx.js';
 export {
   assertObjectId,
-  bytesToHex,
-  concatBytes,
   type GitObject,
   hashObject,
   hexToBytes,

@@ -9,9 +9,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createDelta } from './delta.js';
-import { FsObjectStore, type FsPromises } from './fs-store.js';
+import { EntryType, encodeEntryHeader, encodeOfsOffset } from './entry-header.js';
+import type { ObjectStoreFs } from './fs-like.js';
+import { FsObjectStore } from './fs-store.js';
 import { bytesToHex, hashObject, TYPE_CODES } from './object.js';
-import { encodeEntryHeader, encodeOfsOffset, importPack } from './pack-import.js';
+import { importPack } from './pack-import.js';
 import { type PackEntry, PackReader } from './pack-reader.js';
 import { createPack, packObjects } from './pack-writer.js';
 import { sha1 } from './sha1.js';
@@ -23,7 +25,7 @@ import { deflate } from './zlib.js';
 const enc = new TextEncoder();
 
 /** A tiny promise fs in memory, without `open` (whole-file reads). */
-function memoryFs(): FsPromises {
+function memoryFs(): ObjectStoreFs {
   const files = new Map<string, Uint8Array>();
   const dirs = new Set<string>(['/']);
   const err = (code: string, path: string) => Object.assign(new Error(`${code}: ${path}`), { code });
@@ -34,7 +36,7 @@ function memoryFs(): FsPromises {
       if (!f) throw err('ENOENT', path);
       return f.slice();
     },
-    async writeFile(path, data) {
+    async writeFile(path: string, data: Uint8Array) {
       if (!dirs.has(parent(path))) throw err('ENOENT', path);
       files.set(path, data.slice());
     },
@@ -339,7 +341,9 @@ function displacedBasePack() {
   const entries = [entry('blob', a), entry('blob', c), entry('blob', small)];
   const deltaAt = 12 + entries.reduce((n, e) => n + e.length, 0);
   const delta = createDelta(a, a2)!;
-  entries.push(concat([encodeEntryHeader(6, delta.length), encodeOfsOffset(deltaAt - 12), deflate(delta)]));
+  entries.push(
+    concat([encodeEntryHeader(EntryType.OFS_DELTA, delta.length), encodeOfsOffset(deltaAt - 12), deflate(delta)]),
+  );
   const header = new Uint8Array(12);
   header.set(enc.encode('PACK'));
   new DataView(header.buffer).setUint32(4, 2);

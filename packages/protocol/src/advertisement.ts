@@ -21,7 +21,7 @@
  *   ref = PKT-LINE(obj-id-or-unborn SP refname *(SP ref-attribute) LF)
  *   ref-attribute = (symref | peeled);  symref = "symref-target:" symref-target;  peeled = "peeled:" obj-id
  */
-import { concatBytes, type ObjectId } from '@gitport/pack';
+import type { ObjectId } from '@gitport/pack';
 import {
   encodeText,
   FLUSH,
@@ -33,6 +33,7 @@ import {
 } from '@gitport/pktline';
 import { Capabilities } from './capabilities.js';
 import type { CommitGraph } from './commit-graph.js';
+import { concatBytes } from './concat-bytes.js';
 import { ProtocolError } from './errors.js';
 import { prefixMatcher } from './ref-prefixes.js';
 import { isObjectId, type Ref, type RefStore, ZERO_OID } from './ref-store.js';

@@ -14,10 +14,10 @@ import { join } from 'node:path';
 import {
   createDelta,
   FsObjectStore,
-  type FsPromises,
   importPack,
   MemoryObjectStore,
   type ObjectStore,
+  type ObjectStoreFs,
   writeIdx,
 } from '@gitport/pack';
 import { connectionPair, MemoryRefStore, serveReceivePack, ZERO_OID } from '@gitport/protocol';
@@ -133,7 +133,7 @@ const stores: Record<string, (gitDir: string) => ObjectStore> = {
   spooled: (gitDir) => new FsObjectStore(fs, gitDir),
   // none: the pack is held in memory and written whole
   'from memory': (gitDir) => {
-    const { open: _open, ...withoutOpen } = fs as unknown as FsPromises;
+    const { open: _open, ...withoutOpen } = fs as unknown as ObjectStoreFs;
     return new FsObjectStore(withoutOpen, gitDir);
   },
 };
