@@ -19,7 +19,7 @@
  *   ident  = name SP "<" email ">" SP timestamp SP ("+" / "-") 4DIGIT
  */
 import type { ObjectId, ObjectType } from '@gitport/pack';
-import { bytesToHex } from './commit-graph.js';
+import { bytesToHex } from './hex.js';
 
 /** What a link out of an object must name: an object of this type, or a gitlink (not followed). */
 export type LinkType = ObjectType | 'gitlink';
