@@ -3,7 +3,7 @@
  * creation (enumeration, delta compression, reuse), .idx v2, and object stores.
  */
 export { type Commit, type Person, parseCommit, parseCommitLinks, serializeCommit } from './commit.js';
-export { applyDelta, createDelta, DeltaIndex } from './delta.js';
+export { applyDelta, createDelta } from './delta.js';
 export { isPackError, PackError } from './errors.js';
 export type { DirEntry, FileHandleLike, FsLike, FsPromisesLike, FsStat, ObjectStoreFs } from './fs-like.js';
 export { FsObjectStore } from './fs-store.js';
@@ -50,7 +50,6 @@ export {
   enumerateObjects,
   isAncestor,
   mergeBase,
-  nameHash,
   type PackObject,
   type WalkOptions,
   type WalkResult,

@@ -12,6 +12,7 @@ import { createDelta } from './delta.js';
 import { EntryType, encodeEntryHeader, encodeOfsOffset } from './entry-header.js';
 import type { ObjectStoreFs } from './fs-like.js';
 import { FsObjectStore } from './fs-store.js';
+import { writeIdx } from './idx.js';
 import { bytesToHex, hashObject, TYPE_CODES } from './object.js';
 import { importPack } from './pack-import.js';
 import { type PackEntry, PackReader } from './pack-reader.js';
@@ -435,5 +436,60 @@ describe('FsObjectStore.findPack stream', () => {
     expect(new Set(first.buffers).size).toBeLessThanOrEqual(2);
     expect(new Set([...first.buffers, ...second.buffers]).size).toBe(new Set(first.buffers).size);
     await store.close();
+  });
+});
+
+describe('FsObjectStore reading a stored pack with bad entry headers', () => {
+  /** A pack and its .idx written straight into `objects/pack` (no import checks them), one blob first. */
+  async function storeWith(badAt: (offset: number) => Uint8Array) {
+    const blob = concat([encodeEntryHeader(EntryType.BLOB, 1), deflate(enc.encode('x'))]);
+    const bad = badAt(12 + blob.length);
+    const header = new Uint8Array(12);
+    header.set(enc.encode('PACK'));
+    new DataView(header.buffer).setUint32(4, 2);
+    new DataView(header.buffer).setUint32(8, 2);
+    const body = concat([header, blob, bad]);
+    const pack = concat([body, sha1(body)]);
+    const hash = bytesToHex(sha1(body));
+    const ids = { blob: await hashObject('blob', enc.encode('x')), bad: 'b'.repeat(40) };
+    const idx = writeIdx(
+      [
+        { oid: ids.blob, offset: 12, crc32: 0 },
+        { oid: ids.bad, offset: 12 + blob.length, crc32: 0 },
+      ],
+      hash,
+    );
+    const fs = memoryFs();
+    await fs.mkdir('/r/objects/pack', { recursive: true });
+    await fs.writeFile(`/r/objects/pack/pack-${hash}.pack`, pack);
+    await fs.writeFile(`/r/objects/pack/pack-${hash}.idx`, idx);
+    return { store: new FsObjectStore(fs, '/r'), ids };
+  }
+
+  const codeOf = (promise: Promise<unknown>) =>
+    promise.then(
+      () => 'no error',
+      (error: { code?: string }) => error.code,
+    );
+
+  it('a delta base before the first entry: PACK_BAD_BASE_OFFSET, for read, readRaw and readSync', async () => {
+    const delta = createDelta(enc.encode('x'), enc.encode('xy'))!;
+    const { store, ids } = await storeWith((at) =>
+      concat([encodeEntryHeader(EntryType.OFS_DELTA, delta.length), encodeOfsOffset(at - 5), deflate(delta)]),
+    );
+    expect(await codeOf(store.read(ids.bad))).toBe('PACK_BAD_BASE_OFFSET');
+    expect(await codeOf(store.readRaw(ids.bad))).toBe('PACK_BAD_BASE_OFFSET');
+    expect(() => store.readSync(ids.bad)).toThrow(expect.objectContaining({ code: 'PACK_BAD_BASE_OFFSET' }));
+    // the sound entry beside it still reads
+    expect((await store.read(ids.blob))?.data).toEqual(enc.encode('x'));
+  });
+
+  it('a size varint past 2^53: PACK_BAD_HEADER; a header cut short by the trailer: OBJECT_CORRUPT', async () => {
+    const tooLong = new Uint8Array(12).fill(0xff);
+    tooLong[0] = 0xbf;
+    const long = await storeWith(() => tooLong);
+    expect(await codeOf(long.store.read(long.ids.bad))).toBe('PACK_BAD_HEADER');
+    const cut = await storeWith(() => Uint8Array.of(0xbf, 0xff));
+    expect(await codeOf(cut.store.read(cut.ids.bad))).toBe('OBJECT_CORRUPT');
   });
 });
