@@ -49,6 +49,11 @@ const MAX_SIZE_SHIFT = 49;
 /** A pack's first entry follows its 12-byte header. */
 const FIRST_ENTRY = 12;
 
+/** The type an entry header's first byte names (not checked: see `decodeEntryHeader`). */
+export function entryTypeOf(firstByte: number): number {
+  return (firstByte >> 4) & 7;
+}
+
 /** Whether `type` is one of a whole object's (commit, tree, blob, tag). */
 export function isWholeEntryType(type: number): type is WholeEntryType {
   return type >= EntryType.COMMIT && type <= EntryType.TAG;
@@ -74,7 +79,7 @@ export function decodeEntryHeader(
   let p = start;
   if (p >= end) return undefined;
   let c = bytes[p++]!;
-  const type = (c >> 4) & 7;
+  const type = entryTypeOf(c);
   let size = c & 15;
   let shift = 4;
   while (c & 0x80) {

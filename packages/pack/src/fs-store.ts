@@ -111,6 +111,7 @@ export class FsObjectStore implements ObjectStore {
    * deltas that are too large for it, the last one always). `pageCacheBytes`: pages of packs
    * read at positions (default 64 MiB). `maxRebuildBytes`: bytes one read may inflate and
    * rebuild along a delta chain (default 16 GiB), past which it fails with PACK_LIMIT_INFLATED.
+   * An fs without `rename` is refused (STORE_IO): new files are moved into place.
    */
   constructor(
     fs: ObjectStoreFs | { promises: ObjectStoreFs } | FsLike | FsPromisesLike,

@@ -5,7 +5,7 @@
  * fits in half the page budget, or any pack without such an fs, is read whole once, and later
  * reads are views of it.
  */
-import { decodeEntryHeader, type EntryHeader, EntryType } from './entry-header.js';
+import { decodeEntryHeader, type EntryHeader, EntryType, entryTypeOf } from './entry-header.js';
 import { PackError } from './errors.js';
 import type { FileHandleLike } from './fs-like.js';
 import { PackIndex } from './idx.js';
@@ -375,12 +375,12 @@ export class PackFiles {
     };
   }
 
-  /** Whether any entry of the pack is an OFS_DELTA (the type bits of its first byte). */
+  /** Whether any entry of the pack is an OFS_DELTA (as the first byte of its header says). */
   async #hasOfsDeltas(pack: LoadedPack): Promise<boolean> {
     for (let i = 0; i < pack.offsets.length; i++) {
       const at = pack.offsets[i]!;
       const head = this.view(pack, at, 1, false) ?? (await this.readAt(pack, at, 1));
-      if (((head[0]! >> 4) & 7) === EntryType.OFS_DELTA) return true;
+      if (entryTypeOf(head[0]!) === EntryType.OFS_DELTA) return true;
     }
     return false;
   }
