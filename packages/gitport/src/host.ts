@@ -23,7 +23,9 @@
  * After every successful ref update a `ref-update` signal `{ repo, ref, old, new }` goes to every
  * peer of the bus (and to `onRefUpdate` listeners).
  */
+
 import type { Bus } from '@gitport/bus';
+import { ZERO_ID } from '@gitport/pack';
 import { encodeData, encodeText, PacketReader, packetText } from '@gitport/pktline';
 import {
   advertiseRefsHttp,
@@ -43,7 +45,7 @@ import { type DuplexStream, listen } from '@gitport/transport';
 import { exposeControl } from './control.js';
 import { GitportError } from './errors.js';
 import { encodeHead, HTTP_STREAM, type HttpRequestHead, readHead } from './http-plugin.js';
-import { REF_UPDATE_EVENT, type RefUpdateEvent, ZERO_OID } from './ref-events.js';
+import { REF_UPDATE_EVENT, type RefUpdateEvent } from './ref-events.js';
 import { type HostedRepository, type RepositoryRegistry, staticRepositories } from './registry.js';
 import { yieldingStore } from './yielding-store.js';
 
@@ -150,7 +152,7 @@ export function host(
   };
   const published = (name: string, updated: readonly PushCommand[]) => {
     for (const command of updated) {
-      publish({ repo: name, ref: command.name, old: command.old ?? ZERO_OID, new: command.new ?? ZERO_OID });
+      publish({ repo: name, ref: command.name, old: command.old ?? ZERO_ID, new: command.new ?? ZERO_ID });
     }
   };
   const listenOptions = options.window !== undefined ? { window: options.window } : {};

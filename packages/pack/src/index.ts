@@ -5,14 +5,13 @@
 
 export { createSha1, type Sha1, sha1 } from '#sha1';
 export { type Commit, type Person, parseCommit, parseCommitLinks, serializeCommit } from './commit.js';
-export { applyDelta, createDelta, DeltaIndex } from './delta.js';
+export { applyDelta, createDelta } from './delta.js';
 export { isPackError, PackError } from './errors.js';
-export { type FileHandleLike, type FsLike, FsObjectStore, type FsPromises } from './fs-store.js';
+export type { DirEntry, FileHandleLike, FsLike, FsPromisesLike, FsStat, ObjectStoreFs } from './fs-like.js';
+export { FsObjectStore } from './fs-store.js';
 export { type IndexEntry, PackIndex, readIdx, writeIdx } from './idx.js';
 export {
   assertObjectId,
-  bytesToHex,
-  concatBytes,
   type GitObject,
   hashObject,
   hexToBytes,
@@ -65,7 +64,6 @@ export {
   enumerateObjects,
   isAncestor,
   mergeBase,
-  nameHash,
   type PackObject,
   type WalkOptions,
   type WalkResult,
