@@ -1,7 +1,8 @@
 /**
  * The layer table of DESIGN.md: a package imports only packages in lower layers.
  *   1 bus, pktline   2 transport, pack   3 protocol   4 gitport   5 gateway   6 cli
- * Plus: no cycles, and Node built-ins only in *.node.ts files, tests, gateway and cli.
+ * Plus: no cycles, and Node built-ins only in *.node.ts files, tests, gateway and cli; in gateway,
+ * only under src/node/ (the @gitport/gateway/node entry), so its main entry stays web-only.
  */
 const layers = [['bus', 'pktline'], ['transport', 'pack'], ['protocol'], ['gitport'], ['gateway'], ['cli']];
 
@@ -12,6 +13,12 @@ const forbiddenTargets = (names) => {
   const group = names.join('|');
   const packageNames = names.map((n) => (n === 'gitport' ? 'gitport' : `@gitport/${n}`)).join('|');
   return `^packages/(${group})/|node_modules/(${packageNames})/|^(${packageNames})$`;
+};
+
+/** The gateway's files its main entry may reach: all but the `./node` entry and its folder (and tests). */
+const gatewayWeb = {
+  path: '^packages/gateway/src/',
+  pathNot: ['^packages/gateway/src/node(/|\\.ts$)', '\\.test\\.ts$', '/test-[^/]*\\.ts$'],
 };
 
 const layerRules = layers.flatMap((names, level) =>
@@ -49,6 +56,20 @@ module.exports = {
         pathNot: ['\\.node\\.ts$', '\\.test\\.ts$', '/test-[^/]*\\.ts$'],
       },
       to: { dependencyTypes: ['core'] },
+    },
+    {
+      name: 'gateway-main-entry-no-node-builtins',
+      comment: '@gitport/gateway runs wherever a fetch handler runs: Node built-ins only under src/node/',
+      severity: 'error',
+      from: gatewayWeb,
+      to: { dependencyTypes: ['core'] },
+    },
+    {
+      name: 'gateway-main-entry-no-node-modules',
+      comment: "@gitport/gateway's web files import neither its Node files nor another package's Node entry",
+      severity: 'error',
+      from: gatewayWeb,
+      to: { path: ['^packages/gateway/src/node(/|\\.ts$)', '^packages/[^/]+/src/node\\.ts$', '\\.node\\.ts$'] },
     },
   ],
   options: {

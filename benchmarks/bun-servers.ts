@@ -7,8 +7,9 @@
  *
  *   bun benchmarks/bun-servers.ts ROOT
  */
-import { createGateway, createWorkerPoolBackend } from '@gitport/gateway';
+import { createGateway } from '@gitport/gateway';
 import { type BunServer, serveBun } from '@gitport/gateway/bun';
+import { createWorkerPoolBackend } from '@gitport/gateway/node';
 import { Hono } from 'hono';
 
 interface BunServe {

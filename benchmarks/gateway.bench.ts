@@ -15,13 +15,8 @@ import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  createGateway,
-  createGitProcessBackend,
-  createWorkerPoolBackend,
-  listen,
-  type RunningServer,
-} from '@gitport/gateway';
+import { createGateway } from '@gitport/gateway';
+import { createGitProcessBackend, createWorkerPoolBackend, listen, type RunningServer } from '@gitport/gateway/node';
 import { createGitSandbox, type GitSandbox } from '@gitport/tests/git';
 import { ensureHistory } from '@gitport/tests/history';
 import { serve as honoServe } from '@hono/node-server';

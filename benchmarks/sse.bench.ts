@@ -17,14 +17,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  createDemoRepository,
-  createGateway,
-  createGitProcessBackend,
-  formatRefUpdate,
-  listen,
-  SseHub,
-} from '@gitport/gateway';
+import { createGateway, formatRefUpdate, SseHub } from '@gitport/gateway';
+import { createDemoRepository, createGitProcessBackend, listen } from '@gitport/gateway/node';
 import { createChannel, createSession } from 'better-sse';
 import { bench, describe } from 'vitest';
 import { memoryBytes, QUICK, record, sized } from './report.js';

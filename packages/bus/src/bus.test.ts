@@ -13,7 +13,7 @@ import {
   PROTOCOL_VERSION,
 } from './index.js';
 import { nodeEndpoint } from './node.js';
-import { envelopesOf, fromWire, toWire } from './test-wire.js';
+import { Kind, Slot } from './wire.js';
 
 const cleanups: (() => void)[] = [];
 afterEach(() => {
@@ -48,12 +48,23 @@ function codeOf(promise: Promise<unknown>): Promise<string | undefined> {
   );
 }
 
-/**
- * A hand-driven peer speaking the wire format directly, to play a misbehaving party. Envelopes are
- * written and read in the readable form of wire.ts (`{ k: 'rq', e, i, p, ... }`).
- */
+/** An envelope or handshake frame as received, read by slot (`m[Slot.kind]`) or field (`m.$gitportBus`). */
+type Received = Record<number, unknown> & { readonly $gitportBus?: unknown; readonly code?: unknown };
+
+/** The envelope with these slots (the slots left out are holes, read as undefined). */
+function envelope(slots: Partial<Record<Slot, unknown>>): unknown[] {
+  return Object.assign([], slots);
+}
+
+/** The envelopes of a data frame: a lone envelope (its kind comes first), or a batch of them. */
+function envelopesOf(frame: unknown): unknown[][] {
+  if (!Array.isArray(frame)) return [];
+  return typeof frame[0] === 'number' ? [frame] : (frame as unknown[][]);
+}
+
+/** A hand-driven peer speaking the wire format directly, to play a misbehaving party. */
 class RawPeer {
-  readonly inbox: Record<string, unknown>[] = [];
+  readonly inbox: Received[] = [];
   private waiters: (() => void)[] = [];
   private seq = 0;
   constructor(
@@ -61,8 +72,8 @@ class RawPeer {
     readonly id: string,
   ) {
     port.on('message', (data: unknown) => {
-      if (Array.isArray(data)) this.inbox.push(...envelopesOf(data).map(fromWire));
-      else this.inbox.push(data as Record<string, unknown>);
+      if (Array.isArray(data)) this.inbox.push(...(envelopesOf(data) as Received[]));
+      else this.inbox.push(data as Received);
       for (const w of this.waiters.splice(0)) w();
     });
   }
@@ -70,10 +81,12 @@ class RawPeer {
     this.port.postMessage({ $gitportBus: 'hello', id: this.id, v: PROTOCOL_VERSION, hub: false, ...extra });
     this.port.postMessage({ $gitportBus: 'ack', id: this.id, v: PROTOCOL_VERSION, hub: false, ...extra });
   }
-  send(envelope: Record<string, unknown>): void {
-    this.port.postMessage([toWire({ s: this.id, h: 4, q: ++this.seq, ...envelope })]);
+  send(slots: Partial<Record<Slot, unknown>>): void {
+    this.port.postMessage([
+      envelope({ [Slot.source]: this.id, [Slot.hops]: 4, [Slot.sequence]: ++this.seq, ...slots }),
+    ]);
   }
-  async next(predicate: (m: Record<string, unknown>) => boolean): Promise<Record<string, unknown>> {
+  async next(predicate: (m: Received) => boolean): Promise<Received> {
     for (;;) {
       const at = this.inbox.findIndex(predicate);
       if (at !== -1) return this.inbox.splice(at, 1)[0]!;
@@ -115,8 +128,8 @@ describe('handshake and limits', () => {
     a.on('e', (payload) => seen.push(payload));
     const sparse: unknown[] = [];
     sparse.length = 2 ** 32 - 1;
-    raw.send({ k: 'ev', e: 'e', p: sparse });
-    raw.send({ k: 'ev', e: 'e', p: 'after' });
+    raw.send({ [Slot.kind]: Kind.event, [Slot.name]: 'e', [Slot.payload]: sparse });
+    raw.send({ [Slot.kind]: Kind.event, [Slot.name]: 'e', [Slot.payload]: 'after' });
     await new Promise<void>((resolve) => a.on('e', () => resolve()));
     expect(seen).toEqual(['after']);
     expect(reported).toEqual(['BUS_MESSAGE_TOO_LARGE']);
@@ -205,18 +218,40 @@ describe('trust', () => {
     const c = await rawPeer(a, 'c');
     await c.connected;
     const answer = a.request('b', 'question', { q: 1 });
-    const request = await b.raw.next((m) => m.k === 'rq');
-    expect(request.e).toBe('question');
-    expect(request.t).toBeUndefined(); // implied between direct neighbours
-    expect(Number.isSafeInteger(request.i)).toBe(true);
+    const request = await b.raw.next((m) => m[Slot.kind] === Kind.request);
+    expect(request[Slot.name]).toBe('question');
+    expect(request[Slot.target]).toBeUndefined(); // implied between direct neighbours
+    expect(Number.isSafeInteger(request[Slot.id])).toBe(true);
     // A third peer answers in its own name, then pretending to be b: both ignored.
-    c.raw.send({ k: 'rs', t: 'a', i: request.i, p: 'from c' });
-    c.raw.send({ k: 'rs', s: 'b', t: 'a', i: request.i, p: 'c as b' });
-    c.raw.send({ k: 're', s: 'b', t: 'a', i: request.i, x: { message: 'c as b' } });
+    c.raw.send({
+      [Slot.kind]: Kind.response,
+      [Slot.target]: 'a',
+      [Slot.id]: request[Slot.id],
+      [Slot.payload]: 'from c',
+    });
+    c.raw.send({
+      [Slot.kind]: Kind.response,
+      [Slot.source]: 'b',
+      [Slot.target]: 'a',
+      [Slot.id]: request[Slot.id],
+      [Slot.payload]: 'c as b',
+    });
+    c.raw.send({
+      [Slot.kind]: Kind.errorResponse,
+      [Slot.source]: 'b',
+      [Slot.target]: 'a',
+      [Slot.id]: request[Slot.id],
+      [Slot.payload]: { message: 'c as b' },
+    });
     // c's traffic has been processed once a's answer to c's ping comes back.
-    c.raw.send({ k: 'hp', t: 'a' });
-    await c.raw.next((m) => m.k === 'ho');
-    b.raw.send({ k: 'rs', t: 'a', i: request.i, p: 'from b' });
+    c.raw.send({ [Slot.kind]: Kind.ping, [Slot.target]: 'a' });
+    await c.raw.next((m) => m[Slot.kind] === Kind.pong);
+    b.raw.send({
+      [Slot.kind]: Kind.response,
+      [Slot.target]: 'a',
+      [Slot.id]: request[Slot.id],
+      [Slot.payload]: 'from b',
+    });
     expect(await answer).toBe('from b');
   });
 
@@ -226,7 +261,7 @@ describe('trust', () => {
     await b.connected;
     for (let n = 0; n < 64; n++) void a.request('b', 'question', n).catch(() => {});
     const ids: number[] = [];
-    while (ids.length < 64) ids.push((await b.raw.next((m) => m.k === 'rq')).i as number);
+    while (ids.length < 64) ids.push((await b.raw.next((m) => m[Slot.kind] === Kind.request))[Slot.id] as number);
     expect(ids.every((id) => Number.isSafeInteger(id) && id >= 0)).toBe(true);
     expect(new Set(ids).size).toBe(64);
     // 53 random bits: ids above 2^52 come about half the time, and neighbours are not a step apart
@@ -240,12 +275,28 @@ describe('trust', () => {
     await b.connected;
     const seen: [unknown, string][] = [];
     a.on('e', (payload, meta) => seen.push([payload, meta.from]));
-    b.raw.send({ k: 'ev', s: 'c', t: 'a', e: 'e', p: 'spoofed' });
-    b.raw.port.postMessage([toWire({ k: 'ev', s: 'b', t: 'a', h: 4, q: 1, e: 'e', p: 'replayed' })]);
-    b.raw.send({ k: 'ev', t: 'a', e: 'e', p: 'genuine' });
-    b.raw.send({ k: 'ev', t: 'a', e: '__proto__', p: 'proto' });
-    b.raw.send({ k: 'hp', t: 'a' });
-    await b.raw.next((m) => m.k === 'ho');
+    b.raw.send({
+      [Slot.kind]: Kind.event,
+      [Slot.source]: 'c',
+      [Slot.target]: 'a',
+      [Slot.name]: 'e',
+      [Slot.payload]: 'spoofed',
+    });
+    b.raw.port.postMessage([
+      envelope({
+        [Slot.kind]: Kind.event,
+        [Slot.source]: 'b',
+        [Slot.target]: 'a',
+        [Slot.hops]: 4,
+        [Slot.sequence]: 1,
+        [Slot.name]: 'e',
+        [Slot.payload]: 'replayed',
+      }),
+    ]);
+    b.raw.send({ [Slot.kind]: Kind.event, [Slot.target]: 'a', [Slot.name]: 'e', [Slot.payload]: 'genuine' });
+    b.raw.send({ [Slot.kind]: Kind.event, [Slot.target]: 'a', [Slot.name]: '__proto__', [Slot.payload]: 'proto' });
+    b.raw.send({ [Slot.kind]: Kind.ping, [Slot.target]: 'a' });
+    await b.raw.next((m) => m[Slot.kind] === Kind.pong);
     expect(seen).toEqual([['genuine', 'b']]);
     expect(({} as Record<string, unknown>).e).toBeUndefined();
   });
@@ -261,19 +312,19 @@ describe('trust', () => {
       [null],
       [1, 'x'],
       [{}],
-      [{ k: 'rq', s: 'b', q: 'x' }],
+      [{ [Slot.kind]: Kind.request, [Slot.source]: 'b', [Slot.sequence]: 'x' }],
       [[]],
       [[1]],
-      toWire({ k: 'rq', s: 'b', q: 'x' }),
-      [toWire({ k: 'rq', s: 'b', q: Number.NaN })],
-      [toWire({ k: 'rq', s: 'b', q: 1.5 })],
+      envelope({ [Slot.kind]: Kind.request, [Slot.source]: 'b', [Slot.sequence]: 'x' }),
+      [envelope({ [Slot.kind]: Kind.request, [Slot.source]: 'b', [Slot.sequence]: Number.NaN })],
+      [envelope({ [Slot.kind]: Kind.request, [Slot.source]: 'b', [Slot.sequence]: 1.5 })],
       { $gitportBus: 'nope' },
     ]) {
       b.raw.port.postMessage(junk);
     }
-    b.raw.send({ k: 'rq', t: 'a', e: 'constructor', i: 'id-1' });
-    const reply = await b.raw.next((m) => m.k === 're');
-    expect(reply.x).toMatchObject({ code: 'BUS_NO_HANDLER' });
+    b.raw.send({ [Slot.kind]: Kind.request, [Slot.target]: 'a', [Slot.name]: 'constructor', [Slot.id]: 'id-1' });
+    const reply = await b.raw.next((m) => m[Slot.kind] === Kind.errorResponse);
+    expect(reply[Slot.payload]).toMatchObject({ code: 'BUS_NO_HANDLER' });
     expect(a.peers.has('b')).toBe(true);
   });
 
@@ -282,20 +333,28 @@ describe('trust', () => {
     const b = await rawPeer(a, 'b');
     await b.connected;
     const ask = async (name: string, id: string) => {
-      b.raw.send({ k: 'rq', t: 'a', e: name, i: id, p: 1 });
-      return b.raw.next((m) => (m.k === 'rs' || m.k === 're') && m.i === id);
+      b.raw.send({
+        [Slot.kind]: Kind.request,
+        [Slot.target]: 'a',
+        [Slot.name]: name,
+        [Slot.id]: id,
+        [Slot.payload]: 1,
+      });
+      return b.raw.next(
+        (m) => (m[Slot.kind] === Kind.response || m[Slot.kind] === Kind.errorResponse) && m[Slot.id] === id,
+      );
     };
     for (const name of ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf']) {
-      expect((await ask(name, `none-${name}`)).x).toMatchObject({ code: 'BUS_NO_HANDLER' });
+      expect((await ask(name, `none-${name}`))[Slot.payload]).toMatchObject({ code: 'BUS_NO_HANDLER' });
     }
     const off = a.handle('__proto__', (n) => `proto ${String(n)}`);
     a.handle('constructor', (n) => `constructor ${String(n)}`);
-    expect((await ask('__proto__', 'p1')).p).toBe('proto 1');
-    expect((await ask('constructor', 'c1')).p).toBe('constructor 1');
-    expect((await ask('toString', 't1')).x).toMatchObject({ code: 'BUS_NO_HANDLER' });
+    expect((await ask('__proto__', 'p1'))[Slot.payload]).toBe('proto 1');
+    expect((await ask('constructor', 'c1'))[Slot.payload]).toBe('constructor 1');
+    expect((await ask('toString', 't1'))[Slot.payload]).toMatchObject({ code: 'BUS_NO_HANDLER' });
     expect(() => a.handle('__proto__', () => 0)).toThrow(expect.objectContaining({ code: 'BUS_INVALID_ARGUMENT' }));
     off();
-    expect((await ask('__proto__', 'p2')).x).toMatchObject({ code: 'BUS_NO_HANDLER' });
+    expect((await ask('__proto__', 'p2'))[Slot.payload]).toMatchObject({ code: 'BUS_NO_HANDLER' });
   });
 });
 
@@ -316,31 +375,41 @@ describe('fuzz', () => {
       fc.array(fc.string({ maxLength: 4 }), { maxLength: 3 }),
       fc.object({ maxDepth: 2 }),
     );
-    const envelope = fc.record(
+    const randomEnvelope = fc.record(
       {
-        k: fc.constantFrom('ev', 'rq', 'rs', 're', 'cn', 'ch', 'pj', 'pl', 'hp', 'ho', 'by', 'zz', 'constructor'),
-        s: value,
-        t: value,
-        q: fc.oneof(fc.integer(), value),
-        h: value,
-        e: value,
-        i: value,
-        p: value,
-        x: value,
-        c: value,
-        l: value,
+        [Slot.kind]: fc.constantFrom<unknown>(...Object.values(Kind), 11, -1, 'zz', 'constructor'),
+        [Slot.source]: value,
+        [Slot.target]: value,
+        [Slot.sequence]: fc.oneof(fc.integer(), value),
+        [Slot.hops]: value,
+        [Slot.name]: value,
+        [Slot.id]: value,
+        [Slot.payload]: value,
       },
-      { requiredKeys: ['k'] },
+      { requiredKeys: [Slot.kind] },
     );
-    const frames = fc.sample(fc.array(envelope, { minLength: 1, maxLength: 5 }), { seed, numRuns: 300 });
+    const frames = fc.sample(fc.array(randomEnvelope, { minLength: 1, maxLength: 5 }), { seed, numRuns: 300 });
     for (const frame of frames) {
       // never a bye from b itself: that would (rightly) end the connection
-      b.raw.port.postMessage(frame.filter((e) => e.k !== 'by' || (e.s !== undefined && e.s !== 'b')).map(toWire));
+      b.raw.port.postMessage(
+        frame
+          .filter((e) => e[Slot.kind] !== Kind.bye || (e[Slot.source] !== undefined && e[Slot.source] !== 'b'))
+          .map(envelope),
+      );
     }
     // Sequence numbers only go up: the fuzz may have used large ones, so the last word takes the largest.
-    b.raw.port.postMessage(toWire({ k: 'rq', s: 'b', t: 'a', q: Number.MAX_SAFE_INTEGER, e: 'count', i: 'final' }));
-    const reply = await b.raw.next((m) => m.k === 'rs' && m.i === 'final');
-    expect(typeof reply.p).toBe('number');
+    b.raw.port.postMessage(
+      envelope({
+        [Slot.kind]: Kind.request,
+        [Slot.source]: 'b',
+        [Slot.target]: 'a',
+        [Slot.sequence]: Number.MAX_SAFE_INTEGER,
+        [Slot.name]: 'count',
+        [Slot.id]: 'final',
+      }),
+    );
+    const reply = await b.raw.next((m) => m[Slot.kind] === Kind.response && m[Slot.id] === 'final');
+    expect(typeof reply[Slot.payload]).toBe('number');
     expect(a.peers.has('b')).toBe(true);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
@@ -441,7 +510,8 @@ describe('hub routing', () => {
     cleanups.push(() => hub.close());
     const raw = await rawPeer(hub, 'r');
     await raw.connected;
-    for (let i = 0; i < 100; i++) raw.raw.send({ k: 'ev', t: 'ghost', e: 'e', p: i });
+    for (let i = 0; i < 100; i++)
+      raw.raw.send({ [Slot.kind]: Kind.event, [Slot.target]: 'ghost', [Slot.name]: 'e', [Slot.payload]: i });
     await summary;
     expect(reported.slice(0, 20).map((e) => e.code)).toEqual(new Array(20).fill('BUS_UNKNOWN_PEER'));
     expect(reported.slice(20).map((e) => [e.code, e.data?.count])).toEqual([['BUS_REPORTS_SUPPRESSED', 80]]);
@@ -453,25 +523,43 @@ describe('hub routing', () => {
     cleanups.push(() => hub.close());
     const raw = await rawPeer(hub, 'r');
     await raw.connected;
-    raw.raw.send({ k: 'rq', t: 'ghost', e: 'x', i: 'q1' });
-    expect(await raw.raw.next((m) => m.k === 're' && m.i === 'q1')).toMatchObject({
-      s: 'ghost',
-      x: { code: 'BUS_UNKNOWN_PEER' },
+    raw.raw.send({ [Slot.kind]: Kind.request, [Slot.target]: 'ghost', [Slot.name]: 'x', [Slot.id]: 'q1' });
+    expect(await raw.raw.next((m) => m[Slot.kind] === Kind.errorResponse && m[Slot.id] === 'q1')).toMatchObject({
+      [Slot.source]: 'ghost',
+      [Slot.payload]: { code: 'BUS_UNKNOWN_PEER' },
     });
     const b = bus({ id: 'b' });
     await link(b, hub);
     const seen: unknown[] = [];
     b.on('e', (p) => seen.push(p));
-    raw.raw.send({ k: 'ev', t: 'b', e: 'e', p: 'no hops', h: 0 });
-    raw.raw.send({ k: 'rq', t: 'b', e: 'ping', i: 'q0', h: 0 });
-    expect(await raw.raw.next((m) => m.k === 're' && m.i === 'q0')).toMatchObject({
-      s: 'b',
-      x: { code: 'BUS_HOP_LIMIT' },
+    raw.raw.send({
+      [Slot.kind]: Kind.event,
+      [Slot.target]: 'b',
+      [Slot.name]: 'e',
+      [Slot.payload]: 'no hops',
+      [Slot.hops]: 0,
     });
-    raw.raw.send({ k: 'ev', t: 'b', e: 'e', p: 'hop', h: 1 });
+    raw.raw.send({
+      [Slot.kind]: Kind.request,
+      [Slot.target]: 'b',
+      [Slot.name]: 'ping',
+      [Slot.id]: 'q0',
+      [Slot.hops]: 0,
+    });
+    expect(await raw.raw.next((m) => m[Slot.kind] === Kind.errorResponse && m[Slot.id] === 'q0')).toMatchObject({
+      [Slot.source]: 'b',
+      [Slot.payload]: { code: 'BUS_HOP_LIMIT' },
+    });
+    raw.raw.send({
+      [Slot.kind]: Kind.event,
+      [Slot.target]: 'b',
+      [Slot.name]: 'e',
+      [Slot.payload]: 'hop',
+      [Slot.hops]: 1,
+    });
     b.handle('ping', () => 'pong');
-    raw.raw.send({ k: 'rq', t: 'b', e: 'ping', i: 'q2' });
-    await raw.raw.next((m) => m.k === 'rs' && m.i === 'q2');
+    raw.raw.send({ [Slot.kind]: Kind.request, [Slot.target]: 'b', [Slot.name]: 'ping', [Slot.id]: 'q2' });
+    await raw.raw.next((m) => m[Slot.kind] === Kind.response && m[Slot.id] === 'q2');
     expect(seen).toEqual(['hop']);
     expect(reported).toEqual(['BUS_HOP_LIMIT']);
   });
@@ -581,13 +669,13 @@ describe('hub routing', () => {
     const { raw, connected } = await rawPeer(a, 'r', { hub: true });
     await connected;
     const learnt = new Promise<void>((resolve) => a.onPeer('connected', (peer) => peer === 'x' && resolve()));
-    raw.send({ k: 'pj', e: [1], l: ['x'] });
+    raw.send({ [Slot.kind]: Kind.peersJoined, [Slot.name]: [1], [Slot.payload]: ['x'] });
     await learnt;
     expect(a.peers.get('x')).toEqual({ id: 'x', via: 'r' });
     const lost = new Promise<string | undefined>((resolve) =>
       a.onPeer('lost', (peer, reason) => peer === 'x' && resolve(reason?.code)),
     );
-    raw.send({ k: 'pj', e: [3], l: ['x'] }); // 4 links from a: more than 2 hubs between
+    raw.send({ [Slot.kind]: Kind.peersJoined, [Slot.name]: [3], [Slot.payload]: ['x'] }); // 4 links from a: more than 2 hubs between
     expect(await lost).toBe('BUS_PEER_LOST');
     expect(a.peers.has('x')).toBe(false);
   });
@@ -828,11 +916,14 @@ describe('lifecycle', () => {
     await linkThrough(a, 'b', (message) => frames.push(message));
     frames.length = 0;
     const lone = a.request('b', 'echo', 1);
-    expect(frames.map((f) => envelopesOf(f).map((e) => fromWire(e).k))).toEqual([['rq']]);
+    expect(frames.map((f) => envelopesOf(f).map((e) => e[Slot.kind]))).toEqual([[Kind.request]]);
     const more = [a.request('b', 'echo', 2), a.request('b', 'echo', 3)];
     expect(frames).toHaveLength(1);
     await Promise.resolve();
-    expect(frames.map((f) => envelopesOf(f).map((e) => fromWire(e).k))).toEqual([['rq'], ['rq', 'rq']]);
+    expect(frames.map((f) => envelopesOf(f).map((e) => e[Slot.kind]))).toEqual([
+      [Kind.request],
+      [Kind.request, Kind.request],
+    ]);
     expect(await Promise.all([lone, ...more])).toEqual([1, 2, 3]);
   });
 
@@ -961,7 +1052,7 @@ describe('lifecycle', () => {
     const a = bus({ id: 'a', maxPendingRequests: 4000 });
     const ids: unknown[] = [];
     await linkThrough(a, 'b', (message) => {
-      for (const e of envelopesOf(message)) if (fromWire(e).k === 'rq') ids.push(fromWire(e).i);
+      for (const e of envelopesOf(message)) if (e[Slot.kind] === Kind.request) ids.push(e[Slot.id]);
     });
     // From the moment the id pool is refilled (at most 1024 ids on), every id comes twice in a
     // row; the requests below are all pending together (they go out at the end of this task).

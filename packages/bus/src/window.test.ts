@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type Bus, createBus, type WindowLike, windowEndpoint } from './index.js';
-import { toWire } from './test-wire.js';
+import { Kind, Slot } from './wire.js';
 
 /**
  * Windows as the browser wires them: `other.postMessage(data, targetOrigin)` is delivered to the
@@ -67,7 +67,17 @@ describe('windowEndpoint', () => {
     const seen: unknown[] = [];
     b.on('e', (payload, meta) => seen.push([payload, meta.from]));
     // Window c forges a's traffic: b accepts messages only from the window it connected to.
-    wc.view(wb).postMessage([toWire({ k: 'ev', q: 1e6, e: 'e', p: 'forged' })], wb.origin);
+    wc.view(wb).postMessage(
+      [
+        Object.assign([], {
+          [Slot.kind]: Kind.event,
+          [Slot.sequence]: 1e6,
+          [Slot.name]: 'e',
+          [Slot.payload]: 'forged',
+        }),
+      ],
+      wb.origin,
+    );
     wc.view(wb).postMessage('not a bus message', wb.origin);
     a.send('b', 'e', 'genuine');
     b.handle('ping', () => 'pong');

@@ -1,37 +1,48 @@
 /**
  * The bus's data envelopes on the wire (see bus.ts): arrays indexed by the slots below, with
  * numeric kinds. An array of a few slots clones in about half the time an object with named
- * fields takes, and this is the cost every message pays twice (serialise, deserialise).
+ * fields takes, and this is the cost every message pays twice (serialise, deserialise). The names
+ * exist only in the source: on the wire a slot is its index and a kind its number, so these values
+ * never change (peers on older versions read the same bytes).
  *
- * Internal to the package (tests that play a peer by hand use the readable form of test-wire.ts).
+ * Internal to the package; tests that play a peer by hand build and read envelopes with these names.
  */
 
-/** Envelope slots. */
-export const K = 0;
-export const Q = 1;
-/** Event, handler or channel name. */
-export const E = 2;
-/** Request id. */
-export const I = 3;
-/** Payload; the wire error of an error response; the peer ids of an announcement. */
-export const P = 4;
-/** Source, target and hops left: only on envelopes routed through a hub. */
-export const S = 5;
-export const T = 6;
-export const H = 7;
+/** Where each field sits in an envelope. */
+export const Slot = {
+  kind: 0,
+  /** Sequence number, per link, strictly increasing. */
+  sequence: 1,
+  /** Event, handler or channel name; the distances of the peers a hub announces as joined. */
+  name: 2,
+  /** Request id. */
+  id: 3,
+  /** Payload; the wire error of an error response; the peer ids of an announcement. */
+  payload: 4,
+  /** Source, target and hops left: only on envelopes routed through a hub. */
+  source: 5,
+  target: 6,
+  hops: 7,
+} as const;
+export type Slot = (typeof Slot)[keyof typeof Slot];
 
-/** Envelope kinds. */
-export const EV = 0;
-export const RQ = 1;
-export const RS = 2;
-export const RE = 3;
-export const CN = 4;
-export const CH = 5;
-export const PJ = 6;
-export const PL = 7;
-export const HP = 8;
-export const HO = 9;
-export const BY = 10;
+/** What an envelope is: the value of its `Slot.kind`. */
+export const Kind = {
+  event: 0,
+  request: 1,
+  response: 2,
+  errorResponse: 3,
+  cancel: 4,
+  channel: 5,
+  /** From a hub: peers it now reaches. */
+  peersJoined: 6,
+  /** From a hub: peers it no longer reaches. */
+  peersLeft: 7,
+  ping: 8,
+  pong: 9,
+  bye: 10,
+} as const;
+export type Kind = (typeof Kind)[keyof typeof Kind];
 
 /** Transfer list of an envelope being sent (a symbol key: never cloned). */
 declare const TRANSFER_BRAND: unique symbol;

@@ -19,15 +19,9 @@
 import { mkdir } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
-import {
-  createDemoRepository,
-  createGateway,
-  createWorkerPoolBackend,
-  type GatewayLimits,
-  listen,
-  RepositoryRoot,
-} from '@gitport/gateway';
+import { createGateway, type GatewayLimits } from '@gitport/gateway';
 import { isBun, requireBunVersion, serveBun } from '@gitport/gateway/bun';
+import { createDemoRepository, createWorkerPoolBackend, listen, RepositoryRoot } from '@gitport/gateway/node';
 
 export interface ServeOptions {
   root: string;

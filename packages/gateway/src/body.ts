@@ -270,3 +270,34 @@ export async function peek(
 async function* toIterable(parts: Uint8Array[]): AsyncGenerator<Uint8Array> {
   yield* parts;
 }
+
+/** One chunk as a body. */
+export async function* once(bytes: Uint8Array): AsyncGenerator<Uint8Array> {
+  yield bytes;
+}
+
+/** No bytes. */
+export async function* empty(): AsyncGenerator<Uint8Array> {}
+
+/** Remembers the first error the body throws, so it can be reported instead of its consequences. */
+export function trackErrors(source: AsyncIterable<Uint8Array>): {
+  body: AsyncIterable<Uint8Array>;
+  error(): unknown;
+} {
+  let failure: unknown;
+  async function* body(): AsyncGenerator<Uint8Array> {
+    try {
+      yield* source;
+    } catch (error) {
+      failure ??= error;
+      throw error;
+    }
+  }
+  return { body: body(), error: () => failure };
+}
+
+/** Calls `ended` once the source has ended without error. */
+export async function* onEnd(source: AsyncIterable<Uint8Array>, ended: () => void): AsyncGenerator<Uint8Array> {
+  yield* source;
+  ended();
+}

@@ -16,7 +16,8 @@
  *   in flight finish for up to the grace time, then close what is left and the backend.
  */
 import { type BunRuntime, type BunServer, requireBun } from './bun-adapter-runtime.js';
-import { type Gateway, type GatewayReply, type GatewayRequest, toResponse } from './index.js';
+import type { Gateway, GatewayReply, GatewayRequest } from './index.js';
+import { toResponse } from './response.js';
 
 // the `@gitport/gateway/bun` entry: the adapter and the runtime check it starts with
 export {

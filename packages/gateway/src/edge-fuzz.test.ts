@@ -16,17 +16,13 @@ import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { collect, gunzipBody } from './body.js';
-import { createDemoRepository } from './demo-repository.js';
 import { isGatewayError } from './errors.js';
-import { createGitProcessBackend } from './git-process-backend.js';
-import {
-  createGateway,
-  type Gateway,
-  type GatewayRequest,
-  presentedToken,
-  protocolVersion,
-  toResponse,
-} from './handler.js';
+import { createGateway, type Gateway } from './handler.js';
+import { createDemoRepository } from './node/demo-repository.js';
+import { createGitProcessBackend } from './node/git-process-backend.js';
+import { type GatewayRequest, protocolVersion } from './request.js';
+import { toResponse } from './response.js';
+import { presentedToken } from './routes/auth.js';
 
 const SEED = Number(process.env.GITPORT_FUZZ_SEED ?? 20_261_126);
 const RUNS = 120 * Math.max(1, Number(process.env.GITPORT_FUZZ_RUNS) || 1);

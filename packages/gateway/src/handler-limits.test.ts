@@ -11,9 +11,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { GitBackend } from './backend.js';
-import { createDemoRepository } from './demo-repository.js';
-import { createGitProcessBackend } from './git-process-backend.js';
-import { createGateway, type GatewayOptions, protocolVersion } from './handler.js';
+import { createGateway, type GatewayOptions } from './handler.js';
+import { createDemoRepository } from './node/demo-repository.js';
+import { createGitProcessBackend } from './node/git-process-backend.js';
+import { protocolVersion } from './request.js';
 
 const TOKEN = 'limits-token';
 let root: string;

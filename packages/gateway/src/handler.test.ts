@@ -7,9 +7,10 @@ import { mkdtemp, readdir, rm, utimes } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDemoRepository } from './demo-repository.js';
-import { createGitProcessBackend } from './git-process-backend.js';
-import { createGateway, type Gateway, presentedToken } from './handler.js';
+import { createGateway, type Gateway } from './handler.js';
+import { createDemoRepository } from './node/demo-repository.js';
+import { createGitProcessBackend } from './node/git-process-backend.js';
+import { presentedToken } from './routes/auth.js';
 
 const TOKEN = 'unit-token';
 let root: string;

@@ -1,28 +1,14 @@
-export { AdvertisementCache } from './advertisement-cache.js';
+/**
+ * @gitport/gateway: smart HTTP and SSE ref events as a web-standard `fetch(Request)` handler.
+ * This entry is web-only (it runs on Node, Bun, Deno and in workers); the node:http adapter, the
+ * worker-pool and git-process backends and the demo repository are at `@gitport/gateway/node`.
+ */
 export type { GitBackend, GitService, RpcOptions } from './backend.js';
-export { createDemoRepository } from './demo-repository.js';
 export { GatewayError, isGatewayError } from './errors.js';
-export { createGitProcessBackend, type GitProcessBackendOptions } from './git-process-backend.js';
-export {
-  createGateway,
-  type Gateway,
-  type GatewayLimits,
-  type GatewayOptions,
-  type GatewayReply,
-  type GatewayRequest,
-  presentedToken,
-  type ReplyBody,
-  toResponse,
-} from './handler.js';
-export {
-  createNodeListener,
-  type ListenOptions,
-  listen,
-  type NodeListenerOptions,
-  type RunningServer,
-} from './node-adapter.js';
-export { decodeRepoName, isValidRepoName } from './repo-name.js';
-export { RepositoryRoot, refsFingerprint } from './repository-root.js';
+export { createGateway, type Gateway, type GatewayOptions } from './handler.js';
+export type { GatewayLimits } from './limits.js';
+export type { GatewayReply, ReplyBody } from './reply.js';
+export type { GatewayRequest } from './request.js';
 export {
   formatRefUpdate,
   type RefUpdateEvent,
@@ -30,11 +16,4 @@ export {
   type SseHubOptions,
   type SseSink,
   type SubscribeOptions,
-  ZERO_ID,
 } from './sse-hub.js';
-export {
-  createWorkerPoolBackend,
-  type SpawnWorker,
-  type WorkerPoolBackend,
-  type WorkerPoolOptions,
-} from './worker-pool.js';

@@ -138,9 +138,8 @@ interface Ring {
 
 const encoder = new TextEncoder();
 const HEARTBEAT = encoder.encode(':\n\n');
-const ZERO_ID = '0'.repeat(40);
 
-export { ZERO_ID };
+export { ZERO_ID } from '@gitport/pack';
 
 /** A JSON value as JSON text (`null` for what JSON cannot hold, as undefined). */
 function json(value: unknown): string {

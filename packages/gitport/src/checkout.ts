@@ -20,7 +20,7 @@
  * Stat fields come from the fs's `lstat` where it reports them (Node's does); a field the fs does
  * not report is 0, which only makes git re-read that file once to compare it.
  */
-import { hexToBytes, type ObjectId, parseCommit, parseTree } from '@gitport/pack';
+import { hexToBytes, type ObjectId, parseCommit, parseTree, sha1 } from '@gitport/pack';
 import { GitportError } from './errors.js';
 import { dirname, errorCode, joinPath } from './fs.js';
 import type { GitRepository } from './repository.js';
@@ -63,7 +63,7 @@ export async function checkoutCommit(repository: GitRepository, commit: ObjectId
       entries.slice(i, i + PARALLEL_WRITES).map((entry) => writeEntry(repository, dir, entry, symlinks)),
     );
   }
-  const index = await encodeIndex(
+  const index = encodeIndex(
     await Promise.all(
       entries.map(async (entry) => ({
         ...entry,
@@ -192,9 +192,9 @@ function compareBytes(a: Uint8Array, b: Uint8Array): number {
 }
 
 /** The index (version 2) of `entries`, each with what its file's lstat reported. */
-export async function encodeIndex(
+export function encodeIndex(
   entries: readonly (CheckoutEntry & { stat: IndexStat | undefined; fields?: readonly number[] })[],
-): Promise<Uint8Array> {
+): Uint8Array {
   const named = entries.map((entry) => ({ entry, name: encoder.encode(entry.path) }));
   named.sort((a, b) => compareBytes(a.name, b.name));
   let total = 12 + 20;
@@ -227,21 +227,13 @@ export async function encodeIndex(
     out.set(name, at + 62);
     at += entryLength(name.length);
   }
-  const digest = new Uint8Array(await sha1(out.subarray(0, at)));
-  out.set(digest, at);
+  out.set(sha1(out.subarray(0, at)), at);
   return out;
 }
 
 /** 62 fixed bytes, the path, then 1 to 8 NULs up to a multiple of 8. */
 function entryLength(nameLength: number): number {
   return (62 + nameLength + 8) & ~7;
-}
-
-async function sha1(bytes: Uint8Array): Promise<ArrayBuffer> {
-  const subtle = (globalThis as { crypto?: { subtle?: SubtleCrypto } }).crypto?.subtle;
-  if (!subtle)
-    throw new GitportError('CHECKOUT_UNSUPPORTED', 'writing the index needs crypto.subtle (a secure context)');
-  return subtle.digest('SHA-1', bytes as Uint8Array<ArrayBuffer>);
 }
 
 /** An index entry as read back: the ten stat words (mode among them), the id, the path. */
@@ -317,7 +309,7 @@ export async function updateWorkTree(
     if (entry) await writeEntry(repository, dir, entry, symlinks);
     else await pruneEmptyParents(repository, dir, path);
   }
-  const index = await encodeIndex(
+  const index = encodeIndex(
     await Promise.all(
       entries.map(async (entry) => {
         const kept = previous?.get(entry.path);

@@ -1,12 +1,15 @@
 /**
  * The control API of a host, exposed with comlink over `bus.endpoint(peer, 'gitport.control')`
  * to every peer of the bus: list, create and delete repositories, read refs, and subscribe to
- * ref updates (the listener is a `Comlink.proxy` callback; subscriptions end with `unsubscribe`,
- * or when the peer is lost).
+ * ref updates (subscriptions end with `unsubscribe`, or when the peer is lost).
  *
  *   const api = control(bus, 'host');
  *   await api.create('notes');                       // GitportError code REPO_EXISTS if taken
- *   const id = await api.subscribe(Comlink.proxy((event) => ...), 'notes');
+ *   const id = await api.subscribe((event) => ..., 'notes');
+ *
+ * `subscribe` takes a plain function and marks it for comlink itself, with the copy of comlink
+ * gitport imports: a `Comlink.proxy` made by the app's own copy carries that copy's marker,
+ * which another copy does not know, so the function would reach `postMessage` unmarked.
  *
  * comlink carries a thrown error as its message, name and stack only, so the exposed object
  * never throws: every method answers a tagged result, `{ ok: true, value }` or
@@ -32,7 +35,7 @@ export interface ControlApi {
   create(name: string, options?: { defaultBranch?: string }): Promise<void>;
   delete(name: string): Promise<boolean>;
   refs(name: string, prefix?: string): Promise<RepositoryRefs>;
-  /** Calls `listener` (a `Comlink.proxy`) for every ref update, of `repo` only when given; answers a subscription id. */
+  /** Calls `listener` for every ref update, of `repo` only when given; answers a subscription id. */
   subscribe(listener: (event: RefUpdateEvent) => void, repo?: string): Promise<number>;
   unsubscribe(id: number): Promise<boolean>;
 }
@@ -169,7 +172,7 @@ export function control(bus: Bus, peer: string): ControlClient {
     create: (name, options) => unwrap(wire.create(name, options)),
     delete: (name) => unwrap(wire.delete(name)),
     refs: (name, prefix) => unwrap(wire.refs(name, prefix)),
-    subscribe: (listener, repo) => unwrap(wire.subscribe(listener, repo)),
+    subscribe: (listener, repo) => unwrap(wire.subscribe(Comlink.proxy(listener), repo)),
     unsubscribe: (id) => unwrap(wire.unsubscribe(id)),
     release: () => wire[Comlink.releaseProxy](),
   };

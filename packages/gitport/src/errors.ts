@@ -13,8 +13,7 @@
  *   PUSH_REJECTED                       the remote or a local check refused refs (data: the report)
  *   PUSH_NOTHING                        a push without refspecs or updates
  *   OBJECT_NOT_FOUND                    an object the operation needs is missing
- *   CHECKOUT_BAD_PATH, CHECKOUT_UNSUPPORTED  a tree path that would leave the working tree;
- *                                       no crypto.subtle for the index's checksum
+ *   CHECKOUT_BAD_PATH                   a tree path that would leave the working tree
  *   COMMIT_BAD_PATH, COMMIT_CONFLICT    commit: a bad file path; the branch moved meanwhile
  *   REF_NOT_FOUND, REF_DETACHED         readFile: no such ref; commit: HEAD on no branch
  *   ABORTED                             an AbortSignal fired (cause: its reason)
@@ -40,7 +39,6 @@ export type GitportErrorCode =
   | 'PUSH_NOTHING'
   | 'OBJECT_NOT_FOUND'
   | 'CHECKOUT_BAD_PATH'
-  | 'CHECKOUT_UNSUPPORTED'
   | 'COMMIT_BAD_PATH'
   | 'COMMIT_CONFLICT'
   | 'ABORTED'

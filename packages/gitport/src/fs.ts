@@ -16,63 +16,15 @@
  * `GitFs` normalises all of them: missing files read as `undefined`, parents are created on write,
  * `ENOENT`/`EEXIST` are recognised by their `code`, and bytes are always `Uint8Array`.
  */
+import type { FileHandleLike, FsLike, FsPromisesLike, FsStat } from '@gitport/pack';
 import { GitportError } from './errors.js';
 
-export interface FsStat {
-  isFile(): boolean;
-  isDirectory(): boolean;
-  isSymbolicLink?(): boolean;
-  size: number;
-  mtimeMs: number;
-  ino?: number | bigint;
-}
-
-/** One entry of a typed listing (Node's `Dirent` fits). */
-export interface DirEntry {
-  name: string;
-  isFile(): boolean;
-  isDirectory(): boolean;
-}
+export type { DirEntry, FileHandleLike, FsLike, FsPromisesLike, FsStat } from '@gitport/pack';
 
 /** An entry of `GitFs.listEntries`: `unknown` where the file system does not say (or for a link). */
 export interface ListedEntry {
   name: string;
   kind: 'file' | 'dir' | 'unknown';
-}
-
-/** What `open()` returns: Node's FileHandle shape (write for locks, positional read for packs). */
-export interface FileHandleLike {
-  write(data: Uint8Array | string, offset?: number, length?: number): Promise<unknown>;
-  read?(buffer: Uint8Array, offset: number, length: number, position: number): Promise<{ bytesRead: number } | number>;
-  close(): Promise<void>;
-}
-
-/** `fs.promises` in the shape isomorphic-git uses. */
-export interface FsPromisesLike {
-  // biome-ignore lint/suspicious/noExplicitAny: the options differ between Node, lightning-fs and OPFS adapters
-  readFile(path: string, options?: any): Promise<Uint8Array | string>;
-  // biome-ignore lint/suspicious/noExplicitAny: as above
-  writeFile(path: string, data: Uint8Array | string, options?: any): Promise<unknown>;
-  unlink(path: string): Promise<unknown>;
-  readdir(path: string): Promise<string[]>;
-  // biome-ignore lint/suspicious/noExplicitAny: as above
-  mkdir(path: string, options?: any): Promise<unknown>;
-  // biome-ignore lint/suspicious/noExplicitAny: as above
-  rmdir(path: string, options?: any): Promise<unknown>;
-  stat(path: string): Promise<FsStat>;
-  lstat(path: string): Promise<FsStat>;
-  rename?(from: string, to: string): Promise<unknown>;
-  open?(path: string, flags: string): Promise<FileHandleLike>;
-  readRange?(path: string, offset: number, length: number): Promise<Uint8Array>;
-  readdirTypes?(path: string): Promise<DirEntry[]>;
-  /** isomorphic-git binds these two; file systems without links throw. */
-  readlink?(path: string): Promise<string | Uint8Array>;
-  symlink?(target: string, path: string): Promise<unknown>;
-}
-
-/** isomorphic-git's fs shape: an object with `promises`. */
-export interface FsLike {
-  promises: FsPromisesLike;
 }
 
 export function errorCode(error: unknown): string | undefined {
@@ -368,7 +320,9 @@ export class GitFs {
         }
       }
       try {
-        await handle.write(data);
+        // a handle that only holds the lock: the content is written as a file
+        if (handle.write) await handle.write(data);
+        else await this.raw.writeFile(path, data);
       } finally {
         await handle.close();
       }

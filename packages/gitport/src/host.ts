@@ -23,7 +23,9 @@
  * After every successful ref update a `ref-update` signal `{ repo, ref, old, new }` goes to every
  * peer of the bus (and to `onRefUpdate` listeners).
  */
+
 import type { Bus } from '@gitport/bus';
+import { ZERO_ID } from '@gitport/pack';
 import { encodeData, encodeText, PacketReader, packetText } from '@gitport/pktline';
 import {
   advertiseRefsHttp,
@@ -43,7 +45,7 @@ import { type DuplexStream, listen } from '@gitport/transport';
 import { exposeControl } from './control.js';
 import { GitportError } from './errors.js';
 import { encodeHead, HTTP_STREAM, type HttpRequestHead, readHead } from './http-plugin.js';
-import { REF_UPDATE_EVENT, type RefUpdateEvent, ZERO_OID } from './ref-events.js';
+import { REF_UPDATE_EVENT, type RefUpdateEvent } from './ref-events.js';
 import { type HostedRepository, type RepositoryRegistry, staticRepositories } from './registry.js';
 import { yieldingStore } from './yielding-store.js';
 
@@ -65,7 +67,8 @@ export interface HostOptions {
   /**
    * Called when serving one stream fails (the stream itself is already failed or answered), with
    * the full error. The peer is told only typed errors' safe messages (`peerErrorMessage`); an
-   * unexpected error reaches it as `internal error`, its detail only here.
+   * unexpected error reaches it as `internal error`, its detail only here. A peer that aborts its
+   * stream or goes away is no failure of the host's and is not reported.
    */
   onError?: (error: unknown, context: { peer: string; service: string; repository: string }) => void;
 }
@@ -74,6 +77,8 @@ export interface Host {
   readonly repositories: RepositoryRegistry;
   /** Smart-HTTP requests being served (from their head to the end of their round), for monitoring and tests. */
   readonly httpWork: number;
+  /** Stateful git sessions (upload-pack, receive-pack) being served, for monitoring and tests. */
+  readonly gitWork: number;
   /** Ref updates made through this host. */
   onRefUpdate(listener: (event: RefUpdateEvent) => void): () => void;
   /** Stops listening; streams in flight finish. */
@@ -124,6 +129,7 @@ export function host(
   const listeners = new Set<(event: RefUpdateEvent) => void>();
   /** Local reports of failures (never thrown back into the serving code). */
   const report = (error: unknown, context: { peer: string; service: string; repository: string }) => {
+    if (endedByPeer(error)) return;
     try {
       options.onError?.(error, { ...context });
     } catch {
@@ -146,14 +152,16 @@ export function host(
   };
   const published = (name: string, updated: readonly PushCommand[]) => {
     for (const command of updated) {
-      publish({ repo: name, ref: command.name, old: command.old ?? ZERO_OID, new: command.new ?? ZERO_OID });
+      publish({ repo: name, ref: command.name, old: command.old ?? ZERO_ID, new: command.new ?? ZERO_ID });
     }
   };
   const listenOptions = options.window !== undefined ? { window: options.window } : {};
 
+  let gitWork = 0;
   const serveGit = async (stream: DuplexStream) => {
     const context = { peer: stream.peer, service: '?', repository: '?' };
     let started = false;
+    gitWork++;
     try {
       const reader = new PacketReader(stream);
       const first = await reader.read();
@@ -186,6 +194,8 @@ export function host(
       // gets typed errors' safe messages only; the detail goes to onError.
       const message = started ? undefined : encodeText(`ERR ${peerErrorMessage(error)}`);
       await closeAfterError(stream, message);
+    } finally {
+      gitWork--;
     }
   };
 
@@ -328,6 +338,9 @@ export function host(
     get httpWork() {
       return httpWork;
     },
+    get gitWork() {
+      return gitWork;
+    },
     onRefUpdate(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
@@ -375,6 +388,16 @@ function withSignal(own: AbortSignal, configured: AbortSignal | undefined): Abor
 }
 
 /** The errors a write or read gets once its stream failed (aborted, peer lost, cancelled). */
+/** Whether `error` comes of the peer aborting its stream or going away (its cause chain says so). */
+function endedByPeer(error: unknown): boolean {
+  for (let e = error, depth = 0; e !== null && typeof e === 'object' && depth < 8; depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (code === 'TRANSPORT_ABORTED' || code === 'TRANSPORT_PEER_LOST') return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
 function isStreamFailure(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'string' && code.startsWith('TRANSPORT_');

@@ -4,6 +4,7 @@
  * a comlink control API. Node's fs adapter lives in `gitport/node`.
  */
 
+export { ZERO_ID } from '@gitport/pack';
 export {
   type CommitOptions,
   type CommitResult,
@@ -57,7 +58,7 @@ export {
 } from './http-plugin.js';
 export { MemoryFs } from './memory-fs.js';
 export { OpfsFs } from './opfs-fs.js';
-export { isRefUpdateEvent, REF_UPDATE_EVENT, type RefUpdateEvent, refUpdateEvents, ZERO_OID } from './ref-events.js';
+export { isRefUpdateEvent, REF_UPDATE_EVENT, type RefUpdateEvent, refUpdateEvents } from './ref-events.js';
 export {
   assertRepositoryName,
   FsRepositoryRegistry,

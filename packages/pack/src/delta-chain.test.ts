@@ -11,9 +11,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ChainTips } from './delta-chain-cache.js';
-import { FsObjectStore, type FsPromises } from './fs-store.js';
+import { EntryType, encodeEntryHeader, encodeOfsOffset } from './entry-header.js';
+import type { ObjectStoreFs } from './fs-like.js';
+import { FsObjectStore } from './fs-store.js';
 import { hashObjectSync, type ObjectId } from './object.js';
-import { encodeEntryHeader, encodeOfsOffset, importPack } from './pack-import.js';
+import { importPack } from './pack-import.js';
 import { sha1 } from './sha1.js';
 import { MemoryObjectStore, type ObjectStore } from './store.js';
 import { concat } from './test-bytes.js';
@@ -91,7 +93,7 @@ function chainPack(chains: number, depth: number): { pack: Uint8Array; ids: Obje
   let offset = 12;
   for (let c = 0; c < chains; c++) {
     const data = root(c + 1);
-    const e = concat([encodeEntryHeader(3, data.length), deflate(data)]);
+    const e = concat([encodeEntryHeader(EntryType.BLOB, data.length), deflate(data)]);
     entries.push(e);
     lastOffset.push(offset);
     offset += e.length;
@@ -102,7 +104,11 @@ function chainPack(chains: number, depth: number): { pack: Uint8Array; ids: Obje
     for (let c = 0; c < chains; c++) {
       const tail = `${c}:${d}`;
       const delta = tailDelta(SIZE, tail);
-      const e = concat([encodeEntryHeader(6, delta.length), encodeOfsOffset(offset - lastOffset[c]!), deflate(delta)]);
+      const e = concat([
+        encodeEntryHeader(EntryType.OFS_DELTA, delta.length),
+        encodeOfsOffset(offset - lastOffset[c]!),
+        deflate(delta),
+      ]);
       entries.push(e);
       lastOffset[c] = offset;
       offset += e.length;
@@ -126,8 +132,8 @@ async function gitDir(): Promise<string> {
   return dir;
 }
 
-const withoutOpen = (): FsPromises => {
-  const { open: _open, ...rest } = nodeFs.promises as unknown as FsPromises;
+const withoutOpen = (): ObjectStoreFs => {
+  const { open: _open, ...rest } = nodeFs.promises as unknown as ObjectStoreFs;
   return rest;
 };
 

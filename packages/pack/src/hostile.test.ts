@@ -5,9 +5,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createDelta } from './delta.js';
+import { EntryType, encodeEntryHeader, encodeOfsOffset } from './entry-header.js';
 import { isPackError } from './errors.js';
 import { hexToBytes, TYPE_CODES } from './object.js';
-import { encodeEntryHeader, encodeOfsOffset, importPack } from './pack-import.js';
+import { importPack } from './pack-import.js';
 import type { PackLimits } from './pack-reader.js';
 import { packObjects } from './pack-writer.js';
 import { sha1 } from './sha1.js';
@@ -127,7 +128,7 @@ describe('hostile packs', () => {
     const huge = concat([Uint8Array.of(0xb0, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01), deflate(enc.encode('x'))]);
     expect(await rejects(buildPack([huge]))).toBe('PACK_LIMIT_OBJECT_SIZE');
     // declared 10 bytes, inflates to far more: stopped at the declared size
-    const bomb = concat([encodeEntryHeader(3, 10), deflate(new Uint8Array(10_000_000))]);
+    const bomb = concat([encodeEntryHeader(EntryType.BLOB, 10), deflate(new Uint8Array(10_000_000))]);
     expect(await rejects(buildPack([bomb]))).toBe('PACK_SIZE_MISMATCH');
     const big = whole('blob', new Uint8Array(1000));
     expect(await rejects(buildPack([big, big]), { maxInflatedBytes: 1500 })).toBe('PACK_LIMIT_INFLATED');
@@ -138,7 +139,7 @@ describe('hostile packs', () => {
       yield concat([
         enc.encode('PACK'),
         Uint8Array.of(0, 0, 0, 2, 0, 0, 0, 1),
-        encodeEntryHeader(3, 10),
+        encodeEntryHeader(EntryType.BLOB, 10),
         Uint8Array.of(0x78, 0x01),
       ]);
       const block = Uint8Array.of(0x00, 0x00, 0x00, 0xff, 0xff);
@@ -158,7 +159,7 @@ describe('hostile packs', () => {
       const next = concat([prev, enc.encode(`+${i}`)]);
       const delta = createDelta(prev, next)!;
       const e = concat([
-        encodeEntryHeader(6, delta.length),
+        encodeEntryHeader(EntryType.OFS_DELTA, delta.length),
         encodeOfsOffset(off - offsets[offsets.length - 1]!),
         deflate(delta),
       ]);
@@ -174,10 +175,14 @@ describe('hostile packs', () => {
     expect(await rejects(buildPack(entries), { maxDeltaResultSize: base.length + 4 })).toBe('PACK_LIMIT_DELTA_SIZE');
 
     const delta = createDelta(base, enc.encode('other'))!;
-    const beyond = concat([encodeEntryHeader(6, delta.length), encodeOfsOffset(100_000), deflate(delta)]);
+    const beyond = concat([
+      encodeEntryHeader(EntryType.OFS_DELTA, delta.length),
+      encodeOfsOffset(100_000),
+      deflate(delta),
+    ]);
     expect(await rejects(buildPack([whole('blob', base), beyond]))).toBe('PACK_BAD_BASE_OFFSET');
     const midEntry = concat([
-      encodeEntryHeader(6, delta.length),
+      encodeEntryHeader(EntryType.OFS_DELTA, delta.length),
       encodeOfsOffset(entries[0]!.length - 1),
       deflate(delta),
     ]);
@@ -187,12 +192,12 @@ describe('hostile packs', () => {
     const a = 'aa'.repeat(20);
     const b = 'bb'.repeat(20);
     const refDelta = (baseOid: string) =>
-      concat([encodeEntryHeader(7, delta.length), hexToBytes(baseOid), deflate(delta)]);
+      concat([encodeEntryHeader(EntryType.REF_DELTA, delta.length), hexToBytes(baseOid), deflate(delta)]);
     expect(await rejects(buildPack([refDelta(b), refDelta(a)]))).toBe('PACK_MISSING_BASE');
     // a delta whose base has the wrong size
     const wrong = createDelta(enc.encode('short'), enc.encode('shorter'))!;
     const mismatched = concat([
-      encodeEntryHeader(6, wrong.length),
+      encodeEntryHeader(EntryType.OFS_DELTA, wrong.length),
       encodeOfsOffset(entries[0]!.length),
       deflate(wrong),
     ]);

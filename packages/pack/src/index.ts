@@ -2,15 +2,16 @@
  * @gitport/pack: the git object model, packfile import (streaming, deltas, thin packs) and
  * creation (enumeration, delta compression, reuse), .idx v2, and object stores.
  */
+
+export { createSha1, type Sha1, sha1 } from '#sha1';
 export { type Commit, type Person, parseCommit, parseCommitLinks, serializeCommit } from './commit.js';
-export { applyDelta, createDelta, DeltaIndex } from './delta.js';
+export { applyDelta, createDelta } from './delta.js';
 export { isPackError, PackError } from './errors.js';
-export { type FileHandleLike, type FsLike, FsObjectStore, type FsPromises } from './fs-store.js';
+export type { DirEntry, FileHandleLike, FsLike, FsPromisesLike, FsStat, ObjectStoreFs } from './fs-like.js';
+export { FsObjectStore } from './fs-store.js';
 export { type IndexEntry, PackIndex, readIdx, writeIdx } from './idx.js';
 export {
   assertObjectId,
-  bytesToHex,
-  concatBytes,
   type GitObject,
   hashObject,
   hexToBytes,
@@ -20,6 +21,18 @@ export {
   type ObjectType,
   ZERO_ID,
 } from './object.js';
+export {
+  filterBlob,
+  filterKeeps,
+  filterKinds,
+  filterNeedsBlobSize,
+  filterTree,
+  formatObjectFilter,
+  MAX_FILTER_SPEC_LENGTH,
+  type ObjectFilter,
+  parseObjectFilter,
+  type TreeVerdict,
+} from './object-filter.js';
 export { type ImportOptions, type ImportResult, importPack } from './pack-import.js';
 export { DEFAULT_LIMITS, type PackEntry, type PackLimits, PackReader, type PackReaderOptions } from './pack-reader.js';
 export { type CreatePackOptions, createPack, packObjects } from './pack-writer.js';
@@ -51,7 +64,6 @@ export {
   enumerateObjects,
   isAncestor,
   mergeBase,
-  nameHash,
   type PackObject,
   type WalkOptions,
   type WalkResult,

@@ -2,12 +2,15 @@
  * A streaming zlib inflater for entries too large to inflate in one call (big blobs): output is
  * handed to `onData` chunk by chunk, so memory stays bounded by the chunk size, not the object.
  */
-import { Inflate } from 'pako';
+/// <reference path="./pako-lowlevel.d.ts" />
+import pakoInflateApi from 'pako/lib/inflate.js';
 import { PackError } from './errors.js';
 import type { InflateState } from './zlib.js';
 
+const { Inflate } = pakoInflateApi;
+
 export class StreamInflater {
-  readonly #inflator: Inflate;
+  readonly #inflator: InstanceType<typeof Inflate>;
   #done = false;
 
   constructor(onData: (chunk: Uint8Array) => void, chunkSize = 256 * 1024) {

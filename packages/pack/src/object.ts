@@ -15,7 +15,7 @@ export interface GitObject {
 export const OBJECT_TYPES: readonly ObjectType[] = ['commit', 'tree', 'blob', 'tag'];
 
 /** Pack type numbers (gitformat-pack: 1 commit, 2 tree, 3 blob, 4 tag, 6 OFS_DELTA, 7 REF_DELTA). */
-export const TYPE_CODES: Record<ObjectType, number> = { commit: 1, tree: 2, blob: 3, tag: 4 };
+export const TYPE_CODES: Record<ObjectType, 1 | 2 | 3 | 4> = { commit: 1, tree: 2, blob: 3, tag: 4 };
 export const CODE_TYPES: readonly (ObjectType | undefined)[] = [
   undefined,
   'commit',

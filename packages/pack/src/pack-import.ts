@@ -15,6 +15,7 @@ import { createSha1 } from '#sha1';
 import { crc32, deflate, inflateOne } from '#zlib';
 import { applyDelta } from './delta.js';
 import { ChainTips } from './delta-chain-cache.js';
+import { encodeEntryHeader } from './entry-header.js';
 import { PackError, throwIfAborted } from './errors.js';
 import type { IndexEntry } from './idx.js';
 import { bytesToHex, hashObjectSync, type ObjectId, type ObjectType, objectHeader, TYPE_CODES } from './object.js';
@@ -564,30 +565,6 @@ export function encodeWholeEntry(
   bytes.set(header);
   bytes.set(z, header.length);
   return { bytes, headerLength: header.length };
-}
-
-export function encodeEntryHeader(code: number, size: number): Uint8Array {
-  const out: number[] = [];
-  let c = (code << 4) | (size & 15);
-  size = Math.floor(size / 16);
-  while (size > 0) {
-    out.push(c | 0x80);
-    c = size & 0x7f;
-    size = Math.floor(size / 128);
-  }
-  out.push(c);
-  return Uint8Array.from(out);
-}
-
-export function encodeOfsOffset(rel: number): Uint8Array {
-  const bytes: number[] = [rel & 0x7f];
-  rel = Math.floor(rel / 128);
-  while (rel > 0) {
-    rel -= 1;
-    bytes.unshift(0x80 | (rel & 0x7f));
-    rel = Math.floor(rel / 128);
-  }
-  return Uint8Array.from(bytes);
 }
 
 export type { PackEntry };

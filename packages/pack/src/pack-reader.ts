@@ -2,10 +2,7 @@
  * A streaming pack parser over any chunking of its input (gitformat-pack, "pack-*.pack files"):
  *
  *   pack    = "PACK" u32be(version 2|3) u32be(count) count*entry sha1(everything before)
- *   entry   = header [base] zlib(data)
- *   header  = 1 byte (more<<7 | type<<4 | size & 15), then size bits 4.. in 7-bit little-endian groups
- *   base    = OFS_DELTA: offset varint (o = c & 127; while c & 128: o = ((o + 1) << 7) | (c' & 127))
- *             REF_DELTA: 20-byte object id
+ *   entry   = header [base] zlib(data)        (header and base: see entry-header.ts)
  *
  * Entries are yielded in order with their offset and CRC32; whole objects get their id. zlib
  * streams may cross input chunks anywhere. Objects above `streamThreshold` are inflated in
@@ -13,6 +10,7 @@
  */
 import { createSha1, type Sha1 } from '#sha1';
 import { crc32, type InflateRest, inflateOne } from '#zlib';
+import { decodeEntryHeader, EntryType, isWholeEntryType } from './entry-header.js';
 import { PackError, throwIfAborted } from './errors.js';
 import { StreamInflater } from './inflate-stream.js';
 import { bytesToHex, CODE_TYPES, hashObjectSync, type ObjectId, type ObjectType, objectHeader } from './object.js';
@@ -285,11 +283,6 @@ export class PackReader {
     return view;
   }
 
-  #byte(): number {
-    this.#offset++;
-    return this.#buf[this.#pos++]!;
-  }
-
   async #need(n: number, what: string): Promise<void> {
     if (this.#available < n && !(await this.#fill(n))) {
       throw new PackError('PACK_TRUNCATED', `pack ends inside ${what}`, { offset: this.#offset });
@@ -417,46 +410,15 @@ export class PackReader {
     const offset = this.#offset;
     this.#crc = 0;
     this.#crcFrom = start;
-    let p = start;
-    if (p >= end) return undefined;
-    let c = buf[p++]!;
-    const code = (c >> 4) & 7;
-    let size = c & 15;
-    let shift = 4;
-    while (c & 0x80) {
-      if (p >= end) return undefined;
-      c = buf[p++]!;
-      if (shift > 49) throw new PackError('PACK_BAD_HEADER', 'entry size varint too long', { offset });
-      size += (c & 0x7f) * 2 ** shift;
-      shift += 7;
-    }
+    const header = decodeEntryHeader(buf, start, offset, end);
+    if (!header) return undefined;
+    const size = header.size;
     this.#checkSize(size, offset);
     if (size > this.#threshold || this.#inflated + size > this.#limits.maxInflatedBytes) return undefined;
-    let baseOffset = 0;
-    let baseOid: ObjectId | undefined;
-    let type: ObjectType | undefined;
-    if (code === 6) {
-      if (p >= end) return undefined;
-      c = buf[p++]!;
-      let rel = c & 0x7f;
-      while (c & 0x80) {
-        if (p >= end) return undefined;
-        c = buf[p++]!;
-        rel = (rel + 1) * 128 + (c & 0x7f);
-        if (rel > offset) break;
-      }
-      baseOffset = offset - rel;
-      if (rel <= 0 || baseOffset < 12) {
-        throw new PackError('PACK_BAD_BASE_OFFSET', 'delta base offset points outside the pack', { offset });
-      }
-    } else if (code === 7) {
-      if (p + 20 > end) return undefined;
-      baseOid = bytesToHex(buf, p, p + 20);
-      p += 20;
-    } else {
-      type = CODE_TYPES[code];
-      if (!type) throw new PackError('PACK_BAD_TYPE', `entry type ${code} is not valid`, { offset });
-    }
+    const p = start + header.length;
+    const type = isWholeEntryType(header.type) ? CODE_TYPES[header.type] : undefined;
+    const baseOffset = header.type === EntryType.OFS_DELTA ? header.baseOffset : 0;
+    const baseOid = header.type === EntryType.REF_DELTA ? header.baseOid : undefined;
     // a stream that surely ends in the buffer goes through the one-shot inflate (Z_FINISH keeps
     // no sliding window); one that may go on past it is inflated so that it can be continued
     const into = type ? this.#into(size) : undefined;
@@ -539,33 +501,16 @@ export class PackReader {
     const offset = this.#offset;
     this.#crc = 0;
     this.#crcFrom = this.#pos;
-    await this.#need(1, 'an entry header');
-    let c = this.#byte();
-    const code = (c >> 4) & 7;
-    let size = c & 15;
-    let shift = 4;
-    while (c & 0x80) {
-      await this.#need(1, 'an entry header');
-      c = this.#byte();
-      if (shift > 49) throw new PackError('PACK_BAD_HEADER', 'entry size varint too long', { offset });
-      size += (c & 0x7f) * 2 ** shift;
-      shift += 7;
+    let header = decodeEntryHeader(this.#buf, this.#pos, offset);
+    while (!header) {
+      await this.#need(this.#available + 1, 'an entry header');
+      header = decodeEntryHeader(this.#buf, this.#pos, offset);
     }
+    const size = header.size;
     this.#checkSize(size, offset);
-    if (code === 6) {
-      await this.#need(1, 'a delta base offset');
-      c = this.#byte();
-      let rel = c & 0x7f;
-      while (c & 0x80) {
-        await this.#need(1, 'a delta base offset');
-        c = this.#byte();
-        rel = (rel + 1) * 128 + (c & 0x7f);
-        if (rel > offset) break;
-      }
-      const baseOffset = offset - rel;
-      if (rel <= 0 || baseOffset < 12) {
-        throw new PackError('PACK_BAD_BASE_OFFSET', 'delta base offset points outside the pack', { offset });
-      }
+    this.#pos += header.length;
+    this.#offset += header.length;
+    if (header.type === EntryType.OFS_DELTA) {
       const dataOffset = this.#offset;
       const data = (await this.#inflate(size, true, undefined))!;
       return {
@@ -575,19 +520,17 @@ export class PackReader {
         end: this.#offset,
         crc32: this.#crcNow(),
         size,
-        baseOffset,
+        baseOffset: header.baseOffset,
         data,
       };
     }
-    if (code === 7) {
-      await this.#need(20, 'a delta base id');
-      const baseOid = bytesToHex(this.#consume(20));
+    if (header.type === EntryType.REF_DELTA) {
+      const baseOid = header.baseOid;
       const dataOffset = this.#offset;
       const data = (await this.#inflate(size, true, undefined))!;
       return { kind: 'ref-delta', offset, dataOffset, end: this.#offset, crc32: this.#crcNow(), size, baseOid, data };
     }
-    const type = CODE_TYPES[code];
-    if (!type) throw new PackError('PACK_BAD_TYPE', `entry type ${code} is not valid`, { offset });
+    const type = CODE_TYPES[header.type]!;
     const dataOffset = this.#offset;
     if (size <= this.#threshold) {
       const data = (await this.#inflate(size, true, undefined, this.#into(size)))!;

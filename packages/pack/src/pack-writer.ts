@@ -17,9 +17,9 @@ import { createSha1 } from '#sha1';
 import { deflate } from '#zlib';
 import { type DeltaIndex, DeltaWindow } from './delta.js';
 import type { RemoteDeltaJob, RemoteDeltaObject } from './delta-worker.js';
+import { EntryType, encodeEntryHeader, encodeOfsOffset } from './entry-header.js';
 import { PackError, throwIfAborted } from './errors.js';
 import { hexToBytes, type ObjectId, type ObjectType, TYPE_CODES } from './object.js';
-import { encodeEntryHeader, encodeOfsOffset } from './pack-import.js';
 import type { ObjectStore } from './store.js';
 import type { PackSource, StoredLocation } from './stored-location.js';
 import { type CommitCache, enumerateObjects, type PackObject } from './walk.js';
@@ -537,12 +537,13 @@ async function* writeStream(
         // the stored entry as it is, when its header says the same (same base reference)
         if (
           stored &&
-          ((stored.code === 6 && useOfs && stored.baseDistance === at - baseOffset) || (stored.code === 7 && !useOfs))
+          ((stored.code === EntryType.OFS_DELTA && useOfs && stored.baseDistance === at - baseOffset) ||
+            (stored.code === EntryType.REF_DELTA && !useOfs))
         ) {
           emitRange(stored.source, stored.offset, stored.end);
           return;
         }
-        emit(encodeEntryHeader(useOfs ? 6 : 7, raw.size));
+        emit(encodeEntryHeader(useOfs ? EntryType.OFS_DELTA : EntryType.REF_DELTA, raw.size));
         emit(useOfs ? encodeOfsOffset(at - baseOffset) : hexToBytes(baseOid));
         if (stored) emitRange(stored.source, stored.dataOffset, stored.end);
         else emit(raw.compressed!);
@@ -559,7 +560,7 @@ async function* writeStream(
         size = item.delta!.length;
         item.delta = undefined;
       }
-      emit(encodeEntryHeader(useOfs ? 6 : 7, size));
+      emit(encodeEntryHeader(useOfs ? EntryType.OFS_DELTA : EntryType.REF_DELTA, size));
       emit(useOfs ? encodeOfsOffset(at - baseOffset) : hexToBytes(baseOid));
       await emitOwned(compressed);
       return;

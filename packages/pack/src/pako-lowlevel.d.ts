@@ -39,3 +39,11 @@ declare module 'pako/lib/zlib/deflate.js' {
   };
   export default deflate;
 }
+
+/** pako's streaming Inflate from its CommonJS sources, the same copy as the low-level modules above. */
+declare module 'pako/lib/inflate.js' {
+  import type { Inflate } from 'pako';
+
+  const api: { Inflate: typeof Inflate };
+  export default api;
+}

@@ -17,6 +17,7 @@
  * overlay in memory whose objects are written to the store on migration.
  */
 import { PackError } from './errors.js';
+import type { ObjectStoreFs } from './fs-like.js';
 import type { IndexEntry } from './idx.js';
 import type { GitObject, ObjectId, ObjectType } from './object.js';
 import {
@@ -165,13 +166,7 @@ export class OverlayQuarantine extends QuarantineBase {
 }
 
 /** The part of an fs (Node's `fs.promises` and the like) a directory quarantine needs. */
-export interface QuarantineFs {
-  readdir(path: string): Promise<string[]>;
-  rename(from: string, to: string): Promise<void>;
-  unlink(path: string): Promise<void>;
-  mkdir(path: string, options?: unknown): Promise<unknown>;
-  rmdir?(path: string): Promise<void>;
-}
+export type QuarantineFs = Pick<ObjectStoreFs, 'readdir' | 'rename' | 'unlink' | 'mkdir' | 'rmdir'>;
 
 /** What a store over an objects directory lends its quarantine (see FsObjectStore). */
 export interface DirectoryQuarantineHost {

@@ -9,9 +9,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createDelta } from './delta.js';
-import { FsObjectStore, type FsPromises } from './fs-store.js';
+import { EntryType, encodeEntryHeader, encodeOfsOffset } from './entry-header.js';
+import type { ObjectStoreFs } from './fs-like.js';
+import { FsObjectStore } from './fs-store.js';
+import { writeIdx } from './idx.js';
 import { bytesToHex, hashObject, TYPE_CODES } from './object.js';
-import { encodeEntryHeader, encodeOfsOffset, importPack } from './pack-import.js';
+import { importPack } from './pack-import.js';
 import { type PackEntry, PackReader } from './pack-reader.js';
 import { createPack, packObjects } from './pack-writer.js';
 import { sha1 } from './sha1.js';
@@ -23,7 +26,7 @@ import { deflate } from './zlib.js';
 const enc = new TextEncoder();
 
 /** A tiny promise fs in memory, without `open` (whole-file reads). */
-function memoryFs(): FsPromises {
+function memoryFs(): ObjectStoreFs {
   const files = new Map<string, Uint8Array>();
   const dirs = new Set<string>(['/']);
   const err = (code: string, path: string) => Object.assign(new Error(`${code}: ${path}`), { code });
@@ -34,7 +37,7 @@ function memoryFs(): FsPromises {
       if (!f) throw err('ENOENT', path);
       return f.slice();
     },
-    async writeFile(path, data) {
+    async writeFile(path: string, data: Uint8Array) {
       if (!dirs.has(parent(path))) throw err('ENOENT', path);
       files.set(path, data.slice());
     },
@@ -339,7 +342,9 @@ function displacedBasePack() {
   const entries = [entry('blob', a), entry('blob', c), entry('blob', small)];
   const deltaAt = 12 + entries.reduce((n, e) => n + e.length, 0);
   const delta = createDelta(a, a2)!;
-  entries.push(concat([encodeEntryHeader(6, delta.length), encodeOfsOffset(deltaAt - 12), deflate(delta)]));
+  entries.push(
+    concat([encodeEntryHeader(EntryType.OFS_DELTA, delta.length), encodeOfsOffset(deltaAt - 12), deflate(delta)]),
+  );
   const header = new Uint8Array(12);
   header.set(enc.encode('PACK'));
   new DataView(header.buffer).setUint32(4, 2);
@@ -431,5 +436,60 @@ describe('FsObjectStore.findPack stream', () => {
     expect(new Set(first.buffers).size).toBeLessThanOrEqual(2);
     expect(new Set([...first.buffers, ...second.buffers]).size).toBe(new Set(first.buffers).size);
     await store.close();
+  });
+});
+
+describe('FsObjectStore reading a stored pack with bad entry headers', () => {
+  /** A pack and its .idx written straight into `objects/pack` (no import checks them), one blob first. */
+  async function storeWith(badAt: (offset: number) => Uint8Array) {
+    const blob = concat([encodeEntryHeader(EntryType.BLOB, 1), deflate(enc.encode('x'))]);
+    const bad = badAt(12 + blob.length);
+    const header = new Uint8Array(12);
+    header.set(enc.encode('PACK'));
+    new DataView(header.buffer).setUint32(4, 2);
+    new DataView(header.buffer).setUint32(8, 2);
+    const body = concat([header, blob, bad]);
+    const pack = concat([body, sha1(body)]);
+    const hash = bytesToHex(sha1(body));
+    const ids = { blob: await hashObject('blob', enc.encode('x')), bad: 'b'.repeat(40) };
+    const idx = writeIdx(
+      [
+        { oid: ids.blob, offset: 12, crc32: 0 },
+        { oid: ids.bad, offset: 12 + blob.length, crc32: 0 },
+      ],
+      hash,
+    );
+    const fs = memoryFs();
+    await fs.mkdir('/r/objects/pack', { recursive: true });
+    await fs.writeFile(`/r/objects/pack/pack-${hash}.pack`, pack);
+    await fs.writeFile(`/r/objects/pack/pack-${hash}.idx`, idx);
+    return { store: new FsObjectStore(fs, '/r'), ids };
+  }
+
+  const codeOf = (promise: Promise<unknown>) =>
+    promise.then(
+      () => 'no error',
+      (error: { code?: string }) => error.code,
+    );
+
+  it('a delta base before the first entry: PACK_BAD_BASE_OFFSET, for read, readRaw and readSync', async () => {
+    const delta = createDelta(enc.encode('x'), enc.encode('xy'))!;
+    const { store, ids } = await storeWith((at) =>
+      concat([encodeEntryHeader(EntryType.OFS_DELTA, delta.length), encodeOfsOffset(at - 5), deflate(delta)]),
+    );
+    expect(await codeOf(store.read(ids.bad))).toBe('PACK_BAD_BASE_OFFSET');
+    expect(await codeOf(store.readRaw(ids.bad))).toBe('PACK_BAD_BASE_OFFSET');
+    expect(() => store.readSync(ids.bad)).toThrow(expect.objectContaining({ code: 'PACK_BAD_BASE_OFFSET' }));
+    // the sound entry beside it still reads
+    expect((await store.read(ids.blob))?.data).toEqual(enc.encode('x'));
+  });
+
+  it('a size varint past 2^53: PACK_BAD_HEADER; a header cut short by the trailer: OBJECT_CORRUPT', async () => {
+    const tooLong = new Uint8Array(12).fill(0xff);
+    tooLong[0] = 0xbf;
+    const long = await storeWith(() => tooLong);
+    expect(await codeOf(long.store.read(long.ids.bad))).toBe('PACK_BAD_HEADER');
+    const cut = await storeWith(() => Uint8Array.of(0xbf, 0xff));
+    expect(await codeOf(cut.store.read(cut.ids.bad))).toBe('OBJECT_CORRUPT');
   });
 });

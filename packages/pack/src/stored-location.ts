@@ -3,6 +3,7 @@
  * object and copy the bytes when it writes them (git keeps offsets into the mapped pack), instead
  * of holding every object's compressed bytes, and the buffers they are views of, until the end.
  */
+import type { EntryType } from './entry-header.js';
 
 /** A pack the entries of a `StoredLocation` are read from: one object per pack. */
 export interface PackSource {
@@ -18,8 +19,8 @@ export interface StoredLocation {
   dataOffset: number;
   /** Offset just past it. */
   end: number;
-  /** The entry's type code: 1-4 whole, 6 OFS_DELTA, 7 REF_DELTA. */
-  code: number;
+  /** The entry's type (its header's). */
+  code: EntryType;
   /** For an OFS_DELTA: how far back its base's entry starts. */
   baseDistance?: number;
 }

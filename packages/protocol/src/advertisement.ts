@@ -21,7 +21,7 @@
  *   ref = PKT-LINE(obj-id-or-unborn SP refname *(SP ref-attribute) LF)
  *   ref-attribute = (symref | peeled);  symref = "symref-target:" symref-target;  peeled = "peeled:" obj-id
  */
-import { concatBytes, type ObjectId } from '@gitport/pack';
+import { type ObjectId, ZERO_ID } from '@gitport/pack';
 import {
   encodeText,
   FLUSH,
@@ -33,9 +33,10 @@ import {
 } from '@gitport/pktline';
 import { Capabilities } from './capabilities.js';
 import type { CommitGraph } from './commit-graph.js';
+import { concatBytes } from './concat-bytes.js';
 import { ProtocolError } from './errors.js';
 import { prefixMatcher } from './ref-prefixes.js';
-import { isObjectId, type Ref, type RefStore, ZERO_OID } from './ref-store.js';
+import { isObjectId, type Ref, type RefStore } from './ref-store.js';
 
 export interface AdvertisedRef {
   name: string;
@@ -173,7 +174,7 @@ export function encodeAdvertisementV0(
   if (options.version === 1) lines.push('version 1\n');
   const caps = capabilities.toString();
   if (refs.length === 0) {
-    lines.push(`${ZERO_OID} capabilities^{}\0${caps}\n`);
+    lines.push(`${ZERO_ID} capabilities^{}\0${caps}\n`);
   } else {
     let first = true;
     for (const ref of refs) {
@@ -327,7 +328,7 @@ export function parseLsRefsLine(line: string): AdvertisedRef & { unborn?: boolea
   if (!first || !name) throw badLine(line, 'bad ls-refs line');
   const unborn = first === 'unborn';
   if (!unborn && !isObjectId(first)) throw badLine(line, 'bad ls-refs line');
-  const ref: AdvertisedRef & { unborn?: boolean } = { name, oid: unborn ? ZERO_OID : first };
+  const ref: AdvertisedRef & { unborn?: boolean } = { name, oid: unborn ? ZERO_ID : first };
   if (unborn) ref.unborn = true;
   for (const attr of words.slice(2)) {
     if (attr.startsWith('symref-target:')) ref.target = attr.slice(14);

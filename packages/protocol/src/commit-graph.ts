@@ -3,14 +3,17 @@
  * reachability checks, peeling tags, shallow boundaries (deepen, deepen-since, deepen-not) and the
  * connectivity check of a push.
  *
- * Only the header fields are parsed here (gitformat-commit / git's object layout):
- *
- *   commit = "tree" SP oid LF *("parent" SP oid LF) "author" SP ident LF "committer" SP ident LF ...
- *   ident  = name SP "<" email ">" SP timestamp SP tz
- *   tag    = "object" SP oid LF "type" SP type LF "tag" SP name LF ...
- *   tree   = *(mode SP name NUL 20-byte-oid)
+ * Objects are read with the pack package's parsers: of a commit its tree, parents and committer
+ * time (`parseCommitLinks`), of a tag the object it names (`parseTag`).
  */
-import type { GitObject, ObjectId, ObjectStore, ObjectType } from '@gitport/pack';
+import {
+  type GitObject,
+  type ObjectId,
+  type ObjectStore,
+  type ObjectType,
+  parseCommitLinks,
+  parseTag,
+} from '@gitport/pack';
 import { ProtocolError, throwIfAborted } from './errors.js';
 
 export interface CommitNode {
@@ -21,57 +24,22 @@ export interface CommitNode {
   time: number;
 }
 
-const decoder = new TextDecoder();
-const HEX: string[] = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
-
-export function bytesToHex(bytes: Uint8Array, start = 0, end = bytes.length): string {
-  let out = '';
-  for (let i = start; i < end; i++) out += HEX[bytes[i] as number];
-  return out;
-}
-
-/** Parses the header of a commit object. */
-export function parseCommitHeader(oid: ObjectId, data: Uint8Array): CommitNode {
-  let tree = '';
-  const parents: ObjectId[] = [];
-  let time = 0;
-  let pos = 0;
-  while (pos < data.length) {
-    let end = data.indexOf(0x0a, pos);
-    if (end < 0) end = data.length;
-    if (end === pos) break; // blank line: message follows
-    const line = decoder.decode(data.subarray(pos, end));
-    if (line.startsWith('tree ')) tree = line.slice(5, 45);
-    else if (line.startsWith('parent ')) parents.push(line.slice(7, 47));
-    else if (line.startsWith('committer ')) {
-      const m = / (\d+) [+-]\d{4}$/.exec(line);
-      if (m) time = Number(m[1]);
-    }
-    pos = end + 1;
+/** The links of a commit (pack's parser), as a node of the graph; PROTOCOL_BAD_OBJECT when malformed. */
+export function parseCommitNode(oid: ObjectId, data: Uint8Array): CommitNode {
+  try {
+    const { tree, parents, time } = parseCommitLinks(data);
+    return { oid, tree, parents, time };
+  } catch (error) {
+    throw new ProtocolError('PROTOCOL_BAD_OBJECT', `commit ${oid} is malformed`, { cause: error });
   }
-  if (tree.length !== 40) throw new ProtocolError('PROTOCOL_BAD_OBJECT', `commit ${oid} has no tree`);
-  return { oid, tree, parents, time };
 }
 
-/** Parses the `object` and `type` header of an annotated tag. */
-export function parseTagTarget(data: Uint8Array): { object: ObjectId; type: ObjectType } {
-  const text = decoder.decode(data.subarray(0, Math.min(data.length, 200)));
-  const m = /^object ([0-9a-f]{40})\ntype (commit|tree|blob|tag)\n/.exec(text);
-  if (!m) throw new ProtocolError('PROTOCOL_BAD_OBJECT', 'malformed tag object');
-  return { object: m[1] as ObjectId, type: m[2] as ObjectType };
-}
-
-/** Iterates the entries of a tree object: `[mode, oid]`. */
-export function* treeEntries(data: Uint8Array): Generator<{ mode: string; oid: ObjectId }> {
-  let pos = 0;
-  while (pos < data.length) {
-    const space = data.indexOf(0x20, pos);
-    const nul = space < 0 ? -1 : data.indexOf(0, space);
-    if (space < 0 || nul < 0 || nul + 21 > data.length)
-      throw new ProtocolError('PROTOCOL_BAD_OBJECT', 'malformed tree');
-    const mode = decoder.decode(data.subarray(pos, space));
-    yield { mode, oid: bytesToHex(data, nul + 1, nul + 21) };
-    pos = nul + 21;
+/** The object an annotated tag names (pack's parser); PROTOCOL_BAD_OBJECT when malformed. */
+function tagTarget(oid: ObjectId, data: Uint8Array): ObjectId {
+  try {
+    return parseTag(data).object;
+  } catch (error) {
+    throw new ProtocolError('PROTOCOL_BAD_OBJECT', `tag ${oid} is malformed`, { cause: error });
   }
 }
 
@@ -98,7 +66,7 @@ export class CommitGraph {
     const cached = this.#commits.get(oid);
     if (cached !== undefined) return cached ?? undefined;
     const object = await this.store.read(oid);
-    const node = object && object.type === 'commit' ? parseCommitHeader(oid, object.data) : null;
+    const node = object && object.type === 'commit' ? parseCommitNode(oid, object.data) : null;
     this.#remember(this.#commits, oid, node);
     return node ?? undefined;
   }
@@ -115,11 +83,11 @@ export class CommitGraph {
       if (object.type !== 'tag') {
         result = { oid: current, type: object.type };
         if (object.type === 'commit' && !this.#commits.has(current)) {
-          this.#remember(this.#commits, current, parseCommitHeader(current, object.data));
+          this.#remember(this.#commits, current, parseCommitNode(current, object.data));
         }
         break;
       }
-      current = parseTagTarget(object.data).object;
+      current = tagTarget(current, object.data);
     }
     this.#remember(this.#peeled, oid, result);
     return result ?? undefined;

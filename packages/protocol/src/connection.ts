@@ -49,4 +49,4 @@ export function newReader(input: AsyncIterable<Uint8Array>, signal?: AbortSignal
   return signal ? new PacketReader(input, { signal }) : new PacketReader(input);
 }
 
-export { concatBytes } from '@gitport/pack';
+export { concatBytes } from './concat-bytes.js';

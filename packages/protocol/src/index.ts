@@ -92,7 +92,6 @@ export {
   type RefUpdateResult,
   type RefValue,
   refNameSizeProblem,
-  ZERO_OID,
 } from './ref-store.js';
 export { matchRefspec, parseRefspec, type Refspec } from './refspec.js';
 export type { HttpFetch, HttpRequest, HttpResponse, Remote, Service } from './remote.js';

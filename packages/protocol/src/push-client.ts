@@ -10,13 +10,13 @@
  * thin against the remote's tips that we have. The report (`unpack ok`, `ok`/`ng` per ref) is
  * read from band 1 when side-band-64k is on.
  */
-import { createPack, type ObjectId } from '@gitport/pack';
+import { createPack, type ObjectId, ZERO_ID } from '@gitport/pack';
 import { demuxSideband, encodeText, FLUSH, type PacketReader, packetText } from '@gitport/pktline';
 import { DEFAULT_AGENT } from './capabilities.js';
 import { CommitGraph } from './commit-graph.js';
 import { concatBytes, newReader, type Repository, requirePacket } from './connection.js';
 import { ProtocolError } from './errors.js';
-import { isValidRefName, ZERO_OID } from './ref-store.js';
+import { isValidRefName } from './ref-store.js';
 import { parseRefspec } from './refspec.js';
 import { openSession, type Remote, remoteError } from './remote.js';
 
@@ -170,7 +170,7 @@ export async function push(local: Repository, remote: Remote, options: PushOptio
     wanted.push(`agent=${agent}`);
     const head: Uint8Array[] = [];
     commands.forEach((c, i) => {
-      const text = `${c.old ?? ZERO_OID} ${c.new ?? ZERO_OID} ${c.name}`;
+      const text = `${c.old ?? ZERO_ID} ${c.new ?? ZERO_ID} ${c.name}`;
       head.push(i === 0 ? encodeText(`${text}\0${wanted.join(' ')}\n`) : pkt(text));
     });
     head.push(FLUSH);

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { deflateSync } from 'node:zlib';
-import { createDelta, MemoryObjectStore, type ObjectType } from '@gitport/pack';
+import { createDelta, MemoryObjectStore, type ObjectType, ZERO_ID } from '@gitport/pack';
 import { encodeText, FLUSH, PacketReader } from '@gitport/pktline';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -8,7 +8,7 @@ import { connectionPair } from './channel.js';
 import { concatBytes, type Repository } from './connection.js';
 import { push } from './push-client.js';
 import { type ReceivePackOptions, type ReceivePackResult, serveReceivePack } from './receive-pack.js';
-import { type RefUpdateResult, ZERO_OID } from './ref-store.js';
+import type { RefUpdateResult } from './ref-store.js';
 import { fuzzParameters } from './test-fuzz.js';
 import { chain, commit, emptyRepo, packOf, readAll, type TestRepo, text } from './test-repo.js';
 
@@ -126,7 +126,7 @@ describe('receive-pack', () => {
     const empty = await packOf(client.objects, []);
     const { response } = await raw(
       server,
-      concatBytes([encodeText(`${ZERO_OID} ${ahead[1]} refs/heads/other\0report-status\n`), FLUSH, empty]),
+      concatBytes([encodeText(`${ZERO_ID} ${ahead[1]} refs/heads/other\0report-status\n`), FLUSH, empty]),
     );
     expect(await reportOf(response)).toEqual(['unpack ok', 'ng refs/heads/other missing necessary objects', 'flush']);
   });
@@ -138,8 +138,8 @@ describe('receive-pack', () => {
       server,
       concatBytes([
         encodeText(`${base[0]} ${ahead[1]} refs/heads/main\0report-status\n`),
-        line(`${ZERO_OID} ${ahead[1]} refs/heads/bad..name`),
-        line(`${ZERO_OID} ${ahead[1]} refs/heads/fine`),
+        line(`${ZERO_ID} ${ahead[1]} refs/heads/bad..name`),
+        line(`${ZERO_ID} ${ahead[1]} refs/heads/fine`),
         FLUSH,
         pack,
       ]),
@@ -155,7 +155,7 @@ describe('receive-pack', () => {
       server,
       concatBytes([
         encodeText(`${base[0]} ${ahead[1]} refs/heads/main\0report-status atomic\n`),
-        line(`${ZERO_OID} ${ahead[0]} refs/heads/new`),
+        line(`${ZERO_ID} ${ahead[0]} refs/heads/new`),
         FLUSH,
         await packOf(client.objects, []),
       ]),
@@ -186,7 +186,7 @@ describe('receive-pack', () => {
     await server.refs.update([{ name: 'refs/heads/topic', old: null, new: base[1]! }]);
     const { response } = await raw(
       server,
-      concatBytes([encodeText(`${base[1]} ${ZERO_OID} refs/heads/topic\0report-status delete-refs\n`), FLUSH]),
+      concatBytes([encodeText(`${base[1]} ${ZERO_ID} refs/heads/topic\0report-status delete-refs\n`), FLUSH]),
       { end: false },
     );
     expect(await reportOf(response)).toEqual(['unpack ok', 'ok refs/heads/topic', 'flush']);
@@ -198,7 +198,7 @@ describe('receive-pack', () => {
     const { response } = await raw(
       server,
       concatBytes([
-        encodeText(`${ZERO_OID} ${base[1]} refs/heads/copy\0report-status side-band-64k\n`),
+        encodeText(`${ZERO_ID} ${base[1]} refs/heads/copy\0report-status side-band-64k\n`),
         FLUSH,
         await packOf(client.objects, []),
       ]),
@@ -425,9 +425,9 @@ describe('receive-pack: every failure gets a report', () => {
       server,
       request(
         [
-          `${ZERO_OID} ${noTree} refs/heads/broken`,
-          `${ZERO_OID} ${badTag} refs/tags/broken`,
-          `${ZERO_OID} ${base[1]} refs/heads/fine`,
+          `${ZERO_ID} ${noTree} refs/heads/broken`,
+          `${ZERO_ID} ${badTag} refs/tags/broken`,
+          `${ZERO_ID} ${base[1]} refs/heads/fine`,
         ],
         await packOf(client.objects, [noTree, badTag]),
       ),
@@ -447,7 +447,7 @@ describe('receive-pack: every failure gets a report', () => {
     const { response } = await raw(
       server,
       request(
-        [`${ZERO_OID} ${base[0]} refs/heads/twice`, `${ZERO_OID} ${base[1]} refs/heads/twice`],
+        [`${ZERO_ID} ${base[0]} refs/heads/twice`, `${ZERO_ID} ${base[1]} refs/heads/twice`],
         await packOf(new MemoryObjectStore(), []),
       ),
     );
@@ -472,7 +472,7 @@ describe('receive-pack: every failure gets a report', () => {
     const { result, response } = await raw(
       throwing,
       request(
-        [`${ZERO_OID} ${base[1]} ${long}`, `${ZERO_OID} ${base[1]} refs/heads/short`],
+        [`${ZERO_ID} ${base[1]} ${long}`, `${ZERO_ID} ${base[1]} refs/heads/short`],
         await packOf(new MemoryObjectStore(), []),
       ),
     );
@@ -497,7 +497,7 @@ describe('receive-pack: every failure gets a report', () => {
     });
     const tx = await raw(
       broken,
-      request([`${ZERO_OID} ${base[0]} refs/heads/a`, `${ZERO_OID} ${base[1]} refs/heads/b`], empty),
+      request([`${ZERO_ID} ${base[0]} refs/heads/a`, `${ZERO_ID} ${base[1]} refs/heads/b`], empty),
     );
     expect(await reportOf(tx.response)).toEqual([
       'unpack ok',
@@ -507,7 +507,7 @@ describe('receive-pack: every failure gets a report', () => {
     ]);
     const hooked = await raw(
       server,
-      request([`${ZERO_OID} ${base[0]} refs/heads/a`, `${ZERO_OID} ${base[1]} refs/heads/b`], empty),
+      request([`${ZERO_ID} ${base[0]} refs/heads/a`, `${ZERO_ID} ${base[1]} refs/heads/b`], empty),
       {
         hooks: {
           update: async (c) => {
@@ -522,7 +522,7 @@ describe('receive-pack: every failure gets a report', () => {
       'ok refs/heads/b',
       'flush',
     ]);
-    const pre = await raw(server, request([`${ZERO_OID} ${base[0]} refs/heads/c`], empty), {
+    const pre = await raw(server, request([`${ZERO_ID} ${base[0]} refs/heads/c`], empty), {
       hooks: { preReceive: async () => Promise.reject(fsError('EACCES')) },
     });
     expect(await reportOf(pre.response)).toEqual([
@@ -568,7 +568,7 @@ describe('receive-pack: every failure gets a report', () => {
     const { response } = await raw(
       partial,
       request(
-        [`${ZERO_OID} ${base[0]} refs/heads/a`, `${ZERO_OID} ${base[1]} refs/heads/b`],
+        [`${ZERO_ID} ${base[0]} refs/heads/a`, `${ZERO_ID} ${base[1]} refs/heads/b`],
         await packOf(new MemoryObjectStore(), []),
         'report-status atomic',
       ),
@@ -595,10 +595,10 @@ describe('receive-pack: object checks', () => {
       server,
       request(
         [
-          `${ZERO_OID} ${blob} refs/heads/blob`,
-          `${ZERO_OID} ${treeIsBlob} refs/heads/tree-is-blob`,
-          `${ZERO_OID} ${liar} refs/tags/liar`,
-          `${ZERO_OID} ${blob} refs/tags/blob`,
+          `${ZERO_ID} ${blob} refs/heads/blob`,
+          `${ZERO_ID} ${treeIsBlob} refs/heads/tree-is-blob`,
+          `${ZERO_ID} ${liar} refs/tags/liar`,
+          `${ZERO_ID} ${blob} refs/tags/blob`,
         ],
         await packOf(client.objects, [blob, treeIsBlob, liar]),
       ),
@@ -663,7 +663,7 @@ describe('receive-pack: object checks', () => {
     );
     const c = await client.objects.write('commit', commitText(tree, [base[2]!], 'hostile'));
     const pack = await packOf(client.objects, [c, tree, sub, blob]);
-    const req = request([`${base[2]} ${c} refs/heads/main`, `${ZERO_OID} ${base[1]} refs/heads/other`], pack);
+    const req = request([`${base[2]} ${c} refs/heads/main`, `${ZERO_ID} ${base[1]} refs/heads/other`], pack);
     const strict = await raw(server, req, { fsckObjects: true });
     const report = await reportOf(strict.response);
     expect(report[0]).toMatch(new RegExp(`^unpack unpacker error: object ${tree}: ${id}: `));
@@ -700,7 +700,7 @@ describe('receive-pack: object checks', () => {
       const c = await client.objects.write('commit', enc(body));
       const { response } = await raw(
         server,
-        request([`${ZERO_OID} ${c} refs/heads/x`], await packOf(client.objects, [c])),
+        request([`${ZERO_ID} ${c} refs/heads/x`], await packOf(client.objects, [c])),
         {
           fsckObjects: true,
         },
@@ -710,7 +710,7 @@ describe('receive-pack: object checks', () => {
     const good = await client.objects.write('commit', commitText(tree, [base[2]!], 'fine'));
     const { response } = await raw(
       server,
-      request([`${ZERO_OID} ${good} refs/heads/x`], await packOf(client.objects, [good])),
+      request([`${ZERO_ID} ${good} refs/heads/x`], await packOf(client.objects, [good])),
       {
         fsckObjects: true,
       },
@@ -753,7 +753,7 @@ describe('receive-pack: random objects (seeded fuzz)', () => {
           const { result, response } = await raw(
             server,
             request(
-              [`${ZERO_OID} ${oid} refs/heads/fuzz`, `${ZERO_OID} ${oid} refs/tags/fuzz`],
+              [`${ZERO_ID} ${oid} refs/heads/fuzz`, `${ZERO_ID} ${oid} refs/tags/fuzz`],
               await packOf(objects, [oid]),
             ),
             { fsckObjects },

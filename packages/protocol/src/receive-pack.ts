@@ -35,6 +35,7 @@ import {
   openQuarantine,
   type PackLimits,
   type Quarantine,
+  ZERO_ID,
 } from '@gitport/pack';
 import { encodeText, FLUSH, packetText, SidebandMuxer } from '@gitport/pktline';
 import { collectRefs, encodeAdvertisementV0 } from './advertisement.js';
@@ -44,7 +45,7 @@ import { type Connection, concatBytes, newReader, type Repository, requirePacket
 import { ConnectivityCheck } from './connectivity.js';
 import { hasCode, oneLine, ProtocolError, peerErrorMessage, throwIfAborted } from './errors.js';
 import { checkObject } from './object-check.js';
-import { isValidRefName, type Ref, type RefUpdate, ZERO_OID } from './ref-store.js';
+import { isValidRefName, type Ref, type RefUpdate } from './ref-store.js';
 
 export interface PushCommand {
   name: string;
@@ -190,7 +191,7 @@ async function receive(repo: Repository, conn: Connection, options: ReceivePackO
       throw new ProtocolError('PROTOCOL_BAD_LINE', `protocol error: expected old/new/ref, got ${JSON.stringify(text)}`);
     if (commands.length >= maxCommands) throw new ProtocolError('PROTOCOL_LIMIT', `more than ${maxCommands} commands`);
     const [, oldId, newId, name] = m as unknown as [string, string, string, string];
-    commands.push({ name, old: oldId === ZERO_OID ? null : oldId, new: newId === ZERO_OID ? null : newId });
+    commands.push({ name, old: oldId === ZERO_ID ? null : oldId, new: newId === ZERO_ID ? null : newId });
   }
   if (commands.length === 0) return result;
   if (caps.has('push-options')) {

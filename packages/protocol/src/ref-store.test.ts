@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { refStoreConformance } from '../../../tests/src/ref-store-conformance.js';
 import { isValidRefName, MemoryRefStore } from './ref-store.js';
-import { refStoreConformance } from './test-ref-store-conformance.js';
 
 refStoreConformance('MemoryRefStore', async () => ({ store: new MemoryRefStore() }));
 

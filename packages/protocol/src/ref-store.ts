@@ -31,8 +31,6 @@ import { ProtocolError } from './errors.js';
 /** 40 lowercase hex digits (sha1); the same type as @gitport/pack's `ObjectId`. */
 export type ObjectId = string;
 
-export const ZERO_OID: ObjectId = '0000000000000000000000000000000000000000';
-
 const OID_PATTERN = /^[0-9a-f]{40}$/;
 export function isObjectId(value: string): boolean {
   return OID_PATTERN.test(value);

@@ -8,7 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createDemoRepository, createGateway, createGitProcessBackend, type Gateway } from '@gitport/gateway';
+import { createGateway, type Gateway } from '@gitport/gateway';
 import {
   compareVersions,
   MIN_BUN_VERSION,
@@ -16,6 +16,7 @@ import {
   requireBunVersion,
   serveBun,
 } from '@gitport/gateway/bun';
+import { createDemoRepository, createGitProcessBackend } from '@gitport/gateway/node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 let root: string;

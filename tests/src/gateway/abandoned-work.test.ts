@@ -6,7 +6,7 @@
  */
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
-import type { WorkerPoolBackend } from '@gitport/gateway';
+import type { WorkerPoolBackend } from '@gitport/gateway/node';
 import { encodeText } from '@gitport/pktline';
 import { describe, expect, it, vi } from 'vitest';
 import { createGitSandbox, type GitSandbox } from '../git.js';

@@ -68,7 +68,7 @@ describe('gitport serve', () => {
     expect(await server.exit).toBe(0);
   });
 
-  it('runs from the built JavaScript (bin/gitport.js and dist, worker threads on dist/worker-entry.js)', async () => {
+  it('runs from the built JavaScript (bin/gitport.js and dist, worker threads on dist/node/worker-entry.js)', async () => {
     await using sandbox = await createGitSandbox();
     const server = await startServe(['--root', sandbox.path('repos'), '--port', '0', '--workers', '2'], true);
     await sandbox.git(['clone', '--quiet', `${server.url}/demo.git`, sandbox.path('demo')]);

@@ -5,16 +5,14 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createGateway, type Gateway, type GatewayOptions } from '@gitport/gateway';
 import {
-  createGateway,
   createGitProcessBackend,
   createWorkerPoolBackend,
-  type Gateway,
-  type GatewayOptions,
   type ListenOptions,
   listen,
   type RunningServer,
-} from '@gitport/gateway';
+} from '@gitport/gateway/node';
 import { startTsWorker } from '../ts-worker.js';
 
 export interface TestServer extends AsyncDisposable {

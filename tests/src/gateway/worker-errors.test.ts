@@ -6,7 +6,8 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Worker, WorkerOptions } from 'node:worker_threads';
-import { createGateway, createWorkerPoolBackend, listen } from '@gitport/gateway';
+import { createGateway } from '@gitport/gateway';
+import { createWorkerPoolBackend, listen } from '@gitport/gateway/node';
 import { describe, expect, it, vi } from 'vitest';
 import { createGitSandbox } from '../git.js';
 import { startTsWorker } from '../ts-worker.js';

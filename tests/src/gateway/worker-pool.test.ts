@@ -5,7 +5,8 @@
  */
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { createGateway, createWorkerPoolBackend, listen, type WorkerPoolBackend } from '@gitport/gateway';
+import { createGateway } from '@gitport/gateway';
+import { createWorkerPoolBackend, listen, type WorkerPoolBackend } from '@gitport/gateway/node';
 import { describe, expect, it, vi } from 'vitest';
 import { createGitSandbox } from '../git.js';
 import { startTsWorker } from '../ts-worker.js';

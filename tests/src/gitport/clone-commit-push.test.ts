@@ -23,7 +23,7 @@ import {
 } from 'gitport';
 import { nodeFs } from 'gitport/node';
 import git from 'isomorphic-git';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createGitSandbox, type GitSandbox } from '../git.js';
 import { connectedBuses } from './helpers.js';
 
@@ -209,16 +209,21 @@ describe('clone, commit and push as a new user meets them', () => {
     expect(await sandbox.git(['rev-parse', 'main'], { cwd: source })).toBe(next.oid);
   });
 
-  it('clones with a working tree where no Buffer exists (gitport checks out itself)', async () => {
+  it('clones with a working tree where no Buffer and no crypto.subtle exist (no polyfill, no secure context)', async () => {
     const fs = new MemoryFs();
     const saved = (globalThis as { Buffer?: unknown }).Buffer;
+    const { crypto } = globalThis;
     let repo: GitRepository;
     try {
       delete (globalThis as { Buffer?: unknown }).Buffer;
+      // what a page served over plain http has: getRandomValues, neither subtle nor randomUUID
+      vi.stubGlobal('crypto', { getRandomValues: crypto.getRandomValues.bind(crypto) });
       repo = await remote(buses.right, 'host', 'demo').clone(fs, '/work', { bare: false });
     } finally {
       (globalThis as { Buffer?: unknown }).Buffer = saved;
+      vi.unstubAllGlobals();
     }
+    expect(globalThis.crypto.subtle).toBeDefined();
     expect(text((await fs.promises.readFile('/work/docs/deep/guide.txt')) as Uint8Array)).toBe('guide\n');
     // isomorphic-git reads the index gitport wrote and finds the tree unchanged
     const matrix = await git.statusMatrix({ fs, dir: '/work' });

@@ -5,6 +5,8 @@
 
 import * as nodeFsModule from 'node:fs';
 import { cp, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
 import * as Comlink from 'comlink';
 import { control, FsRepositoryRegistry, host, httpClient, MemoryFs, type RefUpdateEvent, resolveUrl } from 'gitport';
 import { nodeFs } from 'gitport/node';
@@ -131,6 +133,26 @@ describe('the comlink control API', () => {
         }),
         'notes',
       );
+      // A plain function, and functions marked by comlink's ESM and UMD builds: two copies with
+      // markers of their own, so at least one is not the copy gitport imports (as when an app
+      // bundles its own comlink). All of them are delivered.
+      const plain: RefUpdateEvent[] = [];
+      const plainId = await api.subscribe((event) => plain.push(event), 'notes');
+      const require = createRequire(import.meta.url);
+      const copies = [
+        (await import(pathToFileURL(require.resolve('comlink/dist/esm/comlink.mjs')).href)) as typeof Comlink,
+        require('comlink/dist/umd/comlink.js') as typeof Comlink,
+      ];
+      expect(copies[0]!.proxyMarker).not.toBe(copies[1]!.proxyMarker);
+      const marked = copies.map(() => [] as RefUpdateEvent[]);
+      const markedIds = await Promise.all(
+        copies.map((copy, i) =>
+          api.subscribe(
+            copy.proxy((event: RefUpdateEvent) => marked[i]!.push(event)),
+            'notes',
+          ),
+        ),
+      );
 
       // Push one commit into notes with isomorphic-git through the plugin.
       const fs = new MemoryFs();
@@ -149,6 +171,9 @@ describe('the comlink control API', () => {
       expect(result.ok).toBe(true);
       await arrived;
       expect(seen).toEqual([{ repo: 'notes', ref: 'refs/heads/main', old: '0'.repeat(40), new: oid }]);
+      await expect.poll(() => plain.length + marked[0]!.length + marked[1]!.length).toBe(3);
+      expect([plain, ...marked]).toEqual([seen, seen, seen]);
+      for (const subscription of [plainId, ...markedIds]) expect(await api.unsubscribe(subscription)).toBe(true);
       expect((await api.refs('notes')).refs).toEqual([{ name: 'refs/heads/main', oid }]);
       expect(await api.unsubscribe(id)).toBe(true);
       expect(await api.unsubscribe(id)).toBe(false);

@@ -14,13 +14,14 @@ import { join } from 'node:path';
 import {
   createDelta,
   FsObjectStore,
-  type FsPromises,
   importPack,
   MemoryObjectStore,
   type ObjectStore,
+  type ObjectStoreFs,
   writeIdx,
+  ZERO_ID,
 } from '@gitport/pack';
-import { connectionPair, MemoryRefStore, serveReceivePack, ZERO_OID } from '@gitport/protocol';
+import { connectionPair, MemoryRefStore, serveReceivePack } from '@gitport/protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGitSandbox, type GitSandbox } from '../git.js';
 import { tsNodeCommand } from '../ts-worker.js';
@@ -133,7 +134,7 @@ const stores: Record<string, (gitDir: string) => ObjectStore> = {
   spooled: (gitDir) => new FsObjectStore(fs, gitDir),
   // none: the pack is held in memory and written whole
   'from memory': (gitDir) => {
-    const { open: _open, ...withoutOpen } = fs as unknown as FsPromises;
+    const { open: _open, ...withoutOpen } = fs as unknown as ObjectStoreFs;
     return new FsObjectStore(withoutOpen, gitDir);
   },
 };
@@ -177,7 +178,7 @@ describe('a pack holding an object twice', () => {
           // the report is checked through the result
         }
       })();
-      const command = enc.encode(`${ZERO_OID} ${o.ids.commit} refs/heads/main\0report-status\n`);
+      const command = enc.encode(`${ZERO_ID} ${o.ids.commit} refs/heads/main\0report-status\n`);
       const pkt = enc.encode((command.length + 4).toString(16).padStart(4, '0'));
       await client.write(new Uint8Array([...pkt, ...command, ...enc.encode('0000'), ...handPack(entries).pack]));
       await client.end();

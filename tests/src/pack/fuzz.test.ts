@@ -16,10 +16,10 @@ import {
   applyDelta,
   createDelta,
   FsObjectStore,
-  type FsPromises,
   importPack,
   isPackError,
   MemoryObjectStore,
+  type ObjectStoreFs,
   PackIndex,
   PackReader,
   parseCommit,
@@ -410,7 +410,7 @@ describe('fuzzing the pack parsers', () => {
 });
 
 /** An in-memory fs with the calls FsObjectStore makes for reading (no positional reads). */
-function memoryFs(files: Map<string, Uint8Array>): FsPromises {
+function memoryFs(files: Map<string, Uint8Array>): ObjectStoreFs {
   const missing = (path: string) => Object.assign(new Error(`ENOENT: ${path}`), { code: 'ENOENT' });
   return {
     async readFile(path) {
@@ -418,7 +418,7 @@ function memoryFs(files: Map<string, Uint8Array>): FsPromises {
       if (!f) throw missing(path);
       return f;
     },
-    async writeFile(path, data) {
+    async writeFile(path: string, data: Uint8Array) {
       files.set(path, data);
     },
     async mkdir() {

@@ -5,7 +5,7 @@
  */
 import { readdir, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { isValidRepoName } from './repo-name.js';
+import { isValidRepoName } from '../repo-name.js';
 
 export class RepositoryRoot {
   private realRoot: string | undefined;

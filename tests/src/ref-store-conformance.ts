@@ -1,14 +1,15 @@
 /**
- * The RefStore conformance suite: every RefStore implementation (the memory store here, the
- * on-disk store of the `gitport` package) runs these same tests.
+ * The RefStore conformance suite: every RefStore implementation (protocol's memory store, the
+ * on-disk store of the `gitport` package, in Node and in Chromium) runs these same tests.
  *
- *   import { refStoreConformance } from '@gitport/protocol/test-ref-store-conformance';
+ *   import { refStoreConformance } from '../../../tests/src/ref-store-conformance.js';
  *   refStoreConformance('FsRefStore', async () => ({ store: new FsRefStore(fs, dir), cleanup }));
  *
  * The factory returns an empty store (no refs; HEAD may point anywhere or be missing).
  */
+
+import { MAX_REF_COMPONENT_BYTES, type RefStore } from '@gitport/protocol';
 import { describe, expect, it } from 'vitest';
-import { MAX_REF_COMPONENT_BYTES, type RefStore } from './ref-store.js';
 
 export interface RefStoreFixture {
   store: RefStore;

@@ -10,12 +10,12 @@
  * may change the repository directly).
  */
 import { spawn } from 'node:child_process';
+import type { GitBackend, GitService, RpcOptions } from '../backend.js';
+import { GatewayError } from '../errors.js';
+import type { RefUpdateEvent } from '../sse-hub.js';
+import { ZERO_ID } from '../sse-hub.js';
 import { AdvertisementCache, adKey } from './advertisement-cache.js';
-import type { GitBackend, GitService, RpcOptions } from './backend.js';
-import { GatewayError } from './errors.js';
 import { RepositoryRoot } from './repository-root.js';
-import type { RefUpdateEvent } from './sse-hub.js';
-import { ZERO_ID } from './sse-hub.js';
 
 export interface GitProcessBackendOptions {
   root: string;

@@ -19,12 +19,12 @@ import { nodeEndpoint } from '@gitport/bus/node';
 import { encodeData, PacketReader, packetText } from '@gitport/pktline';
 import { open } from '@gitport/transport';
 import { HTTP_STOP, HTTP_STREAM, isRefUpdateEvent, REF_UPDATE_EVENT } from 'gitport';
+import type { GitBackend, GitService } from '../backend.js';
+import { collect, once } from '../body.js';
+import { GatewayError } from '../errors.js';
+import type { RefUpdateEvent } from '../sse-hub.js';
 import { AdvertisementCache, adKey } from './advertisement-cache.js';
-import type { GitBackend, GitService } from './backend.js';
-import { collect } from './body.js';
-import { GatewayError } from './errors.js';
 import { RepositoryRoot } from './repository-root.js';
-import type { RefUpdateEvent } from './sse-hub.js';
 import { WORKER_STATS, type WorkerStats } from './worker-stats.js';
 
 export type SpawnWorker = (entry: URL, options: WorkerOptions) => Worker;
@@ -145,14 +145,19 @@ function hashName(name: string): number {
 }
 
 /** Skips a leading `PKT-LINE("# service=...") flush-pkt` (the gateway adds its own for v0). */
-function stripServiceHeader(bytes: Uint8Array): Uint8Array {
-  if (bytes.byteLength < 8) return bytes;
-  const length = Number.parseInt(new TextDecoder().decode(bytes.subarray(0, 4)), 16);
-  if (!Number.isFinite(length) || length < 4 || length + 4 > bytes.byteLength) return bytes;
-  const text = new TextDecoder().decode(bytes.subarray(4, length));
-  if (!text.startsWith('# service=')) return bytes;
-  const flush = new TextDecoder().decode(bytes.subarray(length, length + 4));
-  return flush === '0000' ? bytes.subarray(length + 4) : bytes.subarray(length);
+async function stripServiceHeader(bytes: Uint8Array): Promise<Uint8Array> {
+  const reader = new PacketReader(once(bytes));
+  let header: number;
+  try {
+    const first = await reader.read();
+    if (first === undefined || packetText(first)?.startsWith('# service=') !== true) return bytes;
+    header = reader.position;
+  } catch {
+    // not pkt-lines: the advertisement as it came
+    return bytes;
+  }
+  const next = await reader.read().catch(() => undefined);
+  return bytes.subarray(next?.kind === 'flush' ? reader.position : header);
 }
 
 export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promise<WorkerPoolBackend> {

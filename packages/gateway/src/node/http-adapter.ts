@@ -6,9 +6,12 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { BodySource } from './body.js';
-import { type Gateway, type GatewayReply, type GatewayRequest, refuseEvents } from './handler.js';
-import type { SseSink } from './sse-hub.js';
+import type { BodySource } from '../body.js';
+import type { Gateway } from '../handler.js';
+import type { GatewayReply } from '../reply.js';
+import type { GatewayRequest } from '../request.js';
+import { refuseEvents } from '../response.js';
+import type { SseSink } from '../sse-hub.js';
 
 export interface NodeListenerOptions {
   /** Bytes an SSE client may have unsent before it is dropped (default: the hub's maxBufferedBytes). */

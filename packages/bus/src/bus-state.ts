@@ -1,0 +1,131 @@
+/**
+ * What a bus knows: its options, its links and routes, its listeners, handlers and requests. The
+ * concept files (handshake, link, routing, rpc, incoming, channels, peers, receive) work on this
+ * state through plain functions; the few steps one of them takes in another's name (`lose`,
+ * `forget`, `undeliverable`, `queueTick`) are methods the facade (bus.ts) provides, so the files
+ * import one another in one direction only.
+ */
+import type { BusOptions, Handler, MessageMeta, Peer, PeerListener } from './bus-types.js';
+import { DropReporter } from './drop-reporter.js';
+import { EmitterCore } from './emitter.js';
+import type { AnyMessageListener, BusMessageEvent } from './endpoint.js';
+import { BusError } from './errors.js';
+import type { IncomingRequest } from './incoming-request.js';
+import type { Link, LinkOwner } from './link.js';
+import { originMatcher } from './origin.js';
+import { PendingTable } from './pending-table.js';
+import type { Envelope } from './wire.js';
+
+/** Peer ids are 1 to MAX_ID_LENGTH characters. */
+export const MAX_ID_LENGTH = 256;
+
+/** A handshake in progress (see handshake.ts), failed at once when the bus closes. */
+export interface Handshake {
+  fail(error: BusError): void;
+}
+
+function defaultOnError(error: unknown): void {
+  const g = globalThis as { reportError?: (e: unknown) => void; console?: { error(...a: unknown[]): void } };
+  if (typeof g.reportError === 'function') g.reportError(error);
+  else g.console?.error('[gitport/bus]', error);
+}
+
+export abstract class BusState implements LinkOwner {
+  readonly id: string;
+  readonly maxMessageSize: number;
+  readonly isHub: boolean;
+  closed = false;
+  readonly maxPeers: number;
+  readonly maxPending: number;
+  readonly requestTimeout: number;
+  readonly maxHops: number;
+  readonly heartbeatInterval: number;
+  readonly heartbeatMisses: number;
+  readonly connectTimeout: number;
+  readonly originAllowed: ((origin: string) => boolean) | undefined;
+  readonly reportError: (error: unknown) => void;
+  readonly drops: DropReporter;
+
+  readonly links = new Map<string, Link>();
+  readonly routes = new Map<string, Link>();
+  readonly peerMap = new Map<string, Peer>();
+  /** Links from here to each peer we route to: 1 for a direct link, more behind hubs (see onAnnounce). */
+  readonly distance = new Map<string, number>();
+  readonly events = new EmitterCore<MessageMeta>();
+  readonly connectedListeners = new Set<PeerListener>();
+  readonly lostListeners = new Set<PeerListener>();
+  readonly handlers = new Map<string, Handler>();
+  readonly pending = new PendingTable();
+  readonly incoming = new Map<string, IncomingRequest>();
+  readonly channels = new Map<string, Set<AnyMessageListener>>();
+  readonly channelBuffers = new Map<string, unknown[]>();
+  readonly handshakes = new Set<Handshake>();
+  /** One timer for every request deadline, armed for the earliest one. */
+  timer: ReturnType<typeof setTimeout> | undefined;
+  timerAt = Number.POSITIVE_INFINITY;
+  /** Whether the idle timer check is due at the next tick (see `settle` in rpc.ts). */
+  idleCheck = false;
+  /** The lone request being posted (NaN, equal to no id: none), and its answer if the endpoint delivered one meanwhile. */
+  postingId = Number.NaN;
+  postingPeer = '';
+  postingAnswer: Envelope | undefined;
+  /** Links with envelopes waiting: flushed once the frame being received is done, else at the next tick. */
+  readonly toFlush: Link[] = [];
+  /** True while a received frame is dispatched. */
+  receiving = false;
+  /** Whether the tick is queued: one microtask per task does every deferred flush and the idle check. */
+  tickQueued = false;
+
+  constructor(options: BusOptions) {
+    if (typeof options?.id !== 'string' || options.id.length === 0 || options.id.length > MAX_ID_LENGTH) {
+      throw new BusError('BUS_INVALID_ARGUMENT', 'a bus needs an id of 1 to 256 characters');
+    }
+    this.id = options.id;
+    this.maxPeers = options.maxPeers ?? 100;
+    this.maxPending = options.maxPendingRequests ?? 1000;
+    this.maxMessageSize = options.maxMessageSize ?? 16 * 1024 * 1024;
+    this.requestTimeout = options.requestTimeout ?? 30_000;
+    this.isHub = options.isHub ?? false;
+    this.maxHops = options.maxHops ?? 4;
+    this.heartbeatInterval = options.heartbeatInterval ?? 2000;
+    this.heartbeatMisses = options.heartbeatMisses ?? 3;
+    this.connectTimeout = options.connectTimeout ?? 10_000;
+    this.originAllowed = options.allowedOrigins === undefined ? undefined : originMatcher(options.allowedOrigins);
+    this.reportError = options.onError ?? defaultOnError;
+    this.drops = new DropReporter(this.reportError);
+  }
+
+  /** A direct link is gone: forget it and every peer reached through it (peers.ts). */
+  abstract lose(link: Link, reason: BusError): void;
+  /** A peer is out of reach: settle what waits on it (peers.ts). */
+  abstract forget(peer: string, reason: BusError): void;
+  /** Structured clone refused `envelope` (rpc.ts). */
+  abstract undeliverable(link: Link, envelope: Envelope, cause: unknown): void;
+  /** Runs the deferred work of this task once its microtasks are done (bus.ts). */
+  abstract queueTick(): void;
+
+  /** Whether a message may be taken from its origin (see `allowedOrigins`). */
+  checkOrigin(event: BusMessageEvent): boolean {
+    const origin = event.origin;
+    // Ports and workers carry no origin (capability-based); window messages always do.
+    if (origin === undefined || origin === '') return true;
+    return this.originAllowed!(origin);
+  }
+
+  onPeer(kind: 'connected' | 'lost', listener: PeerListener): () => void {
+    const set = kind === 'connected' ? this.connectedListeners : this.lostListeners;
+    const entry = (peer: string, reason?: BusError): void => listener(peer, reason);
+    set.add(entry);
+    return () => set.delete(entry);
+  }
+
+  notify(listeners: Set<PeerListener>, peer: string, reason: BusError | undefined): void {
+    for (const listener of [...listeners]) {
+      try {
+        listener(peer, reason);
+      } catch (error) {
+        this.reportError(error);
+      }
+    }
+  }
+}

@@ -1,0 +1,33 @@
+/**
+ * `GET|HEAD /healthz`: 200 `ok` while the gateway takes git requests, 503 with the reason (and
+ * `Retry-After`) while it is closing, its backend is down, or one of its limits is reached, so a
+ * load balancer sends the next client elsewhere.
+ */
+import { refuse, text } from '../reply.js';
+import type { Route } from '../router.js';
+import type { GatewayContext } from './context.js';
+import type { Discovery } from './discovery.js';
+import type { Rpc } from './rpc.js';
+
+export function healthRoute(context: GatewayContext, rpc: Rpc, discovery: Discovery): Route {
+  const { backend, limits } = context;
+  /** Why the gateway cannot take git requests now, or undefined when it can. */
+  const saturation = (): string | undefined => {
+    if (context.closed()) return 'shutting down';
+    if (!backend.healthy()) return 'backend unavailable';
+    if (rpc.working >= limits.maxConcurrentRequests) return 'git requests saturated';
+    if (rpc.pendingBodies >= limits.maxPendingBodies) return 'request bodies saturated';
+    if (discovery.queued >= limits.maxQueuedDiscoveries) return 'discovery saturated';
+    return undefined;
+  };
+  return {
+    methods: ['GET', 'HEAD'],
+    allow: 'GET, HEAD',
+    handle() {
+      const reason = saturation();
+      return reason === undefined
+        ? text(200, 'ok')
+        : refuse(503, 'GATEWAY_UNAVAILABLE', reason, { 'retry-after': '1' });
+    },
+  };
+}

@@ -1,0 +1,410 @@
+/**
+ * The packs of an objects directory (`objects/pack/pack-H.pack`, each with its version 2
+ * `pack-H.idx`) and reads of their bytes. With an fs whose `open()` gives positional reads
+ * (Node's FileHandle), a pack is read at offsets, through a cache of aligned pages; a pack that
+ * fits in half the page budget, or any pack without such an fs, is read whole once, and later
+ * reads are views of it.
+ */
+import { decodeEntryHeader, type EntryHeader, EntryType, entryTypeOf } from './entry-header.js';
+import { PackError } from './errors.js';
+import type { FileHandleLike } from './fs-like.js';
+import { PackIndex } from './idx.js';
+import type { ObjectId } from './object.js';
+import { ObjectCache } from './object-cache.js';
+import type { StoredPack } from './store.js';
+import { bytesRead, isEnoent, type StoreFiles } from './store-files.js';
+import type { PackSource } from './stored-location.js';
+
+/** Pack page size for positional reads. */
+const PAGE = 256 * 1024;
+/** The pieces a stored pack goes out in, and how many spare buffers of that size a store keeps. */
+const STREAM_PIECE = 1 << 20;
+const MAX_STREAM_SPARES = 4;
+/** Bytes read to decode an entry header: the longest one (a REF_DELTA's) fits. */
+const HEADER_READ = 32;
+
+export interface LoadedPack {
+  name: string;
+  index: PackIndex;
+  /** Sorted entry offsets (for entry ends) and the idx position of each. */
+  offsets: Float64Array;
+  positions: Uint32Array;
+  size: number;
+  handle?: FileHandleLike & Pick<Required<FileHandleLike>, 'read'>;
+  bytes?: Uint8Array;
+  /** Set while the whole pack is being read. */
+  loading?: Promise<Uint8Array>;
+  /** Whether some entry is an OFS_DELTA (found out on the first `findPack` that matches). */
+  ofsDeltas?: boolean;
+  /** Reads of its entries at write time (see StoredLocation). */
+  source: PackSource;
+  /** Tells its pages apart from other packs' in the page cache. */
+  serial: number;
+}
+
+export class PackFiles {
+  readonly #files: StoreFiles;
+  /** The pack directory. */
+  readonly dir: string;
+  #packs: LoadedPack[] = [];
+  #names = new Set<string>();
+  #scanned = false;
+  #scanning: Promise<void> | undefined;
+  /** Pages of packs read at positions, keyed by pack serial and page index (see #page). */
+  readonly #pages: ObjectCache<number, Uint8Array>;
+  readonly #maxPages: number;
+  #serials = 0;
+  /** Bytes of packs held whole (small packs, read in one go): at most half the page cache budget. */
+  #wholeBytes = 0;
+  /** Buffers of borrowed stored-pack streams, kept for the next (see `stream`). */
+  readonly #streamBuffers: Uint8Array[] = [];
+
+  constructor(files: StoreFiles, dir: string, pageCacheBytes: number) {
+    this.#files = files;
+    this.dir = dir;
+    this.#maxPages = Math.max(4, Math.floor(pageCacheBytes / PAGE));
+    this.#pages = new ObjectCache(this.#maxPages * PAGE, (page) => page.length);
+  }
+
+  /** Whether the directory has been listed once. */
+  get scanned(): boolean {
+    return this.#scanned;
+  }
+
+  get list(): readonly LoadedPack[] {
+    return this.#packs;
+  }
+
+  has(name: string): boolean {
+    return this.#names.has(name);
+  }
+
+  /** Re-reads the pack directory (packs added by others, e.g. real git). */
+  async refresh(): Promise<void> {
+    if (this.#scanning) return this.#scanning;
+    this.#scanning = this.#scan().finally(() => {
+      this.#scanning = undefined;
+    });
+    return this.#scanning;
+  }
+
+  async ensureScanned(): Promise<void> {
+    if (!this.#scanned) await this.refresh();
+  }
+
+  async #scan(): Promise<void> {
+    let names: string[];
+    try {
+      names = await this.#files.fs.readdir(this.dir);
+    } catch (error) {
+      if (isEnoent(error)) names = [];
+      else throw new PackError('STORE_IO', 'cannot list packs', { cause: error });
+    }
+    const present = new Set(names);
+    for (const n of names) {
+      if (!n.startsWith('pack-') || !n.endsWith('.idx')) continue;
+      const base = n.slice(0, -4);
+      if (this.#names.has(base) || !present.has(`${base}.pack`)) continue;
+      await this.#load(base);
+    }
+    this.#scanned = true;
+  }
+
+  async #load(base: string): Promise<LoadedPack> {
+    const [idx, st] = await Promise.all([
+      this.#files.readBytes(`${this.dir}/${base}.idx`),
+      this.#files.fs.stat(`${this.dir}/${base}.pack`),
+    ]);
+    return this.add(base, new PackIndex(idx, { verify: true }), st.size);
+  }
+
+  /** Makes a pack whose index is parsed readable. */
+  add(base: string, index: PackIndex, size: number): LoadedPack {
+    const n = index.count;
+    const order = new Uint32Array(n);
+    const sorted = new Float64Array(n);
+    if (n < 2 ** 21 && size < 2 ** 32) {
+      // offset and idx position packed in one number (offset above 21 bits of position): the
+      // typed array's own numeric sort, no comparator
+      for (let i = 0; i < n; i++) sorted[i] = index.offsetAt(i) * 2 ** 21 + i;
+      sorted.sort();
+      for (let i = 0; i < n; i++) {
+        const key = sorted[i]!;
+        const position = key % 2 ** 21;
+        order[i] = position;
+        sorted[i] = (key - position) / 2 ** 21;
+      }
+    } else {
+      const offs = new Float64Array(n);
+      for (let i = 0; i < n; i++) {
+        order[i] = i;
+        offs[i] = index.offsetAt(i);
+      }
+      order.sort((a, b) => offs[a]! - offs[b]!);
+      for (let i = 0; i < n; i++) sorted[i] = offs[order[i]!]!;
+    }
+    const pack: LoadedPack = {
+      name: base,
+      index,
+      offsets: sorted,
+      positions: order,
+      size,
+      source: { readInto: (position, into) => this.#readInto(pack, position, into) },
+      serial: this.#serials++,
+    };
+    this.#packs.push(pack);
+    this.#names.add(base);
+    return pack;
+  }
+
+  /** Stops reading a pack (before its files go); false when it was not read. */
+  async forget(name: string): Promise<boolean> {
+    const i = this.#packs.findIndex((p) => p.name === name);
+    if (i < 0) return false;
+    const [pack] = this.#packs.splice(i, 1);
+    this.#names.delete(name);
+    if (pack?.loading) this.#wholeBytes -= pack.size;
+    // its pages go with the others (forgetting a pack is rare; keys are not by name)
+    this.#pages.clear();
+    await pack?.handle?.close().catch(() => undefined);
+    return true;
+  }
+
+  /** The pack holding `oid` and its entry's offset there (among the packs listed so far). */
+  find(oid: ObjectId): { pack: LoadedPack; offset: number } | undefined {
+    for (const pack of this.#packs) {
+      const i = pack.index.find(oid);
+      if (i >= 0) return { pack, offset: pack.index.offsetAt(i) };
+    }
+    return undefined;
+  }
+
+  /** Where the entry at `offset` ends: the next entry, or the trailer. */
+  entryEnd(pack: LoadedPack, offset: number): number {
+    const o = pack.offsets;
+    let lo = 0;
+    let hi = o.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (o[mid]! <= offset) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo < o.length ? o[lo]! : pack.size - 20;
+  }
+
+  /** The id of the object whose entry starts at `offset` (an OFS_DELTA's base). */
+  oidAtOffset(pack: LoadedPack, offset: number): ObjectId {
+    const o = pack.offsets;
+    let lo = 0;
+    let hi = o.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      if (o[mid] === offset) return pack.index.oidAt(pack.positions[mid]!);
+      if (o[mid]! < offset) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    throw new PackError('OBJECT_CORRUPT', `no entry at offset ${offset} in ${pack.name}.pack`);
+  }
+
+  /** The bytes read to decode the header of the entry at `offset`, ending at `end`. */
+  headerRange(offset: number, end: number): number {
+    return Math.min(HEADER_READ, end - offset);
+  }
+
+  /** Decodes the header of the entry at `offset` from `head`, its first bytes. */
+  decodeHeader(pack: LoadedPack, offset: number, head: Uint8Array): EntryHeader {
+    const header = decodeEntryHeader(head, 0, offset);
+    if (!header) throw new PackError('OBJECT_CORRUPT', `entry header cut short in ${pack.name}.pack`, { offset });
+    return header;
+  }
+
+  /** The header of the entry at `offset`, which ends at `end`. */
+  async header(pack: LoadedPack, offset: number, end: number): Promise<EntryHeader> {
+    return this.decodeHeader(pack, offset, await this.readAt(pack, offset, this.headerRange(offset, end)));
+  }
+
+  /**
+   * A view of `length` bytes at `position` without awaiting: of a pack held whole, or with
+   * `pages`, of a page in the cache; undefined when they need a read.
+   */
+  view(pack: LoadedPack, position: number, length: number, pages: boolean): Uint8Array | undefined {
+    if (position < 0 || position + length > pack.size) {
+      throw new PackError('OBJECT_CORRUPT', `read outside ${pack.name}.pack`);
+    }
+    if (pack.bytes) return pack.bytes.subarray(position, position + length);
+    if (!pages || !pack.handle || length === 0) return undefined;
+    const first = Math.floor(position / PAGE);
+    if (first !== Math.floor((position + length - 1) / PAGE)) return undefined;
+    const page = this.#pages.get(pack.serial * 2 ** 32 + first);
+    if (!page) return undefined;
+    const from = position - first * PAGE;
+    return page.subarray(from, from + length);
+  }
+
+  /** `length` bytes of a pack at `position` (a view: not to be written to). */
+  async readAt(pack: LoadedPack, position: number, length: number): Promise<Uint8Array> {
+    if (position < 0 || position + length > pack.size) {
+      throw new PackError('OBJECT_CORRUPT', `read outside ${pack.name}.pack`);
+    }
+    if (pack.bytes) return pack.bytes.subarray(position, position + length);
+    // a pack that fits in half the page budget is read whole once: one read instead of many
+    // page misses, and every later read is a view
+    if (!pack.handle && (pack.loading || this.#wholeBytes + pack.size <= (this.#maxPages * PAGE) / 2)) {
+      if (!pack.loading) {
+        this.#wholeBytes += pack.size;
+        // a failed read is not kept: the next read tries again
+        pack.loading = this.#readWhole(pack).catch((error: unknown) => {
+          pack.loading = undefined;
+          this.#wholeBytes -= pack.size;
+          throw error;
+        });
+      }
+      return (await pack.loading).subarray(position, position + length);
+    }
+    if (!pack.handle) pack.handle = await this.#files.openForRead(this.#path(pack));
+    if (!pack.handle) {
+      pack.bytes = await this.#files.readBytes(this.#path(pack));
+      return pack.bytes.subarray(position, position + length);
+    }
+    // small reads go through a cache of aligned pages: entries are read in clusters
+    const first = Math.floor(position / PAGE);
+    const last = Math.floor((position + length - 1) / PAGE);
+    if (length === 0) return new Uint8Array(0);
+    if (last - first > 1) return this.#readDirect(pack, position, length);
+    const a = await this.#page(pack, first);
+    const from = position - first * PAGE;
+    if (first === last) return a.subarray(from, from + length);
+    const b = await this.#page(pack, last);
+    const out = new Uint8Array(length);
+    out.set(a.subarray(from));
+    out.set(b.subarray(0, length - (a.length - from)), a.length - from);
+    return out;
+  }
+
+  #path(pack: LoadedPack): string {
+    return `${this.dir}/${pack.name}.pack`;
+  }
+
+  /**
+   * Copies a range of a pack into `into`: small ranges through the page cache, large ones by a
+   * positional read straight into it.
+   */
+  async #readInto(pack: LoadedPack, position: number, into: Uint8Array): Promise<void> {
+    const length = into.length;
+    if (position < 0 || position + length > pack.size) {
+      throw new PackError('OBJECT_CORRUPT', `read outside ${pack.name}.pack`);
+    }
+    if (!pack.bytes && !pack.handle && !pack.loading && length > PAGE) {
+      pack.handle = await this.#files.openForRead(this.#path(pack));
+    }
+    if (!pack.bytes && pack.handle && length > PAGE) {
+      await this.#readDirect(pack, position, length, into);
+      return;
+    }
+    into.set(await this.readAt(pack, position, length));
+  }
+
+  async #readWhole(pack: LoadedPack): Promise<Uint8Array> {
+    const bytes = await this.#files.readBytes(this.#path(pack));
+    if (bytes.length !== pack.size) {
+      throw new PackError('OBJECT_CORRUPT', `${pack.name}.pack changed size while being read`);
+    }
+    pack.bytes = bytes;
+    return bytes;
+  }
+
+  async #page(pack: LoadedPack, index: number): Promise<Uint8Array> {
+    const key = pack.serial * 2 ** 32 + index;
+    const hit = this.#pages.get(key);
+    if (hit) return hit;
+    const start = index * PAGE;
+    const page = await this.#readDirect(pack, start, Math.min(PAGE, pack.size - start));
+    this.#pages.set(key, page);
+    return page;
+  }
+
+  async #readDirect(pack: LoadedPack, position: number, length: number, into?: Uint8Array): Promise<Uint8Array> {
+    const out = into && into.length >= length ? into.subarray(0, length) : new Uint8Array(length);
+    let got = 0;
+    while (got < length) {
+      const n = bytesRead(await pack.handle!.read(out, got, length - got, position + got));
+      if (n <= 0) throw new PackError('OBJECT_CORRUPT', `${pack.name}.pack is shorter than its index says`);
+      got += n;
+    }
+    return out;
+  }
+
+  /** A pack whose objects are exactly `oids`, to be sent as it is stored (see ObjectStore.findPack). */
+  async findStored(oids: readonly ObjectId[]): Promise<StoredPack | undefined> {
+    await this.ensureScanned();
+    const pack = this.#packs.find((p) => p.index.count === oids.length);
+    if (!pack) return undefined;
+    for (const oid of oids) if (pack.index.find(oid) < 0) return undefined;
+    pack.ofsDeltas ??= await this.#hasOfsDeltas(pack);
+    const packs = this;
+    return {
+      ofsDeltas: pack.ofsDeltas,
+      async *stream(signal?: AbortSignal, options?: { borrow?: boolean }) {
+        const step = STREAM_PIECE;
+        // borrowed pieces are read into two buffers in turn (the one the caller is done with),
+        // taken from the store's spares and given back after
+        const spares = packs.#streamBuffers;
+        const buffers = options?.borrow ? [spares.pop(), spares.pop()] : undefined;
+        let turn = 0;
+        const piece = (at: number) =>
+          packs.#copyOut(pack, at, step, buffers && (buffers[turn++ & 1] ??= new Uint8Array(step)));
+        // the next piece is read while this one goes out
+        let next: Promise<Uint8Array> | undefined = pack.size > 0 ? piece(0) : undefined;
+        try {
+          for (let at = 0; next; at += step) {
+            if (signal?.aborted) throw new PackError('PACK_ABORTED', 'aborted', { cause: signal.reason });
+            const bytes = await next;
+            next = at + step < pack.size ? piece(at + step) : undefined;
+            yield bytes;
+          }
+        } finally {
+          const reading = next?.catch(() => undefined);
+          if (buffers) {
+            // a read still going on writes into its buffer: given back once it is done
+            void Promise.resolve(reading).then(() => {
+              for (const b of buffers) if (b && spares.length < MAX_STREAM_SPARES) spares.push(b);
+            });
+          }
+        }
+      },
+    };
+  }
+
+  /** Whether any entry of the pack is an OFS_DELTA (as the first byte of its header says). */
+  async #hasOfsDeltas(pack: LoadedPack): Promise<boolean> {
+    for (let i = 0; i < pack.offsets.length; i++) {
+      const at = pack.offsets[i]!;
+      const head = this.view(pack, at, 1, false) ?? (await this.readAt(pack, at, 1));
+      if (entryTypeOf(head[0]!) === EntryType.OFS_DELTA) return true;
+    }
+    return false;
+  }
+
+  /**
+   * Up to `length` bytes of a pack at `position`: a copy, the caller's to keep, or with `into`
+   * (a borrowed piece) read into it, or a view of the pack when it is held whole.
+   */
+  async #copyOut(pack: LoadedPack, position: number, length: number, into?: Uint8Array): Promise<Uint8Array> {
+    const n = Math.min(length, pack.size - position);
+    if (!pack.bytes && !pack.handle) pack.handle = await this.#files.openForRead(this.#path(pack));
+    // positional reads fill a new buffer (or the one given); views of a pack held whole are
+    // copied unless borrowed
+    if (!pack.bytes && pack.handle) return this.#readDirect(pack, position, n, into);
+    const view = await this.readAt(pack, position, n);
+    return into ? view : view.slice();
+  }
+
+  /** Closes open pack files. */
+  async close(): Promise<void> {
+    for (const p of this.#packs) {
+      const h = p.handle;
+      p.handle = undefined;
+      await h?.close();
+    }
+  }
+}
