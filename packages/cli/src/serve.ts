@@ -1,7 +1,7 @@
 /**
  * `gitport serve [--root DIR] [--host H] [--port P] [--workers N] [--token T] [--private]
  *                [--allow-anonymous-push] [--cors ORIGIN]... [--max-sse-connections N]
- *                [--max-sse-buffer BYTES] [limits]`
+ *                [--max-sse-buffer BYTES] [--node-http] [limits]`
  *
  * Limits (the gateway's `limits` options): `--max-requests N`, `--max-pending-bodies N`,
  * `--max-pending-bodies-per-client N`,
@@ -12,11 +12,15 @@
  * events (DESIGN.md, "Command line"). Prints exactly one line, `gitport listening on
  * http://HOST:PORT`, once connections are accepted; SIGINT/SIGTERM stop accepting, let requests in
  * flight (pushes) finish, and exit 0. An empty or missing root gets `demo.git`.
+ *
+ * Under Bun the gateway runs on `Bun.serve` (`@gitport/gateway/bun`), or on Bun's node:http with
+ * `--node-http`; either way a Bun older than the gateway's minimum is refused at startup.
  */
 import { mkdir } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { createGateway, type GatewayLimits } from '@gitport/gateway';
+import { isBun, requireBunVersion, serveBun } from '@gitport/gateway/bun';
 import { createDemoRepository, createWorkerPoolBackend, listen, RepositoryRoot } from '@gitport/gateway/node';
 
 export interface ServeOptions {
@@ -34,6 +38,8 @@ export interface ServeOptions {
   maxSseBuffer: number;
   /** The gateway's limits given on the command line (absent ones keep the gateway's defaults). */
   limits: GatewayLimits;
+  /** Serve through node:http even under Bun (where `Bun.serve` is the default). */
+  nodeHttp: boolean;
 }
 
 /** Limit flags, each one of the gateway's `limits` options, with the range a value may take. */
@@ -55,7 +61,7 @@ export class UsageError extends Error {
 
 const usage = `usage: gitport serve [--root DIR] [--host H] [--port P] [--workers N] [--token T] [--private]
                     [--allow-anonymous-push] [--cors ORIGIN]... [--max-sse-connections N]
-                    [--max-sse-buffer BYTES]
+                    [--max-sse-buffer BYTES] [--node-http]
                     [--max-requests N] [--max-pending-bodies N] [--max-pending-bodies-per-client N]
                     [--max-discoveries N]
                     [--max-queued-discoveries N] [--max-body-bytes N] [--body-idle-timeout MS]
@@ -75,6 +81,7 @@ export function parseServeArgs(args: readonly string[]): ServeOptions {
     maxSseConnections: 512,
     maxSseBuffer: 1 << 20,
     limits: {},
+    nodeHttp: false,
   };
   for (let i = 0; i < args.length; i++) {
     let arg = args[i]!;
@@ -127,6 +134,9 @@ export function parseServeArgs(args: readonly string[]): ServeOptions {
       case '--max-sse-buffer':
         options.maxSseBuffer = integer(1024, 2 ** 30);
         break;
+      case '--node-http':
+        options.nodeHttp = true;
+        break;
       default: {
         const limit = LIMIT_FLAGS[arg];
         if (limit === undefined) throw new UsageError(`unknown option ${arg}`);
@@ -153,6 +163,15 @@ export async function serve(args: readonly string[]): Promise<number> {
     }
     throw error;
   }
+  const bun = isBun();
+  if (bun) {
+    try {
+      requireBunVersion();
+    } catch (error) {
+      process.stderr.write(`gitport serve: ${(error as Error).message}\n`);
+      return 1;
+    }
+  }
   const root = resolve(options.root);
   await mkdir(root, { recursive: true });
   if ((await new RepositoryRoot(root).list()).length === 0) {
@@ -170,9 +189,10 @@ export async function serve(args: readonly string[]): Promise<number> {
     sse: { maxSubscribers: options.maxSseConnections, maxBufferedBytes: options.maxSseBuffer },
     limits: options.limits,
   });
-  let server: Awaited<ReturnType<typeof listen>>;
+  let server: { port: number; close(): Promise<void> };
   try {
-    server = await listen(gateway, { host: options.host, port: options.port });
+    const at = { host: options.host, port: options.port };
+    server = bun && !options.nodeHttp ? await serveBun(gateway, at) : await listen(gateway, at);
   } catch (error) {
     // the worker threads would keep the process alive
     await gateway.close();
@@ -184,6 +204,8 @@ export async function serve(args: readonly string[]): Promise<number> {
   }
   const shownHost = options.host.includes(':') ? `[${options.host}]` : options.host;
   process.stdout.write(`gitport listening on http://${shownHost}:${server.port}\n`);
+  if (bun)
+    process.stderr.write(`gitport: Bun ${process.versions.bun}, ${options.nodeHttp ? 'node:http' : 'Bun.serve'}\n`);
 
   return new Promise<number>((done) => {
     let stopping = false;
