@@ -8,15 +8,21 @@
  * The files go to a directory under the git-ignored `tmp/` of the repository, whose
  * `node_modules` is a link to this package's, so the packages resolve as they do for tests.
  */
-import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { afterAll, describe, expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-/** The READMEs whose snippets are checked, relative to the repository root. */
-const READMES = ['README.md', 'packages/bus/README.md'];
+/** The READMEs whose snippets are checked, relative to the repository root: the root one and every package's. */
+const READMES = [
+  'README.md',
+  ...readdirSync(join(root, 'packages'))
+    .map((name) => `packages/${name}/README.md`)
+    .filter((file) => existsSync(join(root, file)))
+    .sort(),
+];
 const FRAGMENT_MARK = '<!-- snippet: fragment -->';
 
 interface Snippet {
