@@ -14,7 +14,7 @@
  * a round without `done` that is not ready ends with flush after the acknowledgments.
  */
 import { createPack, type ObjectId } from '@gitport/pack';
-import { DELIM, encodeText, FLUSH, muxSideband, type Packet, packetText, writeLength } from '@gitport/pktline';
+import { DELIM, encodeText, FLUSH, type Packet, packetText, SidebandMuxer } from '@gitport/pktline';
 import {
   type AdvertisedRef,
   collectRefs,
@@ -322,7 +322,14 @@ export class UploadSession {
         if (ref.name.startsWith('refs/tags/') && ref.peeled && !wanted.has(ref.oid)) tags.push(ref.oid);
       }
     }
-    const muxer = features.sideband > 0 ? new FrameGroups(conn, features.sideband) : undefined;
+    // frames several to a buffer of the connection's write size, each buffer handed over whole
+    const muxer =
+      features.sideband > 0
+        ? new SidebandMuxer((bytes, options) => conn.write(bytes, options), {
+            maxData: features.sideband,
+            ...(conn.writeSize !== undefined ? { writeSize: conn.writeSize } : {}),
+          })
+        : undefined;
     const packOptions = this.options.pack ?? {};
     // progress (band 2) as git words it; createPack reports synchronously, the lines go out
     // between pack chunks
@@ -388,7 +395,7 @@ export class UploadSession {
         else await write(chunk);
       }
       if (muxer && features.progress && objectCount >= 0) await muxer.progress(`Total ${objectCount}\n`);
-      await muxer?.flush();
+      await muxer?.send();
       if (reuseKey && reusedObjects) PACK_REUSE.remember(store, reuseKey, reusedObjects);
     } catch (error) {
       if (muxer && !hasCode(error, 'PROTOCOL_ABORTED')) {
@@ -399,91 +406,6 @@ export class UploadSession {
     if (muxer) await write(FLUSH);
   }
 }
-
-/**
- * Side-band frames (gitprotocol-pack "Packfile Data") written several to a buffer: a buffer goes
- * out once it holds `conn.writeSize` bytes of frames (one frame when the connection gives no
- * size), handed over whole (`transfer`), so a transport moves one buffer per flow-control batch
- * instead of copying and sending each 64 KiB frame on its own. Progress (band 2) and errors
- * (band 3) take their place among the data frames, in order.
- */
-class FrameGroups {
-  readonly #conn: Connection;
-  readonly #maxData: number;
-  readonly #size: number;
-  #buffer: Uint8Array | undefined;
-  #at = 0;
-  /** Where the open data frame's header is (-1: none open). */
-  #frame = -1;
-
-  constructor(conn: Connection, maxData: number) {
-    this.#conn = conn;
-    this.#maxData = maxData;
-    const frames = Math.max(1, Math.floor((conn.writeSize ?? 0) / (maxData + 5)));
-    this.#size = frames * (maxData + 5);
-  }
-
-  async data(bytes: Uint8Array): Promise<void> {
-    let from = 0;
-    while (from < bytes.length) {
-      if (this.#frame < 0) {
-        if (this.#size - this.#at < 6) await this.flush();
-        this.#buffer ??= new Uint8Array(this.#size);
-        this.#frame = this.#at;
-        this.#at += 5;
-      }
-      const room = Math.min(this.#maxData - (this.#at - this.#frame - 5), this.#size - this.#at);
-      const n = Math.min(room, bytes.length - from);
-      this.#buffer!.set(bytes.subarray(from, from + n), this.#at);
-      this.#at += n;
-      from += n;
-      if (n === room) this.#close();
-    }
-    if (this.#at === this.#size) await this.flush();
-  }
-
-  progress(text: string): Promise<void> {
-    return this.#message(2, text);
-  }
-
-  async error(text: string): Promise<void> {
-    await this.#message(3, text);
-    await this.flush();
-  }
-
-  async #message(band: 2 | 3, text: string): Promise<void> {
-    this.#close();
-    // a frame is at most maxData + 5 bytes, and the buffer holds at least one such frame
-    for (const frame of muxSideband(band, textEncoder.encode(text), { maxData: this.#maxData })) {
-      if (this.#size - this.#at < frame.length) await this.flush();
-      this.#buffer ??= new Uint8Array(this.#size);
-      this.#buffer.set(frame, this.#at);
-      this.#at += frame.length;
-    }
-  }
-
-  /** Ends the open frame (its length is now known). */
-  #close(): void {
-    if (this.#frame < 0) return;
-    const buffer = this.#buffer!;
-    writeLength(buffer, this.#frame, this.#at - this.#frame);
-    buffer[this.#frame + 4] = 1;
-    this.#frame = -1;
-  }
-
-  /** Writes out the frames gathered so far. */
-  async flush(): Promise<void> {
-    this.#close();
-    const buffer = this.#buffer;
-    if (!buffer || this.#at === 0) return;
-    const out = this.#at === buffer.length ? buffer : buffer.slice(0, this.#at);
-    this.#buffer = undefined;
-    this.#at = 0;
-    await this.#conn.write(out, { transfer: true });
-  }
-}
-
-const textEncoder = new TextEncoder();
 
 function notOurRef(oid: ObjectId): ProtocolError {
   return new ProtocolError('PROTOCOL_NOT_OUR_REF', `upload-pack: not our ref ${oid}`, { data: { oid } });
