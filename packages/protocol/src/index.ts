@@ -95,5 +95,5 @@ export {
   ZERO_OID,
 } from './ref-store.js';
 export { matchRefspec, parseRefspec, type Refspec } from './refspec.js';
-export type { HttpFetch, HttpRequest, HttpResponse, Remote, Service } from './remote.js';
+export type { HttpFetch, HttpRequest, HttpResponse, Remote } from './remote.js';
 export { serveUploadPack, type UploadPackLimits, type UploadPackOptions } from './upload-pack.js';

@@ -18,7 +18,7 @@
  *   tree   = *(octal-mode SP name NUL 20-byte-id)
  *   ident  = name SP "<" email ">" SP timestamp SP ("+" / "-") 4DIGIT
  */
-import type { ObjectId, ObjectType } from '@gitport/pack';
+import { type ObjectId, type ObjectType, ZERO_ID } from '@gitport/pack';
 import { bytesToHex } from './commit-graph.js';
 
 /** What a link out of an object must name: an object of this type, or a gitlink (not followed). */
@@ -48,7 +48,6 @@ export interface ObjectCheckOptions {
 const decoder = new TextDecoder();
 const HEX40 = /^[0-9a-f]{40}$/;
 const TYPES: readonly string[] = ['commit', 'tree', 'blob', 'tag'];
-const NULL_OID = '0'.repeat(40);
 
 class Problem {
   constructor(
@@ -248,7 +247,7 @@ function checkEntry(mode: string, name: Uint8Array, oid: ObjectId): void {
   if (name.length === 1 && name[0] === 0x2e) throw new Problem('hasDot', "contains '.'");
   if (name.length === 2 && name[0] === 0x2e && name[1] === 0x2e) throw new Problem('hasDotdot', "contains '..'");
   if (isDotGit(name)) throw new Problem('hasDotgit', "contains '.git'");
-  if (oid === NULL_OID) throw new Problem('nullSha1', 'contains entries pointing to null sha1');
+  if (oid === ZERO_ID) throw new Problem('nullSha1', 'contains entries pointing to null sha1');
 }
 
 /**

@@ -26,12 +26,14 @@
  * `update` resolves with one result per update and does not throw for a failure of one ref
  * (a lock held, a storage error): that ref is rejected with a message saying why.
  */
+import { ZERO_ID } from '@gitport/pack';
 import { ProtocolError } from './errors.js';
 
 /** 40 lowercase hex digits (sha1); the same type as @gitport/pack's `ObjectId`. */
 export type ObjectId = string;
 
-export const ZERO_OID: ObjectId = '0000000000000000000000000000000000000000';
+/** The all-zero id (a ref that does not exist yet, or any more): pack's `ZERO_ID`. */
+export const ZERO_OID: ObjectId = ZERO_ID;
 
 const OID_PATTERN = /^[0-9a-f]{40}$/;
 export function isObjectId(value: string): boolean {
