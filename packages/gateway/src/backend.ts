@@ -4,9 +4,11 @@
  * ref updates they make. The worker pool implements it; so can anything else (a test double is
  * never used in the gateway's own tests: they run the real backends).
  */
+
+import type { GitService } from '@gitport/protocol';
 import type { RefUpdateEvent } from './sse-hub.js';
 
-export type GitService = 'git-upload-pack' | 'git-receive-pack';
+export type { GitService };
 
 export interface RpcOptions {
   /** The validated `Git-Protocol` header (`version=2`…), null for v0; always null for receive-pack. */

@@ -53,7 +53,9 @@ export const GIT_STREAM = 'gitport.git';
 /** Bus request `{ work }` that stops one smart-HTTP round of the requester; answers once stopped. */
 export const HTTP_STOP = 'gitport.http-stop';
 
-export type GitService = 'git-upload-pack' | 'git-receive-pack';
+import type { GitService } from '@gitport/protocol';
+
+export type { GitService };
 
 export interface HostOptions {
   uploadPack?: UploadPackOptions;

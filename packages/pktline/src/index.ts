@@ -37,5 +37,7 @@ export {
   SIDEBAND_64K_MAX_DATA,
   SIDEBAND_MAX_DATA,
   SidebandMuxer,
+  type SidebandMuxerOptions,
+  type SidebandWrite,
 } from './sideband.js';
 export { formatTrace, PacketTracer, type TraceDirection } from './trace.js';

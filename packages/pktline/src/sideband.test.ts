@@ -76,8 +76,9 @@ describe('side-band mux', () => {
   it('SidebandMuxer writes data, progress, error and the final flush, awaiting each write', async () => {
     const written: Uint8Array[] = [];
     let pending = 0;
-    const muxer = new SidebandMuxer(async (bytes) => {
+    const muxer = new SidebandMuxer(async (bytes, options) => {
       expect(pending).toBe(0);
+      expect(options.transfer).toBe(true);
       pending++;
       await new Promise<void>((resolve) => setImmediate(resolve));
       written.push(bytes);
@@ -87,13 +88,42 @@ describe('side-band mux', () => {
     await muxer.data(new Uint8Array(70_000).fill(7));
     await muxer.error('out of luck\n');
     await muxer.flush();
-    expect(written.map((w) => w.byteLength)).toEqual([5 + 20, 65520, 70_000 - 65515 + 5, 5 + 12, 4]);
+    // one frame's worth per write: the progress frame and the data that fills the rest, then the
+    // rest of the data with the error frame (written out at once), then the flush packet
+    expect(written.map((w) => w.byteLength)).toEqual([65520, 70_000 - 65490 + 5 + 5 + 12, 4]);
+    expect(ascii(written[0]!.subarray(0, 30))).toBe('0019\x02Counting objects: 1\rffd7\x01');
     const progress: string[] = [];
     const error = await failure(
       concatAsync(demuxSideband(decodePackets(chunked(concat(written), [])), { onProgress: (t) => progress.push(t) })),
     );
     expect(progress).toEqual(['Counting objects: 1\r']);
     expect(error).toMatchObject({ code: 'PKTLINE_REMOTE_ERROR', via: 'sideband', remoteMessage: 'out of luck' });
+  });
+  it('SidebandMuxer fills frames across calls and gathers them into buffers of its write size', async () => {
+    const written: Uint8Array[] = [];
+    const writeSize = 3 * 65_520 + 100;
+    const muxer = new SidebandMuxer((bytes) => void written.push(bytes), { writeSize });
+    const data = randomBytes(prng(5), 500_000);
+    for (let at = 0; at < data.length; at += 50_000) {
+      await muxer.data(data.subarray(at, at + 50_000));
+      if (at === 250_000) await muxer.progress('half\n');
+    }
+    await muxer.flush();
+    expect(written.slice(0, -1).every((w) => w.byteLength <= 3 * 65_520)).toBe(true);
+    expect(written.length).toBeLessThanOrEqual(Math.ceil(500_000 / 65_515 / 3) + 2);
+    const frames: number[] = [];
+    for await (const p of decodePackets(chunked(concat(written), []))) {
+      if (p.kind === 'data') frames.push(p.payload.byteLength);
+    }
+    // frames are filled across calls: at most one short frame per buffer besides the progress one
+    expect(Math.max(...frames)).toBe(65_516);
+    expect(frames.length).toBeLessThanOrEqual(Math.ceil(500_000 / 65_515) + written.length + 1);
+    const progress: string[] = [];
+    const back = await concatAsync(
+      demuxSideband(decodePackets(chunked(concat(written), [])), { onProgress: (t) => progress.push(t) }),
+    );
+    expect(firstDifference(back, data)).toBe(-1);
+    expect(progress).toEqual(['half\n']);
   });
 });
 

@@ -53,32 +53,111 @@ export function muxSideband(band: Band, data: Uint8Array, options: { maxData?: n
 const encoder = new TextEncoder();
 const FLUSH_BYTES = Uint8Array.of(0x30, 0x30, 0x30, 0x30);
 
-/** Writes side-band frames through `write`, awaiting it for each frame (backpressure). */
+/** Where a muxer's buffers go: each one is handed over (`transfer`), never touched again. */
+export type SidebandWrite = (bytes: Uint8Array, options: { transfer: true }) => void | Promise<void>;
+
+export interface SidebandMuxerOptions {
+  /** Most data bytes per frame (default side-band-64k's 65515; plain side-band: 995). */
+  maxData?: number;
+  /**
+   * Writes of about this many bytes travel best (a transport's flow-control batch): frames are
+   * gathered into buffers of as many whole frames as fit (at least one).
+   */
+  writeSize?: number;
+}
+
+/**
+ * Writes a side-banded stream through `write`, awaiting it for each buffer (backpressure).
+ *
+ * Data (band 1) fills frames across calls: a frame is closed once it holds `maxData` bytes or
+ * something else comes (progress, an error, `send`). Frames are written several to a buffer, a
+ * buffer going out once it is full or on `send`/`error`/`flush`, so a transport moves one buffer
+ * per batch instead of copying each frame on its own. Progress (band 2) and errors (band 3) take
+ * their place among the data frames, in order.
+ */
 export class SidebandMuxer {
-  readonly #write: (bytes: Uint8Array) => void | Promise<void>;
+  readonly #write: SidebandWrite;
   readonly #maxData: number;
-  constructor(write: (bytes: Uint8Array) => void | Promise<void>, options: { maxData?: number } = {}) {
+  readonly #size: number;
+  #buffer: Uint8Array | undefined;
+  #at = 0;
+  /** Where the open data frame's header is (-1: none open). */
+  #frame = -1;
+
+  constructor(write: SidebandWrite, options: SidebandMuxerOptions = {}) {
     this.#write = write;
-    this.#maxData = checkMaxData(options.maxData ?? SIDEBAND_64K_MAX_DATA);
+    const maxData = checkMaxData(options.maxData ?? SIDEBAND_64K_MAX_DATA);
+    this.#maxData = maxData;
+    const frames = Math.max(1, Math.floor((options.writeSize ?? 0) / (maxData + 5)));
+    this.#size = frames * (maxData + 5);
   }
-  /** Band 1: pack (or report) bytes, split into frames. */
-  data(bytes: Uint8Array): Promise<void> {
-    return this.#send(1, bytes);
+
+  /** Band 1: pack (or report) bytes. */
+  async data(bytes: Uint8Array): Promise<void> {
+    let from = 0;
+    while (from < bytes.length) {
+      if (this.#frame < 0) {
+        if (this.#size - this.#at < 6) await this.send();
+        this.#buffer ??= new Uint8Array(this.#size);
+        this.#frame = this.#at;
+        this.#at += 5;
+      }
+      const room = Math.min(this.#maxData - (this.#at - this.#frame - 5), this.#size - this.#at);
+      const n = Math.min(room, bytes.length - from);
+      this.#buffer!.set(bytes.subarray(from, from + n), this.#at);
+      this.#at += n;
+      from += n;
+      if (n === room) this.#close();
+    }
+    if (this.#at === this.#size) await this.send();
   }
+
   /** Band 2: progress text (shown by git as `remote: ...`). */
   progress(text: string): Promise<void> {
-    return this.#send(2, encoder.encode(text));
+    return this.#message(2, text);
   }
-  /** Band 3: a fatal error; the stream should end after it. */
-  error(text: string): Promise<void> {
-    return this.#send(3, encoder.encode(text));
+
+  /** Band 3: a fatal error, written out at once; the stream should end after it. */
+  async error(text: string): Promise<void> {
+    await this.#message(3, text);
+    await this.send();
   }
-  /** The flush packet that ends a side-banded stream. */
+
+  /** Writes out the frames gathered so far. */
+  async send(): Promise<void> {
+    this.#close();
+    const buffer = this.#buffer;
+    if (!buffer || this.#at === 0) return;
+    const out = this.#at === buffer.length ? buffer : buffer.slice(0, this.#at);
+    this.#buffer = undefined;
+    this.#at = 0;
+    await this.#write(out, { transfer: true });
+  }
+
+  /** Writes out what is gathered, then the flush packet that ends a side-banded stream. */
   async flush(): Promise<void> {
-    await this.#write(FLUSH_BYTES.slice());
+    await this.send();
+    await this.#write(FLUSH_BYTES.slice(), { transfer: true });
   }
-  async #send(band: Band, bytes: Uint8Array): Promise<void> {
-    for (const frame of muxSideband(band, bytes, { maxData: this.#maxData })) await this.#write(frame);
+
+  async #message(band: 2 | 3, text: string): Promise<void> {
+    this.#close();
+    // a frame is at most maxData + 5 bytes, and the buffer holds at least one such frame
+    for (const frame of muxSideband(band, encoder.encode(text), { maxData: this.#maxData })) {
+      if (this.#size - this.#at < frame.length) await this.send();
+      this.#buffer ??= new Uint8Array(this.#size);
+      this.#buffer.set(frame, this.#at);
+      this.#at += frame.length;
+    }
+  }
+
+  /** Ends the open data frame (its length is now known). */
+  #close(): void {
+    if (this.#frame < 0) return;
+    const buffer = this.#buffer!;
+    writeLength(buffer, this.#frame, this.#at - this.#frame);
+    buffer[this.#frame + 4] = 1;
+    this.#frame = -1;
   }
 }
 

@@ -9,16 +9,25 @@
  * acknowledged, as the server keeps no state between POSTs.
  */
 import { importPack, type ObjectId, type PackLimits, type PackSpool } from '@gitport/pack';
-import { DELIM, demuxSideband, encodeText, FLUSH, type PacketReader, packetText } from '@gitport/pktline';
+import { demuxSideband, FLUSH, type PacketReader, packetText } from '@gitport/pktline';
 import { type AdvertisedRef, DEFAULT_MAX_REFS, parseLsRefsLine } from './advertisement.js';
 import { type Capabilities, DEFAULT_AGENT } from './capabilities.js';
+import { encodeCommandRequest } from './command-request.js';
 import { CommitGraph } from './commit-graph.js';
-import { concatBytes, type Repository, requireLine, requirePacket } from './connection.js';
+import { type Repository, requireLine, requirePacket } from './connection.js';
 import { ProtocolError, throwIfAborted } from './errors.js';
 import { INITIAL_FLUSH, MAX_IN_VAIN, Negotiator, nextFlush } from './negotiator.js';
 import type { PreparedRefs, RefUpdate, RefUpdateResult, RefValue } from './ref-store.js';
 import { matchRefspec, parseRefspec, type Refspec, refspecPrefix } from './refspec.js';
 import { openSession, type Remote, remoteError, type ServiceSession } from './remote.js';
+import { applyShallowInfo, decodeShallowInfo, SHALLOW_INFO_SECTION } from './shallow-info.js';
+import {
+  type DeepenRequest,
+  encodeFetchArguments,
+  encodeUploadHaves,
+  encodeUploadRequestV0,
+  type UploadRequest,
+} from './upload-request.js';
 
 export interface LsRemoteOptions {
   /** The version to ask for (HTTP: `Git-Protocol`); the server's answer decides. */
@@ -88,15 +97,9 @@ export interface FetchResult {
   haves: number;
 }
 
-function pkt(line: string): Uint8Array {
-  return encodeText(`${line}\n`);
-}
-
-function v2Request(command: string, agent: string, args: readonly string[]): Uint8Array {
-  const parts = [pkt(`command=${command}`), pkt(`agent=${agent}`), pkt('object-format=sha1'), DELIM];
-  for (const a of args) parts.push(pkt(a));
-  parts.push(FLUSH);
-  return concatBytes(parts);
+/** A v2 command request with this client's capabilities. */
+function v2Request(command: string, agent: string, args: string[]): Uint8Array {
+  return encodeCommandRequest({ command, capabilities: [`agent=${agent}`, 'object-format=sha1'], args });
 }
 
 function lsRefsRequest(agent: string, prefixes: readonly string[] | undefined): Uint8Array {
@@ -275,7 +278,15 @@ async function fetchInto(
     // the local history (a new repository has none to negotiate from)
     const graph = local && new CommitGraph(local.objects);
     if (wants.length > 0) {
-      const exchange = new FetchExchange(session, local ?? create, graph, refs, wants, shallow, options, agent, {
+      const exchange = new FetchExchange({
+        session,
+        local: local ?? create,
+        graph,
+        refs,
+        wants,
+        shallow,
+        options,
+        agent,
         present,
         tips: await localTips,
       });
@@ -478,6 +489,26 @@ async function updateLocalRefs(
   return results as RefUpdateResult[];
 }
 
+/** What one fetch exchange starts from. */
+interface FetchPlan {
+  session: ServiceSession;
+  /** The repository, or the function that makes a new one once the last request is written. */
+  local: Repository | (() => Promise<Repository>);
+  /** The local history the haves come from; none for a new repository (no haves). */
+  graph: CommitGraph | undefined;
+  /** The remote's refs. */
+  refs: readonly AdvertisedRef[];
+  wants: readonly ObjectId[];
+  /** The local shallow list. */
+  shallow: ReadonlySet<ObjectId>;
+  options: FetchOptions;
+  agent: string;
+  /** The advertised ids the local store has. */
+  present: ReadonlySet<ObjectId>;
+  /** The local tips (where the negotiator starts). */
+  tips: readonly ObjectId[];
+}
+
 /** One fetch negotiation and pack transfer (v0/v1 or v2, stateful or stateless). */
 class FetchExchange {
   rounds = 0;
@@ -497,21 +528,13 @@ class FetchExchange {
   /** The shallow list after the server's shallow/unshallow lines. */
   #shallowAfter: Set<ObjectId>;
   readonly #deepening: boolean;
+  /** The deepen lines of every request (when deepening). */
+  #deepen: DeepenRequest | undefined;
+  readonly #plan: FetchPlan;
 
-  constructor(
-    readonly session: ServiceSession,
-    /** The repository, or the function that makes a new one once the last request is written. */
-    readonly local: Repository | (() => Promise<Repository>),
-    /** The local history the haves come from; none for a new repository (no haves). */
-    readonly graph: CommitGraph | undefined,
-    readonly refs: readonly AdvertisedRef[],
-    readonly wants: readonly ObjectId[],
-    shallow: Set<ObjectId>,
-    readonly options: FetchOptions,
-    readonly agent: string,
-    /** What fetch already knows: the advertised ids the local store has, and the local tips. */
-    readonly known: { present: ReadonlySet<ObjectId>; tips: readonly ObjectId[] },
-  ) {
+  constructor(plan: FetchPlan) {
+    const { session, local, graph, shallow, options } = plan;
+    this.#plan = plan;
     this.#v2 = session.advertisement.version === 2;
     this.#negotiator = graph && new Negotiator(graph);
     if (typeof local !== 'function') this.#local = local;
@@ -553,7 +576,17 @@ class FetchExchange {
       if (!this.#deepening && this.#shallow.size > 0) wanted('shallow');
       if (!options.onProgress) wanted('no-progress');
       wanted('include-tag');
-      this.#caps.push(`agent=${agent}`);
+      this.#caps.push(`agent=${plan.agent}`);
+    }
+    if (this.#deepening) {
+      const depth = options.deepen ?? options.depth;
+      this.#deepen = {
+        ...(depth !== undefined ? { depth } : {}),
+        ...(options.since !== undefined ? { since: options.since } : {}),
+        not: options.exclude ?? [],
+        // v0 says it as a capability, when the server has it; v2 as an argument
+        relative: options.deepen !== undefined && (this.#v2 || this.#caps.includes('deepen-relative')),
+      };
     }
   }
 
@@ -561,35 +594,28 @@ class FetchExchange {
     return this.#caps.includes('multi_ack_detailed') ? 2 : this.#caps.includes('multi_ack') ? 1 : 0;
   }
 
-  /** want / shallow / deepen lines (v0: with capabilities on the first want). */
-  #head(): string[] {
-    const lines: string[] = [];
-    this.wants.forEach((oid, i) => {
-      lines.push(i === 0 && !this.#v2 ? `want ${oid} ${this.#caps.join(' ')}` : `want ${oid}`);
-    });
-    for (const oid of this.#shallow) lines.push(`shallow ${oid}`);
-    const o = this.options;
-    if (o.depth !== undefined) lines.push(`deepen ${o.depth}`);
-    if (o.deepen !== undefined) {
-      // v0 says deepen-relative as a capability, v2 as an argument
-      lines.push(`deepen ${o.deepen}`);
-      if (this.#v2) lines.push('deepen-relative');
-    }
-    if (o.since !== undefined) lines.push(`deepen-since ${Math.floor(o.since)}`);
-    for (const ex of o.exclude ?? []) lines.push(`deepen-not ${ex}`);
-    return lines;
+  /** The request of one round: what we want, and the haves given (with `done`). */
+  #request(haves: ObjectId[], done: boolean): UploadRequest {
+    return {
+      wants: [...this.#plan.wants],
+      capabilities: this.#caps,
+      shallow: [...this.#shallow],
+      ...(this.#deepen ? { deepen: this.#deepen } : {}),
+      haves,
+      done,
+    };
   }
 
   async run(): Promise<{ pack?: { hash: string; objects: number; bytes: number }; shallow: Set<ObjectId> }> {
-    const { signal } = this.options;
-    for (const ref of this.refs) {
+    const { signal } = this.#plan.options;
+    for (const ref of this.#plan.refs) {
       if (ref.name === 'HEAD') continue;
-      if (this.known.present.has(ref.oid)) await this.#negotiator?.knownCommon(ref.oid);
+      if (this.#plan.present.has(ref.oid)) await this.#negotiator?.knownCommon(ref.oid);
     }
-    for (const tip of this.known.tips) await this.#negotiator?.addTip(tip);
+    for (const tip of this.#plan.tips) await this.#negotiator?.addTip(tip);
 
-    const stateless = this.session.stateless;
-    const maxInVain = this.options.maxInVain ?? MAX_IN_VAIN;
+    const stateless = this.#plan.session.stateless;
+    const maxInVain = this.#plan.options.maxInVain ?? MAX_IN_VAIN;
     // fetch-pack.c: `flush_at` is a threshold on the running count of haves
     let flushAt = INITIAL_FLUSH;
     let inVain = 0;
@@ -598,7 +624,7 @@ class FetchExchange {
     let packFollows = false;
     if (!this.#v2 && !stateless) {
       // stateful v0: the want list goes once; a deepen request is answered right away
-      const r = await this.session.round(concatBytes([...this.#head().map(pkt), FLUSH]));
+      const r = await this.#plan.session.round(encodeUploadRequestV0(this.#request([], false)));
       if (this.#deepening) await this.#readShallowSection(r);
     }
     // stateful v0 keeps one round "ahead" of the server, as fetch-pack.c does: the second batch
@@ -694,7 +720,7 @@ class FetchExchange {
     }
     if (this.#local === undefined) {
       // the last request is written: the new repository is made while the answer comes
-      this.#local = await (this.local as () => Promise<Repository>)();
+      this.#local = await (this.#plan.local as () => Promise<Repository>)();
       early.spool = this.#beginPack(this.#local);
     }
     return this.#receivePack(this.#local, reader as PacketReader, early);
@@ -706,13 +732,10 @@ class FetchExchange {
     done: boolean,
   ): Promise<{ reader: PacketReader; acked: boolean; ready: boolean; packFollows: boolean }> {
     this.rounds++;
-    const stateless = this.session.stateless;
+    const stateless = this.#plan.session.stateless;
     if (this.#v2) {
-      const args = [...this.#caps, ...this.#head()];
-      for (const oid of this.#common) args.push(`have ${oid}`);
-      for (const oid of haves) args.push(`have ${oid}`);
-      if (done) args.push('done');
-      const reader = await this.session.round(v2Request('fetch', this.agent, args));
+      const args = encodeFetchArguments(this.#request([...this.#common, ...haves], done));
+      const reader = await this.#plan.session.round(v2Request('fetch', this.#plan.agent, args));
       if (done) return { reader, acked: false, ready: false, packFollows: true };
       const header = await requireLine(reader, 'reading the fetch response');
       if (header !== 'acknowledgments') {
@@ -742,15 +765,9 @@ class FetchExchange {
         throw new ProtocolError('PROTOCOL_BAD_LINE', `unexpected acknowledgment ${JSON.stringify(text)}`);
       }
     }
-    const lines: string[] = [];
     if (stateless) {
-      lines.push(...this.#head());
-      const head = concatBytes([...lines.map(pkt), FLUSH]);
-      const body: Uint8Array[] = [head];
-      for (const oid of this.#common) body.push(pkt(`have ${oid}`));
-      for (const oid of haves) body.push(pkt(`have ${oid}`));
-      body.push(done ? pkt('done') : FLUSH);
-      const reader = await this.session.round(concatBytes(body));
+      const body = encodeUploadRequestV0(this.#request([...this.#common, ...haves], done));
+      const reader = await this.#plan.session.round(body);
       if (this.#deepening) await this.#readShallowSection(reader);
       return this.#readAcksV0(reader, done, true);
     }
@@ -760,10 +777,7 @@ class FetchExchange {
 
   /** Stateful v0: writes one round of haves (and `done`) without reading the answer. */
   async #sendHaves(haves: readonly ObjectId[], done: boolean): Promise<PacketReader> {
-    const body: Uint8Array[] = [];
-    for (const oid of haves) body.push(pkt(`have ${oid}`));
-    body.push(done ? pkt('done') : FLUSH);
-    return this.session.round(concatBytes(body));
+    return this.#plan.session.round(encodeUploadHaves(haves, done));
   }
 
   async #ack(oid: ObjectId): Promise<void> {
@@ -818,15 +832,7 @@ class FetchExchange {
   /** `shallow <id>` / `unshallow <id>` lines up to the flush (v0) or delim (v2). */
   async #readShallowSection(reader: PacketReader): Promise<void> {
     // every stateless response repeats the whole answer: start from what we sent
-    this.#shallowAfter = new Set(this.#shallow);
-    for (;;) {
-      const p = await requirePacket(reader, 'reading shallow lines');
-      if (p.kind === 'flush' || p.kind === 'delim') return;
-      const text = packetText(p) as string;
-      if (text.startsWith('shallow ')) this.#shallowAfter.add(text.slice(8, 48));
-      else if (text.startsWith('unshallow ')) this.#shallowAfter.delete(text.slice(10, 50));
-      else throw new ProtocolError('PROTOCOL_BAD_LINE', `expected shallow lines, got ${JSON.stringify(text)}`);
-    }
+    this.#shallowAfter = applyShallowInfo(this.#shallow, await decodeShallowInfo(reader));
   }
 
   async #receivePack(
@@ -834,13 +840,13 @@ class FetchExchange {
     reader: PacketReader,
     early: { spool: Promise<PackSpool | undefined> | undefined; taken: boolean },
   ): Promise<{ pack: { hash: string; objects: number; bytes: number } }> {
-    const { signal, onProgress } = this.options;
+    const { signal, onProgress } = this.#plan.options;
     let sideband: boolean;
     if (this.#v2) {
       for (;;) {
         const section = await requireLine(reader, 'reading the fetch response');
         if (section === 'packfile') break;
-        if (section === 'shallow-info') await this.#readShallowSection(reader);
+        if (section === SHALLOW_INFO_SECTION) await this.#readShallowSection(reader);
         else if (section === 'wanted-refs') {
           for (;;) {
             const p = await requirePacket(reader, 'reading wanted-refs');
@@ -866,7 +872,7 @@ class FetchExchange {
     const imported = await importPack(local.objects, counted, {
       fixThin: true,
       ...(early.spool ? { spool: early.spool } : {}),
-      ...(this.options.limits ? { limits: this.options.limits } : {}),
+      ...(this.#plan.options.limits ? { limits: this.#plan.options.limits } : {}),
       ...(signal ? { signal } : {}),
     });
     return { pack: { hash: imported.hash, objects: imported.objects.length, bytes } };

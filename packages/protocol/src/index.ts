@@ -94,11 +94,5 @@ export {
   refNameSizeProblem,
 } from './ref-store.js';
 export { matchRefspec, parseRefspec, type Refspec } from './refspec.js';
-export type { HttpFetch, HttpRequest, HttpResponse, Remote, Service } from './remote.js';
-export {
-  readV2Request,
-  serveUploadPack,
-  type UploadPackLimits,
-  type UploadPackOptions,
-  type V2Request,
-} from './upload-pack.js';
+export type { HttpFetch, HttpRequest, HttpResponse, Remote } from './remote.js';
+export { serveUploadPack, type UploadPackLimits, type UploadPackOptions } from './upload-pack.js';

@@ -485,7 +485,7 @@ async function report(conn: Connection, caps: Capabilities, result: ReceivePackR
   if (caps.has('side-band-64k')) {
     const muxer = new SidebandMuxer((b) => conn.write(b), { maxData: 65515 });
     await muxer.data(body);
-    await conn.write(FLUSH);
+    await muxer.flush();
   } else {
     await conn.write(body);
   }

@@ -13,6 +13,7 @@ import { type Advertisement, decodeAdvertisement } from './advertisement.js';
 import type { Connection } from './connection.js';
 import { newReader } from './connection.js';
 import { hasCode, ProtocolError } from './errors.js';
+import type { GitService } from './http.js';
 
 export interface HttpRequest {
   url: string;
@@ -32,8 +33,6 @@ export interface HttpResponse {
 export type HttpFetch = (request: HttpRequest) => Promise<HttpResponse>;
 
 export type Remote = { connection: Connection } | { url: string; http: HttpFetch; headers?: Record<string, string> };
-
-export type Service = 'git-upload-pack' | 'git-receive-pack';
 
 export interface ServiceSession {
   readonly stateless: boolean;
@@ -83,7 +82,7 @@ export function remoteError(error: unknown): unknown {
 
 export async function openSession(
   remote: Remote,
-  service: Service,
+  service: GitService,
   options: {
     protocol?: 0 | 1 | 2;
     signal?: AbortSignal;

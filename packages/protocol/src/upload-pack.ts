@@ -1,17 +1,8 @@
 /**
  * The upload-pack server (what `git fetch` and `git clone` talk to), v0/v1 and v2, stateful
- * and stateless. gitprotocol-pack(5) "Packfile Negotiation", gitprotocol-v2(5) "fetch".
- *
- *   upload-request    =  want-list *shallow-line *1depth-request [filter-request] flush-pkt
- *   want-list         =  first-want *additional-want
- *   first-want        =  PKT-LINE("want" SP obj-id SP capability-list)
- *   shallow-line      =  PKT-LINE("shallow" SP obj-id)
- *   depth-request     =  PKT-LINE("deepen" SP depth) / PKT-LINE("deepen-since" SP timestamp) /
- *                        PKT-LINE("deepen-not" SP ref)
- *   upload-haves      =  have-list compute-end
- *   have-list         =  *have-line
- *   have-line         =  PKT-LINE("have" SP obj-id)
- *   compute-end       =  flush-pkt / PKT-LINE("done")
+ * and stateless. gitprotocol-pack(5) "Packfile Negotiation", gitprotocol-v2(5) "fetch"; the
+ * request's grammar and codecs are in upload-request.ts, the shallow boundary's in
+ * shallow-info.ts.
  *
  * With multi_ack_detailed the server answers each round with `ACK <id> common` for every have it
  * has, `ACK <id> ready` once every want reaches a common commit, then `NAK`; after `done` it
@@ -23,16 +14,7 @@
  * a round without `done` that is not ready ends with flush after the acknowledgments.
  */
 import { createPack, type ObjectId } from '@gitport/pack';
-import {
-  DELIM,
-  encodeText,
-  FLUSH,
-  muxSideband,
-  type Packet,
-  type PacketReader,
-  packetText,
-  writeLength,
-} from '@gitport/pktline';
+import { DELIM, encodeText, FLUSH, type Packet, packetText, SidebandMuxer } from '@gitport/pktline';
 import {
   type AdvertisedRef,
   collectRefs,
@@ -42,6 +24,7 @@ import {
   encodeTextLines,
 } from './advertisement.js';
 import { Capabilities, DEFAULT_AGENT, uploadPackCapabilities, v2Capabilities } from './capabilities.js';
+import { readCommandHead } from './command-request.js';
 import { CommitGraph, computeShallow, type ShallowRequest } from './commit-graph.js';
 import { CommonReach } from './common-reach.js';
 import { type Connection, newReader, type Repository, requirePacket } from './connection.js';
@@ -49,6 +32,16 @@ import { hasCode, ProtocolError, peerErrorMessage, throwIfAborted } from './erro
 import { PACK_REUSE } from './pack-reuse.js';
 import { TOO_MANY_PREFIXES } from './ref-prefixes.js';
 import { isObjectId, type Ref } from './ref-store.js';
+import { encodeShallowInfo, type ShallowInfo } from './shallow-info.js';
+import {
+  DEFAULT_MAX_DEPTH,
+  DEFAULT_MAX_HAVES,
+  DEFAULT_MAX_WANTS,
+  decodeFetchArgument,
+  decodeUploadHavesLine,
+  decodeWantListLine,
+  type WantListLine,
+} from './upload-request.js';
 
 export interface UploadPackLimits {
   /** Most `want` lines in one request (default 100,000). */
@@ -135,11 +128,42 @@ export class UploadSession {
     return this.refs;
   }
 
+  /** The largest `deepen` this server takes. */
+  get maxDepth(): number {
+    return this.options.limits?.maxDepth ?? DEFAULT_MAX_DEPTH;
+  }
+
+  /** One line of what the client wants (the haves and `done` belong to the negotiation). */
+  async take(line: WantListLine): Promise<void> {
+    switch (line.kind) {
+      case 'want':
+        return this.addWant(line.oid);
+      case 'shallow':
+        return this.addShallow(line.oid);
+      case 'deepen':
+        this.#deepenRequest().depth = line.depth;
+        return;
+      case 'deepen-since':
+        this.#deepenRequest().since = line.since;
+        return;
+      case 'deepen-not':
+        this.#deepenRequest();
+        return this.#addDeepenNot(line.ref);
+      case 'deepen-relative':
+        this.#deepenRequest().relative = true;
+        return;
+    }
+  }
+
+  #deepenRequest(): ShallowRequest {
+    this.deepen ??= {};
+    return this.deepen;
+  }
+
   /** One `want`: a repeat costs nothing, an object we do not have is refused at once (as git does). */
-  async addWant(oid: string): Promise<void> {
-    if (!isObjectId(oid)) throw new ProtocolError('PROTOCOL_BAD_LINE', `invalid want ${JSON.stringify(oid)}`);
+  async addWant(oid: ObjectId): Promise<void> {
     if (this.#wantSet.has(oid)) return;
-    const max = this.options.limits?.maxWants ?? 100_000;
+    const max = this.options.limits?.maxWants ?? DEFAULT_MAX_WANTS;
     if (this.wants.length >= max) throw new ProtocolError('PROTOCOL_LIMIT', `more than ${max} wants`);
     if (!(await this.repo.objects.has(oid))) throw notOurRef(oid);
     this.#wantSet.add(oid);
@@ -150,34 +174,12 @@ export class UploadSession {
    * One `shallow` line. As in git's upload-pack (process_shallow), an object we do not have is
    * ignored and one that is not a commit is refused.
    */
-  async addShallow(oid: string): Promise<void> {
-    if (!isObjectId(oid)) throw new ProtocolError('PROTOCOL_BAD_LINE', `invalid shallow ${JSON.stringify(oid)}`);
+  async addShallow(oid: ObjectId): Promise<void> {
     if (this.clientShallow.has(oid) || !(await this.repo.objects.has(oid))) return;
     if (!(await this.graph.commit(oid))) {
       throw new ProtocolError('PROTOCOL_BAD_LINE', `invalid shallow object ${oid}`);
     }
     this.clientShallow.add(oid);
-  }
-
-  async setDeepen(line: string): Promise<boolean> {
-    const d = (this.deepen ??= {});
-    if (line.startsWith('deepen ')) {
-      const n = Number(line.slice(7));
-      const max = this.options.limits?.maxDepth ?? 0x7fffffff;
-      if (!Number.isInteger(n) || n <= 0 || n > max) throw new ProtocolError('PROTOCOL_BAD_LINE', `invalid ${line}`);
-      d.depth = n;
-    } else if (line.startsWith('deepen-since ')) {
-      const t = Number(line.slice(13));
-      if (!Number.isFinite(t)) throw new ProtocolError('PROTOCOL_BAD_LINE', `invalid ${line}`);
-      d.since = t;
-    } else if (line.startsWith('deepen-not ')) {
-      await this.#addDeepenNot(line.slice(11));
-    } else if (line === 'deepen-relative') {
-      d.relative = true;
-    } else {
-      return false;
-    }
-    return true;
   }
 
   /**
@@ -219,9 +221,9 @@ export class UploadSession {
     return this.deepen !== undefined || this.#deepenNotSeen;
   }
 
-  /** Computes the shallow boundary; returns the `shallow`/`unshallow` lines to send. */
-  async processShallow(): Promise<string[]> {
-    if (!this.deepening) return [];
+  /** Computes the shallow boundary; returns what to send of it. */
+  async processShallow(): Promise<ShallowInfo> {
+    if (!this.deepening) return { shallow: [], unshallow: [] };
     const request: ShallowRequest = { ...this.deepen };
     if (request.depth !== undefined && (request.since !== undefined || this.#deepenNotSeen)) {
       throw new ProtocolError('PROTOCOL_BAD_LINE', 'deepen and deepen-since (or deepen-not) cannot be used together');
@@ -236,10 +238,7 @@ export class UploadSession {
     );
     this.newShallow = shallow;
     this.unshallow = unshallow;
-    const lines: string[] = [];
-    for (const oid of shallow) if (!this.clientShallow.has(oid)) lines.push(`shallow ${oid}`);
-    for (const oid of unshallow) lines.push(`unshallow ${oid}`);
-    return lines;
+    return { shallow: [...shallow].filter((oid) => !this.clientShallow.has(oid)), unshallow: [...unshallow] };
   }
 
   /**
@@ -281,9 +280,8 @@ export class UploadSession {
   }
 
   /** Records one `have`; returns whether we have the object. */
-  async have(oid: string): Promise<boolean> {
-    if (!isObjectId(oid)) throw new ProtocolError('PROTOCOL_BAD_LINE', `invalid have ${JSON.stringify(oid)}`);
-    const max = this.options.limits?.maxHaves ?? 1_000_000;
+  async have(oid: ObjectId): Promise<boolean> {
+    const max = this.options.limits?.maxHaves ?? DEFAULT_MAX_HAVES;
     if (++this.havesSeen > max) throw new ProtocolError('PROTOCOL_LIMIT', `more than ${max} haves`);
     if (!(await this.repo.objects.has(oid))) return false;
     if (!this.#commonSet.has(oid)) {
@@ -324,7 +322,14 @@ export class UploadSession {
         if (ref.name.startsWith('refs/tags/') && ref.peeled && !wanted.has(ref.oid)) tags.push(ref.oid);
       }
     }
-    const muxer = features.sideband > 0 ? new FrameGroups(conn, features.sideband) : undefined;
+    // frames several to a buffer of the connection's write size, each buffer handed over whole
+    const muxer =
+      features.sideband > 0
+        ? new SidebandMuxer((bytes, options) => conn.write(bytes, options), {
+            maxData: features.sideband,
+            ...(conn.writeSize !== undefined ? { writeSize: conn.writeSize } : {}),
+          })
+        : undefined;
     const packOptions = this.options.pack ?? {};
     // progress (band 2) as git words it; createPack reports synchronously, the lines go out
     // between pack chunks
@@ -390,7 +395,7 @@ export class UploadSession {
         else await write(chunk);
       }
       if (muxer && features.progress && objectCount >= 0) await muxer.progress(`Total ${objectCount}\n`);
-      await muxer?.flush();
+      await muxer?.send();
       if (reuseKey && reusedObjects) PACK_REUSE.remember(store, reuseKey, reusedObjects);
     } catch (error) {
       if (muxer && !hasCode(error, 'PROTOCOL_ABORTED')) {
@@ -401,91 +406,6 @@ export class UploadSession {
     if (muxer) await write(FLUSH);
   }
 }
-
-/**
- * Side-band frames (gitprotocol-pack "Packfile Data") written several to a buffer: a buffer goes
- * out once it holds `conn.writeSize` bytes of frames (one frame when the connection gives no
- * size), handed over whole (`transfer`), so a transport moves one buffer per flow-control batch
- * instead of copying and sending each 64 KiB frame on its own. Progress (band 2) and errors
- * (band 3) take their place among the data frames, in order.
- */
-class FrameGroups {
-  readonly #conn: Connection;
-  readonly #maxData: number;
-  readonly #size: number;
-  #buffer: Uint8Array | undefined;
-  #at = 0;
-  /** Where the open data frame's header is (-1: none open). */
-  #frame = -1;
-
-  constructor(conn: Connection, maxData: number) {
-    this.#conn = conn;
-    this.#maxData = maxData;
-    const frames = Math.max(1, Math.floor((conn.writeSize ?? 0) / (maxData + 5)));
-    this.#size = frames * (maxData + 5);
-  }
-
-  async data(bytes: Uint8Array): Promise<void> {
-    let from = 0;
-    while (from < bytes.length) {
-      if (this.#frame < 0) {
-        if (this.#size - this.#at < 6) await this.flush();
-        this.#buffer ??= new Uint8Array(this.#size);
-        this.#frame = this.#at;
-        this.#at += 5;
-      }
-      const room = Math.min(this.#maxData - (this.#at - this.#frame - 5), this.#size - this.#at);
-      const n = Math.min(room, bytes.length - from);
-      this.#buffer!.set(bytes.subarray(from, from + n), this.#at);
-      this.#at += n;
-      from += n;
-      if (n === room) this.#close();
-    }
-    if (this.#at === this.#size) await this.flush();
-  }
-
-  progress(text: string): Promise<void> {
-    return this.#message(2, text);
-  }
-
-  async error(text: string): Promise<void> {
-    await this.#message(3, text);
-    await this.flush();
-  }
-
-  async #message(band: 2 | 3, text: string): Promise<void> {
-    this.#close();
-    // a frame is at most maxData + 5 bytes, and the buffer holds at least one such frame
-    for (const frame of muxSideband(band, textEncoder.encode(text), { maxData: this.#maxData })) {
-      if (this.#size - this.#at < frame.length) await this.flush();
-      this.#buffer ??= new Uint8Array(this.#size);
-      this.#buffer.set(frame, this.#at);
-      this.#at += frame.length;
-    }
-  }
-
-  /** Ends the open frame (its length is now known). */
-  #close(): void {
-    if (this.#frame < 0) return;
-    const buffer = this.#buffer!;
-    writeLength(buffer, this.#frame, this.#at - this.#frame);
-    buffer[this.#frame + 4] = 1;
-    this.#frame = -1;
-  }
-
-  /** Writes out the frames gathered so far. */
-  async flush(): Promise<void> {
-    this.#close();
-    const buffer = this.#buffer;
-    if (!buffer || this.#at === 0) return;
-    const out = this.#at === buffer.length ? buffer : buffer.slice(0, this.#at);
-    this.#buffer = undefined;
-    this.#at = 0;
-    await this.#conn.write(out, { transfer: true });
-  }
-}
-
-const textEncoder = new TextEncoder();
 
 function notOurRef(oid: ObjectId): ProtocolError {
   return new ProtocolError('PROTOCOL_NOT_OUR_REF', `upload-pack: not our ref ${oid}`, { data: { oid } });
@@ -535,33 +455,20 @@ async function serveV0(repo: Repository, conn: Connection, options: UploadPackOp
   try {
     const first = await reader.read();
     if (!first || first.kind === 'flush') return; // ls-remote, or nothing wanted
-    let caps = new Capabilities();
-    let packet: Packet = first;
-    let firstWant = true;
-    while (packet.kind !== 'flush') {
+    let caps: Capabilities | undefined;
+    const maxDepth = session.maxDepth;
+    for (let packet: Packet = first; packet.kind !== 'flush'; packet = await requirePacket(reader, 'reading wants')) {
       const text = packetText(packet);
       if (text === undefined) throw new ProtocolError('PROTOCOL_UNEXPECTED', `unexpected ${packet.kind} in want list`);
-      if (text.startsWith('want ')) {
-        const oid = text.slice(5, 45);
-        if (firstWant) {
-          caps = Capabilities.parse(text.slice(46));
-          firstWant = false;
-        }
-        await session.addWant(oid);
-      } else if (text.startsWith('shallow ')) await session.addShallow(text.slice(8));
-      else if (!(await session.setDeepen(text))) {
-        throw new ProtocolError('PROTOCOL_BAD_LINE', `upload-pack: protocol error, unexpected ${JSON.stringify(text)}`);
-      }
-      packet = await requirePacket(reader, 'reading wants');
+      const request = decodeWantListLine(text, { maxDepth });
+      if (request.kind === 'want' && caps === undefined) caps = Capabilities.parse(request.capabilities ?? '');
+      await session.take(request);
     }
+    caps ??= new Capabilities();
     if (session.wants.length === 0) throw new ProtocolError('PROTOCOL_BAD_LINE', 'upload-pack: no wants');
     if (caps.has('deepen-relative') && session.deepen) session.deepen.relative = true;
     await session.validateWants();
-    if (session.deepening) {
-      const lines = await session.processShallow();
-      for (const l of lines) await conn.write(line(l));
-      await conn.write(FLUSH);
-    }
+    if (session.deepening) await conn.write(encodeShallowInfo(await session.processShallow(), 0));
     const multiAck = caps.has('multi_ack_detailed') ? 2 : caps.has('multi_ack') ? 1 : 0;
     const noDone = stateless && caps.has('no-done');
     let lastHex: ObjectId | undefined;
@@ -592,8 +499,9 @@ async function serveV0(repo: Repository, conn: Connection, options: UploadPackOp
       }
       const text = packetText(p);
       if (text === undefined) throw new ProtocolError('PROTOCOL_UNEXPECTED', `unexpected ${p.kind} in negotiation`);
-      if (text.startsWith('have ')) {
-        const oid = text.slice(5);
+      const request = decodeUploadHavesLine(text);
+      if (request.kind === 'have') {
+        const oid = request.oid;
         if (await session.have(oid)) {
           gotCommon = true;
           lastHex = oid;
@@ -611,13 +519,11 @@ async function serveV0(repo: Repository, conn: Connection, options: UploadPackOp
         }
         continue;
       }
-      if (text === 'done') {
-        if (session.common.length > 0) {
-          if (multiAck) await conn.write(line(`ACK ${lastHex}`));
-        } else await conn.write(line('NAK'));
-        break;
-      }
-      throw new ProtocolError('PROTOCOL_BAD_LINE', `upload-pack: expected have or done, got ${JSON.stringify(text)}`);
+      // done
+      if (session.common.length > 0) {
+        if (multiAck) await conn.write(line(`ACK ${lastHex}`));
+      } else await conn.write(line('NAK'));
+      break;
     }
     packStarted = true;
     const sideband = caps.has('side-band-64k') ? 65515 : caps.has('side-band') ? 995 : 0;
@@ -634,101 +540,6 @@ async function serveV0(repo: Repository, conn: Connection, options: UploadPackOp
   }
 }
 
-/** One v2 request: `command=`, capabilities, delim, arguments, flush. */
-export interface V2Request {
-  command: string;
-  capabilities: string[];
-  args: string[];
-}
-
-/** Most capability lines a v2 request may carry (a client sends a handful), and their bytes. */
-const MAX_V2_CAPABILITIES = 1000;
-const MAX_V2_CAPABILITY_BYTES = 1 << 20;
-/** Most argument lines `readV2Request` gathers, and their bytes. */
-const MAX_V2_ARGS = 1_000_000;
-const MAX_V2_ARG_BYTES = 64 << 20;
-
-/**
- * The head of one v2 request (gitprotocol-v2(5) "Command Request"):
- *
- *   request = empty-request | command-request
- *   command-request = command capability-list delim-pkt command-args flush-pkt
- *   command = PKT-LINE("command=" key LF)
- *
- * Reads `command=` and the capability lines; `args` then yields the argument lines one at a time
- * up to the flush (none when the capabilities end in the flush), so a command can take each
- * argument as it arrives instead of holding them all.
- */
-interface V2Head {
-  command: string;
-  capabilities: string[];
-  args: AsyncIterable<string>;
-}
-
-async function readV2Head(reader: PacketReader): Promise<V2Head | undefined> {
-  const first = await reader.read();
-  if (!first || first.kind === 'flush') return undefined;
-  const head = packetText(first);
-  if (!head?.startsWith('command=')) throw new ProtocolError('PROTOCOL_BAD_LINE', 'expected command=<name>');
-  const capabilities: string[] = [];
-  let bytes = 0;
-  let hasArgs = false;
-  for (;;) {
-    const p = await requirePacket(reader, 'reading a v2 request');
-    if (p.kind === 'flush') break;
-    if (p.kind === 'delim') {
-      hasArgs = true;
-      break;
-    }
-    const text = packetText(p);
-    if (text === undefined) throw new ProtocolError('PROTOCOL_UNEXPECTED', `unexpected ${p.kind} in a v2 request`);
-    bytes += text.length;
-    if (capabilities.length >= MAX_V2_CAPABILITIES || bytes > MAX_V2_CAPABILITY_BYTES) {
-      throw new ProtocolError(
-        'PROTOCOL_LIMIT',
-        `more than ${MAX_V2_CAPABILITIES} capability lines or ${MAX_V2_CAPABILITY_BYTES} bytes of them in a v2 request`,
-      );
-    }
-    capabilities.push(text);
-  }
-  return { command: head.slice(8), capabilities, args: hasArgs ? v2Args(reader) : noArgs() };
-}
-
-async function* noArgs(): AsyncGenerator<string> {}
-
-async function* v2Args(reader: PacketReader): AsyncGenerator<string> {
-  for (;;) {
-    const p = await requirePacket(reader, 'reading a v2 request');
-    if (p.kind === 'flush') return;
-    if (p.kind === 'delim') throw new ProtocolError('PROTOCOL_UNEXPECTED', 'second delim in a v2 request');
-    const text = packetText(p);
-    if (text === undefined) throw new ProtocolError('PROTOCOL_UNEXPECTED', `unexpected ${p.kind} in a v2 request`);
-    yield text;
-  }
-}
-
-/**
- * Reads one whole v2 request: at most 1,000 capability lines (1 MiB) and 1,000,000 argument
- * lines (64 MiB).
- */
-export async function readV2Request(reader: PacketReader): Promise<V2Request | undefined> {
-  const head = await readV2Head(reader);
-  if (!head) return undefined;
-  const args: string[] = [];
-  let bytes = 0;
-  for await (const arg of head.args) {
-    bytes += arg.length;
-    if (args.length >= MAX_V2_ARGS || bytes > MAX_V2_ARG_BYTES) {
-      throw new ProtocolError(
-        'PROTOCOL_LIMIT',
-        `more than ${MAX_V2_ARGS} arguments or ${MAX_V2_ARG_BYTES} bytes of them in a v2 request`,
-      );
-    }
-    args.push(arg);
-  }
-  return { command: head.command, capabilities: head.capabilities, args };
-}
-
 async function serveV2(repo: Repository, conn: Connection, options: UploadPackOptions): Promise<void> {
   const stateless = options.stateless === true;
   const reader = newReader(conn.input, options.signal);
@@ -740,7 +551,7 @@ async function serveV2(repo: Repository, conn: Connection, options: UploadPackOp
   try {
     for (;;) {
       throwIfAborted(options.signal);
-      const request = await readV2Head(reader);
+      const request = await readCommandHead(reader);
       if (!request) return;
       if (request.command === 'ls-refs') listed = await lsRefs(repo, conn, request.args);
       else if (request.command === 'fetch') await fetchV2(repo, conn, request.args, options, listed);
@@ -815,21 +626,19 @@ async function fetchV2(
   let done = false;
   const features = { sideband: 65515, thin: false, ofsDelta: false, includeTag: false, progress: true };
   let waitForDone = false;
+  const maxDepth = session.maxDepth;
   for await (const arg of args) {
-    if (arg.startsWith('want ')) await session.addWant(arg.slice(5));
-    else if (arg.startsWith('have ')) {
-      const oid = arg.slice(5);
-      if (await session.have(oid)) acks.push(oid);
-    } else if (arg === 'done') done = true;
-    else if (arg === 'thin-pack') features.thin = true;
-    else if (arg === 'ofs-delta') features.ofsDelta = true;
-    else if (arg === 'include-tag') features.includeTag = true;
-    else if (arg === 'no-progress') features.progress = false;
-    else if (arg === 'wait-for-done') waitForDone = true;
-    else if (arg.startsWith('shallow ')) await session.addShallow(arg.slice(8));
-    else if (!(await session.setDeepen(arg))) {
-      throw new ProtocolError('PROTOCOL_BAD_LINE', `fetch: unexpected argument ${JSON.stringify(arg)}`);
-    }
+    const request = decodeFetchArgument(arg, { maxDepth });
+    if (request.kind === 'have') {
+      if (await session.have(request.oid)) acks.push(request.oid);
+    } else if (request.kind === 'done') done = true;
+    else if (request.kind === 'capability') {
+      if (request.name === 'thin-pack') features.thin = true;
+      else if (request.name === 'ofs-delta') features.ofsDelta = true;
+      else if (request.name === 'include-tag') features.includeTag = true;
+      else if (request.name === 'no-progress') features.progress = false;
+      else waitForDone = true;
+    } else await session.take(request);
   }
   if (session.wants.length === 0) throw new ProtocolError('PROTOCOL_BAD_LINE', 'fetch: no wants');
   await session.validateWants();
@@ -846,9 +655,7 @@ async function fetchV2(
     await conn.write(DELIM);
   }
   if (session.deepening || session.clientShallow.size > 0) {
-    const lines = await session.processShallow();
-    await conn.write(encodeTextLines(['shallow-info\n', ...lines.map((l) => `${l}\n`)]));
-    await conn.write(DELIM);
+    await conn.write(encodeShallowInfo(await session.processShallow(), 2));
   }
   await conn.write(line('packfile'));
   try {
