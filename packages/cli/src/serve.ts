@@ -1,7 +1,7 @@
 /**
  * `gitport serve [--root DIR] [--host H] [--port P] [--workers N] [--token T] [--private]
  *                [--allow-anonymous-push] [--cors ORIGIN]... [--max-sse-connections N]
- *                [--max-sse-buffer BYTES] [limits]`
+ *                [--max-sse-buffer BYTES] [--redis redis://HOST:PORT[/DB]] [limits]`
  *
  * Limits (the gateway's `limits` options): `--max-requests N`, `--max-pending-bodies N`,
  * `--max-pending-bodies-per-client N`,
@@ -12,16 +12,23 @@
  * events (DESIGN.md, "Command line"). Prints exactly one line, `gitport listening on
  * http://HOST:PORT`, once connections are accepted; SIGINT/SIGTERM stop accepting, let requests in
  * flight (pushes) finish, and exit 0. An empty or missing root gets `demo.git`.
+ *
+ * With `--redis`, ref events go through Redis Streams shared by every `gitport serve` on the same
+ * root and Redis (several instances behind a load balancer); the server waits for Redis a moment
+ * before listening, then serves anyway (degraded in `/healthz`) until Redis answers.
  */
 import { mkdir } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import {
+  checkRedisUrl,
   createDemoRepository,
   createGateway,
   createWorkerPoolBackend,
   type GatewayLimits,
+  isGatewayError,
   listen,
+  RedisEventLog,
   RepositoryRoot,
 } from '@gitport/gateway';
 
@@ -40,7 +47,12 @@ export interface ServeOptions {
   maxSseBuffer: number;
   /** The gateway's limits given on the command line (absent ones keep the gateway's defaults). */
   limits: GatewayLimits;
+  /** Redis for ref events shared between instances (`redis://HOST:PORT[/DB]`); none: one process. */
+  redis: string | undefined;
 }
+
+/** How long `serve` waits for Redis before it listens without it. */
+const REDIS_STARTUP_WAIT_MS = 5_000;
 
 /** Limit flags, each one of the gateway's `limits` options, with the range a value may take. */
 const LIMIT_FLAGS: Record<string, { option: keyof GatewayLimits; min: number; max: number }> = {
@@ -61,7 +73,7 @@ export class UsageError extends Error {
 
 const usage = `usage: gitport serve [--root DIR] [--host H] [--port P] [--workers N] [--token T] [--private]
                     [--allow-anonymous-push] [--cors ORIGIN]... [--max-sse-connections N]
-                    [--max-sse-buffer BYTES]
+                    [--max-sse-buffer BYTES] [--redis redis://HOST:PORT[/DB]]
                     [--max-requests N] [--max-pending-bodies N] [--max-pending-bodies-per-client N]
                     [--max-discoveries N]
                     [--max-queued-discoveries N] [--max-body-bytes N] [--body-idle-timeout MS]
@@ -81,6 +93,7 @@ export function parseServeArgs(args: readonly string[]): ServeOptions {
     maxSseConnections: 512,
     maxSseBuffer: 1 << 20,
     limits: {},
+    redis: undefined,
   };
   for (let i = 0; i < args.length; i++) {
     let arg = args[i]!;
@@ -133,6 +146,14 @@ export function parseServeArgs(args: readonly string[]): ServeOptions {
       case '--max-sse-buffer':
         options.maxSseBuffer = integer(1024, 2 ** 30);
         break;
+      case '--redis':
+        try {
+          options.redis = checkRedisUrl(value());
+        } catch (error) {
+          if (isGatewayError(error)) throw new UsageError(`--redis: ${error.message}`);
+          throw error;
+        }
+        break;
       default: {
         const limit = LIMIT_FLAGS[arg];
         if (limit === undefined) throw new UsageError(`unknown option ${arg}`);
@@ -167,6 +188,7 @@ export async function serve(args: readonly string[]): Promise<number> {
   }
 
   const backend = await createWorkerPoolBackend({ root, workers: options.workers });
+  const log = options.redis === undefined ? undefined : new RedisEventLog(options.redis);
   const gateway = createGateway({
     backend,
     token: options.token,
@@ -175,7 +197,17 @@ export async function serve(args: readonly string[]): Promise<number> {
     cors: options.cors,
     sse: { maxSubscribers: options.maxSseConnections, maxBufferedBytes: options.maxSseBuffer },
     limits: options.limits,
+    eventLog: log === undefined ? undefined : (hub) => log.attach(hub),
   });
+  if (log !== undefined) {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const waited = await Promise.race([
+      log.ready().then(() => true),
+      new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), REDIS_STARTUP_WAIT_MS))),
+    ]);
+    clearTimeout(timer);
+    if (!waited) process.stderr.write(`gitport: ${log.degraded}; serving, events resume when it answers\n`);
+  }
   let server: Awaited<ReturnType<typeof listen>>;
   try {
     server = await listen(gateway, { host: options.host, port: options.port });

@@ -20,6 +20,7 @@
 import type { GitBackend, GitService } from './backend.js';
 import { type BodySource, collect, gunzipBody, limitBody, peek } from './body.js';
 import { GatewayError, isGatewayError } from './errors.js';
+import type { RefEventLog } from './event-log.js';
 import { decodeRepoName } from './repo-name.js';
 import { SseHub, type SseHubOptions, type SubscribeOptions } from './sse-hub.js';
 
@@ -103,6 +104,11 @@ export interface GatewayOptions {
   /** The SSE hub (created from `sse` when absent). */
   hub?: SseHub;
   sse?: SseHubOptions;
+  /**
+   * A log shared with other gateways (`redisEventLog(url)` on Node) that carries ref updates and
+   * replays; default: the hub alone, one process.
+   */
+  eventLog?: (hub: SseHub) => RefEventLog;
   /** The realm of the Basic challenge. */
   realm?: string;
 }
@@ -290,7 +296,9 @@ export function createGateway(options: GatewayOptions): Gateway {
   }
   const corsOrigins = new Set(options.cors ?? []);
   const realm = (options.realm ?? 'gitport').replace(/["\\\r\n]/g, '');
-  const unsubscribeBackend = backend.onRefUpdate((event) => hub.publish(event));
+  const log = options.eventLog?.(hub);
+  if (log !== undefined) hub.replayFrom = log;
+  const unsubscribeBackend = backend.onRefUpdate((event) => (log ?? hub).publish(event));
   /** RPCs sending their body (not yet counted in `working`). */
   let pendingBodies = 0;
   /** The same, per client address (addresses with none are not kept). */
@@ -376,9 +384,10 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (method !== 'GET' && method !== 'HEAD')
         return refuse(405, 'GATEWAY_METHOD_NOT_ALLOWED', 'method not allowed', { allow: 'GET, HEAD' });
       const reason = saturation();
-      return reason === undefined
-        ? text(200, 'ok')
-        : refuse(503, 'GATEWAY_UNAVAILABLE', reason, { 'retry-after': '1' });
+      if (reason !== undefined) return refuse(503, 'GATEWAY_UNAVAILABLE', reason, { 'retry-after': '1' });
+      // git is served without the shared log: still up, but other gateways' events are not seen
+      const degraded = log?.degraded;
+      return degraded === undefined ? text(200, 'ok') : text(200, `degraded: ${degraded}`);
     }
     const params = fastParams(query);
     if (path === '/events') {
@@ -762,6 +771,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       closed = true;
       unsubscribeBackend();
       hub.close();
+      await log?.close?.();
     },
   };
 }

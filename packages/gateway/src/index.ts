@@ -2,6 +2,7 @@ export { AdvertisementCache } from './advertisement-cache.js';
 export type { GitBackend, GitService, RpcOptions } from './backend.js';
 export { createDemoRepository } from './demo-repository.js';
 export { GatewayError, isGatewayError } from './errors.js';
+export type { RefEventLog } from './event-log.js';
 export { createGitProcessBackend, type GitProcessBackendOptions } from './git-process-backend.js';
 export {
   createGateway,
@@ -21,10 +22,13 @@ export {
   type NodeListenerOptions,
   type RunningServer,
 } from './node-adapter.js';
+export { checkRedisUrl, RedisEventLog, type RedisEventLogOptions, redisEventLog } from './redis-event-log.js';
 export { decodeRepoName, isValidRepoName } from './repo-name.js';
 export { RepositoryRoot, refsFingerprint } from './repository-root.js';
 export {
+  type EventReplay,
   formatRefUpdate,
+  formatReset,
   type RefUpdateEvent,
   SseHub,
   type SseHubOptions,
