@@ -1,7 +1,8 @@
 /**
  * `gitport serve [--root DIR] [--host H] [--port P] [--workers N] [--token T] [--private]
  *                [--allow-anonymous-push] [--cors ORIGIN]... [--max-sse-connections N]
- *                [--max-sse-buffer BYTES] [--node-http] [limits]`
+ *                [--max-sse-buffer BYTES] [--node-http] [--redis redis://HOST:PORT[/DB]]
+ *                [limits]`
  *
  * Limits (the gateway's `limits` options): `--max-requests N`, `--max-pending-bodies N`,
  * `--max-pending-bodies-per-client N`,
@@ -15,13 +16,24 @@
  *
  * Under Bun the gateway runs on `Bun.serve` (`@gitport/gateway/bun`), or on Bun's node:http with
  * `--node-http`; either way a Bun older than the gateway's minimum is refused at startup.
+ *
+ * With `--redis`, ref events go through Redis Streams shared by every `gitport serve` on the same
+ * root and Redis (several instances behind a load balancer); the server waits for Redis a moment
+ * before listening, then serves anyway (degraded in `/healthz`) until Redis answers.
  */
 import { mkdir } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
-import { createGateway, type GatewayLimits } from '@gitport/gateway';
+import { createGateway, type GatewayLimits, isGatewayError } from '@gitport/gateway';
 import { isBun, requireBunVersion, serveBun } from '@gitport/gateway/bun';
-import { createDemoRepository, createWorkerPoolBackend, listen, RepositoryRoot } from '@gitport/gateway/node';
+import {
+  checkRedisUrl,
+  createDemoRepository,
+  createWorkerPoolBackend,
+  listen,
+  RedisEventLog,
+  RepositoryRoot,
+} from '@gitport/gateway/node';
 
 export interface ServeOptions {
   root: string;
@@ -40,7 +52,12 @@ export interface ServeOptions {
   limits: GatewayLimits;
   /** Serve through node:http even under Bun (where `Bun.serve` is the default). */
   nodeHttp: boolean;
+  /** Redis for ref events shared between instances (`redis://HOST:PORT[/DB]`); none: one process. */
+  redis: string | undefined;
 }
+
+/** How long `serve` waits for Redis before it listens without it. */
+const REDIS_STARTUP_WAIT_MS = 5_000;
 
 /** Limit flags, each one of the gateway's `limits` options, with the range a value may take. */
 const LIMIT_FLAGS: Record<string, { option: keyof GatewayLimits; min: number; max: number }> = {
@@ -61,7 +78,7 @@ export class UsageError extends Error {
 
 const usage = `usage: gitport serve [--root DIR] [--host H] [--port P] [--workers N] [--token T] [--private]
                     [--allow-anonymous-push] [--cors ORIGIN]... [--max-sse-connections N]
-                    [--max-sse-buffer BYTES] [--node-http]
+                    [--max-sse-buffer BYTES] [--node-http] [--redis redis://HOST:PORT[/DB]]
                     [--max-requests N] [--max-pending-bodies N] [--max-pending-bodies-per-client N]
                     [--max-discoveries N]
                     [--max-queued-discoveries N] [--max-body-bytes N] [--body-idle-timeout MS]
@@ -82,6 +99,7 @@ export function parseServeArgs(args: readonly string[]): ServeOptions {
     maxSseBuffer: 1 << 20,
     limits: {},
     nodeHttp: false,
+    redis: undefined,
   };
   for (let i = 0; i < args.length; i++) {
     let arg = args[i]!;
@@ -137,6 +155,14 @@ export function parseServeArgs(args: readonly string[]): ServeOptions {
       case '--node-http':
         options.nodeHttp = true;
         break;
+      case '--redis':
+        try {
+          options.redis = checkRedisUrl(value());
+        } catch (error) {
+          if (isGatewayError(error)) throw new UsageError(`--redis: ${error.message}`);
+          throw error;
+        }
+        break;
       default: {
         const limit = LIMIT_FLAGS[arg];
         if (limit === undefined) throw new UsageError(`unknown option ${arg}`);
@@ -180,6 +206,7 @@ export async function serve(args: readonly string[]): Promise<number> {
   }
 
   const backend = await createWorkerPoolBackend({ root, workers: options.workers });
+  const log = options.redis === undefined ? undefined : new RedisEventLog(options.redis);
   const gateway = createGateway({
     backend,
     token: options.token,
@@ -188,7 +215,17 @@ export async function serve(args: readonly string[]): Promise<number> {
     cors: options.cors,
     sse: { maxSubscribers: options.maxSseConnections, maxBufferedBytes: options.maxSseBuffer },
     limits: options.limits,
+    eventLog: log === undefined ? undefined : (hub) => log.attach(hub),
   });
+  if (log !== undefined) {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const waited = await Promise.race([
+      log.ready().then(() => true),
+      new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), REDIS_STARTUP_WAIT_MS))),
+    ]);
+    clearTimeout(timer);
+    if (!waited) process.stderr.write(`gitport: ${log.degraded}; serving, events resume when it answers\n`);
+  }
   let server: { port: number; close(): Promise<void> };
   try {
     const at = { host: options.host, port: options.port };

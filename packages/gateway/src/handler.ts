@@ -17,6 +17,7 @@
  */
 import type { GitBackend } from './backend.js';
 import { isGatewayError } from './errors.js';
+import type { RefEventLog } from './event-log.js';
 import { type GatewayLimits, resolveLimits } from './limits.js';
 import { type GatewayReply, refuse } from './reply.js';
 import type { GatewayRequest } from './request.js';
@@ -48,6 +49,11 @@ export interface GatewayOptions {
   /** The SSE hub (created from `sse` when absent). */
   hub?: SseHub;
   sse?: SseHubOptions;
+  /**
+   * A log shared with other gateways (`redisEventLog(url)` from `@gitport/gateway/node`) that
+   * carries ref updates and replays them; default: the hub alone, one process.
+   */
+  eventLog?: (hub: SseHub) => RefEventLog;
   /** The realm of the Basic challenge. */
   realm?: string;
 }
@@ -74,6 +80,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   const backend = options.backend;
   const hub = options.hub ?? new SseHub(options.sse);
   let closed = false;
+  const log = options.eventLog?.(hub);
+  if (log !== undefined) hub.replayFrom = log;
   const context: GatewayContext = {
     backend,
     hub,
@@ -81,8 +89,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     access: createAccess(options),
     crossOrigin: createCrossOrigin(options.cors),
     closed: () => closed,
+    degraded: () => log?.degraded,
   };
-  const unsubscribeBackend = backend.onRefUpdate((event) => hub.publish(event));
+  const unsubscribeBackend = backend.onRefUpdate((event) => (log ?? hub).publish(event));
   const rpc = createRpc(context);
   const discovery = createDiscovery(context);
   const route = createRouter({
@@ -138,6 +147,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       closed = true;
       unsubscribeBackend();
       hub.close();
+      await log?.close?.();
     },
   };
 }

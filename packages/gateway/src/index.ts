@@ -5,12 +5,15 @@
  */
 export type { GitBackend, GitService, RpcOptions } from './backend.js';
 export { GatewayError, isGatewayError } from './errors.js';
+export type { RefEventLog } from './event-log.js';
 export { createGateway, type Gateway, type GatewayOptions } from './handler.js';
 export type { GatewayLimits } from './limits.js';
 export type { GatewayReply, ReplyBody } from './reply.js';
 export type { GatewayRequest } from './request.js';
 export {
+  type EventReplay,
   formatRefUpdate,
+  formatReset,
   type RefUpdateEvent,
   SseHub,
   type SseHubOptions,

@@ -12,6 +12,12 @@ export {
   type NodeListenerOptions,
   type RunningServer,
 } from './node/http-adapter.js';
+export {
+  checkRedisUrl,
+  RedisEventLog,
+  type RedisEventLogOptions,
+  redisEventLog,
+} from './node/redis-event-log.js';
 export { RepositoryRoot } from './node/repository-root.js';
 export {
   createWorkerPoolBackend,

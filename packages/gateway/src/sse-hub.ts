@@ -39,6 +39,11 @@
  * since its reset is disconnected, as is one whose sink is full and cannot say when it is ready.
  * At most `maxSubscribers` connect at once (each holds a socket: the default stays well under
  * common file-descriptor limits); the adapters refuse the next with `503` and `Retry-After`.
+ *
+ * An event log shared by several gateways (`replayFrom`, `deliver`) replaces the epoch ids and the
+ * rings: the log names each event, replays from its own history, possibly asynchronously (the
+ * subscriber then gets nothing else until its replay is in), and resets every subscriber when it
+ * lost track of events (`broadcast` of a reset frame).
  */
 import { GatewayError } from './errors.js';
 
@@ -49,6 +54,16 @@ export interface RefUpdateEvent {
   old: string;
   /** New object id, 40 zeros when the ref was deleted. */
   new: string;
+}
+
+/** The replay a hub asks for when a client comes back with `Last-Event-ID`. */
+export interface EventReplay {
+  /**
+   * The frames a client that last saw `lastEventId` missed from `repos` (undefined: every
+   * repository), in order, or one `event: reset` frame. A promise must resolve (never reject)
+   * with frames that also cover every event the hub delivered while it was pending.
+   */
+  replay(lastEventId: string, repos: readonly string[] | undefined): Uint8Array[] | Promise<Uint8Array[]>;
 }
 
 /**
@@ -120,6 +135,8 @@ interface Subscriber {
   waiting: boolean;
   /** The sink took bytes since the subscriber's last reset. */
   progressed: boolean;
+  /** Its replay is being fetched: nothing is queued for it until the replay, which covers it, is in. */
+  replaying: boolean;
 }
 
 interface Published {
@@ -158,6 +175,11 @@ export function formatRefUpdate(id: string, event: RefUpdateEvent): Uint8Array {
   return encoder.encode(
     `id: ${id}\nevent: ref-update\ndata: {"repo":${json(event.repo)},"ref":${json(event.ref)},"old":${json(event.old)},"new":${json(event.new)}}\n\n`,
   );
+}
+
+/** Formats an `event: reset`: the client refetches its refs and goes on from `id`. */
+export function formatReset(id: string, reason: 'cap' | 'epoch' | 'overflow' | 'log'): Uint8Array {
+  return encoder.encode(`id: ${id}\nevent: reset\ndata: {"reason":"${reason}"}\n\n`);
 }
 
 /** One chunk holding `frames` in order: the frame itself when there is one, else a joined copy. */
@@ -205,6 +227,8 @@ export class SseHub {
   private maxQueuedBytes = 0;
   private resets = 0;
   private dropped = 0;
+  /** Where `Last-Event-ID` replays come from: the hub's own rings unless a shared log is set. */
+  replayFrom: EventReplay = this;
 
   constructor(options: SseHubOptions = {}) {
     this.epoch = options.epoch ?? `${Date.now().toString(36)}${Math.floor(Math.random() * 36 ** 4).toString(36)}`;
@@ -251,13 +275,27 @@ export class SseHub {
     const id = `${this.epoch}-${seq}`;
     const frame = formatRefUpdate(id, event);
     this.remember(event.repo, seq, frame);
-    if (this.count === 0) return id;
-    this.pending.push({ repo: event.repo, frame });
+    this.fanOut(event.repo, frame);
+    return id;
+  }
+
+  /**
+   * Delivers an event a shared log has named `id` (and keeps for replay): formatted here, once;
+   * returns the frame (read-only, as every frame).
+   */
+  deliver(id: string, event: RefUpdateEvent): Uint8Array {
+    const frame = formatRefUpdate(id, event);
+    this.fanOut(event.repo, frame);
+    return frame;
+  }
+
+  private fanOut(repo: string, frame: Uint8Array): void {
+    if (this.count === 0) return;
+    this.pending.push({ repo, frame });
     if (!this.flushScheduled) {
       this.flushScheduled = true;
       later(() => this.flush());
     }
-    return id;
   }
 
   /**
@@ -330,6 +368,7 @@ export class SseHub {
       queued: 0,
       waiting: false,
       progressed: true,
+      replaying: false,
     };
     if (repos === undefined) this.all.add(subscriber);
     else {
@@ -348,8 +387,14 @@ export class SseHub {
     });
     this.enqueue(subscriber, this.retryFrame);
     if (options.lastEventId != null && options.lastEventId !== '') {
-      const frames = this.replay(options.lastEventId, repos);
-      if (frames.length > 0) this.enqueue(subscriber, join(frames));
+      const frames = this.replayFrom.replay(options.lastEventId, repos);
+      if (frames instanceof Promise) {
+        subscriber.replaying = true;
+        frames.then(
+          (ready) => this.replayed(subscriber, ready),
+          () => this.replayed(subscriber, [formatReset(this.lastId, 'log')]),
+        );
+      } else if (frames.length > 0) this.enqueue(subscriber, join(frames));
     }
     this.pump(subscriber);
     if (!subscriber.open) return () => {};
@@ -417,6 +462,29 @@ export class SseHub {
     this.stopHeartbeat();
   }
 
+  /** Queues a fetched replay (it covers every event delivered while it was fetched) and goes on live. */
+  private replayed(s: Subscriber, frames: Uint8Array[]): void {
+    if (!s.open) return;
+    s.replaying = false;
+    if (frames.length > 0) this.enqueue(s, join(frames));
+    this.pump(s);
+  }
+
+  /** Queues one frame (a reset from the shared log) for every subscriber. */
+  broadcast(frame: Uint8Array): void {
+    this.flush();
+    const sent: Subscriber[] = [];
+    for (const s of this.all) if (this.enqueue(s, frame)) sent.push(s);
+    for (const set of this.byRepo.values()) {
+      for (const s of set) {
+        // a subscriber following several repositories gets one copy
+        if (s.repos !== undefined && s.repos.length > 1 && set !== this.byRepo.get(s.repos[0]!)) continue;
+        if (this.enqueue(s, frame)) sent.push(s);
+      }
+    }
+    for (const s of sent) this.pump(s);
+  }
+
   /** Frames to send a client that last saw `lastEventId`: the missed events, or one reset. */
   replay(lastEventId: string, repos: readonly string[] | undefined): Uint8Array[] {
     const match = /^([a-z0-9]+)-(\d{1,15})$/.exec(lastEventId.trim());
@@ -441,7 +509,7 @@ export class SseHub {
   }
 
   private resetFrame(reason: 'cap' | 'epoch' | 'overflow'): Uint8Array {
-    return encoder.encode(`id: ${this.epoch}-${this.seq}\nevent: reset\ndata: {"reason":"${reason}"}\n\n`);
+    return formatReset(this.lastId, reason);
   }
 
   private remember(repo: string, seq: number, frame: Uint8Array): void {
@@ -465,6 +533,7 @@ export class SseHub {
    */
   private enqueue(s: Subscriber, chunk: Uint8Array): boolean {
     if (!s.open) return false;
+    if (s.replaying) return true;
     if (s.queued + chunk.byteLength > this.maxBufferedBytes) {
       if (s.waiting && !s.progressed) {
         this.dropped++;
@@ -545,16 +614,6 @@ export class SseHub {
 
   /** Sends the heartbeat comment to every subscriber now (the timer calls this). */
   beat(): void {
-    this.flush();
-    const beaten: Subscriber[] = [];
-    for (const s of this.all) if (this.enqueue(s, HEARTBEAT)) beaten.push(s);
-    for (const set of this.byRepo.values()) {
-      for (const s of set) {
-        // a subscriber following several repositories gets one heartbeat
-        if (s.repos !== undefined && s.repos.length > 1 && set !== this.byRepo.get(s.repos[0]!)) continue;
-        if (this.enqueue(s, HEARTBEAT)) beaten.push(s);
-      }
-    }
-    for (const s of beaten) this.pump(s);
+    this.broadcast(HEARTBEAT);
   }
 }

@@ -16,4 +16,6 @@ export interface GatewayContext {
   readonly crossOrigin: CrossOrigin;
   /** Whether the gateway is closing: new work is refused with 503. */
   closed(): boolean;
+  /** Why the shared event log is not working (git is still served), or undefined. */
+  degraded(): string | undefined;
 }

@@ -1,7 +1,8 @@
 /**
  * `GET|HEAD /healthz`: 200 `ok` while the gateway takes git requests, 503 with the reason (and
  * `Retry-After`) while it is closing, its backend is down, or one of its limits is reached, so a
- * load balancer sends the next client elsewhere.
+ * load balancer sends the next client elsewhere. While a shared event log (Redis) is unreachable
+ * it answers 200 `degraded: <reason>`: git is still served, only other gateways' events are not.
  */
 import { refuse, text } from '../reply.js';
 import type { Route } from '../router.js';
@@ -25,9 +26,9 @@ export function healthRoute(context: GatewayContext, rpc: Rpc, discovery: Discov
     allow: 'GET, HEAD',
     handle() {
       const reason = saturation();
-      return reason === undefined
-        ? text(200, 'ok')
-        : refuse(503, 'GATEWAY_UNAVAILABLE', reason, { 'retry-after': '1' });
+      if (reason !== undefined) return refuse(503, 'GATEWAY_UNAVAILABLE', reason, { 'retry-after': '1' });
+      const degraded = context.degraded();
+      return degraded === undefined ? text(200, 'ok') : text(200, `degraded: ${degraded}`);
     },
   };
 }

@@ -1,0 +1,207 @@
+/**
+ * Three `gitport serve` processes on one root and one real Redis behave as one server: to git
+ * (a push through one is advertised by all, concurrent pushes of one ref have one winner) and to
+ * event-stream clients (events of every instance, `Last-Event-ID` honoured by any instance, a
+ * reset when Redis comes back after going away).
+ */
+import { join } from 'node:path';
+import { createDemoRepository } from '@gitport/gateway/node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ServeProcess, startServe } from '../gateway/serve-process.js';
+import { rawRequest, text } from '../gateway/server.js';
+import { connectSse, type SseConnection, type SseFrame } from '../gateway/sse-client.js';
+import { createGitSandbox, type GitSandbox } from '../git.js';
+import { type RedisServer, startRedis } from './redis-server.js';
+
+const TOKEN = 't0k';
+const STREAM_ID = /^\d+-\d+$/;
+
+interface RefData {
+  repo: string;
+  ref: string;
+  old: string;
+  new: string;
+}
+
+const data = (frame: SseFrame): RefData => JSON.parse(frame.data!) as RefData;
+const updates = (connection: SseConnection): SseFrame[] => connection.frames.filter((f) => f.event === 'ref-update');
+
+describe('gitport serve --redis: three instances, one root, one Redis', () => {
+  let sandbox: GitSandbox;
+  let redis: RedisServer;
+  let root: string;
+  let work: string;
+  const instances: ServeProcess[] = [];
+  const open: SseConnection[] = [];
+  let sequence = 0;
+
+  const remote = (server: ServeProcess, repo = 'demo') => `http://u:${TOKEN}@${server.host}:${server.port}/${repo}.git`;
+
+  /** A new commit on top of `parent` (HEAD of the work clone by default), without moving HEAD. */
+  const commit = async (parent?: string): Promise<string> => {
+    const base = parent ?? (await sandbox.git(['-C', work, 'rev-parse', 'HEAD']));
+    return sandbox.git(['-C', work, 'commit-tree', `${base}^{tree}`, '-p', base, '-m', `change ${++sequence}`]);
+  };
+
+  const push = (server: ServeProcess, refspec: string, repo = 'demo') =>
+    sandbox.run(['-C', work, 'push', '--quiet', remote(server, repo), refspec], { allowFailure: true });
+
+  const subscribe = async (server: ServeProcess, path: string, headers: Record<string, string> = {}) => {
+    const connection = await connectSse(server, path, headers);
+    open.push(connection);
+    expect(connection.status).toBe(200);
+    // the preamble: from here on the instance delivers every event to this connection
+    await connection.waitFor((f) => f.comment === true);
+    return connection;
+  };
+
+  const advertised = async (server: ServeProcess, ref: string): Promise<string> => {
+    const line = (await sandbox.git(['ls-remote', remote(server), ref])).split('\t')[0];
+    return line ?? '';
+  };
+
+  const health = async (server: ServeProcess) => {
+    const reply = await rawRequest(server, 'GET', '/healthz');
+    return { status: reply.status, body: text(reply.body).trim() };
+  };
+
+  beforeAll(async () => {
+    sandbox = await createGitSandbox('gitport-redis-');
+    redis = await startRedis();
+    root = sandbox.path('root');
+    await createDemoRepository(root, 'demo');
+    await sandbox.git(['init', '--quiet', '--bare', join(root, 'other.git')]);
+    const args = ['--root', root, '--port', '0', '--workers', '1', '--token', TOKEN, '--redis', redis.url];
+    instances.push(...(await Promise.all([startServe(args), startServe(args), startServe(args)])));
+    work = sandbox.path('work');
+    await sandbox.git(['clone', '--quiet', remote(instances[0]!), work]);
+  });
+
+  afterAll(async () => {
+    for (const connection of open) connection.close();
+    for (const server of instances) server.child.kill('SIGTERM');
+    const codes = await Promise.all(instances.map((server) => server.exit));
+    await redis?.stop();
+    await sandbox?.cleanup();
+    expect(codes).toEqual(instances.map(() => 0));
+  });
+
+  it('reports ok on /healthz once connected to Redis', async () => {
+    for (const server of instances) expect(await health(server)).toEqual({ status: 200, body: 'ok' });
+  });
+
+  it('delivers a push through A to the subscribers of B and C, under one stream id', async () => {
+    const [a, b, c] = instances as [ServeProcess, ServeProcess, ServeProcess];
+    const onB = await subscribe(b, '/demo.git/events');
+    const onC = await subscribe(c, '/events');
+    const tip = await commit();
+    expect((await push(a, `${tip}:refs/heads/main`)).code).toBe(0);
+    const seenB = await onB.waitFor((f) => f.event === 'ref-update');
+    const seenC = await onC.waitFor((f) => f.event === 'ref-update');
+    expect(data(seenB)).toMatchObject({ repo: 'demo', ref: 'refs/heads/main', new: tip });
+    expect(seenC).toEqual(seenB);
+    expect(seenB.id).toMatch(STREAM_ID);
+    await sandbox.git(['-C', work, 'reset', '--quiet', '--hard', tip]);
+    // the advertisement of every instance shows the new tip, including ones that had it cached
+    for (const server of instances) expect(await advertised(server, 'refs/heads/main')).toBe(tip);
+  });
+
+  it('replays exactly the missed events to a subscriber that moves from B to C with Last-Event-ID', async () => {
+    const [a, b, c] = instances as [ServeProcess, ServeProcess, ServeProcess];
+    const path = '/events?repo=demo&repo=other';
+    const onB = await subscribe(b, path);
+    const first = await commit();
+    expect((await push(a, `${first}:refs/heads/moving-1`)).code).toBe(0);
+    const seen = await onB.waitFor((f) => f.event === 'ref-update' && data(f).ref === 'refs/heads/moving-1');
+    onB.close();
+
+    // missed while away: pushes through every instance, to both repositories
+    const missed: string[] = [];
+    for (const [i, server] of [a, b, c, a].entries()) {
+      const repo = i % 2 === 0 ? 'other' : 'demo';
+      const ref = `refs/heads/missed-${i}`;
+      expect((await push(server, `${await commit()}:${ref}`, repo)).code).toBe(0);
+      missed.push(`${repo}:${ref}`);
+    }
+    const onC = await subscribe(c, path, { 'last-event-id': seen.id! });
+    const live = await commit();
+    expect((await push(b, `${live}:refs/heads/after-return`)).code).toBe(0);
+    await onC.waitFor((f) => f.event === 'ref-update' && data(f).ref === 'refs/heads/after-return');
+    const got = updates(onC).map((f) => `${data(f).repo}:${data(f).ref}`);
+    expect(got).toEqual([...missed, 'demo:refs/heads/after-return']);
+    expect(onC.frames.some((f) => f.event === 'reset')).toBe(false);
+    const ids = updates(onC).map((f) => f.id!);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it('has exactly one winner among 20 concurrent pushes of one ref through three instances', async () => {
+    const watcher = await subscribe(instances[1]!, '/demo.git/events');
+    for (let round = 0; round < 2; round++) {
+      const base = await advertised(instances[0]!, 'refs/heads/main');
+      // every instance has the current advertisement cached before the race
+      for (const server of instances) expect(await advertised(server, 'refs/heads/main')).toBe(base);
+      const candidates = await Promise.all(Array.from({ length: 20 }, () => commit(base)));
+      const results = await Promise.all(
+        candidates.map((candidate, i) => push(instances[i % 3]!, `${candidate}:refs/heads/main`)),
+      );
+      const winners = candidates.filter((_, i) => results[i]!.code === 0);
+      expect(winners).toHaveLength(1);
+      for (const server of instances) expect(await advertised(server, 'refs/heads/main')).toBe(winners[0]);
+      // one event for the winner: a marker pushed after the race arrives after every event of it
+      const marker = `refs/heads/race-${round}`;
+      expect((await push(instances[2]!, `${winners[0]}:${marker}`)).code).toBe(0);
+      await watcher.waitFor((f) => f.event === 'ref-update' && data(f).ref === marker);
+      const moved = updates(watcher).filter((f) => data(f).ref === 'refs/heads/main' && data(f).old === base);
+      expect(moved.map((f) => data(f).new)).toEqual([winners[0]]);
+    }
+    await sandbox.git(['--git-dir', join(root, 'demo.git'), 'fsck', '--strict', '--no-progress']);
+  });
+
+  it('keeps serving when Redis is killed and restarted: no push lost, reset, healthz degraded then ok', async () => {
+    const subscribers = await Promise.all(instances.map((server) => subscribe(server, '/demo.git/events')));
+    const before = await commit();
+    const during = Array.from({ length: 6 }, (_, i) => `refs/heads/outage-${i}`);
+    // pushes in flight while Redis dies
+    const inFlight = Promise.all(during.slice(0, 3).map((ref, i) => push(instances[i]!, `${before}:${ref}`)));
+    await redis.kill();
+    for (const result of await inFlight) expect(result.code).toBe(0);
+    for (const server of instances) {
+      let state = await health(server);
+      while (state.body === 'ok') state = await health(server);
+      expect(state.status).toBe(200);
+      expect(state.body).toMatch(/^degraded: redis unreachable/);
+    }
+    // pushes while Redis is away
+    for (const [i, ref] of during.slice(3).entries()) {
+      expect((await push(instances[i]!, `${before}:${ref}`)).code).toBe(0);
+    }
+    await redis.restart();
+    for (const server of instances) {
+      let state = await health(server);
+      while (state.body !== 'ok') state = await health(server);
+      expect(state.status).toBe(200);
+    }
+    const resets = await Promise.all(subscribers.map((s) => s.waitFor((f) => f.event === 'reset')));
+    for (const reset of resets) {
+      expect(reset.id).toMatch(STREAM_ID);
+      expect(JSON.parse(reset.data!)).toEqual({ reason: 'log' });
+    }
+    // every push landed, and every instance advertises it
+    for (const server of instances) {
+      const refs = await sandbox.git(['ls-remote', remote(server), 'refs/heads/outage-*']);
+      for (const ref of during) expect(refs).toContain(`${before}\t${ref}`);
+    }
+    // the events of the pushes made while Redis was away are appended once it is back
+    let stream = await redis.cli(['XRANGE', 'gitport:{events}:all', '-', '+']);
+    while (!during.slice(3).every((ref) => stream.includes(ref))) {
+      stream = await redis.cli(['XRANGE', 'gitport:{events}:all', '-', '+']);
+    }
+    // and live events flow to every instance again
+    const after = await commit();
+    expect((await push(instances[0]!, `${after}:refs/heads/after-outage`)).code).toBe(0);
+    for (const s of subscribers) {
+      await s.waitFor((f) => f.event === 'ref-update' && data(f).ref === 'refs/heads/after-outage');
+    }
+    for (const server of instances) expect(server.child.exitCode).toBe(null);
+  });
+});
