@@ -18,6 +18,7 @@ import { ChainTips } from './delta-chain-cache.js';
 import { encodeEntryHeader } from './entry-header.js';
 import { PackError, throwIfAborted } from './errors.js';
 import type { IndexEntry } from './idx.js';
+import { BASE_UNKNOWN, ImportSlots, WHOLE } from './import-slots.js';
 import { bytesToHex, hashObjectSync, type ObjectId, type ObjectType, objectHeader, TYPE_CODES } from './object.js';
 import { PackBuffer } from './pack-buffer.js';
 import { type PackEntry, type PackLimits, PackReader } from './pack-reader.js';
@@ -32,8 +33,10 @@ export interface ImportOptions {
   /** Objects above this size are inflated in pieces (default 8 MiB). */
   streamThreshold?: number;
   /**
-   * Bytes of resolved objects kept for delta resolution (default 64 MiB); as much again may hold
-   * the latest results too large for that cache (the tips of delta chains), and always the last.
+   * Bytes of resolved objects kept for delta resolution (default 8 MiB: packs keep a delta near
+   * its base, and a larger cache costs more in garbage collection than the few bases it spares
+   * rebuilding); as much again may hold the latest results too large for that cache (the tips of
+   * delta chains), and always the last.
    */
   cacheBytes?: number;
   onProgress?: (progress: { objects: number; total: number; phase: 'receiving' | 'resolving' }) => void;
@@ -56,29 +59,15 @@ export interface ImportResult {
   thinBases: number;
 }
 
-interface Slot {
-  offset: number;
-  dataOffset: number;
-  end: number;
-  crc32: number;
-  /** Inflated size of the entry's own data (the delta for deltas). */
-  size: number;
-  /** -1: whole object; otherwise the base's slot, or -2 while a REF base is unknown. */
-  base: number;
-  baseOid: ObjectId | undefined;
-  type: ObjectType | undefined;
-  oid: ObjectId | undefined;
-  depth: number;
-  /** Delta data of an unresolved delta. */
-  delta: Uint8Array | undefined;
-}
-
 /**
  * With the pack on disk, objects stored whole are cached for delta resolution up to this size.
  * Larger ones are inflated into the reader's reused buffer (no new memory per object) and read
  * back from the pack when a delta needs them, as git index-pack reads its bases back.
  */
 const SPOOL_CACHE_WHOLE_MAX = 32 * 1024;
+
+/** Resolved objects kept for delta resolution by default (see ImportOptions.cacheBytes). */
+const DEFAULT_CACHE_BYTES = 8 * 2 ** 20;
 
 class LruCache {
   readonly #map = new Map<number, Uint8Array>();
@@ -223,28 +212,21 @@ async function importWith(
     ...(buffer ? { onBytes: (b: Uint8Array) => buffer.append(b) } : {}),
   });
   const limits = reader.limits;
-  const slots: Slot[] = [];
-  // ids to slots, built on the first REF_DELTA or thin base (packs of OFS deltas never need it)
-  let byOid: Map<ObjectId, number> | undefined;
-  const ids = (): Map<ObjectId, number> => {
-    if (!byOid) {
-      byOid = new Map();
-      for (let i = 0; i < slots.length; i++) {
-        const oid = slots[i]!.oid;
-        if (oid !== undefined && !byOid.has(oid)) byOid.set(oid, i);
-      }
-    }
-    return byOid;
-  };
-  const waiting = new Map<number | ObjectId, number[]>();
-  const cache = new LruCache(options.cacheBytes ?? 64 * 2 ** 20);
+  // one column per field: no object per entry (see import-slots.ts)
+  let slots = new ImportSlots(1024);
+  /** Delta data of deltas waiting for their base. */
+  const deltas = new Map<number, Uint8Array>();
+  /** Deltas waiting for a base in the pack (by its entry) or named by id (REF_DELTA). */
+  const waitingOn = new Map<number, number[]>();
+  const waitingFor = new Map<ObjectId, number[]>();
+  const cache = new LruCache(options.cacheBytes ?? DEFAULT_CACHE_BYTES);
   // results too large for the cache: the latest are kept, so that a chain of large objects in
   // pack order applies each delta once rather than rebuilding each object from the chain's root
   const tips = new ChainTips<number, Uint8Array>(cache.limit, (v) => v.length);
   const remember = (index: number, data: Uint8Array) => {
     if (data.length <= cache.limit / 4) cache.set(index, data);
     else {
-      const base = slots[index]!.base;
+      const base = slots.base[index]!;
       tips.set(index, data, base >= 0 ? base : undefined);
     }
   };
@@ -253,24 +235,27 @@ async function importWith(
   const collected: { oid: ObjectId; type: ObjectType; data: Uint8Array }[] = [];
 
   const wait = (key: number | ObjectId, slot: number) => {
-    const list = waiting.get(key);
+    const map: Map<number | ObjectId, number[]> = typeof key === 'number' ? waitingOn : waitingFor;
+    const list = map.get(key);
     if (list) list.push(slot);
-    else waiting.set(key, [slot]);
+    else map.set(key, [slot]);
   };
 
   /**
    * Re-inflates a slot's own data from the pack buffer. Counted against the inflated-bytes limit
    * like every byte rebuilt: work a pack forces by its layout is bounded too.
    */
-  const reinflate = async (s: Slot): Promise<Uint8Array> => {
-    reader.addInflated(s.size);
+  const reinflate = async (i: number): Promise<Uint8Array> => {
+    const size = slots.size[i]!;
+    const offset = slots.offset[i]!;
+    reader.addInflated(size);
     reader.flush();
-    if (!spool && !buffer) throw new PackError('PACK_CORRUPT_ZLIB', 'entry could not be re-read', { offset: s.offset });
-    const bytes = spool
-      ? await spool.read(s.dataOffset, s.end - s.dataOffset)
-      : buffer!.read(s.dataOffset, s.end - s.dataOffset);
-    const r = inflateOne(bytes, s.size, true);
-    if (r.kind !== 'done') throw new PackError('PACK_CORRUPT_ZLIB', 'entry could not be re-read', { offset: s.offset });
+    if (!spool && !buffer) throw new PackError('PACK_CORRUPT_ZLIB', 'entry could not be re-read', { offset });
+    const dataOffset = slots.dataOffset(i);
+    const length = slots.end[i]! - dataOffset;
+    const bytes = spool ? await spool.read(dataOffset, length) : buffer!.read(dataOffset, length);
+    const r = inflateOne(bytes, size, true);
+    if (r.kind !== 'done') throw new PackError('PACK_CORRUPT_ZLIB', 'entry could not be re-read', { offset });
     return r.data;
   };
 
@@ -282,20 +267,19 @@ async function importWith(
     let i = index;
     let data: Uint8Array | undefined;
     for (;;) {
-      const s = slots[i]!;
       data = cached(i);
       if (data) break;
-      if (s.base === -1) {
-        data = await reinflate(s);
+      if (slots.base[i] === WHOLE) {
+        data = await reinflate(i);
         remember(i, data);
         break;
       }
       chain.push(i);
-      i = s.base;
+      i = slots.base[i]!;
     }
     for (let k = chain.length - 1; k >= 0; k--) {
-      const s = slots[chain[k]!]!;
-      data = resolveDelta(data, s.delta ?? (await reinflate(s)), limits.maxDeltaResultSize);
+      const c = chain[k]!;
+      data = resolveDelta(data, deltas.get(c) ?? (await reinflate(c)), limits.maxDeltaResultSize);
       reader.addInflated(data.length);
       remember(chain[k]!, data);
     }
@@ -303,57 +287,65 @@ async function importWith(
   };
 
   /** Records a resolved object and resolves everything waiting on it (iteratively). */
-  const resolved = (first: number, firstData: Uint8Array) => {
+  const resolved = (first: number, firstData: Uint8Array, firstOid: ObjectId | undefined) => {
     // one object and nothing waiting on it (the common case) goes without the stack
-    if (!record(first, firstData)) return;
-    const stack: [number, Uint8Array][] = [[first, firstData]];
+    const oid = record(first, firstData, firstOid);
+    if (oid === undefined) return;
+    const stack: [number, Uint8Array, ObjectId][] = [[first, firstData, oid]];
     while (stack.length > 0) {
-      const [index, data] = stack.pop()!;
-      const s = slots[index]!;
-      const byIndex = waiting.get(index);
-      const byId = waiting.get(s.oid!);
+      const [index, data, id] = stack.pop()!;
+      const byIndex = waitingOn.get(index);
+      const byId = waitingFor.get(id);
       if (!byIndex && !byId) continue;
-      waiting.delete(index);
-      waiting.delete(s.oid!);
+      waitingOn.delete(index);
+      waitingFor.delete(id);
+      const type = slots.type(index);
       for (const c of byIndex && byId ? [...byIndex, ...byId] : (byIndex ?? byId)!) {
-        const child = slots[c]!;
-        child.base = index;
-        child.type = s.type;
-        child.depth = s.depth + 1;
-        if (child.depth > limits.maxDeltaDepth) {
+        slots.base[c] = index;
+        slots.setType(c, type);
+        const depth = slots.depth[index]! + 1;
+        slots.depth[c] = depth;
+        if (depth > limits.maxDeltaDepth) {
           throw new PackError('PACK_LIMIT_DEPTH', `delta chain longer than ${limits.maxDeltaDepth}`, {
-            offset: child.offset,
+            offset: slots.offset[c]!,
           });
         }
-        const result = resolveDelta(data, child.delta!, limits.maxDeltaResultSize);
+        const result = resolveDelta(data, deltas.get(c)!, limits.maxDeltaResultSize);
         reader.addInflated(result.length);
-        child.delta = undefined;
-        if (record(c, result)) stack.push([c, result]);
+        deltas.delete(c);
+        const childOid = record(c, result, undefined);
+        if (childOid !== undefined) stack.push([c, result, childOid]);
       }
     }
   };
 
-  /** Hashes, caches and collects one resolved object; true when deltas may wait on it. */
-  const record = (index: number, data: Uint8Array): boolean => {
-    const s = slots[index]!;
-    if (s.oid === undefined) s.oid = hashObjectSync(s.type!, data);
-    if (!keepPack) collected.push({ oid: s.oid, type: s.type!, data });
-    if (byOid && !byOid.has(s.oid)) byOid.set(s.oid, index);
+  /**
+   * Hashes (unless its id is given), caches and collects one resolved object; its id when
+   * deltas may wait on it.
+   */
+  const record = (index: number, data: Uint8Array, known: ObjectId | undefined): ObjectId | undefined => {
+    const type = slots.type(index)!;
+    const oid = known ?? hashObjectSync(type, data);
+    if (!slots.hasOid(index)) slots.setOid(index, oid);
+    if (!keepPack) collected.push({ oid, type, data });
     // with the pack on disk, large objects stored whole are read back when a delta needs them
     // (as git index-pack does; their data is the reader's, lent until the next entry); delta
     // results (the likely next bases) and small objects are kept
     if (held) held[index] = data;
-    else if (!spool || s.base !== -1 || data.length <= SPOOL_CACHE_WHOLE_MAX) remember(index, data);
-    return waiting.size > 0 && (waiting.has(index) || waiting.has(s.oid));
+    else if (!spool || slots.base[index] !== WHOLE || data.length <= SPOOL_CACHE_WHOLE_MAX) remember(index, data);
+    return (waitingOn.size > 0 && waitingOn.has(index)) || (waitingFor.size > 0 && waitingFor.has(oid))
+      ? oid
+      : undefined;
   };
 
   /** Slot of the entry starting at `offset` (entries are in increasing offset order). */
   const slotAt = (offset: number): number | undefined => {
     let lo = 0;
     let hi = slots.length - 1;
+    const offsets = slots.offset;
     while (lo <= hi) {
       const mid = (lo + hi) >>> 1;
-      const o = slots[mid]!.offset;
+      const o = offsets[mid]!;
       if (o === offset) return mid;
       if (o < offset) lo = mid + 1;
       else hi = mid - 1;
@@ -363,50 +355,34 @@ async function importWith(
 
   /** Records one entry; a promise only when it must wait (a base read back, a streamed object). */
   const take = (e: PackEntry): Promise<void> | undefined => {
-    const index = slots.length;
-    const slot: Slot = {
-      offset: e.offset,
-      dataOffset: e.dataOffset,
-      end: e.end,
-      crc32: e.crc32,
-      size: e.size,
-      base: -1,
-      baseOid: undefined,
-      type: undefined,
-      oid: undefined,
-      depth: 0,
-      delta: undefined,
-    };
-    slots.push(slot);
+    const index = slots.add(e.offset, e.dataOffset, e.end, e.crc32, e.size);
     if (e.kind === 'whole') {
-      slot.type = e.type;
-      slot.oid = e.oid;
+      slots.setType(index, e.type);
       if (e.data) {
-        resolved(index, e.data);
+        resolved(index, e.data, e.oid);
         return undefined;
       }
-      if (byOid && !byOid.has(e.oid)) byOid.set(e.oid, index);
+      slots.setOid(index, e.oid);
       // a streamed object kept in the pack only; anything waiting on it re-reads it
       return flushWaiters(index, e.oid);
     }
-    const baseIndex = e.kind === 'ofs-delta' ? slotAt(e.baseOffset) : ids().get(e.baseOid);
+    const baseIndex = e.kind === 'ofs-delta' ? slotAt(e.baseOffset) : slots.find(e.baseOid);
     if (e.kind === 'ofs-delta' && baseIndex === undefined) {
       throw new PackError('PACK_BAD_BASE_OFFSET', `no entry starts at base offset ${e.baseOffset}`, {
         offset: e.offset,
       });
     }
-    if (e.kind === 'ref-delta') slot.baseOid = e.baseOid;
-    if (baseIndex === undefined || slots[baseIndex]!.oid === undefined) {
-      slot.delta = e.data;
-      slot.base = -2;
+    if (baseIndex === undefined || !slots.hasOid(baseIndex)) {
+      deltas.set(index, e.data);
+      slots.base[index] = BASE_UNKNOWN;
       wait(baseIndex ?? (e as { baseOid: ObjectId }).baseOid, index);
       return undefined;
     }
-    const base = slots[baseIndex]!;
-    slot.base = baseIndex;
-    slot.type = base.type;
-    slot.depth = base.depth + 1;
-    if (slot.depth > limits.maxDeltaDepth) {
+    slots.base[index] = baseIndex;
+    slots.setType(index, slots.type(baseIndex));
+    const depth = slots.depth[baseIndex]! + 1;
+    slots.depth[index] = depth;
+    if (depth > limits.maxDeltaDepth) {
       throw new PackError('PACK_LIMIT_DEPTH', `delta chain longer than ${limits.maxDeltaDepth}`, {
         offset: e.offset,
       });
@@ -414,7 +390,7 @@ async function importWith(
     const apply = (baseData: Uint8Array) => {
       const result = resolveDelta(baseData, e.data, limits.maxDeltaResultSize);
       reader.addInflated(result.length);
-      resolved(index, result);
+      resolved(index, result, undefined);
     };
     const baseData = cached(baseIndex);
     if (baseData) {
@@ -426,6 +402,8 @@ async function importWith(
 
   await reader.readHeader();
   const total = reader.count;
+  // sized for the declared count up to a bound (a header may claim more than comes), grown after
+  slots = new ImportSlots(Math.min(total, 1 << 16));
   let count = 0;
   try {
     while (reader.remaining > 0) {
@@ -445,18 +423,23 @@ async function importWith(
   }
 
   async function flushWaiters(index: number, oid: ObjectId) {
-    if (waiting.has(index) || waiting.has(oid)) resolved(index, await load(index));
+    if (waitingOn.has(index) || waitingFor.has(oid)) resolved(index, await load(index), oid);
   }
 
   // Thin pack: bases named by REF deltas that the pack does not contain.
   const appended: { oid: ObjectId; offset: number; crc32: number }[] = [];
   // where appended bases would start: the trailer's offset
-  let thinLength = spool ? spool.length - 20 : buffer ? buffer.length - 20 : (slots.at(-1)?.end ?? 12);
+  let thinLength = spool
+    ? spool.length - 20
+    : buffer
+      ? buffer.length - 20
+      : slots.length > 0
+        ? slots.end[slots.length - 1]!
+        : 12;
   const thinParts: Uint8Array[] = [];
-  for (const key of [...waiting.keys()]) {
+  for (const key of [...waitingFor.keys()]) {
     throwIfAborted(options.signal);
-    if (typeof key === 'number') continue;
-    if (!waiting.has(key)) continue;
+    if (!waitingFor.has(key)) continue;
     const base = await store.read(key);
     if (!base || !options.fixThin) {
       throw new PackError(
@@ -464,35 +447,29 @@ async function importWith(
         base ? `thin pack: base ${key} is not in the pack (use fixThin)` : `delta base ${key} is missing`,
       );
     }
-    const index = slots.length;
     const entry = encodeWholeEntry(base.type, base.data);
-    const slot: Slot = {
-      offset: thinLength,
-      dataOffset: thinLength + entry.headerLength,
-      end: thinLength + entry.bytes.length,
-      crc32: crc32(entry.bytes),
-      size: base.data.length,
-      base: -1,
-      baseOid: undefined,
-      type: base.type,
-      oid: key,
-      depth: 0,
-      delta: undefined,
-    };
-    slots.push(slot);
+    const crc = crc32(entry.bytes);
+    const index = slots.add(
+      thinLength,
+      thinLength + entry.headerLength,
+      thinLength + entry.bytes.length,
+      crc,
+      base.data.length,
+    );
+    slots.setType(index, base.type);
+    slots.setOid(index, key);
     thinParts.push(entry.bytes);
-    appended.push({ oid: key, offset: thinLength, crc32: slot.crc32 });
+    appended.push({ oid: key, offset: thinLength, crc32: crc });
     thinLength += entry.bytes.length;
-    ids().set(key, index);
     // already in the store: resolve waiters without storing the base again
-    const stack = waiting.get(key) ?? [];
-    waiting.delete(key);
+    const stack = waitingFor.get(key) ?? [];
+    waitingFor.delete(key);
     const before = collected.length;
     for (const c of stack) wait(index, c);
-    resolved(index, base.data);
+    resolved(index, base.data, key);
     if (!keepPack) collected.splice(before, 1);
   }
-  for (const [, list] of waiting) {
+  for (const list of [...waitingOn.values(), ...waitingFor.values()]) {
     if (list.length > 0) throw new PackError('PACK_MISSING_BASE', 'unresolvable deltas (cycle or missing base)');
   }
 
@@ -520,26 +497,35 @@ async function importWith(
     hash = bytesToHex(trailer);
   }
 
-  const objects = slots.map((s) => s.oid!);
+  const n = slots.length;
+  const objects = new Array<ObjectId>(n);
+  const types = new Array<ObjectType>(n);
+  for (let i = 0; i < n; i++) {
+    objects[i] = slots.oid(i);
+    types[i] = slots.type(i)!;
+  }
   if (keepPack) {
-    const entries: IndexEntry[] = slots.map((s) => ({ oid: s.oid!, offset: s.offset, crc32: s.crc32 }));
+    const entries = new Array<IndexEntry>(n);
+    for (let i = 0; i < n; i++) entries[i] = { oid: objects[i]!, offset: slots.offset[i]!, crc32: slots.crc32[i]! };
     if (spool) await spool.commit(hash, entries);
     else await store.writePack!({ hash, chunks: buffer!.chunks(), length: buffer!.length, entries });
     // (the store's index refuses an id the pack holds twice: writeIdx's strict)
   } else {
     // a store that takes objects writes no index: a repeated id is refused here, the same way
     const seen = new Set<ObjectId>();
-    for (const s of slots) {
-      if (seen.has(s.oid!)) {
-        throw new PackError('PACK_DUPLICATE_OBJECT', `object ${s.oid} appears twice in the pack`, { offset: s.offset });
+    for (let i = 0; i < n; i++) {
+      if (seen.has(objects[i]!)) {
+        throw new PackError('PACK_DUPLICATE_OBJECT', `object ${objects[i]} appears twice in the pack`, {
+          offset: slots.offset[i]!,
+        });
       }
-      seen.add(s.oid!);
+      seen.add(objects[i]!);
     }
     if (store.writeHashed) await store.writeHashed(collected);
     else for (const o of collected) await store.write(o.type, o.data);
   }
-  options.onProgress?.({ objects: slots.length, total: slots.length, phase: 'resolving' });
-  return { hash, objects, types: slots.map((s) => s.type!), thinBases: appended.length };
+  options.onProgress?.({ objects: n, total: n, phase: 'resolving' });
+  return { hash, objects, types, thinBases: appended.length };
 }
 
 /**

@@ -22,7 +22,7 @@ import { PackError, throwIfAborted } from './errors.js';
 import { hexToBytes, type ObjectId, type ObjectType, TYPE_CODES } from './object.js';
 import type { ObjectStore } from './store.js';
 import type { PackSource, StoredLocation } from './stored-location.js';
-import { type CommitCache, enumerateObjects, type PackObject } from './walk.js';
+import { type CommitCache, type Enumeration, enumerateObjects, type PackObject } from './walk.js';
 
 export interface CreatePackOptions {
   wants: readonly ObjectId[];
@@ -166,6 +166,7 @@ async function* packStream(store: ObjectStore, options: CreatePackOptions): Asyn
     shallow: options.shallow,
     tags: options.includeTags ? options.tags : undefined,
     edges: options.thin === true && options.deltas !== false,
+    edgeCommits: options.window ?? 10,
     signal: options.signal,
     cache: options.cache,
   });
@@ -184,7 +185,7 @@ async function* packStream(store: ObjectStore, options: CreatePackOptions): Asyn
 
 async function* writeStream(
   store: ObjectStore,
-  enumeration: { objects: PackObject[]; edges: PackObject[] } | null,
+  enumeration: Pick<Enumeration, 'objects' | 'edges' | 'uninteresting'> | null,
   oids: readonly (ObjectId | PackObject)[],
   options: Omit<CreatePackOptions, 'wants'>,
 ): AsyncGenerator<Uint8Array> {
@@ -239,7 +240,9 @@ async function* writeStream(
       item.size = 'size' in h ? h.size : h.data.length;
     }
   }
-  // reused deltas: base in this pack (or known to the receiver when thin), depth within limit
+  // reused deltas: base in this pack (or one the receiver has when thin: one of the boundary
+  // commits' trees and blobs, as git reuses deltas against what its bitmap says the receiver
+  // has), depth within limit
   const reusedDepth = (item: Item): number => {
     const chain: Item[] = [];
     let cur: Item | undefined = item;
@@ -265,7 +268,7 @@ async function* writeStream(
       const raw = item.raw;
       if (raw?.kind !== 'delta') continue;
       const base = raw.base!;
-      if (items.has(base) || (options.thin && edges.has(base))) item.base = base;
+      if (items.has(base) || (options.thin && enumeration?.uninteresting.has(base))) item.base = base;
     }
     for (const item of order) {
       if (item.raw?.kind === 'delta' && item.base !== undefined) {

@@ -219,15 +219,27 @@ export async function mergeBase(
   const RESULT = 8;
   const flags = new Map<ObjectId, number>();
   const queue = new CommitQueue();
+  // queue entries per commit, and how many entries are of commits not (yet) stale: flags only
+  // gain bits, so a commit turning stale takes all its queued entries out of the count at once
+  const queued = new Map<ObjectId, number>();
+  let nonStale = 0;
+  const push = async (oid: ObjectId) => {
+    const c = await cache.get(oid);
+    queued.set(oid, (queued.get(oid) ?? 0) + 1);
+    if (!((flags.get(oid) ?? 0) & STALE)) nonStale++;
+    queue.push(c);
+  };
   flags.set(a, ONE);
   flags.set(b, TWO);
-  queue.push(await cache.get(a));
-  queue.push(await cache.get(b));
+  await push(a);
+  await push(b);
   const result: ObjectId[] = [];
-  while (queue.some((c) => !((flags.get(c.oid) ?? 0) & STALE))) {
+  while (nonStale > 0) {
     throwIfAborted(options.signal);
     const c = queue.pop()!;
+    queued.set(c.oid, queued.get(c.oid)! - 1);
     const own = flags.get(c.oid) ?? 0;
+    if (!(own & STALE)) nonStale--;
     let paint = own & (ONE | TWO | STALE);
     if ((paint & (ONE | TWO)) === (ONE | TWO)) {
       if (!(own & RESULT)) {
@@ -240,7 +252,8 @@ export async function mergeBase(
       const pf = flags.get(p) ?? 0;
       if ((pf & paint) === paint) continue;
       flags.set(p, pf | paint);
-      queue.push(await cache.get(p));
+      if (paint & STALE && !(pf & STALE)) nonStale -= queued.get(p) ?? 0;
+      await push(p);
     }
   }
   // results that are ancestors of other results are not "best"
@@ -280,10 +293,16 @@ export interface PackObject {
 export interface Enumeration {
   /** Objects to send: commits (newest first), tags, then trees and blobs in traversal order. */
   objects: PackObject[];
-  /** Trees and blobs the receiver has (from boundary commits), usable as thin delta bases. */
+  /**
+   * Trees and blobs of the first `edgeCommits` boundary commits with their name hashes: what
+   * the receiver has at the paths of the objects sent, the thin pack's delta bases to try (git's
+   * preferred bases).
+   */
   edges: PackObject[];
-  /** Commits the walk stopped at (the receiver has them). */
+  /** Commits the walk stopped at (the receiver has them), newest first. */
   boundary: ObjectId[];
+  /** The trees and blobs of every boundary commit: the receiver has them (they are not sent). */
+  uninteresting: OidSet;
 }
 
 export interface EnumerateOptions {
@@ -294,6 +313,11 @@ export interface EnumerateOptions {
   tags?: readonly ObjectId[];
   /** Collect the boundary trees and blobs as `edges` (for thin packs). */
   edges?: boolean;
+  /**
+   * Boundary commits whose trees give `edges` (default 10, git's delta window): git adds the
+   * trees of at most `window` edge commits as preferred bases.
+   */
+  edgeCommits?: number;
   signal?: AbortSignal;
   cache?: CommitCache;
 }
@@ -349,8 +373,11 @@ export async function enumerateObjects(store: ObjectStore, options: EnumerateOpt
     signal,
     cache,
   });
-  const boundary = [...new Set([...walk.boundary, ...haveCommits])];
-  // objects the receiver has: everything in the boundary commits' trees
+  // objects the receiver has, as far as the pack is concerned: everything in the trees of the
+  // boundary commits (the hidden parents of the commits sent), git's edges; the trees of the
+  // other `haves` are not walked, their objects are either under the boundary or few
+  const boundary = walk.boundary;
+  const edgeCommits = options.edgeCommits ?? 10;
   const excluded = new OidSet();
   const edges: PackObject[] = [];
   /** Continues git's name hash over `bytes[start..end]` (a running state: dir/name continues dir's). */
@@ -399,16 +426,18 @@ export async function enumerateObjects(store: ObjectStore, options: EnumerateOpt
       for (let k = subtrees.length - 1; k >= 0; k--) stack.push(subtrees[k]!);
     }
   };
-  for (const b of boundary) {
+  const collect = (o: PackObject) => {
+    edges.push(o);
+  };
+  const skip = () => {};
+  for (let i = 0; i < boundary.length; i++) {
     let c: CommitInfo;
     try {
-      c = await cache.get(b);
+      c = await cache.get(boundary[i]!);
     } catch {
       continue;
     }
-    await walkTree(c.tree, new Uint8Array(0), excluded, (o) => {
-      if (options.edges) edges.push(o);
-    });
+    await walkTree(c.tree, new Uint8Array(0), excluded, options.edges && i < edgeCommits ? collect : skip);
   }
   for (const c of walk.commits) {
     if (sent.has(c.oid)) continue;
@@ -443,5 +472,5 @@ export async function enumerateObjects(store: ObjectStore, options: EnumerateOpt
   for (const c of walk.commits) await walkTree(c.tree, new Uint8Array(0), seen, add);
   for (const t of looseTrees) await walkTree(t.oid, t.path, seen, add);
   for (const b of looseBlobs) if (seen.add(b)) add({ oid: b, type: 'blob', nameHash: 0 });
-  return { objects, edges, boundary };
+  return { objects, edges, boundary, uninteresting: excluded };
 }

@@ -364,6 +364,34 @@ describe('enumeration matches git rev-list --objects', () => {
     expect(ours).toEqual(await listed([want, have]));
   });
 
+  it("many haves: only the boundary commits' trees are walked, as git marks its edges", async () => {
+    const head = await resolve('HEAD');
+    // what a fetching client sends: its tip and many of its ancestors
+    const haves = (await sandbox.git(['--git-dir', gitDir, 'rev-list', '-n', '40', 'HEAD~7'])).split('\n');
+    const store = new FsObjectStore(fs, gitDir);
+    const e = await enumerateObjects(store, { wants: [head], haves, edges: true, edgeCommits: 1 });
+    await store.close();
+    expect(new Set(e.objects.map((o) => o.oid))).toEqual(await listed([head, ...haves.map((h) => `^${h}`)]));
+    const boundary = (
+      await sandbox.git(['--git-dir', gitDir, 'rev-list', '--boundary', head, ...haves.map((h) => `^${h}`)])
+    )
+      .split('\n')
+      .filter((l) => l.startsWith('-'))
+      .map((l) => l.slice(1));
+    expect(new Set(e.boundary)).toEqual(new Set(boundary));
+    expect(e.boundary.length).toBeLessThan(haves.length);
+    // the receiver has every tree and blob of the boundary commits, and edges come from the first one only
+    const treesOf = async (commits: string[]) => {
+      const all = await listed(['--no-walk', ...commits]);
+      for (const c of commits) all.delete(c);
+      return all;
+    };
+    const uninteresting = await treesOf(boundary);
+    expect(e.uninteresting.size).toBe(uninteresting.size);
+    for (const oid of uninteresting) expect(e.uninteresting.has(oid)).toBe(true);
+    expect(new Set(e.edges.map((o) => o.oid))).toEqual(await treesOf([e.boundary[0]!]));
+  });
+
   it('--all with annotated tags', async () => {
     const store = new FsObjectStore(fs, gitDir);
     const e = await enumerateObjects(store, { wants: [...refs.values()] });

@@ -1,0 +1,167 @@
+/**
+ * The entries of a pack being imported, one typed array per field: where each entry lies, its
+ * CRC-32, sizes, base, type, delta depth and object id (20 bytes in one shared array), and an
+ * open-addressing index from ids to entries. A few tens of bytes per entry and no object per
+ * entry, so that a pack of a million objects costs the garbage collector nothing to keep.
+ */
+import { bytesToHex, hexToBytes, type ObjectId, type ObjectType } from './object.js';
+
+const ID = 20;
+const TYPE_NAMES: readonly (ObjectType | undefined)[] = [undefined, 'commit', 'tree', 'blob', 'tag'];
+const TYPE_INDEX: Record<ObjectType, number> = { commit: 1, tree: 2, blob: 3, tag: 4 };
+
+/** `base` of an entry stored whole. */
+export const WHOLE = -1;
+/** `base` of a delta whose base is not known yet. */
+export const BASE_UNKNOWN = -2;
+
+export class ImportSlots {
+  #length = 0;
+  #capacity: number;
+  /** Offset of each entry's header in the pack. */
+  offset: Float64Array;
+  /** Offset just past each entry. */
+  end: Float64Array;
+  /** Inflated size of each entry's own data (the delta for deltas). */
+  size: Float64Array;
+  /** Bytes of each entry's header (its zlib data starts at offset + headerLength). */
+  headerLength: Uint8Array;
+  crc32: Uint32Array;
+  /** WHOLE, BASE_UNKNOWN or the base's entry. */
+  base: Int32Array;
+  depth: Uint32Array;
+  #type: Uint8Array;
+  /** 1 once the entry's id is known. */
+  #known: Uint8Array;
+  #ids: Uint8Array<ArrayBuffer>;
+  /** Id index: slot -> 1 + entry, 0 when empty; the first entry of an id wins. */
+  #table: Int32Array;
+  #mask: number;
+  #indexed = 0;
+  readonly #scratch: Uint8Array<ArrayBuffer> = new Uint8Array(ID);
+
+  constructor(capacity: number) {
+    this.#capacity = Math.max(16, capacity);
+    const n = this.#capacity;
+    this.offset = new Float64Array(n);
+    this.end = new Float64Array(n);
+    this.size = new Float64Array(n);
+    this.headerLength = new Uint8Array(n);
+    this.crc32 = new Uint32Array(n);
+    this.base = new Int32Array(n);
+    this.depth = new Uint32Array(n);
+    this.#type = new Uint8Array(n);
+    this.#known = new Uint8Array(n);
+    this.#ids = new Uint8Array(n * ID);
+    let t = 16;
+    while (t < n * 2) t *= 2;
+    this.#table = new Int32Array(t);
+    this.#mask = t - 1;
+  }
+
+  get length(): number {
+    return this.#length;
+  }
+
+  /** Appends an entry (whole until told otherwise); returns its index. */
+  add(offset: number, dataOffset: number, end: number, crc32: number, size: number): number {
+    if (this.#length === this.#capacity) this.#grow();
+    const i = this.#length++;
+    this.offset[i] = offset;
+    this.end[i] = end;
+    this.size[i] = size;
+    this.headerLength[i] = dataOffset - offset;
+    this.crc32[i] = crc32;
+    this.base[i] = WHOLE;
+    return i;
+  }
+
+  dataOffset(i: number): number {
+    return this.offset[i]! + this.headerLength[i]!;
+  }
+
+  type(i: number): ObjectType | undefined {
+    return TYPE_NAMES[this.#type[i]!];
+  }
+
+  setType(i: number, type: ObjectType | undefined): void {
+    this.#type[i] = type === undefined ? 0 : TYPE_INDEX[type];
+  }
+
+  hasOid(i: number): boolean {
+    return this.#known[i] === 1;
+  }
+
+  oid(i: number): ObjectId {
+    return bytesToHex(this.#ids, i * ID, i * ID + ID);
+  }
+
+  /** Sets an entry's id and indexes it (unless an earlier entry has the same id). */
+  setOid(i: number, oid: ObjectId): void {
+    hexToBytes(oid, this.#ids, i * ID);
+    this.#known[i] = 1;
+    const s = this.#slot(this.#ids, i * ID);
+    if (this.#table[s] !== 0) return;
+    this.#table[s] = i + 1;
+    if (++this.#indexed * 2 > this.#table.length) this.#rehash();
+  }
+
+  /** The first entry with this id, if any. */
+  find(oid: ObjectId): number | undefined {
+    hexToBytes(oid, this.#scratch, 0);
+    const e = this.#table[this.#slot(this.#scratch, 0)]!;
+    return e === 0 ? undefined : e - 1;
+  }
+
+  #slot(bytes: Uint8Array, at: number): number {
+    const ids = this.#ids;
+    let s = ((bytes[at]! << 24) | (bytes[at + 1]! << 16) | (bytes[at + 2]! << 8) | bytes[at + 3]!) & this.#mask;
+    for (;;) {
+      const e = this.#table[s]!;
+      if (e === 0) return s;
+      const base = (e - 1) * ID;
+      let k = 0;
+      while (k < ID && ids[base + k] === bytes[at + k]) k++;
+      if (k === ID) return s;
+      s = (s + 1) & this.#mask;
+    }
+  }
+
+  #rehash(): void {
+    const old = this.#table;
+    this.#table = new Int32Array(old.length * 2);
+    this.#mask = this.#table.length - 1;
+    for (const e of old) if (e !== 0) this.#table[this.#slot(this.#ids, (e - 1) * ID)] = e;
+  }
+
+  #grow(): void {
+    const n = this.#capacity * 2;
+    const f64 = (a: Float64Array) => {
+      const b = new Float64Array(n);
+      b.set(a);
+      return b;
+    };
+    const u8 = (a: Uint8Array, width = 1): Uint8Array<ArrayBuffer> => {
+      const b = new Uint8Array(n * width);
+      b.set(a);
+      return b;
+    };
+    const u32 = new Uint32Array(n);
+    u32.set(this.crc32);
+    const i32 = new Int32Array(n);
+    i32.set(this.base);
+    const depth = new Uint32Array(n);
+    depth.set(this.depth);
+    this.offset = f64(this.offset);
+    this.end = f64(this.end);
+    this.size = f64(this.size);
+    this.headerLength = u8(this.headerLength);
+    this.crc32 = u32;
+    this.base = i32;
+    this.depth = depth;
+    this.#type = u8(this.#type);
+    this.#known = u8(this.#known);
+    this.#ids = u8(this.#ids, ID);
+    this.#capacity = n;
+  }
+}
