@@ -55,6 +55,11 @@ export {
   resolveUrl,
   type UrlResolver,
 } from './http-plugin.js';
+export type {
+  AuthChallenge,
+  HttpCredentials,
+  HttpRemoteOptions,
+} from './http-remote.js';
 export { MemoryFs } from './memory-fs.js';
 export { OpfsFs } from './opfs-fs.js';
 export { isRefUpdateEvent, REF_UPDATE_EVENT, type RefUpdateEvent, refUpdateEvents, ZERO_OID } from './ref-events.js';
@@ -69,9 +74,11 @@ export {
 export {
   type CloneOptions,
   type GitRemote,
+  type HttpGitRemote,
   type OperationOptions,
   type ProgressEvent,
   type RemoteFetchOptions,
+  type RemoteOperations,
   type RemoteOptions,
   type RemotePushOptions,
   remote,
