@@ -98,3 +98,11 @@ export {
   type StaleFileOptions,
   type StaleFileReport,
 } from './stale-files.js';
+export {
+  type BusWatchSource,
+  type ResetInfo,
+  type Watcher,
+  type WatchFetch,
+  type WatchOptions,
+  watch,
+} from './watch.js';

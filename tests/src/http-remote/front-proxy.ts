@@ -25,15 +25,26 @@ export interface SeenRequest {
 export interface FrontProxy {
   url: string;
   seen: SeenRequest[];
+  /** While true, every request is answered 503 (the server is away). */
+  refusing: boolean;
+  /** Cuts every open connection (a dropped network). */
+  cut(): void;
   close(): Promise<void>;
 }
 
 export async function startFrontProxy(target: string, options: FrontProxyOptions = {}): Promise<FrontProxy> {
   const behind = new URL(target);
   const seen: SeenRequest[] = [];
+  const state = { refusing: false };
   const server = createServer((req, res) => {
     const path = req.url ?? '/';
     seen.push({ method: req.method ?? 'GET', path, headers: { ...req.headers } });
+    if (state.refusing) {
+      req.resume();
+      res.writeHead(503, { 'retry-after': '1' });
+      res.end('front proxy: away');
+      return;
+    }
     if (options.basicAuth) {
       const expected = `Basic ${Buffer.from(`${options.basicAuth.user}:${options.basicAuth.password}`).toString('base64')}`;
       if (req.headers.authorization !== expected) {
@@ -57,6 +68,7 @@ export async function startFrontProxy(target: string, options: FrontProxyOptions
       answer.pipe(res);
     });
     out.on('error', () => res.destroy());
+    res.on('close', () => out.destroy());
     req.pipe(out);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -64,6 +76,13 @@ export async function startFrontProxy(target: string, options: FrontProxyOptions
   return {
     url: `http://127.0.0.1:${port}`,
     seen,
+    get refusing() {
+      return state.refusing;
+    },
+    set refusing(value: boolean) {
+      state.refusing = value;
+    },
+    cut: () => server.closeAllConnections(),
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
