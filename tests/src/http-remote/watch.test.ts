@@ -4,9 +4,9 @@
  * past the gateway's replay cap the watcher lists the refs again. And `watch({ bus })` over a
  * bus host's signals.
  */
+import type { FetchResult } from '@gitport/protocol';
 import {
   commit,
-  type FetchResult,
   type GitRepository,
   host,
   initRepository,
