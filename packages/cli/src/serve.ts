@@ -1,7 +1,7 @@
 /**
  * `gitport serve [--root DIR] [--host H] [--port P] [--workers N] [--token T] [--private]
  *                [--allow-anonymous-push] [--cors ORIGIN]... [--max-sse-connections N]
- *                [--max-sse-buffer BYTES] [limits]`
+ *                [--max-sse-buffer BYTES] [--no-demo-page] [limits]`
  *
  * Limits (the gateway's `limits` options): `--max-requests N`, `--max-pending-bodies N`,
  * `--max-pending-bodies-per-client N`,
@@ -17,11 +17,13 @@ import { mkdir } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import {
+  createDemoPage,
   createDemoRepository,
   createGateway,
   createWorkerPoolBackend,
   type GatewayLimits,
   listen,
+  nodeDemoAssets,
   RepositoryRoot,
 } from '@gitport/gateway';
 
@@ -38,6 +40,8 @@ export interface ServeOptions {
   maxSseConnections: number;
   /** Bytes of events queued per SSE connection before it gets a reset (or, if it reads nothing, is dropped). */
   maxSseBuffer: number;
+  /** The demo page at `/` (not with --private: it lists the repositories). */
+  demoPage: boolean;
   /** The gateway's limits given on the command line (absent ones keep the gateway's defaults). */
   limits: GatewayLimits;
 }
@@ -61,7 +65,7 @@ export class UsageError extends Error {
 
 const usage = `usage: gitport serve [--root DIR] [--host H] [--port P] [--workers N] [--token T] [--private]
                     [--allow-anonymous-push] [--cors ORIGIN]... [--max-sse-connections N]
-                    [--max-sse-buffer BYTES]
+                    [--max-sse-buffer BYTES] [--no-demo-page]
                     [--max-requests N] [--max-pending-bodies N] [--max-pending-bodies-per-client N]
                     [--max-discoveries N]
                     [--max-queued-discoveries N] [--max-body-bytes N] [--body-idle-timeout MS]
@@ -80,6 +84,7 @@ export function parseServeArgs(args: readonly string[]): ServeOptions {
     cors: [],
     maxSseConnections: 512,
     maxSseBuffer: 1 << 20,
+    demoPage: true,
     limits: {},
   };
   for (let i = 0; i < args.length; i++) {
@@ -130,6 +135,9 @@ export function parseServeArgs(args: readonly string[]): ServeOptions {
       case '--max-sse-connections':
         options.maxSseConnections = integer(0, 1_000_000);
         break;
+      case '--no-demo-page':
+        options.demoPage = false;
+        break;
       case '--max-sse-buffer':
         options.maxSseBuffer = integer(1024, 2 ** 30);
         break;
@@ -175,6 +183,7 @@ export async function serve(args: readonly string[]): Promise<number> {
     cors: options.cors,
     sse: { maxSubscribers: options.maxSseConnections, maxBufferedBytes: options.maxSseBuffer },
     limits: options.limits,
+    ...(options.demoPage && !options.private ? { page: demoPage(root) } : {}),
   });
   let server: Awaited<ReturnType<typeof listen>>;
   try {
@@ -210,4 +219,9 @@ export async function serve(args: readonly string[]): Promise<number> {
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
   });
+}
+
+function demoPage(root: string) {
+  const repositories = new RepositoryRoot(root);
+  return createDemoPage({ listRepositories: () => repositories.list(), readAsset: nodeDemoAssets() });
 }

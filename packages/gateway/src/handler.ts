@@ -105,6 +105,8 @@ export interface GatewayOptions {
   sse?: SseHubOptions;
   /** The realm of the Basic challenge. */
   realm?: string;
+  /** Pages served besides git (the demo page, demo-page.ts): a reply, or undefined for the gateway's routes. */
+  page?: (request: GatewayRequest) => Promise<GatewayReply> | undefined;
 }
 
 export interface Gateway {
@@ -372,6 +374,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   function route(request: GatewayRequest): GatewayReply | Promise<GatewayReply> {
     const { path, query } = splitTarget(request.url);
     const method = request.method.toUpperCase();
+    const page = options.page?.(request);
+    if (page !== undefined) return page;
     if (path === '/healthz') {
       if (method !== 'GET' && method !== 'HEAD')
         return refuse(405, 'GATEWAY_METHOD_NOT_ALLOWED', 'method not allowed', { allow: 'GET, HEAD' });
@@ -734,7 +738,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       headers: {
         ...cors,
         'access-control-allow-methods': 'GET, POST, OPTIONS',
-        'access-control-allow-headers': 'content-type, git-protocol, authorization, last-event-id',
+        'access-control-allow-headers': 'content-type, content-encoding, git-protocol, authorization, last-event-id',
         'access-control-max-age': '600',
       },
       body: { kind: 'none' },

@@ -1,5 +1,7 @@
 export { AdvertisementCache } from './advertisement-cache.js';
 export type { GitBackend, GitService, RpcOptions } from './backend.js';
+export { createDemoPage, type DemoAsset, type DemoPage, type DemoPageOptions } from './demo-page.js';
+export { nodeDemoAssets } from './demo-page.node.js';
 export { createDemoRepository } from './demo-repository.js';
 export { GatewayError, isGatewayError } from './errors.js';
 export { createGitProcessBackend, type GitProcessBackendOptions } from './git-process-backend.js';
