@@ -2,7 +2,7 @@
  * `gitport serve [--root DIR] [--host H] [--port P] [--workers N] [--token T] [--private]
  *                [--allow-anonymous-push] [--cors ORIGIN]... [--max-sse-connections N]
  *                [--max-sse-buffer BYTES] [--node-http] [--redis redis://HOST:PORT[/DB]]
- *                [limits]`
+ *                [--no-demo-page] [limits]`
  *
  * Limits (the gateway's `limits` options): `--max-requests N`, `--max-pending-bodies N`,
  * `--max-pending-bodies-per-client N`,
@@ -24,13 +24,14 @@
 import { mkdir } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
-import { createGateway, type GatewayLimits, isGatewayError } from '@gitport/gateway';
+import { createDemoPage, createGateway, type GatewayLimits, isGatewayError } from '@gitport/gateway';
 import { isBun, requireBunVersion, serveBun } from '@gitport/gateway/bun';
 import {
   checkRedisUrl,
   createDemoRepository,
   createWorkerPoolBackend,
   listen,
+  nodeDemoAssets,
   RedisEventLog,
   RepositoryRoot,
 } from '@gitport/gateway/node';
@@ -48,6 +49,8 @@ export interface ServeOptions {
   maxSseConnections: number;
   /** Bytes of events queued per SSE connection before it gets a reset (or, if it reads nothing, is dropped). */
   maxSseBuffer: number;
+  /** The demo page at `/` (not with --private: it lists the repositories). */
+  demoPage: boolean;
   /** The gateway's limits given on the command line (absent ones keep the gateway's defaults). */
   limits: GatewayLimits;
   /** Serve through node:http even under Bun (where `Bun.serve` is the default). */
@@ -79,6 +82,7 @@ export class UsageError extends Error {
 const usage = `usage: gitport serve [--root DIR] [--host H] [--port P] [--workers N] [--token T] [--private]
                     [--allow-anonymous-push] [--cors ORIGIN]... [--max-sse-connections N]
                     [--max-sse-buffer BYTES] [--node-http] [--redis redis://HOST:PORT[/DB]]
+                    [--no-demo-page]
                     [--max-requests N] [--max-pending-bodies N] [--max-pending-bodies-per-client N]
                     [--max-discoveries N]
                     [--max-queued-discoveries N] [--max-body-bytes N] [--body-idle-timeout MS]
@@ -97,6 +101,7 @@ export function parseServeArgs(args: readonly string[]): ServeOptions {
     cors: [],
     maxSseConnections: 512,
     maxSseBuffer: 1 << 20,
+    demoPage: true,
     limits: {},
     nodeHttp: false,
     redis: undefined,
@@ -148,6 +153,9 @@ export function parseServeArgs(args: readonly string[]): ServeOptions {
         break;
       case '--max-sse-connections':
         options.maxSseConnections = integer(0, 1_000_000);
+        break;
+      case '--no-demo-page':
+        options.demoPage = false;
         break;
       case '--max-sse-buffer':
         options.maxSseBuffer = integer(1024, 2 ** 30);
@@ -216,6 +224,7 @@ export async function serve(args: readonly string[]): Promise<number> {
     sse: { maxSubscribers: options.maxSseConnections, maxBufferedBytes: options.maxSseBuffer },
     limits: options.limits,
     eventLog: log === undefined ? undefined : (hub) => log.attach(hub),
+    ...(options.demoPage && !options.private ? { page: demoPage(root) } : {}),
   });
   if (log !== undefined) {
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -263,4 +272,9 @@ export async function serve(args: readonly string[]): Promise<number> {
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
   });
+}
+
+function demoPage(root: string) {
+  const repositories = new RepositoryRoot(root);
+  return createDemoPage({ listRepositories: () => repositories.list(), readAsset: nodeDemoAssets() });
 }

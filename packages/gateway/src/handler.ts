@@ -54,6 +54,8 @@ export interface GatewayOptions {
    * carries ref updates and replays them; default: the hub alone, one process.
    */
   eventLog?: (hub: SseHub) => RefEventLog;
+  /** Pages served besides git (the demo page, demo-page.ts): a reply, or undefined for the gateway's routes. */
+  page?: (request: GatewayRequest) => Promise<GatewayReply> | undefined;
   /** The realm of the Basic challenge. */
   realm?: string;
 }
@@ -113,7 +115,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     if (request.method.toUpperCase() === 'OPTIONS') return crossOrigin.preflight(cors);
     let routed: GatewayReply | Promise<GatewayReply>;
     try {
-      routed = route(request);
+      routed = options.page?.(request) ?? route(request);
     } catch (error) {
       return withCors(failed(request, error), cors);
     }

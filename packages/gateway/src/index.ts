@@ -4,6 +4,7 @@
  * worker-pool and git-process backends and the demo repository are at `@gitport/gateway/node`.
  */
 export type { GitBackend, GitService, RpcOptions } from './backend.js';
+export { createDemoPage, type DemoAsset, type DemoPage, type DemoPageOptions } from './demo-page.js';
 export { GatewayError, isGatewayError } from './errors.js';
 export type { RefEventLog } from './event-log.js';
 export { createGateway, type Gateway, type GatewayOptions } from './handler.js';

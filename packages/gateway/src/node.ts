@@ -3,6 +3,7 @@
  * `createNodeListener`), the backends that host repositories under a root directory (worker
  * threads running gitport, or git's own programs in child processes), and the demo repository.
  */
+export { nodeDemoAssets } from './node/demo-assets.js';
 export { createDemoRepository } from './node/demo-repository.js';
 export { createGitProcessBackend, type GitProcessBackendOptions } from './node/git-process-backend.js';
 export {

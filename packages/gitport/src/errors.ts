@@ -18,6 +18,10 @@
  *   REF_NOT_FOUND, REF_DETACHED         readFile: no such ref; commit: HEAD on no branch
  *   ABORTED                             an AbortSignal fired (cause: its reason)
  *   HTTP_BAD_URL, HTTP_BAD_REQUEST      the isomorphic-git plugin and the host's HTTP streams
+ *   HTTP_UNAUTHORIZED, HTTP_FORBIDDEN   a smart-HTTP server answered 401 (no or wrong credentials)
+ *                                       or 403 (data: { status, url, message })
+ *   HTTP_FAILED                         any other HTTP failure status (data: { status, url, message })
+ *   HTTP_NETWORK                        no HTTP answer at all: connection refused, reset, DNS, CORS
  *   OPFS_UNSUPPORTED                    no navigator.storage.getDirectory here
  *   CONTROL_FORBIDDEN, CONTROL_FAILED   the control API
  *   OPERATION_FAILED                    an error without a code (a bug, a dependency's exception)
@@ -44,6 +48,10 @@ export type GitportErrorCode =
   | 'ABORTED'
   | 'HTTP_BAD_URL'
   | 'HTTP_BAD_REQUEST'
+  | 'HTTP_UNAUTHORIZED'
+  | 'HTTP_FORBIDDEN'
+  | 'HTTP_FAILED'
+  | 'HTTP_NETWORK'
   | 'OPFS_UNSUPPORTED'
   | 'CONTROL_FORBIDDEN'
   | 'CONTROL_FAILED'

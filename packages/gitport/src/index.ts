@@ -56,6 +56,11 @@ export {
   resolveUrl,
   type UrlResolver,
 } from './http-plugin.js';
+export type {
+  AuthChallenge,
+  HttpCredentials,
+  HttpRemoteOptions,
+} from './http-remote.js';
 export { MemoryFs } from './memory-fs.js';
 export { OpfsFs } from './opfs-fs.js';
 export { isRefUpdateEvent, REF_UPDATE_EVENT, type RefUpdateEvent, refUpdateEvents } from './ref-events.js';
@@ -70,9 +75,11 @@ export {
 export {
   type CloneOptions,
   type GitRemote,
+  type HttpGitRemote,
   type OperationOptions,
   type ProgressEvent,
   type RemoteFetchOptions,
+  type RemoteOperations,
   type RemoteOptions,
   type RemotePushOptions,
   remote,
@@ -92,3 +99,11 @@ export {
   type StaleFileOptions,
   type StaleFileReport,
 } from './stale-files.js';
+export {
+  type BusWatchSource,
+  type ResetInfo,
+  type Watcher,
+  type WatchFetch,
+  type WatchOptions,
+  watch,
+} from './watch.js';

@@ -52,6 +52,7 @@ import { checkoutCommit } from './checkout.js';
 import { GitportError, isGitportError, toGitportError } from './errors.js';
 import { type FsLike, type FsPromisesLike, type GitFs, joinPath } from './fs.js';
 import { encodeGitRequest, GIT_STREAM, type GitService } from './host.js';
+import { type HttpRemoteOptions, smartHttpClient } from './http-remote.js';
 import { type GitRepository, type InitOptions, initRepository } from './repository.js';
 
 export interface ProgressEvent {
@@ -90,9 +91,10 @@ export interface CloneOptions extends Omit<RemoteFetchOptions, 'refspecs' | 'tag
   url?: string;
 }
 
-export interface GitRemote {
-  readonly peer: string;
-  readonly name: string;
+/** What every remote does, over the bus or over HTTP. */
+export interface RemoteOperations {
+  /** The URL a clone records as `remote.origin.url` (an HTTP remote's without credentials). */
+  readonly url: string;
   lsRefs(options?: Omit<LsRemoteOptions, 'signal' | 'protocol'> & OperationOptions): Promise<LsRemoteResult>;
   fetch(local: Repository, options?: RemoteFetchOptions): Promise<FetchResult>;
   /** Creates a repository at `dir` (bare unless told) and fetches every branch and tag into it. */
@@ -103,6 +105,15 @@ export interface GitRemote {
    */
   push(local: Repository, options: RemotePushOptions): Promise<PushResult>;
 }
+
+/** A repository on a bus peer. */
+export interface GitRemote extends RemoteOperations {
+  readonly peer: string;
+  readonly name: string;
+}
+
+/** A repository served over smart HTTP. */
+export type HttpGitRemote = RemoteOperations;
 
 export interface RemoteOptions {
   /**
@@ -123,7 +134,34 @@ export interface RemoteOptions {
 const FETCH_WINDOW = 4 * 2 ** 20;
 
 /** A repository named `name` hosted by the bus peer `peer`. */
-export function remote(bus: Bus, peer: string, name: string, remoteOptions: RemoteOptions = {}): GitRemote {
+/**
+ * Runs `fn` against the remote's service for one operation: over a fresh bus stream, or over
+ * smart HTTP.
+ */
+type SessionRunner = <T>(
+  service: GitService,
+  options: OperationOptions,
+  fn: (remote: Remote, signal: AbortSignal | undefined) => Promise<T>,
+) => Promise<T>;
+
+/** A repository served over smart HTTP (`http(s)://host/path/name.git`): the gateway, git http-backend, any git host. */
+export function remote(url: string, options?: HttpRemoteOptions): HttpGitRemote;
+/** A repository named `name` hosted by the bus peer `peer`. */
+export function remote(bus: Bus, peer: string, name: string, remoteOptions?: RemoteOptions): GitRemote;
+export function remote(
+  target: Bus | string,
+  peerOrOptions?: string | HttpRemoteOptions,
+  name?: string,
+  remoteOptions: RemoteOptions = {},
+): GitRemote | HttpGitRemote {
+  if (typeof target === 'string') return httpRemote(target, (peerOrOptions ?? {}) as HttpRemoteOptions);
+  if (typeof peerOrOptions !== 'string' || typeof name !== 'string') {
+    throw new GitportError('REPO_INVALID_NAME', 'remote(bus, peer, name): a peer id and a repository name are needed');
+  }
+  return busRemote(target, peerOrOptions, name, remoteOptions);
+}
+
+function busRemote(bus: Bus, peer: string, name: string, remoteOptions: RemoteOptions): GitRemote {
   const remoteUrl = remoteOptions.url ?? defaultUrl(peer, name);
   /** Runs `fn` over a fresh stream to the host's service; the stream is failed if `fn` fails. */
   const session = async <T>(
@@ -173,7 +211,34 @@ export function remote(bus: Bus, peer: string, name: string, remoteOptions: Remo
       signal?.removeEventListener('abort', onAbort);
     }
   };
+  return { peer, name, ...operations(remoteUrl, session) };
+}
 
+/** The smart-HTTP remote: one client (its credentials and redirected base) for all its operations. */
+function httpRemote(url: string, options: HttpRemoteOptions): HttpGitRemote {
+  const client = smartHttpClient(url, options);
+  const session: SessionRunner = async (_service, operation, fn) => {
+    const { signal } = operation;
+    if (signal?.aborted) throw new GitportError('ABORTED', 'aborted', { cause: signal.reason });
+    const onProgress = operation.onProgress;
+    onProgress?.({ phase: 'connect', message: `connecting to ${client.url}` });
+    const http = client.fetcher(
+      onProgress
+        ? (loaded) => onProgress({ phase: 'transfer', message: `${loaded} bytes received`, loaded })
+        : undefined,
+    );
+    try {
+      return await fn({ url: client.url, http }, signal);
+    } catch (error) {
+      if (signal?.aborted) throw new GitportError('ABORTED', 'aborted', { cause: error });
+      throw error;
+    }
+  };
+  return operations(client.url, session);
+}
+
+/** lsRefs, fetch, clone and push, whatever carries the remote's service. */
+function operations(remoteUrl: string, session: SessionRunner): RemoteOperations {
   const progress = (options: OperationOptions) =>
     options.onProgress
       ? { onProgress: (text: string) => options.onProgress?.({ phase: 'remote', message: text }) }
@@ -181,8 +246,7 @@ export function remote(bus: Bus, peer: string, name: string, remoteOptions: Remo
   const protocolOf = (options: OperationOptions) => (options.protocolV2 === false ? 0 : 2) as 0 | 2;
 
   return {
-    peer,
-    name,
+    url: remoteUrl,
     lsRefs(options = {}) {
       const { signal: _s, onProgress: _p, protocolV2: _v, ...rest } = options;
       return userFacing(

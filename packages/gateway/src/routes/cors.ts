@@ -51,7 +51,7 @@ export function createCrossOrigin(allowed: readonly string[] = []): CrossOrigin 
         headers: {
           ...cors,
           'access-control-allow-methods': 'GET, POST, OPTIONS',
-          'access-control-allow-headers': 'content-type, git-protocol, authorization, last-event-id',
+          'access-control-allow-headers': 'content-type, content-encoding, git-protocol, authorization, last-event-id',
           'access-control-max-age': '600',
         },
         body: { kind: 'none' },
