@@ -20,6 +20,7 @@ import type { RemoteDeltaJob, RemoteDeltaObject } from './delta-worker.js';
 import { EntryType, encodeEntryHeader, encodeOfsOffset } from './entry-header.js';
 import { PackError, throwIfAborted } from './errors.js';
 import { hexToBytes, type ObjectId, type ObjectType, TYPE_CODES } from './object.js';
+import type { ObjectFilter } from './object-filter.js';
 import type { ObjectStore } from './store.js';
 import type { PackSource, StoredLocation } from './stored-location.js';
 import { type CommitCache, enumerateObjects, type PackObject } from './walk.js';
@@ -31,6 +32,11 @@ export interface CreatePackOptions {
   shallow?: readonly ObjectId[];
   /** Allow REF_DELTA against objects the receiver has (from `haves`). */
   thin?: boolean;
+  /**
+   * Partial clone: objects the filter leaves out are not sent (those named in `wants` are). Under
+   * a filter no delta is made against an object outside the pack (no thin bases).
+   */
+  filter?: ObjectFilter;
   /** OFS_DELTA for bases inside the pack (default true). */
   ofsDelta?: boolean;
   /** Compute and reuse deltas (default true). */
@@ -165,7 +171,8 @@ async function* packStream(store: ObjectStore, options: CreatePackOptions): Asyn
     haves: options.haves,
     shallow: options.shallow,
     tags: options.includeTags ? options.tags : undefined,
-    edges: options.thin === true && options.deltas !== false,
+    edges: options.thin === true && options.deltas !== false && options.filter === undefined,
+    filter: options.filter,
     signal: options.signal,
     cache: options.cache,
   });
