@@ -118,5 +118,6 @@ export function v2Capabilities(options: { agent: string; filter?: boolean }): Ca
     { name: 'fetch', value: options.filter === false ? 'shallow wait-for-done' : 'shallow wait-for-done filter' },
     { name: 'server-option' },
     { name: 'object-format', value: 'sha1' },
+    { name: 'object-info' },
   ]);
 }

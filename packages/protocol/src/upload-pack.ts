@@ -47,6 +47,7 @@ import { CommonReach } from './common-reach.js';
 import { type Connection, newReader, type Repository, requirePacket } from './connection.js';
 import { hasCode, ProtocolError, peerErrorMessage, throwIfAborted } from './errors.js';
 import { type FilterPolicy, filterAdvertised, firstUnreachableObject, parseFilterLine } from './filter-request.js';
+import { objectInfo } from './object-info.js';
 import { PACK_REUSE } from './pack-reuse.js';
 import { TOO_MANY_PREFIXES } from './ref-prefixes.js';
 import { isObjectId, type Ref } from './ref-store.js';
@@ -787,6 +788,7 @@ async function serveV2(repo: Repository, conn: Connection, options: UploadPackOp
       if (!request) return;
       if (request.command === 'ls-refs') listed = await lsRefs(repo, conn, request.args);
       else if (request.command === 'fetch') await fetchV2(repo, conn, request.args, options, listed);
+      else if (request.command === 'object-info') await objectInfo(repo.objects, conn, request.args);
       else throw new ProtocolError('PROTOCOL_UNSUPPORTED', `unknown command ${JSON.stringify(request.command)}`);
       if (stateless) return;
     }

@@ -106,18 +106,58 @@ describe('partial clone served by gitport, against git http-backend', () => {
     expect(missing.length).toBeGreaterThan(0);
   }, 120_000);
 
-  it('refuses an unknown filter spec with an error the client reports', async () => {
-    const refs = await sandbox.git(['ls-remote', `${serve.url}/repo.git`, 'refs/heads/main']);
-    const oid = refs.slice(0, 40);
-    const request =
-      pkt('command=fetch\n') + '0001' + pkt(`want ${oid}\n`) + pkt('filter no-such-filter\n') + pkt('done\n') + '0000';
+  async function v2Post(command: string, args: string[]): Promise<string> {
+    const body = `${pkt(`command=${command}\n`)}0001${args.map((a) => pkt(`${a}\n`)).join('')}0000`;
     const response = await fetch(`${serve.url}/repo.git/git-upload-pack`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-git-upload-pack-request', 'git-protocol': 'version=2' },
-      body: request,
+      body,
     });
-    const text = await response.text();
-    expect(text).toMatch(/ERR .*invalid filter-spec 'no-such-filter'/);
+    return response.text();
+  }
+
+  async function mainOid(): Promise<string> {
+    return (await sandbox.git(['ls-remote', `${serve.url}/repo.git`, 'refs/heads/main'])).slice(0, 40);
+  }
+
+  it('refuses a bad filter spec, a second filter line and sparse:oid with ERR lines', async () => {
+    const want = `want ${await mainOid()}`;
+    expect(await v2Post('fetch', [want, 'filter no-such-filter', 'done'])).toMatch(
+      /^[0-9a-f]{4}ERR .*invalid filter-spec 'no-such-filter'/,
+    );
+    expect(await v2Post('fetch', [want, 'filter blob:none', 'filter tree:0', 'done'])).toMatch(
+      /^[0-9a-f]{4}ERR .*multiple filter-specs cannot be combined/,
+    );
+    expect(await v2Post('fetch', [want, `filter sparse:oid=${await mainOid()}`, 'done'])).toMatch(
+      /^[0-9a-f]{4}ERR .*filter 'sparse:oid' not supported/,
+    );
+    // a blob is not a want without a filter (it is not a ref tip or a commit reachable from one)
+    const blob = await sandbox.git(['--git-dir', sandbox.path('root', 'repo.git'), 'rev-parse', 'main:small.txt']);
+    expect(await v2Post('fetch', [`want ${blob}`, 'done'])).toMatch(/ERR .*not our ref/);
+    expect(await v2Post('fetch', [`want ${blob}`, 'filter blob:none', 'done'])).toContain('packfile');
+  });
+
+  it('advertises filter in v0 and v2, and object-info in v2', async () => {
+    const v0 = await (await fetch(`${serve.url}/repo.git/info/refs?service=git-upload-pack`)).text();
+    expect(v0.split('\0')[1]?.split(' ')).toContain('filter');
+    const v2 = await (
+      await fetch(`${serve.url}/repo.git/info/refs?service=git-upload-pack`, {
+        headers: { 'git-protocol': 'version=2' },
+      })
+    ).text();
+    expect(v2).toMatch(/fetch=[^\n]*\bfilter\b/);
+    expect(v2).toContain('object-info\n');
+  });
+
+  it('answers object-info with the sizes git reports, and none for an unknown object', async () => {
+    const gitDir = sandbox.path('root', 'repo.git');
+    const names = ['main:small.txt', 'main:big-2.txt', 'main:src', 'main'];
+    const oids = await Promise.all(names.map((n) => sandbox.git(['--git-dir', gitDir, 'rev-parse', n])));
+    const sizes = await Promise.all(oids.map((o) => sandbox.git(['--git-dir', gitDir, 'cat-file', '-s', o])));
+    const unknown = '0123456789abcdef0123456789abcdef01234567';
+    const text = await v2Post('object-info', ['size', ...oids.map((o) => `oid ${o}`), `oid ${unknown}`]);
+    const expected = ['size\n', ...oids.map((o, i) => `${o} ${sizes[i]}\n`), `${unknown} \n`].map(pkt).join('');
+    expect(text).toBe(`${expected}0000`);
   });
 });
 
