@@ -6,15 +6,17 @@
  */
 import {
   assertFilterSupported,
-  enumerateObjects,
   filterKinds,
   isPackError,
   type ObjectFilter,
   type ObjectId,
   type ObjectStore,
   parseObjectFilter,
+  parseTag,
+  parseTree,
+  walkCommits,
 } from '@gitport/pack';
-import { ProtocolError } from './errors.js';
+import { ProtocolError, throwIfAborted } from './errors.js';
 
 export type FilterKind = ObjectFilter['kind'];
 
@@ -83,8 +85,9 @@ export function parseFilterLine(spec: string, current: ObjectFilter | undefined,
 }
 
 /**
- * The first of `targets` (trees or blobs) not reachable from `tips`: walks every object of the
- * tips until all are found.
+ * The first of `targets` (trees or blobs) not reachable from `tips`: walks the tips' commits
+ * newest first and each one's tree, and stops as soon as every target is found (a lazy fetch
+ * mostly asks for objects of recent commits).
  */
 export async function firstUnreachableObject(
   store: ObjectStore,
@@ -94,7 +97,45 @@ export async function firstUnreachableObject(
 ): Promise<ObjectId | undefined> {
   const missing = new Set(targets);
   if (missing.size === 0) return undefined;
-  const all = await enumerateObjects(store, { wants: tips, ...(signal ? { signal } : {}) });
-  for (const o of all.objects) missing.delete(o.oid);
+  const roots: ObjectId[] = [];
+  const commits: ObjectId[] = [];
+  for (let oid of tips) {
+    for (let guard = 0; guard < 100; guard++) {
+      const obj = await store.read(oid);
+      if (!obj) break;
+      if (obj.type === 'tag') {
+        oid = parseTag(obj.data).object;
+        continue;
+      }
+      if (obj.type === 'commit') commits.push(oid);
+      else if (obj.type === 'tree') roots.push(oid);
+      missing.delete(oid);
+      break;
+    }
+  }
+  const seen = new Set<ObjectId>();
+  const walkTree = async (root: ObjectId): Promise<void> => {
+    const stack = [root];
+    while (stack.length > 0 && missing.size > 0) {
+      throwIfAborted(signal);
+      const oid = stack.pop()!;
+      if (seen.has(oid)) continue;
+      seen.add(oid);
+      missing.delete(oid);
+      const tree = await store.read(oid);
+      if (tree?.type !== 'tree') continue;
+      for (const entry of parseTree(tree.data)) {
+        if (entry.type === 'tree') stack.push(entry.oid);
+        else if (entry.type === 'blob') missing.delete(entry.oid);
+      }
+    }
+  };
+  for (const root of roots) await walkTree(root);
+  if (missing.size === 0) return undefined;
+  const history = await walkCommits(store, commits, signal ? { signal } : {});
+  for (const c of history.commits) {
+    if (missing.size === 0) return undefined;
+    await walkTree(c.tree);
+  }
   return missing.values().next().value;
 }

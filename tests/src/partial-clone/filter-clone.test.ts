@@ -135,6 +135,11 @@ describe('partial clone served by gitport, against git http-backend', () => {
     const blob = await sandbox.git(['--git-dir', sandbox.path('root', 'repo.git'), 'rev-parse', 'main:small.txt']);
     expect(await v2Post('fetch', [`want ${blob}`, 'done'])).toMatch(/ERR .*not our ref/);
     expect(await v2Post('fetch', [`want ${blob}`, 'filter blob:none', 'done'])).toContain('packfile');
+    // an object no ref reaches is refused even with a filter
+    const loose = sandbox.path('unreachable.txt');
+    await writeFile(loose, 'reachable from no ref\n');
+    const hidden = await sandbox.git(['--git-dir', sandbox.path('root', 'repo.git'), 'hash-object', '-w', loose]);
+    expect(await v2Post('fetch', [`want ${hidden}`, 'filter blob:none', 'done'])).toMatch(/ERR .*not our ref/);
   });
 
   it('advertises filter in v0 and v2, and object-info in v2', async () => {
