@@ -29,12 +29,17 @@ describe('partial clone', () => {
   let serve: ServeProcess | undefined;
   let backend: Awaited<ReturnType<typeof startHttpBackend>> | undefined;
 
-  afterAll(async () => {
+  /** Stops the servers and removes the sandbox (once; also after a failure). */
+  const stop = async () => {
     serve?.child.kill('SIGTERM');
     await serve?.exit;
+    serve = undefined;
     await backend?.close();
+    backend = undefined;
     await sandbox?.cleanup();
-  });
+    sandbox = undefined;
+  };
+  afterAll(stop);
 
   bench(
     'git clone --filter through gitport serve vs git http-backend',
@@ -102,6 +107,7 @@ describe('partial clone', () => {
       } finally {
         await ours.close();
         await theirs.close();
+        await stop();
       }
     },
     once,

@@ -56,6 +56,11 @@ export function filteredTreeWalk(
 ): FilteredTreeWalk {
   assertFilterSupported(filter);
   const needsSize = filterNeedsBlobSize(filter);
+  /**
+   * Without `tree:<depth>` a verdict does not depend on depth, so each object is decided once:
+   * the ids decided so far, starting with what the receiver has.
+   */
+  const settled = filterKinds(filter).has('tree') ? undefined : excluded.clone();
   /** Objects reported (sent). */
   const sent = new Set<ObjectId>();
   /** The smallest depth each tree was walked at, and each left-out blob was decided at. */
@@ -101,7 +106,8 @@ export function filteredTreeWalk(
     const data = tree.data;
     const children: { oid: ObjectId; hash: number; tree: boolean }[] = [];
     forEachTreeEntryRaw(data, (mode, nameStart, nameEnd, idAt) => {
-      if (mode === 0o160000) return;
+      // depth-free verdicts are final: an id decided once (most entries) is skipped unencoded
+      if (mode === 0o160000 || (settled && !settled.addBytes(data, idAt))) return;
       children.push({
         oid: bytesToHex(data, idAt, idAt + 20),
         hash: hashMore(hash, data, nameStart, nameEnd, !isRoot),
@@ -114,7 +120,10 @@ export function filteredTreeWalk(
     }
   };
   return {
-    walk: (root, rootHash) => visitTree(root, 0, rootHash, rootHash === 0),
+    walk: async (root, rootHash) => {
+      if (settled && !settled.add(root)) return;
+      await visitTree(root, 0, rootHash, rootHash === 0);
+    },
     given: (oid, type) => {
       if (sent.has(oid) || excluded.has(oid)) return;
       sent.add(oid);
