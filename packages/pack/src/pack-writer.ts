@@ -20,6 +20,7 @@ import type { RemoteDeltaJob, RemoteDeltaObject } from './delta-worker.js';
 import { EntryType, encodeEntryHeader, encodeOfsOffset } from './entry-header.js';
 import { PackError, throwIfAborted } from './errors.js';
 import { hexToBytes, type ObjectId, type ObjectType, TYPE_CODES } from './object.js';
+import type { ObjectFilter } from './object-filter.js';
 import type { ObjectStore } from './store.js';
 import type { PackSource, StoredLocation } from './stored-location.js';
 import { type CommitCache, type Enumeration, enumerateObjects, type PackObject } from './walk.js';
@@ -31,6 +32,11 @@ export interface CreatePackOptions {
   shallow?: readonly ObjectId[];
   /** Allow REF_DELTA against objects the receiver has (from `haves`). */
   thin?: boolean;
+  /**
+   * Partial clone: objects the filter leaves out are not sent (those named in `wants` are). Under
+   * a filter no delta is made against an object outside the pack (no thin bases).
+   */
+  filter?: ObjectFilter;
   /** OFS_DELTA for bases inside the pack (default true). */
   ofsDelta?: boolean;
   /** Compute and reuse deltas (default true). */
@@ -165,8 +171,10 @@ async function* packStream(store: ObjectStore, options: CreatePackOptions): Asyn
     haves: options.haves,
     shallow: options.shallow,
     tags: options.includeTags ? options.tags : undefined,
-    edges: options.thin === true && options.deltas !== false,
+    // under a filter the client lacks what the filter left out, even below boundary commits
+    edges: options.thin === true && options.deltas !== false && options.filter === undefined,
     edgeCommits: options.window ?? 10,
+    filter: options.filter,
     signal: options.signal,
     cache: options.cache,
   });
@@ -268,7 +276,8 @@ async function* writeStream(
       const raw = item.raw;
       if (raw?.kind !== 'delta') continue;
       const base = raw.base!;
-      if (items.has(base) || (options.thin && enumeration?.uninteresting.has(base))) item.base = base;
+      const clientHas = options.thin && options.filter === undefined && enumeration?.uninteresting.has(base);
+      if (items.has(base) || clientHas) item.base = base;
     }
     for (const item of order) {
       if (item.raw?.kind === 'delta' && item.base !== undefined) {

@@ -6,7 +6,9 @@
  */
 import { parseCommitLinks } from './commit.js';
 import { PackError, throwIfAborted } from './errors.js';
+import { filteredTreeWalk } from './filtered-walk.js';
 import { bytesToHex, type ObjectId, type ObjectType } from './object.js';
+import { filterKeeps, type ObjectFilter } from './object-filter.js';
 import { OidSet } from './oid-set.js';
 import type { ObjectStore } from './store.js';
 import { parseTag } from './tag.js';
@@ -318,6 +320,8 @@ export interface EnumerateOptions {
    * trees of at most `window` edge commits as preferred bases.
    */
   edgeCommits?: number;
+  /** Partial clone: leave out what the filter leaves out (objects named in `wants` are always sent). */
+  filter?: ObjectFilter;
   signal?: AbortSignal;
   cache?: CommitCache;
 }
@@ -463,6 +467,21 @@ export async function enumerateObjects(store: ObjectStore, options: EnumerateOpt
         }
       }
     }
+  }
+  if (options.filter) {
+    const filter = options.filter;
+    const given = new Set(options.wants);
+    const kept = objects.filter((o) => given.has(o.oid) || filterKeeps(filter, 'commit'));
+    const keptTags = tagObjects.filter((o) => given.has(o.oid) || filterKeeps(filter, 'tag'));
+    const filtered = filteredTreeWalk(store, filter, excluded, (o) => kept.push(o), signal);
+    kept.push(...keptTags);
+    for (const c of walk.commits) await filtered.walk(c.tree, 0);
+    for (const t of looseTrees) {
+      filtered.given(t.oid, 'tree');
+      await filtered.walk(t.oid, 0);
+    }
+    for (const b of looseBlobs) filtered.given(b, 'blob');
+    return { objects: kept, edges: [], boundary, uninteresting: excluded };
   }
   objects.push(...tagObjects);
   const seen = excluded.clone();

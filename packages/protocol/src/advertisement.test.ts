@@ -101,7 +101,7 @@ describe('advertisement', () => {
     for (const bytes of [encodeCapabilitiesV2(caps), encodeCapabilitiesV2(caps, { service: 'git-upload-pack' })]) {
       const adv = await decode(bytes);
       expect(adv.version).toBe(2);
-      expect(adv.capabilities.features('fetch')).toEqual(new Set(['shallow', 'wait-for-done']));
+      expect(adv.capabilities.features('fetch')).toEqual(new Set(['shallow', 'wait-for-done', 'filter']));
       expect(adv.capabilities.get('ls-refs')).toBe('unborn');
     }
   });

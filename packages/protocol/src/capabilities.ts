@@ -69,6 +69,8 @@ export function uploadPackCapabilities(options: {
   agent: string;
   head?: string;
   symrefs?: ReadonlyMap<string, string>;
+  /** Advertise `filter` (partial clone; default true). */
+  filter?: boolean;
 }): Capabilities {
   const list: Capability[] = [
     { name: 'multi_ack' },
@@ -87,6 +89,7 @@ export function uploadPackCapabilities(options: {
   if (options.stateless) list.push({ name: 'no-done' });
   for (const [from, to] of options.symrefs ?? []) list.push({ name: 'symref', value: `${from}:${to}` });
   list.push({ name: 'allow-tip-sha1-in-want' }, { name: 'allow-reachable-sha1-in-want' });
+  if (options.filter !== false) list.push({ name: 'filter' });
   list.push({ name: 'object-format', value: 'sha1' }, { name: 'agent', value: options.agent });
   return new Capabilities(list);
 }
@@ -108,12 +111,13 @@ export function receivePackCapabilities(options: { agent: string; pushOptions?: 
 }
 
 /** The protocol v2 capability advertisement (one capability per line after `version 2`). */
-export function v2Capabilities(options: { agent: string }): Capabilities {
+export function v2Capabilities(options: { agent: string; filter?: boolean }): Capabilities {
   return new Capabilities([
     { name: 'agent', value: options.agent },
     { name: 'ls-refs', value: 'unborn' },
-    { name: 'fetch', value: 'shallow wait-for-done' },
+    { name: 'fetch', value: options.filter === false ? 'shallow wait-for-done' : 'shallow wait-for-done filter' },
     { name: 'server-option' },
     { name: 'object-format', value: 'sha1' },
+    { name: 'object-info' },
   ]);
 }

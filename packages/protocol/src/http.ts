@@ -61,7 +61,7 @@ const noCache = {
 export async function advertiseRefsHttp(
   repo: Repository,
   service: GitService,
-  options: { protocol?: 0 | 1 | 2; agent?: string } = {},
+  options: { protocol?: 0 | 1 | 2; agent?: string; allowFilter?: boolean } = {},
 ): Promise<HttpReply> {
   const agent = options.agent ?? DEFAULT_AGENT;
   let body: Uint8Array;
@@ -72,14 +72,18 @@ export async function advertiseRefsHttp(
       ...(options.protocol !== undefined ? { protocol: options.protocol } : {}),
     });
   } else if (options.protocol === 2) {
-    body = encodeCapabilitiesV2(v2Capabilities({ agent }), { service });
+    body = encodeCapabilitiesV2(v2Capabilities({ agent, filter: options.allowFilter !== false }), { service });
   } else {
     const graph = new CommitGraph(repo.objects);
     const { refs, symrefs } = await collectRefs(repo.refs, graph);
-    body = encodeAdvertisementV0(refs, uploadPackCapabilities({ stateless: true, agent, symrefs }), {
-      service,
-      ...(options.protocol === 1 ? { version: 1 as const } : {}),
-    });
+    body = encodeAdvertisementV0(
+      refs,
+      uploadPackCapabilities({ stateless: true, agent, symrefs, filter: options.allowFilter !== false }),
+      {
+        service,
+        ...(options.protocol === 1 ? { version: 1 as const } : {}),
+      },
+    );
   }
   return {
     status: 200,

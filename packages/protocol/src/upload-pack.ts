@@ -13,7 +13,7 @@
  * v2 `fetch` response: [acknowledgments] [shallow-info] packfile, sections separated by delim;
  * a round without `done` that is not ready ends with flush after the acknowledgments.
  */
-import { createPack, type ObjectId } from '@gitport/pack';
+import { createPack, type ObjectFilter, type ObjectId } from '@gitport/pack';
 import { DELIM, encodeText, FLUSH, type Packet, packetText, SidebandMuxer } from '@gitport/pktline';
 import {
   type AdvertisedRef,
@@ -29,6 +29,8 @@ import { CommitGraph, computeShallow, type ShallowRequest } from './commit-graph
 import { CommonReach } from './common-reach.js';
 import { type Connection, newReader, type Repository, requirePacket } from './connection.js';
 import { hasCode, ProtocolError, peerErrorMessage, throwIfAborted } from './errors.js';
+import { type FilterPolicy, filterAdvertised, firstUnreachableObject, parseFilterLine } from './filter-request.js';
+import { objectInfo } from './object-info.js';
 import { PACK_REUSE } from './pack-reuse.js';
 import { TOO_MANY_PREFIXES } from './ref-prefixes.js';
 import { isObjectId, type Ref } from './ref-store.js';
@@ -64,6 +66,10 @@ export interface UploadPackOptions {
   limits?: UploadPackLimits;
   /** Pack writing: deltas on by default. */
   pack?: { deltas?: boolean; window?: number; depth?: number };
+  /** Partial clone: whether `filter` is advertised and honoured, which kinds, how deep a tree filter. */
+  allowFilter?: FilterPolicy['allowFilter'];
+  allowedFilters?: FilterPolicy['allowedFilters'];
+  maxTreeDepth?: FilterPolicy['maxTreeDepth'];
 }
 
 /**
@@ -97,6 +103,8 @@ export class UploadSession {
   newShallow = new Set<ObjectId>();
   unshallow = new Set<ObjectId>();
   refs: AdvertisedRef[] | undefined;
+  /** The request's `filter` (partial clone), if any. */
+  filter: ObjectFilter | undefined;
   /**
    * The refs this connection already advertised, if it did: wants are checked against them (as
    * git's v0 checks them against its advertisement) instead of listing the refs again.
@@ -152,6 +160,8 @@ export class UploadSession {
       case 'deepen-relative':
         this.#deepenRequest().relative = true;
         return;
+      case 'filter':
+        return this.setFilter(line.spec);
     }
   }
 
@@ -182,18 +192,23 @@ export class UploadSession {
     this.clientShallow.add(oid);
   }
 
+  /** One `filter <spec>` line (see filter-request.ts). */
+  setFilter(spec: string): void {
+    this.filter = parseFilterLine(spec, this.filter, this.options);
+  }
+
   /**
    * Every want must exist; a want that is not a ref tip must be reachable from one
    * (allow-reachable-sha1-in-want; also what a stateless server needs when refs moved).
    */
   async validateWants(): Promise<void> {
-    let refused = await this.#notReachable(await this.allRefs());
+    let refused = await this.#notReachableUnderFilter(await this.#notReachable(await this.allRefs()));
     if (refused !== undefined && this.listed !== undefined) {
       // not among what this connection listed: a ref may have moved on since; the refs as they
       // are now decide, as for a request over a connection of its own
       this.listed = undefined;
       this.refs = undefined;
-      refused = await this.#notReachable(await this.allRefs());
+      refused = await this.#notReachableUnderFilter(await this.#notReachable(await this.allRefs()));
     }
     if (refused !== undefined) throw notOurRef(refused);
     this.wantCommits = [];
@@ -202,6 +217,22 @@ export class UploadSession {
       if (peeled?.type === 'commit') this.wantCommits.push(peeled.oid);
     }
     this.#reach.setWants(this.wantCommits);
+  }
+
+  /** With a filter, wants of trees and blobs reachable from the refs are allowed too. */
+  async #notReachableUnderFilter(refused: ObjectId | undefined): Promise<ObjectId | undefined> {
+    if (refused === undefined || this.filter === undefined) return refused;
+    const refs = await this.allRefs();
+    const tips = refs.map((r) => r.oid);
+    const tipSet = new Set(tips);
+    const others = this.wants.filter((oid) => !tipSet.has(oid));
+    const found = await this.graph.reachableFrom(others, tips, this.signal);
+    return firstUnreachableObject(
+      this.repo.objects,
+      others.filter((oid) => !found.has(oid)),
+      tips,
+      this.signal,
+    );
   }
 
   /** The first want that is neither a tip of `refs` nor reachable from one. */
@@ -357,7 +388,11 @@ export class UploadSession {
     // a clone of wants whose objects were found to be exactly a stored pack's goes out as that
     // pack again without walking the history (see pack-reuse.ts)
     const reuseKey =
-      this.common.length === 0 && shallowBoundary.size === 0 && (packOptions.deltas ?? true) && store.findPack
+      this.common.length === 0 &&
+      shallowBoundary.size === 0 &&
+      this.filter === undefined &&
+      (packOptions.deltas ?? true) &&
+      store.findPack
         ? `${[...wants].sort().join(' ')}|${[...tags].sort().join(' ')}`
         : undefined;
     let reusedObjects: readonly ObjectId[] | undefined;
@@ -377,6 +412,7 @@ export class UploadSession {
           includeTags: tags.length > 0,
           tags,
           thin: features.thin,
+          ...(this.filter ? { filter: this.filter } : {}),
           ofsDelta: features.ofsDelta,
           deltas: packOptions.deltas ?? true,
           ...(packOptions.window !== undefined ? { window: packOptions.window } : {}),
@@ -447,7 +483,12 @@ async function serveV0(repo: Repository, conn: Connection, options: UploadPackOp
   if (!stateless && options.advertise !== false) {
     const { refs, symrefs, listed } = await collectRefs(repo.refs, session.graph);
     session.listed = listed;
-    const caps = uploadPackCapabilities({ stateless, agent: options.agent ?? DEFAULT_AGENT, symrefs });
+    const caps = uploadPackCapabilities({
+      stateless,
+      agent: options.agent ?? DEFAULT_AGENT,
+      symrefs,
+      filter: filterAdvertised(options),
+    });
     await conn.write(encodeAdvertisementV0(refs, caps, options.protocol === 1 ? { version: 1 } : {}));
   }
   // once the pack has started, errors travel on side-band 3 (sendPack), not as ERR lines
@@ -544,7 +585,11 @@ async function serveV2(repo: Repository, conn: Connection, options: UploadPackOp
   const stateless = options.stateless === true;
   const reader = newReader(conn.input, options.signal);
   if (!stateless && options.advertise !== false) {
-    await conn.write(encodeCapabilitiesV2(v2Capabilities({ agent: options.agent ?? DEFAULT_AGENT })));
+    await conn.write(
+      encodeCapabilitiesV2(
+        v2Capabilities({ agent: options.agent ?? DEFAULT_AGENT, filter: filterAdvertised(options) }),
+      ),
+    );
   }
   // what this connection's last ls-refs listed: its fetches check wants against it
   let listed: readonly Ref[] | undefined;
@@ -555,6 +600,7 @@ async function serveV2(repo: Repository, conn: Connection, options: UploadPackOp
       if (!request) return;
       if (request.command === 'ls-refs') listed = await lsRefs(repo, conn, request.args);
       else if (request.command === 'fetch') await fetchV2(repo, conn, request.args, options, listed);
+      else if (request.command === 'object-info') await objectInfo(repo.objects, conn, request.args);
       else throw new ProtocolError('PROTOCOL_UNSUPPORTED', `unknown command ${JSON.stringify(request.command)}`);
       if (stateless) return;
     }

@@ -57,6 +57,8 @@ export interface UploadRequest {
   /** The client's shallow commits. */
   shallow: ObjectId[];
   deepen?: DeepenRequest;
+  /** Partial clone: the `filter <spec>` line's spec, as sent (upload-pack parses it by its policy). */
+  filter?: string;
   /** Objects the client has (in v0 stateless requests, the have-list after the want-list). */
   haves: ObjectId[];
   done: boolean;
@@ -69,7 +71,8 @@ export type WantListLine =
   | { kind: 'deepen'; depth: number }
   | { kind: 'deepen-since'; since: number }
   | { kind: 'deepen-not'; ref: string }
-  | { kind: 'deepen-relative' };
+  | { kind: 'deepen-relative' }
+  | { kind: 'filter'; spec: string };
 
 /** One line of a request, as a server takes it. */
 export type UploadRequestLine =
@@ -108,8 +111,8 @@ function objectId(kind: 'want' | 'have' | 'shallow', value: string): ObjectId {
   return value;
 }
 
-/** `deepen*` lines, shared by both versions; undefined for any other line. */
-function decodeDeepenLine(text: string, maxDepth: number): WantListLine | undefined {
+/** `deepen*` and `filter` lines, shared by both versions; undefined for any other line. */
+function decodeSharedLine(text: string, maxDepth: number): WantListLine | undefined {
   if (text.startsWith('deepen ')) {
     const depth = Number(text.slice(7));
     if (!Number.isInteger(depth) || depth <= 0 || depth > maxDepth) {
@@ -124,6 +127,7 @@ function decodeDeepenLine(text: string, maxDepth: number): WantListLine | undefi
   }
   if (text.startsWith('deepen-not ')) return { kind: 'deepen-not', ref: text.slice(11) };
   if (text === 'deepen-relative') return { kind: 'deepen-relative' };
+  if (text.startsWith('filter ')) return { kind: 'filter', spec: text.slice(7) };
   return undefined;
 }
 
@@ -134,7 +138,7 @@ export function decodeWantListLine(text: string, options: { maxDepth?: number } 
     return { kind: 'want', oid, capabilities: text.slice(46) };
   }
   if (text.startsWith('shallow ')) return { kind: 'shallow', oid: objectId('shallow', text.slice(8)) };
-  const deepen = decodeDeepenLine(text, options.maxDepth ?? DEFAULT_MAX_DEPTH);
+  const deepen = decodeSharedLine(text, options.maxDepth ?? DEFAULT_MAX_DEPTH);
   if (deepen) return deepen;
   throw new ProtocolError('PROTOCOL_BAD_LINE', `upload-pack: protocol error, unexpected ${JSON.stringify(text)}`);
 }
@@ -153,7 +157,7 @@ export function decodeFetchArgument(text: string, options: { maxDepth?: number }
   if (text === 'done') return { kind: 'done' };
   if (FETCH_CAPABILITIES.has(text)) return { kind: 'capability', name: text as FetchCapability };
   if (text.startsWith('shallow ')) return { kind: 'shallow', oid: objectId('shallow', text.slice(8)) };
-  const deepen = decodeDeepenLine(text, options.maxDepth ?? DEFAULT_MAX_DEPTH);
+  const deepen = decodeSharedLine(text, options.maxDepth ?? DEFAULT_MAX_DEPTH);
   if (deepen) return deepen;
   throw new ProtocolError('PROTOCOL_BAD_LINE', `fetch: unexpected argument ${JSON.stringify(text)}`);
 }
@@ -167,6 +171,10 @@ function deepenLines(deepen: DeepenRequest | undefined, relativeLine: boolean): 
   if (deepen.since !== undefined) lines.push(`deepen-since ${Math.floor(deepen.since)}`);
   for (const ref of deepen.not) lines.push(`deepen-not ${ref}`);
   return lines;
+}
+
+function filterLines(request: UploadRequest): string[] {
+  return request.filter === undefined ? [] : [`filter ${request.filter}`];
 }
 
 function pkt(text: string): Uint8Array {
@@ -190,6 +198,7 @@ export function encodeUploadRequestV0(request: UploadRequest): Uint8Array {
   });
   for (const oid of request.shallow) parts.push(pkt(`shallow ${oid}`));
   for (const line of deepenLines(request.deepen, false)) parts.push(pkt(line));
+  for (const line of filterLines(request)) parts.push(pkt(line));
   parts.push(FLUSH);
   if (request.haves.length > 0 || request.done) parts.push(encodeUploadHaves(request.haves, request.done));
   return concatBytes(parts);
@@ -208,6 +217,7 @@ export function encodeFetchArguments(request: UploadRequest): string[] {
   for (const oid of request.wants) args.push(`want ${oid}`);
   for (const oid of request.shallow) args.push(`shallow ${oid}`);
   args.push(...deepenLines(request.deepen, true));
+  args.push(...filterLines(request));
   for (const oid of request.haves) args.push(`have ${oid}`);
   if (request.done) args.push('done');
   return args;
@@ -267,6 +277,12 @@ class RequestBuilder {
         return;
       case 'deepen-relative':
         this.#deepen().relative = true;
+        return;
+      case 'filter':
+        // git allows one filter line per request
+        if (r.filter !== undefined)
+          throw new ProtocolError('PROTOCOL_BAD_LINE', 'multiple filter-specs cannot be combined');
+        r.filter = line.spec;
         return;
     }
   }

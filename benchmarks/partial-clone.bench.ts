@@ -1,0 +1,115 @@
+/**
+ * Partial clone served by gitport next to git's own server, in the same run, on the same bare
+ * repository (a seeded history from the fast-import generator): `git clone --bare --filter=<spec>`
+ * (protocol v2, git as the client) through `gitport serve` and through `git http-backend` with
+ * `uploadpack.allowFilter`, for `blob:none` and `tree:0`. Bytes are what each server sent, counted
+ * by the same TCP proxy; time is the clone's wall time, median of several runs.
+ */
+import { cp, rm } from 'node:fs/promises';
+import { createGitSandbox, type GitSandbox } from '@gitport/tests/git';
+import { ensureHistory } from '@gitport/tests/history';
+import { afterAll, bench, describe } from 'vitest';
+import { startHttpBackend } from '../tests/src/gateway/http-backend.js';
+import { type ServeProcess, startServe } from '../tests/src/gateway/serve-process.js';
+import { startByteCountingProxy } from './byte-counting-proxy.js';
+import { QUICK, record, sized } from './report.js';
+
+const once = { iterations: 1, warmupIterations: 0, time: 0, warmupTime: 0 };
+const COMMITS = sized(1500, 100);
+const RUNS = sized(5, 1);
+const MB = 1e6;
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+describe('partial clone', () => {
+  let sandbox: GitSandbox | undefined;
+  let serve: ServeProcess | undefined;
+  let backend: Awaited<ReturnType<typeof startHttpBackend>> | undefined;
+
+  /** Stops the servers and removes the sandbox (once; also after a failure). */
+  const stop = async () => {
+    serve?.child.kill('SIGTERM');
+    await serve?.exit;
+    serve = undefined;
+    await backend?.close();
+    backend = undefined;
+    await sandbox?.cleanup();
+    sandbox = undefined;
+  };
+  afterAll(stop);
+
+  bench(
+    'git clone --filter through gitport serve vs git http-backend',
+    async () => {
+      sandbox = await createGitSandbox('gitport-bench-partial-');
+      const root = sandbox.path('root');
+      const history = await ensureHistory({ commits: COMMITS, seed: 1 });
+      await cp(history.gitDir, `${root}/history.git`, { recursive: true });
+      await sandbox.git(['--git-dir', `${root}/history.git`, 'config', 'uploadpack.allowFilter', 'true']);
+      serve = await startServe(['--root', root, '--port', '0', '--workers', '1'], true);
+      backend = await startHttpBackend(root);
+      const ours = await startByteCountingProxy(serve.url);
+      const theirs = await startByteCountingProxy(backend.url);
+      let n = 0;
+      const clone = async (proxy: typeof ours, filter: string) => {
+        const dest = sandbox!.path(`clone-${n++}`);
+        const before = proxy.received;
+        const start = performance.now();
+        await sandbox!.git(['clone', '--bare', '--quiet', `--filter=${filter}`, `${proxy.url}/history.git`, dest]);
+        const ms = performance.now() - start;
+        const bytes = proxy.received - before;
+        const missing = await sandbox!.git(['--git-dir', dest, 'rev-list', '--objects', '--missing=print', '--all']);
+        const objects = missing.split('\n').filter((l) => l !== '' && !l.startsWith('?')).length;
+        await rm(dest, { recursive: true, force: true });
+        return { ms, bytes, objects };
+      };
+      try {
+        for (const filter of ['blob:none', 'tree:0']) {
+          await clone(ours, filter);
+          await clone(theirs, filter);
+          const samples: Record<'ours' | 'theirs', { ms: number; bytes: number; objects: number }[]> = {
+            ours: [],
+            theirs: [],
+          };
+          for (let i = 0; i < RUNS; i++) {
+            samples.ours.push(await clone(ours, filter));
+            samples.theirs.push(await clone(theirs, filter));
+          }
+          const ourObjects = samples.ours[0]!.objects;
+          const theirObjects = samples.theirs[0]!.objects;
+          if (ourObjects !== theirObjects)
+            throw new Error(`--filter=${filter}: gitport sent ${ourObjects} objects, git ${theirObjects}`);
+          const slug = filter.replace(/[^a-z0-9]+/g, '-');
+          const note = `git clone --bare --filter=${filter} (protocol v2) of ensureHistory({ commits: ${COMMITS}, seed: 1 }), ${ourObjects} objects, median of ${RUNS}${QUICK ? ' (quick)' : ''}; gitport serve --workers 1 vs git http-backend (uploadpack.allowFilter)`;
+          record({
+            id: `clone.partial-${slug}.ms`,
+            value: median(samples.ours.map((s) => s.ms)),
+            unit: 'ms',
+            peer: 'git http-backend',
+            peerValue: median(samples.theirs.map((s) => s.ms)),
+            better: 'lower',
+            note,
+          });
+          record({
+            id: `clone.partial-${slug}.mb`,
+            value: median(samples.ours.map((s) => s.bytes)) / MB,
+            unit: 'MB',
+            peer: 'git http-backend',
+            peerValue: median(samples.theirs.map((s) => s.bytes)) / MB,
+            better: 'lower',
+            goal: { max: 1.05, on: 'ratio' },
+            note,
+          });
+        }
+      } finally {
+        await ours.close();
+        await theirs.close();
+        await stop();
+      }
+    },
+    once,
+  );
+});
