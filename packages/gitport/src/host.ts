@@ -70,7 +70,7 @@ export interface HostOptions {
    * Called when serving one stream fails (the stream itself is already failed or answered), with
    * the full error. The peer is told only typed errors' safe messages (`peerErrorMessage`); an
    * unexpected error reaches it as `internal error`, its detail only here. A peer that aborts its
-   * stream or goes away is no failure of the host's and is not reported.
+   * stream is no failure of the host's and is not reported (one that is lost still is).
    */
   onError?: (error: unknown, context: { peer: string; service: string; repository: string }) => void;
 }
@@ -131,7 +131,7 @@ export function host(
   const listeners = new Set<(event: RefUpdateEvent) => void>();
   /** Local reports of failures (never thrown back into the serving code). */
   const report = (error: unknown, context: { peer: string; service: string; repository: string }) => {
-    if (endedByPeer(error)) return;
+    if (abortedByPeer(error)) return;
     try {
       options.onError?.(error, { ...context });
     } catch {
@@ -390,11 +390,13 @@ function withSignal(own: AbortSignal, configured: AbortSignal | undefined): Abor
 }
 
 /** The errors a write or read gets once its stream failed (aborted, peer lost, cancelled). */
-/** Whether `error` comes of the peer aborting its stream or going away (its cause chain says so). */
-function endedByPeer(error: unknown): boolean {
+/**
+ * Whether `error` comes of the peer aborting its stream (its cause chain says so): the client's
+ * own decision, not a failure. A peer that is lost (a crashed context) is still reported.
+ */
+function abortedByPeer(error: unknown): boolean {
   for (let e = error, depth = 0; e !== null && typeof e === 'object' && depth < 8; depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (code === 'TRANSPORT_ABORTED' || code === 'TRANSPORT_PEER_LOST') return true;
+    if ((e as { code?: unknown }).code === 'TRANSPORT_ABORTED') return true;
     e = (e as { cause?: unknown }).cause;
   }
   return false;
