@@ -54,6 +54,7 @@ export function uploadRequest(version: 0 | 2): fc.Arbitrary<UploadRequest> {
       capabilities,
       shallow: fc.array(objectId, { maxLength: 4 }),
       deepen: fc.option(deepen(fc.boolean()), { nil: undefined }),
+      filter: fc.option(fc.stringMatching(/^[!-~]{1,40}$/), { nil: undefined }),
       haves: fc.array(objectId, { maxLength: 8 }),
       done: fc.boolean(),
     })
@@ -69,6 +70,7 @@ export function uploadRequest(version: 0 | 2): fc.Arbitrary<UploadRequest> {
         request.deepen = r.deepen;
         if (version === 0 && r.deepen.relative) request.capabilities = [...r.capabilities, 'deepen-relative'];
       }
+      if (r.filter !== undefined) request.filter = r.filter;
       return request;
     });
 }

@@ -138,9 +138,12 @@ describe('UploadRequest', () => {
     expect(bad(() => decodeFetchArgument(`want ${A} thin-pack`))).toBe(
       `PROTOCOL_BAD_LINE: invalid want "${A} thin-pack"`,
     );
-    expect(bad(() => decodeFetchArgument('filter blob:none'))).toBe(
-      'PROTOCOL_BAD_LINE: fetch: unexpected argument "filter blob:none"',
+    expect(bad(() => decodeFetchArgument('sideband-all'))).toBe(
+      'PROTOCOL_BAD_LINE: fetch: unexpected argument "sideband-all"',
     );
+    // a filter line is read by both versions; upload-pack judges its spec by its own policy
+    expect(decodeFetchArgument('filter blob:none')).toEqual({ kind: 'filter', spec: 'blob:none' });
+    expect(decodeWantListLine('filter tree:0')).toEqual({ kind: 'filter', spec: 'tree:0' });
     // v0 reads the id as the 40 characters after `want `, the capabilities after the next one
     expect(decodeWantListLine(`want ${A}`)).toEqual({ kind: 'want', oid: A, capabilities: '' });
   });
