@@ -85,7 +85,6 @@ export interface Watcher {
   /** Resolves once the watcher has stopped (by stop, abort, or a refusal). */
   readonly stopped: Promise<void>;
   stop(): void;
-  [Symbol.dispose](): void;
 }
 
 /** Follows the ref updates of the repository at `url` (smart-HTTP URL of the gitport gateway). */
@@ -180,7 +179,6 @@ export function watch(source: string | BusWatchSource, options: WatchOptions): W
     },
     stopped,
     stop,
-    [Symbol.dispose]: stop,
   };
 }
 
