@@ -5,6 +5,7 @@
  * entry, so that a pack of a million objects costs the garbage collector nothing to keep.
  */
 import { bytesToHex, hexToBytes, type ObjectId, type ObjectType } from './object.js';
+import { findIdSlot } from './oid-set.js';
 
 const ID = 20;
 const TYPE_NAMES: readonly (ObjectType | undefined)[] = [undefined, 'commit', 'tree', 'blob', 'tag'];
@@ -114,17 +115,7 @@ export class ImportSlots {
   }
 
   #slot(bytes: Uint8Array, at: number): number {
-    const ids = this.#ids;
-    let s = ((bytes[at]! << 24) | (bytes[at + 1]! << 16) | (bytes[at + 2]! << 8) | bytes[at + 3]!) & this.#mask;
-    for (;;) {
-      const e = this.#table[s]!;
-      if (e === 0) return s;
-      const base = (e - 1) * ID;
-      let k = 0;
-      while (k < ID && ids[base + k] === bytes[at + k]) k++;
-      if (k === ID) return s;
-      s = (s + 1) & this.#mask;
-    }
+    return findIdSlot(this.#table, this.#mask, this.#ids, bytes, at);
   }
 
   #rehash(): void {

@@ -29,17 +29,7 @@ export class OidSet {
   }
 
   #slot(bytes: Uint8Array, at: number): number {
-    const ids = this.#ids;
-    let s = ((bytes[at]! << 24) | (bytes[at + 1]! << 16) | (bytes[at + 2]! << 8) | bytes[at + 3]!) & this.#mask;
-    for (;;) {
-      const e = this.#slots[s]!;
-      if (e === 0) return s;
-      const base = (e - 1) * ID;
-      let k = 0;
-      while (k < ID && ids[base + k] === bytes[at + k]) k++;
-      if (k === ID) return s;
-      s = (s + 1) & this.#mask;
-    }
+    return findIdSlot(this.#slots, this.#mask, this.#ids, bytes, at);
   }
 
   /** Whether the id at `bytes[at..at+20]` is in the set. */
@@ -89,5 +79,30 @@ export class OidSet {
     }
     this.#slots = slots;
     this.#mask = mask;
+  }
+}
+
+/**
+ * Open addressing over 20-byte ids kept in one buffer: `table` holds entry numbers plus one (0 is
+ * empty), entry `e`'s id at `ids[(e - 1) * 20]`, probed linearly from the id's first four bytes
+ * (ids are hashes already). Answers the slot holding the id at `bytes[at..at+20]`, or the empty
+ * slot where it would go.
+ */
+export function findIdSlot(
+  table: Uint32Array | Int32Array,
+  mask: number,
+  ids: Uint8Array,
+  bytes: Uint8Array,
+  at: number,
+): number {
+  let s = ((bytes[at]! << 24) | (bytes[at + 1]! << 16) | (bytes[at + 2]! << 8) | bytes[at + 3]!) & mask;
+  for (;;) {
+    const e = table[s]!;
+    if (e === 0) return s;
+    const base = (e - 1) * ID;
+    let k = 0;
+    while (k < ID && ids[base + k] === bytes[at + k]) k++;
+    if (k === ID) return s;
+    s = (s + 1) & mask;
   }
 }
