@@ -1,9 +1,10 @@
 import * as nodeFs from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGitSandbox, type GitSandbox } from '../../../tests/src/git.js';
 import { FsObjectStore } from './fs-store.js';
 import { parseObjectFilter } from './object-filter.js';
+import { commitFiles } from './test-repo-files.js';
 import { enumerateObjects } from './walk.js';
 
 /** Filters whose verdicts git's rev-list and a pack enumeration share exactly (combine: differs, see object-filter.test.ts). */
@@ -39,12 +40,7 @@ describe('enumerateObjects with a filter', () => {
       'a/b/c/deeper.txt': 'deeper\n',
       'shared/one.txt': 'one\n',
     };
-    for (const [path, content] of Object.entries(files)) {
-      await mkdir(`${repo}/${path}`.replace(/\/[^/]+$/, ''), { recursive: true });
-      await writeFile(`${repo}/${path}`, content);
-    }
-    await sandbox.git(['add', '.'], { cwd: repo });
-    await sandbox.git(['commit', '--quiet', '-m', 'first'], { cwd: repo });
+    await commitFiles(sandbox, repo, files, 'first');
     await writeFile(`${repo}/a/b/c/deeper.txt`, 'changed\n');
     await writeFile(`${repo}/big.bin`, 'w'.repeat(900));
     await sandbox.git(['commit', '--quiet', '-am', 'second'], { cwd: repo });

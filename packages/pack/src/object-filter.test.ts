@@ -1,5 +1,5 @@
 import * as nodeFs from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGitSandbox, type GitSandbox } from '../../../tests/src/git.js';
@@ -15,6 +15,7 @@ import {
   parseObjectFilter,
 } from './object-filter.js';
 import { fuzzParameters } from './test-fuzz.js';
+import { commitFiles } from './test-repo-files.js';
 import { parseTree } from './tree.js';
 
 /** Specs git takes (`git rev-list --filter`) and ones it refuses; both lists are checked against git below. */
@@ -138,12 +139,7 @@ describe('filter verdicts', () => {
       'shared/one.txt': 'one\n',
       'a/shared/one.txt': 'one\n',
     };
-    for (const [path, content] of Object.entries(files)) {
-      await mkdir(`${repo}/${path}`.replace(/\/[^/]+$/, ''), { recursive: true });
-      await writeFile(`${repo}/${path}`, content);
-    }
-    await sandbox.git(['add', '.'], { cwd: repo });
-    await sandbox.git(['commit', '--quiet', '-m', 'first'], { cwd: repo });
+    await commitFiles(sandbox, repo, files, 'first');
     await writeFile(`${repo}/a/b/deep.txt`, 'changed\n');
     await sandbox.git(['commit', '--quiet', '-am', 'second'], { cwd: repo });
     await sandbox.git(['tag', '-a', '-m', 'v1', 'v1'], { cwd: repo });
