@@ -219,6 +219,43 @@ describe('gitport reads a partial clone', () => {
   });
 });
 
+describe('gitport fetches into a partial clone', () => {
+  it("uses the promisor remote's filter, marks the pack, and fetch --filter makes a remote promisor", async () => {
+    const work = sandbox.path('work');
+    const bare = sandbox.path('root', 'fetched.git');
+    await sandbox.git(['clone', '--quiet', '--bare', work, bare]);
+    await sandbox.git(['--git-dir', bare, 'config', 'uploadpack.allowFilter', 'true']);
+    const url = `${serve.url}/fetched.git`;
+    const dir = sandbox.path('fetch-into.git');
+    const repository = await remote(url).clone(nodeFs(), dir, { filter: 'blob:none' });
+    // a new commit on the server
+    const next = sandbox.path('work-next');
+    await sandbox.git(['clone', '--quiet', bare, next]);
+    await writeFile(join(next, 'new.txt'), 'new content\n');
+    await sandbox.git(['-C', next, 'add', '-A']);
+    await sandbox.git(['-C', next, 'commit', '--quiet', '-m', 'new']);
+    await sandbox.git(['-C', next, 'push', '--quiet', 'origin', 'HEAD:main']);
+    const result = await remote(url).fetch(repository, { refspecs: ['+refs/heads/*:refs/heads/*'] });
+    expect(result.filter).toBe('blob:none');
+    expect(await promisorFiles(dir)).toHaveLength(2);
+    const newBlob = await sandbox.git(['-C', next, 'rev-parse', 'HEAD:new.txt']);
+    expect(await repository.objects.has(newBlob)).toBe(false);
+    expect(text.decode(await readFile(repository, 'main', 'new.txt'))).toBe('new content\n');
+    await sandbox.git(['--git-dir', dir, 'fsck', '--connectivity-only']);
+
+    // a full repository fetching with a filter: its remote becomes the promisor remote, as git's fetch --filter
+    const full = sandbox.path('full-then-filter.git');
+    const plain = await remote(url).clone(nodeFs(), full, { bare: false });
+    expect(isPromisorStore(plain.objects)).toBe(false);
+    await sandbox.git(['-C', next, 'commit', '--quiet', '--allow-empty', '-m', 'more']);
+    await sandbox.git(['-C', next, 'push', '--quiet', 'origin', 'HEAD:main']);
+    await remote(url).fetch(plain, { filter: 'blob:limit=1' });
+    expect(await sandbox.git(['-C', full, 'config', '--get', 'extensions.partialclone'])).toBe('origin');
+    expect(await sandbox.git(['-C', full, 'config', '--get', 'remote.origin.partialclonefilter'])).toBe('blob:limit=1');
+    await sandbox.git(['-C', full, 'fsck', '--connectivity-only']);
+  }, 60_000);
+});
+
 describe('partial clone over the bus', () => {
   it('clones blob:none from a hosted repository and fetches blobs lazily over the bus', async () => {
     const channel = new MessageChannel();
