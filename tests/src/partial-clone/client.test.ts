@@ -206,6 +206,27 @@ describe('gitport reads a partial clone', () => {
     await sandbox.git(['-C', dir, 'fsck', '--connectivity-only']);
   }, 60_000);
 
+  it('fetchObjects fetches blobs by id in protocol v0 and v2 from both servers', async () => {
+    const dir = sandbox.path('by-id.git');
+    await sandbox.git(['clone', '--quiet', '--bare', '--filter=blob:none', `${serve.url}/repo.git`, dir]);
+    const revs = ['main~1:small.txt', 'main~2:small.txt', 'main~3:small.txt', 'main~4:small.txt'];
+    const oids = await Promise.all(revs.map((rev) => sandbox.git(['--git-dir', dir, 'rev-parse', rev])));
+    const repository = await openNodeRepository(dir);
+    let n = 0;
+    for (const url of [serve.url, backend.url]) {
+      for (const protocolV2 of [true, false]) {
+        const oid = oids[n++]!;
+        expect(await repository.objects.has(oid)).toBe(false);
+        const result = await remote(`${url}/repo.git`).fetchObjects(repository, [oid], { protocolV2 });
+        expect(result.version).toBe(protocolV2 ? 2 : 0);
+        expect(result.pack?.objects).toBe(1);
+        expect((await repository.objects.read(oid))?.type).toBe('blob');
+      }
+    }
+    expect(await promisorFiles(dir)).toHaveLength(5);
+    await sandbox.git(['--git-dir', dir, 'fsck', '--connectivity-only']);
+  }, 60_000);
+
   it('fails a lazy read with PROMISOR_FETCH_FAILED when the promisor remote is unreachable', async () => {
     const dir = sandbox.path('unreachable');
     await sandbox.git(['clone', '--quiet', '--no-checkout', '--filter=blob:none', `${serve.url}/repo.git`, dir]);
