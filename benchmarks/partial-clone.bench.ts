@@ -9,8 +9,9 @@
  * `git clone --bare --filter` against the same server (`gitport serve`, through the same proxy).
  *
  * Then a browser: a module Web Worker in headless Chromium clones the same history from `gitport
- * serve` into OPFS and lists HEAD's tree; time to that first view for gitport's `blob:none` clone
- * and gitport's full clone, next to isomorphic-git's full clone (it has no partial clone).
+ * serve` into OPFS and lists HEAD's tree; time to that first view for gitport's `blob:none` and
+ * `tree:0` clones and gitport's full clone, next to isomorphic-git's full clone (it has no
+ * partial clone).
  */
 import { cp, rm } from 'node:fs/promises';
 import { createGitSandbox, type GitSandbox } from '@gitport/tests/git';
@@ -204,19 +205,23 @@ describe('partial clone', () => {
       serve = await startServe(['--root', root, '--port', '0', '--workers', '1'], true);
       try {
         await withPartialClonePage(serve.url, async (run) => {
-          const modes = ['partial', 'full', 'isomorphic-git'] as const;
+          const modes = ['partial', 'tree0', 'full', 'isomorphic-git'] as const;
           const samples: Record<
             (typeof modes)[number],
             { ms: number; cloneMs: number; bytes: number; paths: number }[]
           > = {
             partial: [],
+            tree0: [],
             full: [],
             'isomorphic-git': [],
           };
           // one warm-up of each (vite's first transform of the worker, Chromium's compile)
           for (let i = -1; i < BROWSER_RUNS; i++) {
             for (const mode of modes) {
-              const report = await run({ mode, repository: 'history.git' });
+              const report =
+                mode === 'tree0'
+                  ? await run({ mode: 'partial', filter: 'tree:0', repository: 'history.git' })
+                  : await run({ mode, repository: 'history.git' });
               if (report.error !== undefined) throw new Error(`${mode}: ${report.error}`);
               if (i >= 0)
                 samples[mode].push({
@@ -240,6 +245,15 @@ describe('partial clone', () => {
             better: 'lower',
             goal: { max: 0.1, on: 'ratio' },
             note: `${note}; gitport clone with filter blob:none (${(median(samples.partial.map((s) => s.bytes)) / MB).toFixed(2)} MB received, the clone itself ${median(samples.partial.map((s) => s.cloneMs)).toFixed(0)} ms)`,
+          });
+          record({
+            id: 'clone.browser-first-view-tree0.ms',
+            value: median(samples.tree0.map((s) => s.ms)),
+            unit: 'ms',
+            peer: 'isomorphic-git full clone',
+            peerValue: peer,
+            better: 'lower',
+            note: `${note}; gitport clone with filter tree:0 (${(median(samples.tree0.map((s) => s.bytes)) / MB).toFixed(2)} MB received), HEAD's trees then fetched lazily by the listing`,
           });
           record({
             id: 'clone.browser-first-view-full.ms',

@@ -16,6 +16,8 @@ export interface CloneRequest {
   mode: 'partial' | 'full' | 'isomorphic-git';
   /** The repository's URL (same origin as the page). */
   url: string;
+  /** partial: the filter (default `blob:none`). */
+  filter?: string;
   /** A file of HEAD's tree to open after the first view (partial mode). */
   open?: string;
 }
@@ -69,7 +71,7 @@ async function run(request: CloneRequest): Promise<CloneReport> {
     let bytes = 0;
     const start = performance.now();
     const repository = await remote(request.url).clone(fs, dir, {
-      ...(request.mode === 'partial' ? { filter: 'blob:none' } : {}),
+      ...(request.mode === 'partial' ? { filter: request.filter ?? 'blob:none' } : {}),
       onProgress: (event) => {
         if (event.phase === 'transfer' && event.loaded !== undefined) bytes = event.loaded;
       },
