@@ -23,6 +23,7 @@
 import { hexToBytes, type ObjectId, parseCommit, parseTree, sha1 } from '@gitport/pack';
 import { GitportError } from './errors.js';
 import { dirname, errorCode, joinPath } from './fs.js';
+import { prefetchObjects } from './promisor.js';
 import type { GitRepository } from './repository.js';
 
 /** One path of a checked-out tree. */
@@ -56,6 +57,11 @@ export async function checkoutCommit(repository: GitRepository, commit: ObjectId
   const dir = workTreeOf(repository);
   const entries = await flattenTree(repository, await treeOfCommit(repository, commit));
   refuseAliasedPaths(entries);
+  // a partial clone fetches every blob it lacks in one request, as git's checkout does
+  await prefetchObjects(
+    repository.objects,
+    entries.filter((entry) => entry.mode !== MODE_GITLINK).map((entry) => entry.oid),
+  );
   const raw = repository.fs.raw;
   const symlinks = typeof raw.symlink === 'function';
   for (let i = 0; i < entries.length; i += PARALLEL_WRITES) {
@@ -288,6 +294,13 @@ export async function updateWorkTree(
   const entries = await flattenTree(repository, await treeOfCommit(repository, commit));
   refuseAliasedPaths(entries);
   const byPath = new Map(entries.map((entry) => [entry.path, entry]));
+  await prefetchObjects(
+    repository.objects,
+    paths.flatMap((path) => {
+      const entry = byPath.get(path);
+      return entry && entry.mode !== MODE_GITLINK ? [entry.oid] : [];
+    }),
+  );
   const indexPath = joinPath(repository.gitDir, 'index');
   const indexBytes = await repository.fs.read(indexPath);
   const previous = indexBytes === undefined ? undefined : decodeIndex(indexBytes);

@@ -32,6 +32,7 @@ import type { RefStore } from '@gitport/protocol';
 import { updateWorkTree } from './checkout.js';
 import { GitportError, toGitportError } from './errors.js';
 import type { GitFs } from './fs.js';
+import { isPromisorStore, type LazyReadOptions, localObjects } from './promisor.js';
 
 /** What `commit` and `readFile` need of a repository (a `GitRepository` fits). */
 export interface RepositoryLike {
@@ -125,20 +126,38 @@ export async function commit(repository: RepositoryLike, options: CommitOptions)
 /**
  * The content of `path` in the tree of `ref` (a branch, tag, full ref name or commit id);
  * undefined when the path is not a file there. Rejects with REF_NOT_FOUND for an unknown ref.
+ *
+ * In a partial clone opened with its promisor remote, a missing tree or blob is fetched (one
+ * request per missing object on the path); `{ lazy: false }` reads only what is here and
+ * rejects with OBJECT_MISSING for an object the clone left out.
  */
-export async function readFile(repository: RepositoryLike, ref: string, path: string): Promise<Uint8Array | undefined> {
+export async function readFile(
+  repository: RepositoryLike,
+  ref: string,
+  path: string,
+  options: LazyReadOptions = {},
+): Promise<Uint8Array | undefined> {
   try {
-    let tree: ObjectId | undefined = await treeOf(repository.objects, await resolveCommitish(repository, ref));
+    const objects = options.lazy === false ? localObjects(repository.objects) : repository.objects;
+    const missing = (kind: string, oid: ObjectId) =>
+      options.lazy === false && isPromisorStore(repository.objects)
+        ? new GitportError('OBJECT_MISSING', `${kind} ${oid} (${path}) is not in this partial clone`, {
+            data: { oid },
+          })
+        : new GitportError('OBJECT_NOT_FOUND', `${kind} ${oid} is missing`);
+    let tree: ObjectId | undefined = await treeOf(objects, await resolveCommitish(repository, ref));
     const parts = splitPath(path);
     for (let i = 0; i < parts.length; i++) {
-      const entries = await readTree(repository.objects, tree!);
+      const treeObject = await objects.read(tree!);
+      if (treeObject?.type !== 'tree') throw missing('tree', tree!);
+      const entries = parseTree(treeObject.data);
       const entry = entries.find((e) => e.name === parts[i]);
       if (!entry) return undefined;
       const last = i === parts.length - 1;
       if (last) {
         if (entry.type !== 'blob') return undefined;
-        const blob = await repository.objects.read(entry.oid);
-        if (blob?.type !== 'blob') throw new GitportError('OBJECT_NOT_FOUND', `blob ${entry.oid} is missing`);
+        const blob = await objects.read(entry.oid);
+        if (blob?.type !== 'blob') throw missing('blob', entry.oid);
         return blob.data;
       }
       if (entry.type !== 'tree') return undefined;

@@ -13,6 +13,11 @@
  *   PUSH_REJECTED                       the remote or a local check refused refs (data: the report)
  *   PUSH_NOTHING                        a push without refspecs or updates
  *   OBJECT_NOT_FOUND                    an object the operation needs is missing
+ *   OBJECT_MISSING                      a partial clone lacks the object and the read said
+ *                                       `lazy: false` (data: { oid })
+ *   FILTER_INVALID                      a clone's or fetch's filter-spec git would refuse
+ *   PROMISOR_FETCH_FAILED               a lazy fetch from the promisor remote failed (data:
+ *                                       { oids }; cause: the remote's error)
  *   CHECKOUT_BAD_PATH                   a tree path that would leave the working tree
  *   COMMIT_BAD_PATH, COMMIT_CONFLICT    commit: a bad file path; the branch moved meanwhile
  *   REF_NOT_FOUND, REF_DETACHED         readFile: no such ref; commit: HEAD on no branch
@@ -42,6 +47,9 @@ export type GitportErrorCode =
   | 'PUSH_REJECTED'
   | 'PUSH_NOTHING'
   | 'OBJECT_NOT_FOUND'
+  | 'OBJECT_MISSING'
+  | 'FILTER_INVALID'
+  | 'PROMISOR_FETCH_FAILED'
   | 'CHECKOUT_BAD_PATH'
   | 'COMMIT_BAD_PATH'
   | 'COMMIT_CONFLICT'

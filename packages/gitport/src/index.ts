@@ -63,6 +63,14 @@ export type {
 } from './http-remote.js';
 export { MemoryFs } from './memory-fs.js';
 export { OpfsFs } from './opfs-fs.js';
+export { type PartialCloneConfig, partialCloneConfig, readPartialClone } from './partial-clone.js';
+export {
+  isPromisorStore,
+  type LazyReadOptions,
+  PromisorObjectStore,
+  type PromisorRemote,
+  type PromisorStoreOptions,
+} from './promisor.js';
 export { isRefUpdateEvent, REF_UPDATE_EVENT, type RefUpdateEvent, refUpdateEvents } from './ref-events.js';
 export {
   assertRepositoryName,
@@ -74,6 +82,7 @@ export {
 } from './registry.js';
 export {
   type CloneOptions,
+  type FetchObjectsOptions,
   type GitRemote,
   type HttpGitRemote,
   type OperationOptions,

@@ -38,6 +38,7 @@ import {
   type FetchOptions,
   type FetchResult,
   fetch as fetchInto,
+  fetchObjects as fetchObjectsInto,
   type LsRemoteOptions,
   type LsRemoteResult,
   lsRemote,
@@ -53,6 +54,8 @@ import { GitportError, isGitportError, toGitportError } from './errors.js';
 import { type FsLike, type FsPromisesLike, type GitFs, joinPath } from './fs.js';
 import { encodeGitRequest, GIT_STREAM, type GitService } from './host.js';
 import { type HttpRemoteOptions, smartHttpClient } from './http-remote.js';
+import { checkFilter, markPromisorPack, planFetchFilter, registerPromisor } from './partial-clone.js';
+import { PromisorObjectStore } from './promisor.js';
 import { type GitRepository, type InitOptions, initRepository } from './repository.js';
 
 export interface ProgressEvent {
@@ -83,6 +86,9 @@ export type RemotePushOptions = Omit<PushOptions, 'signal' | 'onProgress'> &
     report?: boolean;
   };
 
+/** `fetchObjects`: which objects, and the filter of what they reach (default `blob:none`, as git's lazy fetch). */
+export type FetchObjectsOptions = OperationOptions & { filter?: string | false };
+
 export interface CloneOptions extends Omit<RemoteFetchOptions, 'refspecs' | 'tags'> {
   /** Default true. A non-bare clone checks out HEAD's tree and sets up `origin` as git does. */
   bare?: boolean;
@@ -104,6 +110,11 @@ export interface RemoteOperations {
    * date (or `report: true`), and with `PUSH_NOTHING` when there is nothing to push.
    */
   push(local: Repository, options: RemotePushOptions): Promise<PushResult>;
+  /**
+   * Fetches objects by id into `local` (git's lazy fetch of a partial clone: `want` lines, no
+   * haves, no refs moved); the pack is marked `.promisor`.
+   */
+  fetchObjects(local: Repository, oids: readonly string[], options?: FetchObjectsOptions): Promise<FetchResult>;
 }
 
 /** A repository on a bus peer. */
@@ -245,7 +256,7 @@ function operations(remoteUrl: string, session: SessionRunner): RemoteOperations
       : {};
   const protocolOf = (options: OperationOptions) => (options.protocolV2 === false ? 0 : 2) as 0 | 2;
 
-  return {
+  const ops: RemoteOperations = {
     url: remoteUrl,
     lsRefs(options = {}) {
       const { signal: _s, onProgress: _p, protocolV2: _v, ...rest } = options;
@@ -258,14 +269,37 @@ function operations(remoteUrl: string, session: SessionRunner): RemoteOperations
     fetch: (local, options = {}) => userFacing(fetchRefs(local, options)),
     clone: (fs, dir, options = {}) => userFacing(cloneRepository(fs, dir, options)),
     push: (local, options) => userFacing(pushRefs(local, options)),
+    fetchObjects: (local, oids, options = {}) => userFacing(fetchMissing(local, oids, options)),
   };
+  return ops;
+
+  async function fetchMissing(
+    local: Repository,
+    oids: readonly string[],
+    options: FetchObjectsOptions,
+  ): Promise<FetchResult> {
+    const { signal: _s, onProgress: _p, protocolV2: _v, filter = 'blob:none' } = options;
+    if (filter !== false) checkFilter(filter);
+    const result = await session('git-upload-pack', options, (remote, signal) =>
+      fetchObjectsInto(local, remote, oids, {
+        ...(filter !== false ? { filter } : {}),
+        protocol: protocolOf(options),
+        ...progress(options),
+        ...(signal ? { signal } : {}),
+      }),
+    );
+    await markPromisorPack(local, result);
+    return result;
+  }
 
   async function fetchRefs(local: Repository, options: RemoteFetchOptions): Promise<FetchResult> {
     const { signal: _s, onProgress: _p, protocolV2: _v, ...rest } = options;
     const shallow = rest.shallow ?? (await readShallow(local));
+    const partial = await planFetchFilter(local, remoteUrl, rest.filter);
     const result = await session('git-upload-pack', options, (remote, signal) =>
       fetchInto(local, remote, {
         ...rest,
+        ...(partial.filter !== undefined ? { filter: partial.filter } : {}),
         ...(shallow ? { shallow } : {}),
         protocol: protocolOf(options),
         pipelineLsRefs: rest.pipelineLsRefs ?? protocolOf(options) === 2,
@@ -274,6 +308,10 @@ function operations(remoteUrl: string, session: SessionRunner): RemoteOperations
       }),
     );
     await writeShallow(local, result.shallow);
+    if (partial.register && partial.filter !== undefined && partial.remote !== undefined) {
+      await registerPromisor(local as GitRepository, partial.remote, partial.filter);
+    }
+    if (partial.remote !== undefined) await markPromisorPack(local, result);
     return result;
   }
 
@@ -283,6 +321,7 @@ function operations(remoteUrl: string, session: SessionRunner): RemoteOperations
     options: CloneOptions,
   ): Promise<GitRepository> {
     const { signal: _s, onProgress: _p, protocolV2: _v, bare = true, objects, url, ...rest } = options;
+    const filter = rest.filter === undefined ? undefined : checkFilter(rest.filter);
     // the repository is created once the fetch request is on its way, while the host prepares the pack
     let creating: Promise<GitRepository> | undefined;
     const create = () => {
@@ -306,6 +345,12 @@ function operations(remoteUrl: string, session: SessionRunner): RemoteOperations
       // a new repository has no shallow file to remove
       if (result.shallow.length > 0) await writeShallow(repository, result.shallow);
       await setUpOrigin(repository, url ?? remoteUrl);
+      if (filter !== undefined) {
+        // as git clone --filter: recorded even when the server ignored the filter
+        await registerPromisor(repository, 'origin', filter);
+        await markPromisorPack(repository, result);
+        repository = { ...repository, objects: new PromisorObjectStore(repository.objects, repository, ops) };
+      }
       if (!bare) {
         const head = await repository.refs.resolve('HEAD');
         if (head !== undefined) {

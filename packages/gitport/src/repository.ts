@@ -16,6 +16,7 @@ import { FsObjectStore, type ObjectStore } from '@gitport/pack';
 import { GitportError } from './errors.js';
 import { type FsLike, type FsPromisesLike, GitFs, joinPath } from './fs.js';
 import { FsRefStore, isValidRefName } from './fs-ref-store.js';
+import { PromisorObjectStore, type PromisorRemote, type PromisorStoreOptions } from './promisor.js';
 
 export interface GitRepository {
   readonly objects: ObjectStore;
@@ -37,6 +38,14 @@ export interface OpenOptions {
    * the repository (`removeStaleFiles`). Default 10 minutes.
    */
   staleAfterMs?: number;
+  /**
+   * A partial clone's promisor remote (`remote(url)` or `remote(bus, peer, name)`): objects the
+   * repository lacks are fetched from it when read (see promisor.ts). Without it, a missing
+   * object is missing.
+   */
+  promisor?: PromisorRemote;
+  /** The filter of lazy fetches (default `blob:none`, as git's). */
+  promisorFilter?: PromisorStoreOptions['filter'];
 }
 
 export interface InitOptions extends OpenOptions {
@@ -154,11 +163,19 @@ export async function openRepository(
 }
 
 function openGitDir(fs: GitFs, gitDir: string, bare: boolean, options: OpenOptions): GitRepository {
-  const objects = (options.objects ?? defaultObjects)(fs, gitDir);
+  const own = (options.objects ?? defaultObjects)(fs, gitDir);
   const refs = new FsRefStore(
     fs,
     gitDir,
     options.staleAfterMs === undefined ? {} : { staleAfterMs: options.staleAfterMs },
   );
+  const objects = options.promisor
+    ? new PromisorObjectStore(
+        own,
+        { refs, fs, gitDir },
+        options.promisor,
+        options.promisorFilter === undefined ? {} : { filter: options.promisorFilter },
+      )
+    : own;
   return { objects, refs, fs, gitDir, bare };
 }

@@ -5,6 +5,7 @@
  * Codes:
  * - `PROTOCOL_UNEXPECTED`       a packet that the grammar does not allow at this point
  * - `PROTOCOL_BAD_LINE`         a malformed line (bad object id, unknown command, ...)
+ * - `PROTOCOL_BAD_FILTER`       a fetch's filter-spec that git's parser refuses
  * - `PROTOCOL_UNEXPECTED_EOF`   the peer hung up in the middle of an exchange
  * - `PROTOCOL_NOT_OUR_REF`      a want that is neither advertised nor reachable from a ref
  * - `PROTOCOL_REMOTE_ERROR`     the peer sent `ERR <msg>` or side-band 3

@@ -8,7 +8,14 @@
  * Stateless rounds (HTTP) repeat the wants, shallow/deepen lines and every have the server
  * acknowledged, as the server keeps no state between POSTs.
  */
-import { importPack, type ObjectId, type PackLimits, type PackSpool } from '@gitport/pack';
+import {
+  importPack,
+  isPackError,
+  type ObjectId,
+  type PackLimits,
+  type PackSpool,
+  parseObjectFilter,
+} from '@gitport/pack';
 import { demuxSideband, FLUSH, type PacketReader, packetText } from '@gitport/pktline';
 import { type AdvertisedRef, DEFAULT_MAX_REFS, parseLsRefsLine } from './advertisement.js';
 import { type Capabilities, DEFAULT_AGENT } from './capabilities.js';
@@ -75,6 +82,16 @@ export interface FetchOptions {
    * (`PROTOCOL_UNEXPECTED`).
    */
   pipelineLsRefs?: boolean;
+  /**
+   * Partial clone: a filter-spec as git's `--filter=<spec>` (`blob:none`, `blob:limit=1m`,
+   * `tree:0`, `object:type=commit`, `combine:...`), checked before anything is sent (a bad one
+   * is `PROTOCOL_BAD_FILTER`). A server that does not advertise `filter` gets the request
+   * without it, as git does ("filtering not recognized by server, ignoring"): `onWarning` is
+   * told, and the result's `filter` is undefined.
+   */
+  filter?: string;
+  /** What git prints as `warning: ...` (a filter the server ignores). */
+  onWarning?: (message: string) => void;
   limits?: PackLimits;
   signal?: AbortSignal;
   onProgress?: (text: string) => void;
@@ -95,6 +112,25 @@ export interface FetchResult {
   /** Negotiation figures: requests sent and haves offered. */
   rounds: number;
   haves: number;
+  /** The filter-spec the server applied (undefined without one, or when it ignored it). */
+  filter?: string;
+}
+
+/** A filter-spec checked with the pack package's parser; a bad one is `PROTOCOL_BAD_FILTER`. */
+export function checkFilterSpec(spec: string): string {
+  try {
+    parseObjectFilter(spec);
+  } catch (error) {
+    if (isPackError(error)) throw new ProtocolError('PROTOCOL_BAD_FILTER', error.message, { cause: error });
+    throw error;
+  }
+  return spec;
+}
+
+/** Whether the server's advertisement says it honours `filter` (v0 capability, v2 fetch feature). */
+function serverFilters(session: ServiceSession): boolean {
+  const adv = session.advertisement;
+  return adv.version === 2 ? adv.capabilities.features('fetch').has('filter') : adv.capabilities.has('filter');
 }
 
 /** A v2 command request with this client's capabilities. */
@@ -190,6 +226,7 @@ async function fetchInto(
 ): Promise<FetchResult> {
   const agent = options.agent ?? DEFAULT_AGENT;
   const { signal } = options;
+  if (options.filter !== undefined) checkFilterSpec(options.filter);
   const specs: Refspec[] = (options.refspecs ?? ['+refs/heads/*:refs/remotes/origin/*']).map(parseRefspec);
   const tagMode = options.tags ?? 'follow';
   if (tagMode === 'all') specs.push({ force: true, src: 'refs/tags/*', dst: 'refs/tags/*' });
@@ -294,6 +331,7 @@ async function fetchInto(
       result.rounds = exchange.rounds;
       result.haves = exchange.havesSent;
       result.pack = outcome.pack;
+      if (exchange.filter !== undefined) result.filter = exchange.filter;
       shallow = outcome.shallow;
     } else if (!session.stateless) {
       await session.round(FLUSH);
@@ -358,6 +396,64 @@ export async function clone(
     if (head.kind !== 'symbolic' || head.target !== result.head) await local.refs.setSymbolic('HEAD', result.head);
   }
   return result;
+}
+
+export interface FetchObjectsOptions
+  extends Pick<FetchOptions, 'protocol' | 'agent' | 'filter' | 'limits' | 'signal' | 'onProgress' | 'onWarning'> {}
+
+/**
+ * Fetches objects by id, what git's lazy fetch of a partial clone does (promisor-remote.c runs
+ * `git fetch --filter=blob:none --stdin` with the noop negotiator): `want <oid>` lines, no haves,
+ * no refs listed or updated; a filter (git's lazy fetch sends `blob:none`, so a wanted tree does
+ * not bring its blobs; wanted objects are sent whatever it says) goes when the server has it.
+ * The pack goes into `local`'s store.
+ */
+export async function fetchObjects(
+  local: Repository,
+  remote: Remote,
+  oids: readonly ObjectId[],
+  options: FetchObjectsOptions = {},
+): Promise<FetchResult> {
+  const agent = options.agent ?? DEFAULT_AGENT;
+  if (options.filter !== undefined) checkFilterSpec(options.filter);
+  const wants = [...new Set(oids)];
+  const session = await openSession(remote, 'git-upload-pack', options);
+  try {
+    const result: FetchResult = {
+      version: session.advertisement.version,
+      refs: [],
+      wants,
+      updates: [],
+      shallow: [],
+      rounds: 0,
+      haves: 0,
+    };
+    if (wants.length === 0) {
+      if (!session.stateless) await session.round(FLUSH);
+      return result;
+    }
+    const exchange = new FetchExchange({
+      session,
+      local,
+      graph: undefined,
+      refs: [],
+      wants,
+      shallow: new Set(),
+      options: { ...options, thin: false },
+      agent,
+      present: new Set(),
+      tips: [],
+    });
+    const outcome = await exchange.run();
+    result.rounds = exchange.rounds;
+    result.pack = outcome.pack;
+    if (exchange.filter !== undefined) result.filter = exchange.filter;
+    return result;
+  } catch (error) {
+    throw remoteError(error);
+  } finally {
+    await session.close().catch(() => {});
+  }
 }
 
 /** The ids among `oids` that the local store has (each looked up once, concurrently). */
@@ -513,6 +609,8 @@ interface FetchPlan {
 class FetchExchange {
   rounds = 0;
   havesSent = 0;
+  /** The filter-spec sent (none when the server does not advertise `filter`). */
+  readonly filter: string | undefined;
   readonly #v2: boolean;
   readonly #caps: string[] = [];
   readonly #common: ObjectId[] = [];
@@ -546,6 +644,10 @@ class FetchExchange {
       options.since !== undefined ||
       (options.exclude?.length ?? 0) > 0;
     const server = session.advertisement.capabilities;
+    if (options.filter !== undefined && !serverFilters(session)) {
+      options.onWarning?.('filtering not recognized by server, ignoring');
+      this.filter = undefined;
+    } else this.filter = options.filter;
     const wanted = (name: string) => {
       if (this.#v2 || server.has(name)) this.#caps.push(name);
     };
@@ -574,6 +676,7 @@ class FetchExchange {
         if (options.deepen !== undefined) wanted('deepen-relative');
       }
       if (!this.#deepening && this.#shallow.size > 0) wanted('shallow');
+      if (this.filter !== undefined) this.#caps.push('filter');
       if (!options.onProgress) wanted('no-progress');
       wanted('include-tag');
       this.#caps.push(`agent=${plan.agent}`);
@@ -601,6 +704,7 @@ class FetchExchange {
       capabilities: this.#caps,
       shallow: [...this.#shallow],
       ...(this.#deepen ? { deepen: this.#deepen } : {}),
+      ...(this.filter !== undefined ? { filter: this.filter } : {}),
       haves,
       done,
     };

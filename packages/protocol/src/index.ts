@@ -29,10 +29,13 @@ export { CommitGraph, type CommitNode, commitsToSend, computeShallow, type Shall
 export type { Connection, Repository } from './connection.js';
 export { hasCode, ProtocolError, peerErrorMessage } from './errors.js';
 export {
+  checkFilterSpec,
   clone,
+  type FetchObjectsOptions,
   type FetchOptions,
   type FetchResult,
   fetch,
+  fetchObjects,
   type LocalRepository,
   type LsRemoteOptions,
   type LsRemoteResult,

@@ -1,0 +1,110 @@
+/**
+ * A Web Worker that clones a repository from the gateway over smart HTTP into OPFS and shows
+ * HEAD's tree (the paths of its files) as soon as it can:
+ *   - `partial`: gitport, `filter: 'blob:none'`; then one file is opened, its blob fetched lazily;
+ *   - `full`: gitport, a whole clone;
+ *   - `isomorphic-git`: isomorphic-git's clone (it has no partial clone) without checkout, then
+ *     its `listFiles` of HEAD.
+ * `firstViewMs` runs from the clone's start to the tree's paths in hand.
+ */
+import '../worker-globals.js';
+import { GitFs, isGitportError, isPromisorStore, listFiles, OpfsFs, readFile, remote } from 'gitport';
+import * as git from 'isomorphic-git';
+import http from 'isomorphic-git/http/web';
+
+export interface CloneRequest {
+  mode: 'partial' | 'full' | 'isomorphic-git';
+  /** The repository's URL (same origin as the page). */
+  url: string;
+  /** partial: the filter (default `blob:none`). */
+  filter?: string;
+  /** A file of HEAD's tree to open after the first view (partial mode). */
+  open?: string;
+}
+
+export interface CloneReport {
+  error?: string;
+  firstViewMs?: number;
+  /** Of `firstViewMs`, the clone's part (until it resolved). */
+  cloneMs?: number;
+  /** Bytes of the clone's responses (gitport's transfer count; isomorphic-git: the stored pack). */
+  bytes?: number;
+  paths?: number;
+  samplePaths?: string[];
+  /** partial: the code of a read of `open` with `{ lazy: false }` before it was fetched. */
+  missingCode?: string;
+  /** partial: the opened file's text, and how long its lazy fetch took. */
+  opened?: string;
+  openMs?: number;
+  lazyFetches?: number;
+  config?: string;
+  promisorFiles?: number;
+}
+
+async function packBytes(fs: GitFs, gitDir: string): Promise<number> {
+  let total = 0;
+  for (const name of await fs.list(`${gitDir}/objects/pack`)) {
+    if (name.endsWith('.pack')) total += (await fs.stat(`${gitDir}/objects/pack/${name}`))?.size ?? 0;
+  }
+  return total;
+}
+
+async function run(request: CloneRequest): Promise<CloneReport> {
+  const raw = new OpfsFs();
+  const fs = new GitFs(raw);
+  const dir = `/partial-${request.mode}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}.git`;
+  try {
+    if (request.mode === 'isomorphic-git') {
+      const start = performance.now();
+      await git.clone({ fs: raw, http, dir, gitdir: dir, url: request.url, noCheckout: true, singleBranch: false });
+      const cloneMs = performance.now() - start;
+      const paths = await git.listFiles({ fs: raw, dir, gitdir: dir, ref: 'HEAD' });
+      const firstViewMs = performance.now() - start;
+      return {
+        firstViewMs,
+        cloneMs,
+        paths: paths.length,
+        samplePaths: paths.slice(0, 5),
+        bytes: await packBytes(fs, dir),
+      };
+    }
+    let bytes = 0;
+    const start = performance.now();
+    const repository = await remote(request.url).clone(fs, dir, {
+      ...(request.mode === 'partial' ? { filter: request.filter ?? 'blob:none' } : {}),
+      onProgress: (event) => {
+        if (event.phase === 'transfer' && event.loaded !== undefined) bytes = event.loaded;
+      },
+    });
+    const cloneMs = performance.now() - start;
+    const paths = await listFiles(repository, 'HEAD');
+    const firstViewMs = performance.now() - start;
+    const report: CloneReport = { firstViewMs, cloneMs, bytes, paths: paths.length, samplePaths: paths.slice(0, 5) };
+    if (request.mode === 'partial' && request.open !== undefined) {
+      try {
+        await readFile(repository, 'HEAD', request.open, { lazy: false });
+        report.missingCode = 'none';
+      } catch (error) {
+        report.missingCode = isGitportError(error) ? error.code : String(error);
+      }
+      const openStart = performance.now();
+      const data = await readFile(repository, 'HEAD', request.open);
+      report.openMs = performance.now() - openStart;
+      report.opened = new TextDecoder().decode(data);
+      report.lazyFetches = isPromisorStore(repository.objects) ? repository.objects.fetches : -1;
+      report.config = (await fs.readText(`${dir}/config`)) ?? '';
+      report.promisorFiles = (await fs.list(`${dir}/objects/pack`)).filter((n) => n.endsWith('.promisor')).length;
+    }
+    return report;
+  } finally {
+    await fs.removeTree(dir).catch(() => {});
+  }
+}
+
+self.onmessage = async (event: MessageEvent<CloneRequest>) => {
+  try {
+    self.postMessage(await run(event.data));
+  } catch (error) {
+    self.postMessage({ error: `${(error as { code?: string }).code ?? ''} ${(error as Error).stack ?? error}` });
+  }
+};
