@@ -13,7 +13,7 @@
  * v2 `fetch` response: [acknowledgments] [shallow-info] packfile, sections separated by delim;
  * a round without `done` that is not ready ends with flush after the acknowledgments.
  */
-import { createPack, type ObjectFilter, type ObjectId } from '@gitport/pack';
+import { createPack, type ObjectFilter, type ObjectId, type PackEncoding } from '@gitport/pack';
 import { DELIM, encodeText, FLUSH, type Packet, packetText, SidebandMuxer } from '@gitport/pktline';
 import {
   type AdvertisedRef,
@@ -65,7 +65,7 @@ export interface UploadPackOptions {
   signal?: AbortSignal;
   limits?: UploadPackLimits;
   /** Pack writing: deltas on by default. */
-  pack?: { deltas?: boolean; window?: number; depth?: number };
+  pack?: Pick<PackEncoding, 'deltas' | 'window' | 'depth'>;
   /** Partial clone: whether `filter` is advertised and honoured, which kinds, how deep a tree filter. */
   allowFilter?: FilterPolicy['allowFilter'];
   allowedFilters?: FilterPolicy['allowedFilters'];
@@ -405,23 +405,28 @@ export class UploadSession {
         : undefined;
       const pack =
         reused ??
-        createPack(store, {
-          wants,
-          haves: [...this.common],
-          shallow: [...shallowBoundary],
-          includeTags: tags.length > 0,
-          tags,
-          thin: features.thin,
-          ...(this.filter ? { filter: this.filter } : {}),
-          ofsDelta: features.ofsDelta,
-          deltas: packOptions.deltas ?? true,
-          ...(packOptions.window !== undefined ? { window: packOptions.window } : {}),
-          ...(packOptions.depth !== undefined ? { depth: packOptions.depth } : {}),
-          ...(this.signal ? { signal: this.signal } : {}),
-          ...(onProgress ? { onProgress } : {}),
-          ...(reuseKey ? { onStoredPack: (oids: readonly ObjectId[]) => (reusedObjects = oids) } : {}),
-          borrow,
-        });
+        createPack(
+          store,
+          {
+            wants,
+            haves: [...this.common],
+            shallow: [...shallowBoundary],
+            includeTags: tags.length > 0,
+            tags,
+            ...(this.filter ? { filter: this.filter } : {}),
+          },
+          {
+            thin: features.thin,
+            ofsDelta: features.ofsDelta,
+            deltas: packOptions.deltas ?? true,
+            ...(packOptions.window !== undefined ? { window: packOptions.window } : {}),
+            ...(packOptions.depth !== undefined ? { depth: packOptions.depth } : {}),
+            ...(this.signal ? { signal: this.signal } : {}),
+            ...(onProgress ? { onProgress } : {}),
+            ...(reuseKey ? { onStoredPack: (oids: readonly ObjectId[]) => (reusedObjects = oids) } : {}),
+            borrow,
+          },
+        );
       for await (const chunk of pack) {
         if (objectCount < 0 && chunk.length >= 12) {
           objectCount = ((chunk[8]! << 24) | (chunk[9]! << 16) | (chunk[10]! << 8) | chunk[11]!) >>> 0;
