@@ -52,7 +52,7 @@ async function ours(gitDir: string, wants: string[], haves: string[]): Promise<{
   const start = performance.now();
   const parts: Uint8Array[] = [];
   let n = 0;
-  for await (const c of createPack(store, { wants, haves, thin: true })) {
+  for await (const c of createPack(store, { wants, haves }, { thin: true })) {
     parts.push(c);
     n += c.length;
   }

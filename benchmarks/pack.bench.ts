@@ -240,7 +240,7 @@ for (const fx of fixtures) {
   describe(`pack.create ${fx.name}`, () => {
     const ours = async (name: string, reuse: boolean) => {
       const store = new FsObjectStore(fs, fx.gitDir);
-      const t = await timedHere(() => collect(createPack(store, { wants: fx.heads, reuse })));
+      const t = await timedHere(() => collect(createPack(store, { wants: fx.heads }, { reuse })));
       await store.close();
       sizes.set(name, t.result.length);
       keep(name, t);
@@ -297,7 +297,7 @@ for (const fx of fixtures) {
     // git must accept what we wrote: check one pack of each kind
     for (const reuse of [false, true]) {
       const store = new FsObjectStore(fs, fx.gitDir);
-      const pack = await collect(createPack(store, { wants: fx.heads, reuse }));
+      const pack = await collect(createPack(store, { wants: fx.heads }, { reuse }));
       await store.close();
       const dir = await freshRepo();
       await timedGit(['--git-dir', dir, 'index-pack', '--stdin', '--strict'], pack);

@@ -10,18 +10,13 @@
  * is what a user of git pays per discovery).
  */
 import { MemoryObjectStore, packObjects } from '@gitport/pack';
-import {
-  CommitGraph,
-  collectRefs,
-  connectionPair,
-  encodeAdvertisementV0,
-  lsRemote,
-  MemoryRefStore,
-  serveUploadPack,
-  uploadPackCapabilities,
-} from '@gitport/protocol';
+import { connectionPair, lsRemote, MemoryRefStore, serveUploadPack } from '@gitport/protocol';
 import { createGitSandbox, type GitSandbox } from '@gitport/tests/git';
 import { afterAll, bench, describe } from 'vitest';
+// the advertisement's steps, measured one by one, are internal to the protocol package
+import { collectRefs, encodeAdvertisementV0 } from '../packages/protocol/src/advertisement.js';
+import { uploadPackCapabilities } from '../packages/protocol/src/capabilities.js';
+import { CommitGraph } from '../packages/protocol/src/commit-graph.js';
 import { medianMs, QUICK, record, sized } from './report.js';
 
 const once = { iterations: 1, warmupIterations: 0, time: 0, warmupTime: 0 };

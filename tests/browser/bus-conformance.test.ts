@@ -4,8 +4,8 @@
  * close event, so peer loss is found by heartbeats.
  */
 import { messagePortEndpoint, workerEndpoint } from '@gitport/bus';
-import { busConformance } from '../../packages/bus/src/test-conformance.js';
-import { startTestPeer } from '../../packages/bus/src/test-peer.js';
+import { busConformance } from '@gitport/test-helpers/bus-conformance';
+import { startTestPeer } from '@gitport/test-helpers/bus-test-peer';
 
 // Tolerant of a loaded machine (a busy page or worker must not look dead), quick enough for the peer-loss tests.
 const heartbeats = { bus: { heartbeatInterval: 250, heartbeatMisses: 6 } };

@@ -3,7 +3,7 @@
  * by the worker's `name`, joined over the worker scope or over a MessagePort the parent sends.
  */
 import { type Endpoint, messagePortEndpoint, workerEndpoint } from '@gitport/bus';
-import { startTestPeer } from '../../packages/bus/src/test-peer.js';
+import { startTestPeer } from '@gitport/test-helpers/bus-test-peer';
 
 // This project compiles with the DOM library, where `self` is a Window: the worker scope is typed here.
 type WorkerScope = Parameters<typeof workerEndpoint>[0] & typeof self;

@@ -3,10 +3,10 @@
  * each under GitFs, and the on-disk ref store over them through protocol's RefStore conformance suite.
  */
 
+import { initialRefsConformance, refStoreConformance } from '@gitport/test-helpers/ref-store-conformance';
 import LightningFS from '@isomorphic-git/lightning-fs';
 import { type FsLike, FsRefStore, GitFs, MemoryFs, OpfsFs } from 'gitport';
 import { describe, expect, it } from 'vitest';
-import { initialRefsConformance, refStoreConformance } from '../src/ref-store-conformance.js';
 
 let counter = 0;
 const unique = (prefix: string) => `${prefix}-${Date.now().toString(36)}-${(counter++).toString(36)}`;

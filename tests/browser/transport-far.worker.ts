@@ -4,8 +4,8 @@
  * or over a MessagePort the parent sends (`{ type: 'port', port }`).
  */
 import { createBus, messagePortEndpoint, workerEndpoint } from '@gitport/bus';
+import { serveConformance } from '@gitport/test-helpers/transport-conformance-service';
 import { listen, open, transportStats } from '@gitport/transport';
-import { serveConformance } from '../../packages/transport/src/test-conformance-service.js';
 
 type WorkerLike = Parameters<typeof workerEndpoint>[0];
 

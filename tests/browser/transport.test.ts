@@ -4,9 +4,9 @@
  * whose other port was transferred to the worker.
  */
 import { createBus, messagePortEndpoint, workerEndpoint } from '@gitport/bus';
+import type { ConformancePair } from '@gitport/test-helpers/transport-conformance';
+import { transportConformance } from '@gitport/test-helpers/transport-conformance';
 import { listen, open, transportStats } from '@gitport/transport';
-import type { ConformancePair } from '../../packages/transport/src/test-conformance.js';
-import { transportConformance } from '../../packages/transport/src/test-conformance.js';
 
 let pairs = 0;
 

@@ -14,7 +14,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { prng } from './prng.js';
+import { prng } from '@gitport/test-helpers/prng';
 import { generateSourceFastImport } from './source-history.js';
 
 export interface HistoryOptions {
@@ -111,7 +111,7 @@ export function fastImportStream(full: Required<HistoryOptions>): Generator<Uint
   return full.shape === 'source' ? generateSourceFastImport(full) : generateFastImport(full);
 }
 
-export { prng } from './prng.js';
+export { prng } from '@gitport/test-helpers/prng';
 
 const WORDS = (
   'git pack object tree blob commit tag delta offset index stream bus port worker message ' +

@@ -10,7 +10,7 @@
  * commit (one chunk each), so building a history of any size holds only the current file contents
  * in memory, never the stream.
  */
-import { prng } from './prng.js';
+import { prng } from '@gitport/test-helpers/prng';
 
 export interface SourceHistoryOptions {
   /** Commits in the whole history: main-line commits, topic commits and merges. */

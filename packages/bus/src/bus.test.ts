@@ -800,7 +800,8 @@ describe('batching', () => {
 describe('lifecycle', () => {
   /**
    * Two linked buses (b answers `echo`), then every timer made from here on recorded (real ones,
-   * still running) until `spy.mockRestore()`.
+   * still running) until `spy.mockRestore()`; `settled(t)`: the timer was cleared or has run, so
+   * nothing of it is left pending.
    */
   async function echoPairRecordingTimers() {
     const a = bus({ id: 'a' });
@@ -808,36 +809,51 @@ describe('lifecycle', () => {
     await link(a, b);
     b.handle('echo', (p) => p);
     const created: NodeJS.Timeout[] = [];
+    const done = new Set<unknown>();
     const original = globalThis.setTimeout;
-    const spy = vi.spyOn(globalThis, 'setTimeout').mockImplementation(((fn: () => void, ms?: number) => {
-      const timer = original(fn, ms);
+    const originalClear = globalThis.clearTimeout;
+    const set = vi.spyOn(globalThis, 'setTimeout').mockImplementation(((fn: () => void, ms?: number) => {
+      const timer = original(() => {
+        done.add(timer);
+        fn();
+      }, ms);
       created.push(timer);
       return timer;
     }) as typeof setTimeout);
-    return { a, created, spy };
+    const clear = vi.spyOn(globalThis, 'clearTimeout').mockImplementation(((timer?: NodeJS.Timeout) => {
+      done.add(timer);
+      originalClear(timer);
+    }) as typeof clearTimeout);
+    const spy = {
+      mockRestore() {
+        set.mockRestore();
+        clear.mockRestore();
+      },
+    };
+    return { a, created, settled: (timer: NodeJS.Timeout) => done.has(timer), spy };
   }
 
   it('leaves no timer behind once requests settle, and refs none', async () => {
-    const { a, created, spy } = await echoPairRecordingTimers();
+    const { a, created, settled, spy } = await echoPairRecordingTimers();
     try {
       const inFlight = Promise.all(Array.from({ length: 10 }, (_, i) => a.request('b', 'echo', i)));
       expect(created.length).toBeGreaterThan(0); // one shared deadline timer, armed for the earliest request
       expect(created.every((t) => !t.hasRef())).toBe(true);
       expect(await inFlight).toEqual(Array.from({ length: 10 }, (_, i) => i));
-      expect(created.every((t) => (t as unknown as { _destroyed: boolean })._destroyed)).toBe(true);
+      expect(created.every(settled)).toBe(true);
       // One request after another keeps one timer armed instead of making one per request.
       const before = created.length;
       for (let i = 0; i < 20; i++) expect(await a.request('b', 'echo', i)).toBe(i);
       expect(created.length - before).toBe(1);
       await Promise.resolve();
-      expect(created.every((t) => (t as unknown as { _destroyed: boolean })._destroyed)).toBe(true);
+      expect(created.every(settled)).toBe(true);
     } finally {
       spy.mockRestore();
     }
   });
 
   it('arms no deadline timer for a request that could not be posted', async () => {
-    const { a, created, spy } = await echoPairRecordingTimers();
+    const { a, created, settled, spy } = await echoPairRecordingTimers();
     try {
       // A WeakMap passes the size walk but not structured clone: the post fails at once.
       const failed = a.request('b', 'echo', { map: new WeakMap() });
@@ -848,7 +864,7 @@ describe('lifecycle', () => {
       expect(await a.request('b', 'echo', 7)).toBe(7);
       expect(created).toHaveLength(1);
       await Promise.resolve();
-      expect((created[0] as unknown as { _destroyed: boolean })._destroyed).toBe(true);
+      expect(settled(created[0]!)).toBe(true);
     } finally {
       spy.mockRestore();
     }

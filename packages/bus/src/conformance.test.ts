@@ -1,10 +1,10 @@
 import { BroadcastChannel, MessageChannel, type Worker } from 'node:worker_threads';
-import { startTsWorker } from '../../../tests/src/ts-worker.js';
+import { busConformance } from '@gitport/test-helpers/bus-conformance';
+import { startTestPeer } from '@gitport/test-helpers/bus-test-peer';
+import { startTsWorker } from '@gitport/test-helpers/ts-worker';
 // Node's MessagePort and BroadcastChannel are EventTargets shaped like the DOM ones the adapters take.
 import { broadcastChannelEndpoint, messagePortEndpoint } from './index.js';
 import { nodeEndpoint } from './node.js';
-import { busConformance } from './test-conformance.js';
-import { startTestPeer } from './test-peer.js';
 
 let counter = 0;
 

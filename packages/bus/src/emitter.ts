@@ -355,8 +355,9 @@ function insert<M>(list: ListenerList<M>, fn: Listener<unknown, M>, id: number, 
 /**
  * The dispatcher for a fresh listener array `f` (length 1 or more, never mutated afterwards).
  * `i` is the index of the listener after the one being called, so a throw resumes there.
- * Written out up to 16 listeners: in emitter.bench.ts, emit with 10 listeners runs about 4x as fast
- * as with the plain loop over `f` that longer lists use (194 against 50 M emits/s).
+ * Written out up to 16 listeners: each call is a direct call of a local that V8 can inline, where
+ * the plain loop over `f` that longer lists use makes one megamorphic call per element
+ * (emitter.bench.ts measures both).
  */
 // biome-ignore format: one listener per variable, written out (the point of this table)
 function dispatcher<M>(f: Listener<unknown, M>[]): Dispatcher<M> {

@@ -1,7 +1,7 @@
-/** Worker-thread entry of the conformance suite's test peer (started with tests/src/ts-worker.ts). */
+/** Worker-thread entry of the bus conformance suite's test peer (started with startTsWorker). */
 import { parentPort, workerData } from 'node:worker_threads';
+import { startTestPeer } from '@gitport/test-helpers/bus-test-peer';
 import { nodeEndpoint } from './node.js';
-import { startTestPeer } from './test-peer.js';
 
 const data = workerData as { id: string; port?: import('node:worker_threads').MessagePort };
 const endpoint = nodeEndpoint(data.port ?? parentPort!);

@@ -90,14 +90,16 @@ export async function packObjects(args: readonly string[]): Promise<number> {
         (exclude ? haves : wants).push(oid);
       }
     }
-    const pack = createPack(store, {
-      wants: [...new Set(wants)],
-      haves,
-      deltas,
-      thin,
-      ...(window !== undefined ? { window } : {}),
-      ...(depth !== undefined ? { depth } : {}),
-    });
+    const pack = createPack(
+      store,
+      { wants: [...new Set(wants)], haves },
+      {
+        deltas,
+        thin,
+        ...(window !== undefined ? { window } : {}),
+        ...(depth !== undefined ? { depth } : {}),
+      },
+    );
     for await (const chunk of pack) {
       if (!process.stdout.write(chunk)) await new Promise((r) => process.stdout.once('drain', r));
     }

@@ -1,8 +1,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { RefStoreFixture } from '../../../tests/src/ref-store-conformance.js';
-import { initialRefsConformance, refStoreConformance } from '../../../tests/src/ref-store-conformance.js';
+import type { RefStoreFixture } from '@gitport/test-helpers/ref-store-conformance';
+import { initialRefsConformance, refStoreConformance } from '@gitport/test-helpers/ref-store-conformance';
 import { nodeFs } from './fs.node.js';
 import { FsRefStore } from './fs-ref-store.js';
 import { MemoryFs } from './memory-fs.js';

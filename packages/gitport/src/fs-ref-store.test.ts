@@ -1,6 +1,6 @@
 import { mkdir, readdir, stat, utimes, writeFile } from 'node:fs/promises';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createGitSandbox, type GitSandbox } from '../../../tests/src/git.js';
 import type { FsPromisesLike } from './fs.js';
 import { nodeFs } from './fs.node.js';
 import { FsRefStore } from './fs-ref-store.js';

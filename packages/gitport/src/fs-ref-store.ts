@@ -38,7 +38,7 @@ import type {
   RefUpdateResult,
   RefValue,
 } from '@gitport/protocol';
-import { batchNameClashes, refNameSizeProblem } from '@gitport/protocol';
+import { batchNameClashes, isValidRefName, refNameSizeProblem } from '@gitport/protocol';
 import { GitportError, isGitportError } from './errors.js';
 import { errorCode, type FsLike, type FsPromisesLike, type FsStat, GitFs, joinPath, type ListedEntry } from './fs.js';
 import { DEFAULT_STALE_AFTER_MS, REF_TEMP_PREFIX as TEMP_PREFIX } from './stale-files.js';
@@ -51,17 +51,6 @@ const MAX_SYMREF_DEPTH = 5;
 /** Loose refs read at once while listing (bounded: each read holds a file descriptor). */
 const CONCURRENT_READS = 32;
 const decoder = new TextDecoder();
-
-/** git-check-ref-format(1), the rules git applies to every ref it writes. */
-export function isValidRefName(name: string, options: { allowOneLevel?: boolean } = {}): boolean {
-  if (name.length === 0 || name === '@') return false;
-  if (name.startsWith('/') || name.endsWith('/') || name.endsWith('.')) return false;
-  if (name.includes('..') || name.includes('//') || name.includes('@{')) return false;
-  if (/[\x00-\x20\x7f~^:?*[\\]/.test(name)) return false;
-  const parts = name.split('/');
-  if (parts.length < 2 && !options.allowOneLevel) return false;
-  return parts.every((part) => !part.startsWith('.') && !part.endsWith('.lock'));
-}
 
 interface PackedRefs {
   key: string;

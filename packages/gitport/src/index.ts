@@ -33,7 +33,7 @@ export {
   GitFs,
   type GitFsOptions,
 } from './fs.js';
-export { FsRefStore, type FsRefStoreOptions, isValidRefName } from './fs-ref-store.js';
+export { FsRefStore, type FsRefStoreOptions } from './fs-ref-store.js';
 export {
   encodeGitRequest,
   GIT_STREAM,
@@ -100,7 +100,6 @@ export {
   type ObjectStoreFactory,
   type OpenOptions,
   openRepository,
-  packFs,
 } from './repository.js';
 export {
   DEFAULT_STALE_AFTER_MS,

@@ -13,9 +13,10 @@
  * `FsRefStore`.
  */
 import { FsObjectStore, type ObjectStore } from '@gitport/pack';
+import { isValidRefName } from '@gitport/protocol';
 import { GitportError } from './errors.js';
 import { type FsLike, type FsPromisesLike, GitFs, joinPath } from './fs.js';
-import { FsRefStore, isValidRefName } from './fs-ref-store.js';
+import { FsRefStore } from './fs-ref-store.js';
 import { PromisorObjectStore, type PromisorRemote, type PromisorStoreOptions } from './promisor.js';
 
 export interface GitRepository {

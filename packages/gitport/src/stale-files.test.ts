@@ -1,6 +1,6 @@
 import { mkdir, readdir, utimes, writeFile } from 'node:fs/promises';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createGitSandbox, type GitSandbox } from '../../../tests/src/git.js';
 import { GitFs } from './fs.js';
 import { nodeFs } from './fs.node.js';
 import { FsRepositoryRegistry } from './registry.js';

@@ -76,9 +76,9 @@ describe('delta search on a worker thread', () => {
     // 40 commits x 12 files of ~60 KB: 480 blobs, ~29 MB of candidates, past the sharing thresholds
     const { store, head } = await history(40, 12);
     const before = { ...deltaWorkerUse };
-    const two = await collect(createPack(store, { wants: [head], threads: 2 }));
+    const two = await collect(createPack(store, { wants: [head] }, { threads: 2 }));
     const afterTwo = { ...deltaWorkerUse };
-    const one = await collect(createPack(store, { wants: [head], threads: 1 }));
+    const one = await collect(createPack(store, { wants: [head] }, { threads: 1 }));
     // the worker searched part of the candidates with two threads (where the machine has two
     // cores), and was not asked at all with one
     const used = deltaWorkerHelps(availableParallelism());

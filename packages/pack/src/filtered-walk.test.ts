@@ -1,7 +1,7 @@
 import * as nodeFs from 'node:fs';
 import { writeFile } from 'node:fs/promises';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGitSandbox, type GitSandbox } from '../../../tests/src/git.js';
 import { FsObjectStore } from './fs-store.js';
 import { parseObjectFilter } from './object-filter.js';
 import { commitFiles } from './test-repo-files.js';

@@ -112,7 +112,7 @@ const NUMERIC_SORT_MAX = 2 ** 21;
  * Indexes of the ids (`count` x 20 bytes) in sorted order, every entry kept: an id the pack holds
  * twice is listed twice, in pack order, as git's index-pack lists it (its count must be the pack's,
  * or git refuses the pack). Ids are sorted as numbers (their first 32 bits above the entry's index,
- * in a Float64Array's native sort), several times faster than sorting hex strings; ids sharing a
+ * in a Float64Array's native sort, which compares numbers without building strings); ids sharing a
  * prefix are then ordered by their remaining bytes, then by position in the pack.
  */
 function sortedOrder(ids: Uint8Array, count: number): number[] {

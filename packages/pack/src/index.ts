@@ -36,7 +36,7 @@ export {
 } from './object-filter.js';
 export { type ImportOptions, type ImportResult, importPack } from './pack-import.js';
 export { DEFAULT_LIMITS, type PackEntry, type PackLimits, PackReader, type PackReaderOptions } from './pack-reader.js';
-export { type CreatePackOptions, createPack, packObjects } from './pack-writer.js';
+export { createPack, type PackEncoding, type PackSelection, packObjects } from './pack-writer.js';
 export {
   DirectoryQuarantine,
   type DirectoryQuarantineHost,

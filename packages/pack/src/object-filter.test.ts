@@ -1,8 +1,8 @@
 import * as nodeFs from 'node:fs';
 import { writeFile } from 'node:fs/promises';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGitSandbox, type GitSandbox } from '../../../tests/src/git.js';
 import { parseCommit } from './commit.js';
 import { FsObjectStore } from './fs-store.js';
 import type { ObjectId } from './object.js';

@@ -25,18 +25,32 @@ import type { ObjectStore } from './store.js';
 import type { PackSource, StoredLocation } from './stored-location.js';
 import { type CommitCache, type Enumeration, enumerateObjects, type PackObject } from './walk.js';
 
-export interface CreatePackOptions {
+/**
+ * What goes in the pack: the objects reachable from `wants` and not from `haves`, cut at the
+ * shallow boundaries and by the filter, with the annotated tags that point at them.
+ */
+export interface PackSelection {
   wants: readonly ObjectId[];
   haves?: readonly ObjectId[];
   /** Commits whose parents are not walked (shallow boundaries). */
   shallow?: readonly ObjectId[];
-  /** Allow REF_DELTA against objects the receiver has (from `haves`). */
-  thin?: boolean;
   /**
    * Partial clone: objects the filter leaves out are not sent (those named in `wants` are). Under
    * a filter no delta is made against an object outside the pack (no thin bases).
    */
   filter?: ObjectFilter;
+  /** Include annotated tags from `tags` that point at sent objects (include-tag). */
+  includeTags?: boolean;
+  /** Annotated tag ids to consider with `includeTags` (the caller knows the refs). */
+  tags?: readonly ObjectId[];
+  /** Parsed commits kept between walks of the same store. */
+  cache?: CommitCache;
+}
+
+/** How the selected objects are written: deltas, reuse, compression, progress, cancellation. */
+export interface PackEncoding {
+  /** Allow REF_DELTA against objects the receiver has (from the selection's `haves`). */
+  thin?: boolean;
   /** OFS_DELTA for bases inside the pack (default true). */
   ofsDelta?: boolean;
   /** Compute and reuse deltas (default true). */
@@ -45,10 +59,6 @@ export interface CreatePackOptions {
   reuse?: boolean;
   window?: number;
   depth?: number;
-  /** Include annotated tags from `tags` that point at sent objects (include-tag). */
-  includeTags?: boolean;
-  /** Annotated tag ids to consider with `includeTags` (the caller knows the refs). */
-  tags?: readonly ObjectId[];
   /** zlib level (default 6, like git's core.compression -1). */
   level?: number;
   /**
@@ -56,9 +66,9 @@ export interface CreatePackOptions {
    * machine's cores): the later part of the sorted candidates is searched on another thread.
    */
   threads?: number;
+  /** Cancels the walk and the writing. */
   signal?: AbortSignal;
   onProgress?: (progress: { phase: 'counting' | 'compressing' | 'writing'; done: number; total: number }) => void;
-  cache?: CommitCache;
   /** Called with the pack's objects when a stored pack holding exactly them goes out as it is. */
   onStoredPack?: (oids: readonly ObjectId[]) => void;
   /**
@@ -148,9 +158,13 @@ const PARALLEL_CHUNKS = 32;
 /** The objects of the pack, for callers that want the list without the bytes. */
 export { enumerateObjects };
 
-export function createPack(store: ObjectStore, options: CreatePackOptions): AsyncIterable<Uint8Array> {
+export function createPack(
+  store: ObjectStore,
+  selection: PackSelection,
+  encoding: PackEncoding = {},
+): AsyncIterable<Uint8Array> {
   return {
-    [Symbol.asyncIterator]: () => packStream(store, options)[Symbol.asyncIterator](),
+    [Symbol.asyncIterator]: () => packStream(store, selection, encoding)[Symbol.asyncIterator](),
   };
 }
 
@@ -158,25 +172,30 @@ export function createPack(store: ObjectStore, options: CreatePackOptions): Asyn
 export function packObjects(
   store: ObjectStore,
   oids: readonly ObjectId[],
-  options: Omit<CreatePackOptions, 'wants' | 'haves' | 'shallow' | 'includeTags' | 'tags'> = {},
+  encoding: PackEncoding = {},
 ): AsyncIterable<Uint8Array> {
   return {
-    [Symbol.asyncIterator]: () => writeStream(store, null, oids, options)[Symbol.asyncIterator](),
+    [Symbol.asyncIterator]: () => writeStream(store, null, oids, false, encoding)[Symbol.asyncIterator](),
   };
 }
 
-async function* packStream(store: ObjectStore, options: CreatePackOptions): AsyncGenerator<Uint8Array> {
+async function* packStream(
+  store: ObjectStore,
+  selection: PackSelection,
+  options: PackEncoding,
+): AsyncGenerator<Uint8Array> {
+  const filtered = selection.filter !== undefined;
   const e = await enumerateObjects(store, {
-    wants: options.wants,
-    haves: options.haves,
-    shallow: options.shallow,
-    tags: options.includeTags ? options.tags : undefined,
+    wants: selection.wants,
+    haves: selection.haves,
+    shallow: selection.shallow,
+    tags: selection.includeTags ? selection.tags : undefined,
     // under a filter the client lacks what the filter left out, even below boundary commits
-    edges: options.thin === true && options.deltas !== false && options.filter === undefined,
+    edges: options.thin === true && options.deltas !== false && !filtered,
     edgeCommits: options.window ?? 10,
-    filter: options.filter,
+    filter: selection.filter,
     signal: options.signal,
-    cache: options.cache,
+    cache: selection.cache,
   });
   // git's pack reuse: the objects are exactly a stored pack's, which goes out as it is
   if (store.findPack && options.reuse !== false && options.deltas !== false) {
@@ -188,14 +207,16 @@ async function* packStream(store: ObjectStore, options: CreatePackOptions): Asyn
       return;
     }
   }
-  yield* writeStream(store, e, e.objects, options);
+  yield* writeStream(store, e, e.objects, filtered, options);
 }
 
 async function* writeStream(
   store: ObjectStore,
   enumeration: Pick<Enumeration, 'objects' | 'edges' | 'uninteresting'> | null,
   oids: readonly (ObjectId | PackObject)[],
-  options: Omit<CreatePackOptions, 'wants'>,
+  /** The selection had a filter: the receiver may lack objects below what it has. */
+  filtered: boolean,
+  options: PackEncoding,
 ): AsyncGenerator<Uint8Array> {
   const signal = options.signal;
   const deltas = options.deltas !== false;
@@ -276,7 +297,7 @@ async function* writeStream(
       const raw = item.raw;
       if (raw?.kind !== 'delta') continue;
       const base = raw.base!;
-      const clientHas = options.thin && options.filter === undefined && enumeration?.uninteresting.has(base);
+      const clientHas = options.thin && !filtered && enumeration?.uninteresting.has(base);
       if (items.has(base) || clientHas) item.base = base;
     }
     for (const item of order) {

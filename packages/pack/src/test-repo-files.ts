@@ -1,6 +1,6 @@
 /** Test support: a work tree written from a map of paths to contents, then committed with git. */
 import { mkdir, writeFile } from 'node:fs/promises';
-import type { GitSandbox } from '../../../tests/src/git.js';
+import type { GitSandbox } from '@gitport/test-helpers/git';
 
 export async function commitFiles(
   sandbox: GitSandbox,

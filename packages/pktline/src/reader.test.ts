@@ -1,6 +1,6 @@
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGitSandbox, type GitSandbox } from '../../../tests/src/git.js';
 import {
   decodePackets,
   encodePacket,

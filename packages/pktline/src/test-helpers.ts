@@ -48,7 +48,7 @@ export async function concatAsync(source: AsyncIterable<Uint8Array>): Promise<Ui
   return concat(parts);
 }
 
-export { prng } from '../../../tests/src/prng.js';
+export { prng } from '@gitport/test-helpers/prng';
 
 export function randomBytes(random: () => number, n: number): Uint8Array {
   const out = new Uint8Array(n);

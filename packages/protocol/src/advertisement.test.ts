@@ -1,8 +1,8 @@
 import { MemoryObjectStore } from '@gitport/pack';
 import { PacketReader } from '@gitport/pktline';
+import { createGitSandbox } from '@gitport/test-helpers/git';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createGitSandbox } from '../../../tests/src/git.js';
 import {
   type AdvertisedRef,
   collectRefs,

@@ -17,6 +17,7 @@ import {
   parseObjectFilter,
 } from '@gitport/pack';
 import { demuxSideband, FLUSH, type PacketReader, packetText } from '@gitport/pktline';
+import { ACKNOWLEDGMENTS_SECTION, decodeAcknowledgment, decodeAcknowledgments } from './acknowledgments.js';
 import { type AdvertisedRef, DEFAULT_MAX_REFS, parseLsRefsLine } from './advertisement.js';
 import { type Capabilities, DEFAULT_AGENT } from './capabilities.js';
 import { encodeCommandRequest } from './command-request.js';
@@ -842,32 +843,12 @@ class FetchExchange {
       const reader = await this.#plan.session.round(v2Request('fetch', this.#plan.agent, args));
       if (done) return { reader, acked: false, ready: false, packFollows: true };
       const header = await requireLine(reader, 'reading the fetch response');
-      if (header !== 'acknowledgments') {
+      if (header !== ACKNOWLEDGMENTS_SECTION) {
         throw new ProtocolError('PROTOCOL_UNEXPECTED', `expected acknowledgments, got ${JSON.stringify(header)}`);
       }
-      let acked = false;
-      let ready = false;
-      for (;;) {
-        const p = await requirePacket(reader, 'reading acknowledgments');
-        if (p.kind === 'flush') return { reader, acked, ready, packFollows: false };
-        if (p.kind === 'delim') {
-          if (!ready) throw new ProtocolError('PROTOCOL_UNEXPECTED', 'sections after acknowledgments without ready');
-          return { reader, acked, ready, packFollows: true };
-        }
-        const text = packetText(p) as string;
-        if (text === 'NAK') continue;
-        if (text === 'ready') {
-          ready = true;
-          continue;
-        }
-        if (text.startsWith('ACK ')) {
-          const oid = text.slice(4, 44);
-          acked = true;
-          await this.#ack(oid);
-          continue;
-        }
-        throw new ProtocolError('PROTOCOL_BAD_LINE', `unexpected acknowledgment ${JSON.stringify(text)}`);
-      }
+      const { acks, ready } = await decodeAcknowledgments(reader, { maxAcks: this.#common.length + haves.length });
+      for (const oid of acks) await this.#ack(oid);
+      return { reader, acked: acks.length > 0, ready, packFollows: ready };
     }
     if (stateless) {
       const body = encodeUploadRequestV0(this.#request([...this.#common, ...haves], done));
@@ -906,30 +887,25 @@ class FetchExchange {
     const multiAck = this.#multiAck;
     const noDone = stateless && this.#caps.includes('no-done');
     for (;;) {
-      const text = await requireLine(reader, 'reading acknowledgments');
-      if (text === 'NAK') {
+      const answer = decodeAcknowledgment(await requireLine(reader, 'reading acknowledgments'));
+      if (answer.kind === 'nak') {
         if (done) return { reader, acked, ready, packFollows: true };
         if (ready && noDone) {
           // the server goes on with `ACK <oid>` and the pack
-          const last = await requireLine(reader, 'reading the final ACK');
-          if (!last.startsWith('ACK '))
-            throw new ProtocolError('PROTOCOL_BAD_LINE', `expected ACK, got ${JSON.stringify(last)}`);
+          const last = decodeAcknowledgment(await requireLine(reader, 'reading the final ACK'));
+          if (last.kind !== 'ack') throw new ProtocolError('PROTOCOL_BAD_LINE', 'expected ACK, got NAK');
           return { reader, acked, ready, packFollows: true };
         }
         return { reader, acked, ready, packFollows: false };
       }
-      if (!text.startsWith('ACK ')) throw new ProtocolError('PROTOCOL_BAD_LINE', `unexpected ${JSON.stringify(text)}`);
-      const oid = text.slice(4, 44);
-      const status = text.slice(45);
-      if (status === '') {
+      await this.#ack(answer.oid);
+      if (answer.status === undefined) {
         // a plain ACK: after done (or without multi_ack) the pack follows
-        await this.#ack(oid);
         if (done || multiAck === 0) return { reader, acked: true, ready: true, packFollows: done };
         continue;
       }
       acked = true;
-      await this.#ack(oid);
-      if (status === 'ready') ready = true;
+      if (answer.status === 'ready') ready = true;
     }
   }
 

@@ -185,14 +185,11 @@ export async function push(local: Repository, remote: Remote, options: PushOptio
     async function* body(): AsyncIterable<Uint8Array> {
       yield concatBytes(head);
       if (newTips.length === 0) return;
-      yield* createPack(local.objects, {
-        wants: newTips,
-        haves: theirs,
-        thin,
-        ofsDelta: caps.has('ofs-delta'),
-        deltas: true,
-        ...(signal ? { signal } : {}),
-      });
+      yield* createPack(
+        local.objects,
+        { wants: newTips, haves: theirs },
+        { thin, ofsDelta: caps.has('ofs-delta'), deltas: true, ...(signal ? { signal } : {}) },
+      );
     }
     const reader = await session.round(body());
     if (!session.stateless) await session.close();

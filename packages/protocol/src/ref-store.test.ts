@@ -1,5 +1,5 @@
+import { refStoreConformance } from '@gitport/test-helpers/ref-store-conformance';
 import { describe, expect, it } from 'vitest';
-import { refStoreConformance } from '../../../tests/src/ref-store-conformance.js';
 import { isValidRefName, MemoryRefStore } from './ref-store.js';
 
 refStoreConformance('MemoryRefStore', async () => ({ store: new MemoryRefStore() }));

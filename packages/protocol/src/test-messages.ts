@@ -1,10 +1,12 @@
 /**
- * Test support for the message codecs: arbitrary requests and shallow boundaries, readers over
- * bytes cut anywhere, mutations of encoded messages, and the check that an error is one of ours.
+ * Test support for the message codecs: arbitrary requests, shallow boundaries and
+ * acknowledgments, readers over bytes cut anywhere, mutations of encoded messages, and the check
+ * that an error is one of ours.
  */
 import type { ObjectId } from '@gitport/pack';
 import { PacketReader } from '@gitport/pktline';
 import fc from 'fast-check';
+import type { Acknowledgment, Acknowledgments } from './acknowledgments.js';
 import type { ShallowInfo } from './shallow-info.js';
 import type { DeepenRequest, UploadRequest } from './upload-request.js';
 
@@ -80,6 +82,21 @@ export const shallowInfo: fc.Arbitrary<ShallowInfo> = fc.record({
   unshallow: fc.array(objectId, { maxLength: 8 }),
 });
 
+/** v0/v1 answer lines: NAK, plain ACK, ACK with each status. */
+export const acknowledgment: fc.Arbitrary<Acknowledgment> = fc.oneof(
+  fc.constant({ kind: 'nak' as const }),
+  objectId.map((oid): Acknowledgment => ({ kind: 'ack', oid })),
+  fc
+    .tuple(objectId, fc.constantFrom('continue' as const, 'common' as const, 'ready' as const))
+    .map(([oid, status]): Acknowledgment => ({ kind: 'ack', oid, status })),
+);
+
+/** v2 acknowledgments sections as the decoder gives them back (distinct ids). */
+export const acknowledgments: fc.Arbitrary<Acknowledgments> = fc.record({
+  acks: fc.uniqueArray(objectId, { maxLength: 8 }),
+  ready: fc.boolean(),
+});
+
 /** A reader over `bytes` delivered in pieces cut at `cuts`. */
 export function readerOf(bytes: Uint8Array, cuts: readonly number[] = []): PacketReader {
   return new PacketReader(
@@ -112,6 +129,7 @@ const grammarLine = fc.oneof(
         'deepen-not ',
         'command=',
         'ref-prefix ',
+        'ACK ',
       ),
       fc.oneof(
         objectId,
@@ -120,7 +138,17 @@ const grammarLine = fc.oneof(
       ),
     )
     .map(([keyword, value]) => `${keyword}${value}`),
-  fc.constantFrom('done', 'deepen-relative', 'thin-pack', 'wait-for-done', 'shallow-info', 'acknowledgments', 'NAK'),
+  fc.constantFrom(
+    'done',
+    'deepen-relative',
+    'thin-pack',
+    'wait-for-done',
+    'shallow-info',
+    'acknowledgments',
+    'NAK',
+    'ready',
+    `ACK ${'a'.repeat(40)} ready`,
+  ),
 );
 
 function pktLine(line: string): Uint8Array {

@@ -11,17 +11,18 @@
  * upload-pack.c's `get_common_commits`.
  *
  * v2 `fetch` response: [acknowledgments] [shallow-info] packfile, sections separated by delim;
- * a round without `done` that is not ready ends with flush after the acknowledgments.
+ * a round without `done` that is not ready ends with flush after the acknowledgments. The
+ * answers' grammar and codecs are in acknowledgments.ts.
  */
-import { createPack, type ObjectFilter, type ObjectId } from '@gitport/pack';
-import { DELIM, encodeText, FLUSH, type Packet, packetText, SidebandMuxer } from '@gitport/pktline';
+import { createPack, type ObjectFilter, type ObjectId, type PackEncoding } from '@gitport/pack';
+import { encodeText, FLUSH, type Packet, packetText, SidebandMuxer } from '@gitport/pktline';
+import { type Acknowledgment, encodeAcknowledgment, encodeAcknowledgments } from './acknowledgments.js';
 import {
   type AdvertisedRef,
   collectRefs,
   encodeAdvertisementV0,
   encodeCapabilitiesV2,
   encodeLsRefs,
-  encodeTextLines,
 } from './advertisement.js';
 import { Capabilities, DEFAULT_AGENT, uploadPackCapabilities, v2Capabilities } from './capabilities.js';
 import { readCommandHead } from './command-request.js';
@@ -65,7 +66,7 @@ export interface UploadPackOptions {
   signal?: AbortSignal;
   limits?: UploadPackLimits;
   /** Pack writing: deltas on by default. */
-  pack?: { deltas?: boolean; window?: number; depth?: number };
+  pack?: Pick<PackEncoding, 'deltas' | 'window' | 'depth'>;
   /** Partial clone: whether `filter` is advertised and honoured, which kinds, how deep a tree filter. */
   allowFilter?: FilterPolicy['allowFilter'];
   allowedFilters?: FilterPolicy['allowedFilters'];
@@ -405,23 +406,28 @@ export class UploadSession {
         : undefined;
       const pack =
         reused ??
-        createPack(store, {
-          wants,
-          haves: [...this.common],
-          shallow: [...shallowBoundary],
-          includeTags: tags.length > 0,
-          tags,
-          thin: features.thin,
-          ...(this.filter ? { filter: this.filter } : {}),
-          ofsDelta: features.ofsDelta,
-          deltas: packOptions.deltas ?? true,
-          ...(packOptions.window !== undefined ? { window: packOptions.window } : {}),
-          ...(packOptions.depth !== undefined ? { depth: packOptions.depth } : {}),
-          ...(this.signal ? { signal: this.signal } : {}),
-          ...(onProgress ? { onProgress } : {}),
-          ...(reuseKey ? { onStoredPack: (oids: readonly ObjectId[]) => (reusedObjects = oids) } : {}),
-          borrow,
-        });
+        createPack(
+          store,
+          {
+            wants,
+            haves: [...this.common],
+            shallow: [...shallowBoundary],
+            includeTags: tags.length > 0,
+            tags,
+            ...(this.filter ? { filter: this.filter } : {}),
+          },
+          {
+            thin: features.thin,
+            ofsDelta: features.ofsDelta,
+            deltas: packOptions.deltas ?? true,
+            ...(packOptions.window !== undefined ? { window: packOptions.window } : {}),
+            ...(packOptions.depth !== undefined ? { depth: packOptions.depth } : {}),
+            ...(this.signal ? { signal: this.signal } : {}),
+            ...(onProgress ? { onProgress } : {}),
+            ...(reuseKey ? { onStoredPack: (oids: readonly ObjectId[]) => (reusedObjects = oids) } : {}),
+            borrow,
+          },
+        );
       for await (const chunk of pack) {
         if (objectCount < 0 && chunk.length >= 12) {
           objectCount = ((chunk[8]! << 24) | (chunk[9]! << 16) | (chunk[10]! << 8) | chunk[11]!) >>> 0;
@@ -446,6 +452,8 @@ export class UploadSession {
 function notOurRef(oid: ObjectId): ProtocolError {
   return new ProtocolError('PROTOCOL_NOT_OUR_REF', `upload-pack: not our ref ${oid}`, { data: { oid } });
 }
+
+const NAK: Acknowledgment = { kind: 'nak' };
 
 function line(text: string): Uint8Array {
   return encodeText(`${text}\n`);
@@ -512,6 +520,7 @@ async function serveV0(repo: Repository, conn: Connection, options: UploadPackOp
     if (session.deepening) await conn.write(encodeShallowInfo(await session.processShallow(), 0));
     const multiAck = caps.has('multi_ack_detailed') ? 2 : caps.has('multi_ack') ? 1 : 0;
     const noDone = stateless && caps.has('no-done');
+    const answer = (ack: Acknowledgment) => conn.write(encodeAcknowledgment(ack));
     let lastHex: ObjectId | undefined;
     let gotCommon = false;
     let gotOther = false;
@@ -526,11 +535,11 @@ async function serveV0(repo: Repository, conn: Connection, options: UploadPackOp
       if (p.kind === 'flush') {
         if (multiAck === 2 && gotCommon && !gotOther && (await session.okToGiveUp())) {
           sentReady = true;
-          await conn.write(line(`ACK ${lastHex} ready`));
+          await answer({ kind: 'ack', oid: lastHex as ObjectId, status: 'ready' });
         }
-        if (session.common.length === 0 || multiAck) await conn.write(line('NAK'));
+        if (session.common.length === 0 || multiAck) await answer(NAK);
         if (noDone && sentReady) {
-          await conn.write(line(`ACK ${lastHex}`));
+          await answer({ kind: 'ack', oid: lastHex as ObjectId });
           break;
         }
         if (stateless) return;
@@ -546,24 +555,24 @@ async function serveV0(repo: Repository, conn: Connection, options: UploadPackOp
         if (await session.have(oid)) {
           gotCommon = true;
           lastHex = oid;
-          if (multiAck === 2) await conn.write(line(`ACK ${oid} common`));
-          else if (multiAck === 1) await conn.write(line(`ACK ${oid} continue`));
-          else if (session.common.length === 1) await conn.write(line(`ACK ${oid}`));
+          if (multiAck === 2) await answer({ kind: 'ack', oid, status: 'common' });
+          else if (multiAck === 1) await answer({ kind: 'ack', oid, status: 'continue' });
+          else if (session.common.length === 1) await answer({ kind: 'ack', oid });
         } else {
           gotOther = true;
           if (multiAck && (await session.okToGiveUp())) {
             if (multiAck === 2) {
               sentReady = true;
-              await conn.write(line(`ACK ${oid} ready`));
-            } else await conn.write(line(`ACK ${oid} continue`));
+              await answer({ kind: 'ack', oid, status: 'ready' });
+            } else await answer({ kind: 'ack', oid, status: 'continue' });
           }
         }
         continue;
       }
       // done
       if (session.common.length > 0) {
-        if (multiAck) await conn.write(line(`ACK ${lastHex}`));
-      } else await conn.write(line('NAK'));
+        if (multiAck) await answer({ kind: 'ack', oid: lastHex as ObjectId });
+      } else await answer(NAK);
       break;
     }
     packStarted = true;
@@ -689,16 +698,9 @@ async function fetchV2(
   if (session.wants.length === 0) throw new ProtocolError('PROTOCOL_BAD_LINE', 'fetch: no wants');
   await session.validateWants();
   if (!done) {
-    const lines: string[] = ['acknowledgments\n'];
-    if (acks.length === 0) lines.push('NAK\n');
-    for (const oid of acks) lines.push(`ACK ${oid}\n`);
-    await conn.write(encodeTextLines(lines));
-    if (waitForDone || !(await session.okToGiveUp())) {
-      await conn.write(FLUSH);
-      return;
-    }
-    await conn.write(line('ready'));
-    await conn.write(DELIM);
+    const ready = !waitForDone && (await session.okToGiveUp());
+    await conn.write(encodeAcknowledgments({ acks, ready }));
+    if (!ready) return;
   }
   if (session.deepening || session.clientShallow.size > 0) {
     await conn.write(encodeShallowInfo(await session.processShallow(), 2));

@@ -109,8 +109,8 @@ const BATCH_BYTES = 256 * 1024;
  * Whether a stream of this thread has detached an ArrayBuffer (transferred it). V8 compiles
  * typed-array access without a check for detached buffers until the first ArrayBuffer of the
  * thread is detached; from then on, every typed-array loop of the thread pays for that check
- * (reading every byte of 64 KiB chunks measured about a fifth slower in a thread that had
- * detached one 8-byte buffer). So the buffers a stream makes itself, the coalescing buffers of
+ * (a loop over every byte of a chunk slows down once any buffer of the thread, however small,
+ * was detached). So the buffers a stream makes itself, the coalescing buffers of
  * small writes and copies of views up to {@link COALESCE_BUFFER} bytes, go by structured clone
  * (a copy of at most that much) while nothing was detached here: a reader that only writes
  * requests and answers, as a fetching client does, keeps its typed arrays fast for the pack it

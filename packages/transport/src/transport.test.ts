@@ -1,12 +1,12 @@
 import { getEventListeners } from 'node:events';
 import { MessageChannel } from 'node:worker_threads';
+import { type ConformancePair, transportConformance } from '@gitport/test-helpers/transport-conformance';
+import { serveConformance, type TransportSide } from '@gitport/test-helpers/transport-conformance-service';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MAX_FRAME_CHUNKS, PROTOCOL_VERSION, parseFrame } from './frames.js';
 import type { DuplexStream } from './index.js';
 import { portLink } from './link.js';
 import { Multiplexer } from './multiplexer.js';
-import { type ConformancePair, transportConformance } from './test-conformance.js';
-import { serveConformance, type TransportSide } from './test-conformance-service.js';
 import { muxPair, nodePort } from './test-mux.js';
 
 const sideOf = (mux: Multiplexer): TransportSide => ({

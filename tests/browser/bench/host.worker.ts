@@ -9,9 +9,9 @@
 import '../worker-globals.js';
 import { createBus, messagePortEndpoint, workerEndpoint } from '@gitport/bus';
 import { createPack, importPack } from '@gitport/pack';
+import { prng } from '@gitport/test-helpers/prng';
 import { FsRepositoryRegistry, GitFs, host, MemoryFs } from 'gitport';
 import git from 'isomorphic-git';
-import { prng } from '../../src/prng.js';
 
 type WorkerLike = Parameters<typeof workerEndpoint>[0];
 

@@ -6,7 +6,7 @@
 import { Worker } from 'node:worker_threads';
 import { createBus } from '@gitport/bus';
 import { nodeEndpoint } from '@gitport/bus/node';
-import { type ConformancePair, transportConformance } from '../../../packages/transport/src/test-conformance.js';
+import { type ConformancePair, transportConformance } from '@gitport/test-helpers/transport-conformance';
 import { busChannelPair, sideOf } from '../transport/pairs.js';
 
 let pairs = 0;

@@ -17,7 +17,8 @@ export interface ServeProcess {
 }
 
 const entry = new URL('./serve-entry.ts', import.meta.url);
-const builtBin = fileURLToPath(new URL('../../../packages/cli/bin/gitport.js', import.meta.url));
+/** The `gitport` bin of @gitport/cli, found through the package (it loads the built dist). */
+const builtBin = fileURLToPath(new URL('bin/gitport.js', import.meta.resolve('@gitport/cli/package.json')));
 
 export function startServe(args: string[], built = false): Promise<ServeProcess> {
   const child = built

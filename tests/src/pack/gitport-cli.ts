@@ -1,4 +1,4 @@
 /** Runs the `gitport` command from its TypeScript sources (for tests, through tsx). */
-import { main } from '../../../packages/cli/src/index.js';
+import { main } from '@gitport/cli';
 
 process.exitCode = await main(process.argv.slice(2));

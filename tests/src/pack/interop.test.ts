@@ -209,11 +209,14 @@ describe('packs written by gitport, checked by git', () => {
       await importPack(store, [await gitPack(gitDir, '', ['--all', '--delta-base-offset'])]);
     }
     const pack = await collect(
-      createPack(store, {
-        wants: [...new Set(refs.values())],
-        ...(variant.ofsDelta === false ? { ofsDelta: false } : {}),
-        ...(variant.deltas === false ? { deltas: false } : {}),
-      }),
+      createPack(
+        store,
+        { wants: [...new Set(refs.values())] },
+        {
+          ...(variant.ofsDelta === false ? { ofsDelta: false } : {}),
+          ...(variant.deltas === false ? { deltas: false } : {}),
+        },
+      ),
     );
     await close();
     const file = sandbox.path(`ours-${name.replace(/\W+/g, '-')}.pack`);
@@ -240,7 +243,7 @@ describe('reuse from a repository on disk', () => {
     const store = new FsObjectStore(fs, gitDir);
     const reported: (readonly string[])[] = [];
     const wants = [...new Set(refs.values())];
-    const pack = await collect(createPack(store, { wants, onStoredPack: (oids) => reported.push(oids) }));
+    const pack = await collect(createPack(store, { wants }, { onStoredPack: (oids) => reported.push(oids) }));
     const dir = join(gitDir, 'objects', 'pack');
     const [name] = (await fs.promises.readdir(dir)).filter((n) => n.endsWith('.pack'));
     expect(Buffer.compare(Buffer.from(pack), await readFile(join(dir, name!)))).toBe(0);
@@ -248,7 +251,7 @@ describe('reuse from a repository on disk', () => {
     const listed = (await sandbox.git(['--git-dir', gitDir, 'rev-list', '--objects', '--all'])).split('\n');
     expect(reported).toHaveLength(1);
     expect(new Set(reported[0])).toEqual(new Set(listed.map((line) => line.slice(0, 40))));
-    await collect(createPack(store, { wants, reuse: false, onStoredPack: (oids) => reported.push(oids) }));
+    await collect(createPack(store, { wants }, { reuse: false, onStoredPack: (oids) => reported.push(oids) }));
     expect(reported).toHaveLength(1);
     await store.close();
   });
@@ -288,7 +291,7 @@ describe('thin packs written by gitport', () => {
     const head = await sandbox.git(['--git-dir', src, 'rev-parse', 'HEAD']);
     const base = await sandbox.git(['--git-dir', src, 'rev-parse', 'HEAD~1']);
     const store = new FsObjectStore(fs, src);
-    const thin = await collect(createPack(store, { wants: [head], haves: [base], thin: true }));
+    const thin = await collect(createPack(store, { wants: [head], haves: [base] }, { thin: true }));
     const full = await collect(createPack(store, { wants: [head], haves: [base] }));
     await store.close();
     const { counts, bases, oids } = await countKinds(thin);

@@ -1,4 +1,4 @@
-import { transportConformance } from '../../../packages/transport/src/test-conformance.js';
+import { transportConformance } from '@gitport/test-helpers/transport-conformance';
 import { busChannelPair, busHubPair, busWorkerPair } from './pairs.js';
 
 transportConformance('bus over MessageChannel, one thread', busChannelPair);

@@ -1,12 +1,12 @@
 /**
  * Worker-thread entry: the far side of the transport conformance suite, a bus peer serving
- * the conformance protocol (started with tests/src/ts-worker.ts).
+ * the conformance protocol (started with startTsWorker of @gitport/test-helpers/ts-worker).
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { createBus } from '@gitport/bus';
 import { nodeEndpoint } from '@gitport/bus/node';
+import { serveConformance } from '@gitport/test-helpers/transport-conformance-service';
 import { listen, open, transportStats } from '@gitport/transport';
-import { serveConformance } from '../../../packages/transport/src/test-conformance-service.js';
 
 const { id } = workerData as { id: string };
 const bus = createBus({ id });

@@ -2,9 +2,9 @@
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { type Bus, createBus, createHub } from '@gitport/bus';
 import { nodeEndpoint } from '@gitport/bus/node';
+import type { ConformancePair } from '@gitport/test-helpers/transport-conformance';
+import { serveConformance, type TransportSide } from '@gitport/test-helpers/transport-conformance-service';
 import { listen, open, transportStats } from '@gitport/transport';
-import type { ConformancePair } from '../../../packages/transport/src/test-conformance.js';
-import { serveConformance, type TransportSide } from '../../../packages/transport/src/test-conformance-service.js';
 import { startTsWorker } from '../ts-worker.js';
 
 export const sideOf = (bus: Bus): TransportSide => ({

@@ -2,8 +2,9 @@
  * The peer on the far side of the conformance suite: a bus with a fixed set of handlers and
  * listeners, runnable in the same thread, a worker thread, or (later) a browser worker.
  */
+
+import { type Bus, createBus, type Endpoint, withTransfer } from '@gitport/bus';
 import * as Comlink from 'comlink';
-import { type Bus, createBus, type Endpoint, withTransfer } from './index.js';
 
 export interface TestPeerOptions {
   id: string;

@@ -2,13 +2,13 @@
  * The transport conformance suite: one set of tests every way of pairing two transports must
  * pass (raw MessageChannel in one thread, a bus over MessageChannel, a bus to a worker thread,
  * later a Web Worker in Chromium). The far side runs `serveConformance`
- * (`test-conformance-service.ts`); this side drives it. Web APIs only.
+ * (`transport-conformance-service.ts`); this side drives it. Web APIs only.
  *
  * Everything asserted is a byte count, a hash or an error code: no timings.
  */
+
+import type { DuplexStream, StreamStats } from '@gitport/transport';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DuplexStream } from './index.js';
-import type { StreamStats } from './stream.js';
 import {
   ByteHash,
   type Header,
@@ -17,7 +17,7 @@ import {
   type Report,
   SMALL_WINDOW,
   type TransportSide,
-} from './test-conformance-service.js';
+} from './transport-conformance-service.js';
 
 export interface ConformancePair {
   /** The transport in this context. */

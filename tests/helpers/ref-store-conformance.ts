@@ -2,7 +2,7 @@
  * The RefStore conformance suite: every RefStore implementation (protocol's memory store, the
  * on-disk store of the `gitport` package, in Node and in Chromium) runs these same tests.
  *
- *   import { refStoreConformance } from '../../../tests/src/ref-store-conformance.js';
+ *   import { refStoreConformance } from '@gitport/test-helpers/ref-store-conformance';
  *   refStoreConformance('FsRefStore', async () => ({ store: new FsRefStore(fs, dir), cleanup }));
  *
  * The factory returns an empty store (no refs; HEAD may point anywhere or be missing).

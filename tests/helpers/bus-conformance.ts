@@ -1,12 +1,13 @@
 /**
  * The bus conformance suite: one set of tests run over every kind of Endpoint. The caller gives a
- * factory that connects a fresh test peer (test-peer.ts) on the far side of a new endpoint pair and
+ * factory that connects a fresh test peer (bus-test-peer.ts) on the far side of a new endpoint pair and
  * returns our side. No Node built-ins here, so the same suite runs in Chromium.
  */
+
+import { type Bus, type BusOptions, createBus, type Endpoint } from '@gitport/bus';
 import * as Comlink from 'comlink';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Bus, type BusOptions, createBus, type Endpoint } from './index.js';
-import { TEST_PEER_MAX_MESSAGE_SIZE } from './test-peer.js';
+import { TEST_PEER_MAX_MESSAGE_SIZE } from './bus-test-peer.js';
 
 export interface ConformanceTarget {
   /** Our side of the new endpoint pair; a test peer is (being) connected on the other side. */

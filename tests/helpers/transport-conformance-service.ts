@@ -1,5 +1,5 @@
 /**
- * The far side of the transport conformance suite (`test-conformance.ts`). It runs wherever
+ * The far side of the transport conformance suite (`transport-conformance.ts`). It runs wherever
  * the other end of the pair lives: the same thread, a worker thread, a Web Worker; so it uses
  * web APIs only.
  *
@@ -16,7 +16,7 @@
  *   report     answer the record of stream `id` once it is complete
  *   stats      answer the transport's byte counts
  */
-import type { DuplexStream, TransportStats } from './index.js';
+import type { DuplexStream, TransportStats } from '@gitport/transport';
 
 /** The receive window of the service's streams on `conformance-small`. */
 export const SMALL_WINDOW = 32 * 1024;
