@@ -77,6 +77,16 @@ export class ImportSlots {
     return i;
   }
 
+  /** The ids of every entry, 20 bytes each in entry order (a view: valid until the next `add`). */
+  get ids(): Uint8Array {
+    return this.#ids.subarray(0, this.#length * ID);
+  }
+
+  /** The type of an entry as its pack type code (1 commit, 2 tree, 3 blob, 4 tag; 0 unknown). */
+  typeCode(i: number): number {
+    return this.#type[i]!;
+  }
+
   dataOffset(i: number): number {
     return this.offset[i]! + this.headerLength[i]!;
   }

@@ -22,6 +22,8 @@ describe('importPack into a store that takes objects', () => {
     const target = new MemoryObjectStore();
     const r = await importPack(target, parts, { cacheBytes: 1 });
     expect([...r.objects].sort()).toEqual([...oids].sort());
+    expect(r.count).toBe(oids.length);
+    expect(r.types).toEqual(oids.map(() => 'blob'));
     for (const oid of oids) {
       expect(bytesToHex((await target.read(oid))!.data)).toBe(bytesToHex((await source.read(oid))!.data));
     }

@@ -17,7 +17,7 @@ import { applyDelta } from './delta.js';
 import { ChainTips } from './delta-chain-cache.js';
 import { encodeEntryHeader } from './entry-header.js';
 import { PackError, throwIfAborted } from './errors.js';
-import type { IndexEntry } from './idx.js';
+import type { IndexColumns } from './idx.js';
 import { BASE_UNKNOWN, ImportSlots, WHOLE } from './import-slots.js';
 import { bytesToHex, hashObjectSync, type ObjectId, type ObjectType, objectHeader, TYPE_CODES } from './object.js';
 import { PackBuffer } from './pack-buffer.js';
@@ -50,13 +50,15 @@ export interface ImportOptions {
 
 export interface ImportResult {
   /** The stored pack's checksum (after thin completion, if any). */
-  hash: string;
-  /** Every object of the pack (and appended thin bases), in pack order. */
-  objects: ObjectId[];
+  readonly hash: string;
+  /** How many objects the pack holds (with appended thin bases): `objects.length`. */
+  readonly count: number;
+  /** Every object of the pack (and appended thin bases), in pack order (made when first read). */
+  readonly objects: ObjectId[];
   /** The type of each of `objects`. */
-  types: ObjectType[];
+  readonly types: ObjectType[];
   /** How many of `objects`, at the end, are thin-pack bases taken from the store. */
-  thinBases: number;
+  readonly thinBases: number;
 }
 
 /**
@@ -498,15 +500,9 @@ async function importWith(
   }
 
   const n = slots.length;
-  const objects = new Array<ObjectId>(n);
-  const types = new Array<ObjectType>(n);
-  for (let i = 0; i < n; i++) {
-    objects[i] = slots.oid(i);
-    types[i] = slots.type(i)!;
-  }
   if (keepPack) {
-    const entries = new Array<IndexEntry>(n);
-    for (let i = 0; i < n; i++) entries[i] = { oid: objects[i]!, offset: slots.offset[i]!, crc32: slots.crc32[i]! };
+    // the index is written from the columns: no id string nor entry object per entry
+    const entries: IndexColumns = { count: n, ids: slots.ids, offsets: slots.offset, crc32s: slots.crc32 };
     if (spool) await spool.commit(hash, entries);
     else await store.writePack!({ hash, chunks: buffer!.chunks(), length: buffer!.length, entries });
     // (the store's index refuses an id the pack holds twice: writeIdx's strict)
@@ -514,18 +510,64 @@ async function importWith(
     // a store that takes objects writes no index: a repeated id is refused here, the same way
     const seen = new Set<ObjectId>();
     for (let i = 0; i < n; i++) {
-      if (seen.has(objects[i]!)) {
-        throw new PackError('PACK_DUPLICATE_OBJECT', `object ${objects[i]} appears twice in the pack`, {
+      const oid = slots.oid(i);
+      if (seen.has(oid)) {
+        throw new PackError('PACK_DUPLICATE_OBJECT', `object ${oid} appears twice in the pack`, {
           offset: slots.offset[i]!,
         });
       }
-      seen.add(objects[i]!);
+      seen.add(oid);
     }
     if (store.writeHashed) await store.writeHashed(collected);
     else for (const o of collected) await store.write(o.type, o.data);
   }
   options.onProgress?.({ objects: n, total: n, phase: 'resolving' });
-  return { hash, objects, types, thinBases: appended.length };
+  return new Imported(hash, slots, appended.length);
+}
+
+const TYPE_BY_CODE: readonly (ObjectType | undefined)[] = [undefined, 'commit', 'tree', 'blob', 'tag'];
+
+/**
+ * An import's result: the ids and types of its entries kept as bytes (21 per entry), their
+ * strings made only when asked for (an index-pack or a clone needs only the count).
+ */
+class Imported implements ImportResult {
+  readonly count: number;
+  readonly #ids: Uint8Array;
+  readonly #types: Uint8Array;
+  #objects: ObjectId[] | undefined;
+  #typeList: ObjectType[] | undefined;
+
+  constructor(
+    readonly hash: string,
+    slots: ImportSlots,
+    readonly thinBases: number,
+  ) {
+    const n = slots.length;
+    this.count = n;
+    this.#ids = slots.ids.slice();
+    this.#types = new Uint8Array(n);
+    for (let i = 0; i < n; i++) this.#types[i] = slots.typeCode(i);
+  }
+
+  get objects(): ObjectId[] {
+    if (!this.#objects) {
+      const ids = this.#ids;
+      const objects = new Array<ObjectId>(this.count);
+      for (let i = 0; i < this.count; i++) objects[i] = bytesToHex(ids, i * 20, i * 20 + 20);
+      this.#objects = objects;
+    }
+    return this.#objects;
+  }
+
+  get types(): ObjectType[] {
+    if (!this.#typeList) {
+      const types = new Array<ObjectType>(this.count);
+      for (let i = 0; i < this.count; i++) types[i] = TYPE_BY_CODE[this.#types[i]!]!;
+      this.#typeList = types;
+    }
+    return this.#typeList;
+  }
 }
 
 /**
