@@ -41,8 +41,12 @@ export class ImportSlots {
   #indexed = 0;
   readonly #scratch: Uint8Array<ArrayBuffer> = new Uint8Array(ID);
 
-  constructor(capacity: number) {
+  /** Entries the pack declares: growth stops there first (a header may claim more than comes). */
+  readonly #expected: number;
+
+  constructor(capacity: number, expected = 0) {
     this.#capacity = Math.max(16, capacity);
+    this.#expected = expected;
     const n = this.#capacity;
     this.offset = new Float64Array(n);
     this.end = new Float64Array(n);
@@ -136,7 +140,9 @@ export class ImportSlots {
   }
 
   #grow(): void {
-    const n = this.#capacity * 2;
+    const c = this.#capacity;
+    // doubling up to the declared count, then that count; past it (thin bases), a quarter more
+    const n = c < this.#expected ? Math.min(c * 2, this.#expected) : c + Math.max(16, c >>> 2);
     const f64 = (a: Float64Array) => {
       const b = new Float64Array(n);
       b.set(a);

@@ -22,6 +22,7 @@ import { BASE_UNKNOWN, ImportSlots, WHOLE } from './import-slots.js';
 import { bytesToHex, hashObjectSync, type ObjectId, type ObjectType, objectHeader, TYPE_CODES } from './object.js';
 import { PackBuffer } from './pack-buffer.js';
 import { type PackEntry, type PackLimits, PackReader } from './pack-reader.js';
+import { RingCache } from './ring-cache.js';
 import { slabAllocator } from './slab.js';
 import type { ObjectStore, PackSpool } from './store.js';
 
@@ -70,31 +71,6 @@ const SPOOL_CACHE_WHOLE_MAX = 32 * 1024;
 
 /** Resolved objects kept for delta resolution by default (see ImportOptions.cacheBytes). */
 const DEFAULT_CACHE_BYTES = 8 * 2 ** 20;
-
-class LruCache {
-  readonly #map = new Map<number, Uint8Array>();
-  #bytes = 0;
-  constructor(readonly limit: number) {}
-  get(k: number): Uint8Array | undefined {
-    const v = this.#map.get(k);
-    if (v) {
-      this.#map.delete(k);
-      this.#map.set(k, v);
-    }
-    return v;
-  }
-  /** Keeps `v` unless it is over a quarter of the limit (see `remember`). */
-  set(k: number, v: Uint8Array): void {
-    if (v.length > this.limit / 4 || this.#map.has(k)) return;
-    this.#map.set(k, v);
-    this.#bytes += v.length;
-    while (this.#bytes > this.limit) {
-      const first = this.#map.entries().next().value!;
-      this.#map.delete(first[0]);
-      this.#bytes -= first[1].length;
-    }
-  }
-}
 
 export async function importPack(
   store: ObjectStore,
@@ -221,19 +197,22 @@ async function importWith(
   /** Deltas waiting for a base in the pack (by its entry) or named by id (REF_DELTA). */
   const waitingOn = new Map<number, number[]>();
   const waitingFor = new Map<ObjectId, number[]>();
-  const cache = new LruCache(options.cacheBytes ?? DEFAULT_CACHE_BYTES);
+  // copies in one arena (results are views into shared slabs, which a kept view would pin): a
+  // view it returns is valid until the next `remember`
+  const cacheBytes = options.cacheBytes ?? DEFAULT_CACHE_BYTES;
+  const cache = held ? undefined : new RingCache(cacheBytes);
   // results too large for the cache: the latest are kept, so that a chain of large objects in
   // pack order applies each delta once rather than rebuilding each object from the chain's root
-  const tips = new ChainTips<number, Uint8Array>(cache.limit, (v) => v.length);
+  const tips = new ChainTips<number, Uint8Array>(cacheBytes, (v) => v.length);
   const remember = (index: number, data: Uint8Array) => {
-    if (data.length <= cache.limit / 4) cache.set(index, data);
+    if (cache && data.length <= cache.maxValue) cache.set(index, data);
     else {
       const base = slots.base[index]!;
       tips.set(index, data, base >= 0 ? base : undefined);
     }
   };
   const cached = (index: number): Uint8Array | undefined =>
-    held ? held[index] : (cache.get(index) ?? tips.get(index));
+    held ? held[index] : (cache!.get(index) ?? tips.get(index));
   const collected: { oid: ObjectId; type: ObjectType; data: Uint8Array }[] = [];
 
   const wait = (key: number | ObjectId, slot: number) => {
@@ -405,7 +384,7 @@ async function importWith(
   await reader.readHeader();
   const total = reader.count;
   // sized for the declared count up to a bound (a header may claim more than comes), grown after
-  slots = new ImportSlots(Math.min(total, 1 << 16));
+  slots = new ImportSlots(Math.min(total, 1 << 16), total);
   let count = 0;
   try {
     while (reader.remaining > 0) {
@@ -425,7 +404,8 @@ async function importWith(
   }
 
   async function flushWaiters(index: number, oid: ObjectId) {
-    if (waitingOn.has(index) || waitingFor.has(oid)) resolved(index, await load(index), oid);
+    // a copy: the children's results go to the cache, whose views change
+    if (waitingOn.has(index) || waitingFor.has(oid)) resolved(index, (await load(index)).slice(), oid);
   }
 
   // Thin pack: bases named by REF deltas that the pack does not contain.
@@ -522,52 +502,49 @@ async function importWith(
     else for (const o of collected) await store.write(o.type, o.data);
   }
   options.onProgress?.({ objects: n, total: n, phase: 'resolving' });
-  return new Imported(hash, slots, appended.length);
+  return importResult(hash, slots, appended.length);
 }
 
 const TYPE_BY_CODE: readonly (ObjectType | undefined)[] = [undefined, 'commit', 'tree', 'blob', 'tag'];
 
 /**
  * An import's result: the ids and types of its entries kept as bytes (21 per entry), their
- * strings made only when asked for (an index-pack or a clone needs only the count).
+ * strings made only when first read (an index-pack or a clone needs only the count). The lists
+ * are own enumerable accessors, so that spreading, structured cloning (posting the result to
+ * another thread) and JSON see them as plain properties.
  */
-class Imported implements ImportResult {
-  readonly count: number;
-  readonly #ids: Uint8Array;
-  readonly #types: Uint8Array;
-  #objects: ObjectId[] | undefined;
-  #typeList: ObjectType[] | undefined;
-
-  constructor(
-    readonly hash: string,
-    slots: ImportSlots,
-    readonly thinBases: number,
-  ) {
-    const n = slots.length;
-    this.count = n;
-    this.#ids = slots.ids.slice();
-    this.#types = new Uint8Array(n);
-    for (let i = 0; i < n; i++) this.#types[i] = slots.typeCode(i);
-  }
-
-  get objects(): ObjectId[] {
-    if (!this.#objects) {
-      const ids = this.#ids;
-      const objects = new Array<ObjectId>(this.count);
-      for (let i = 0; i < this.count; i++) objects[i] = bytesToHex(ids, i * 20, i * 20 + 20);
-      this.#objects = objects;
-    }
-    return this.#objects;
-  }
-
-  get types(): ObjectType[] {
-    if (!this.#typeList) {
-      const types = new Array<ObjectType>(this.count);
-      for (let i = 0; i < this.count; i++) types[i] = TYPE_BY_CODE[this.#types[i]!]!;
-      this.#typeList = types;
-    }
-    return this.#typeList;
-  }
+function importResult(hash: string, slots: ImportSlots, thinBases: number): ImportResult {
+  const count = slots.length;
+  // a view: the other columns go, the ids (the largest) are kept as they are
+  const ids = slots.ids;
+  const codes = new Uint8Array(count);
+  for (let i = 0; i < count; i++) codes[i] = slots.typeCode(i);
+  let objects: ObjectId[] | undefined;
+  let types: ObjectType[] | undefined;
+  const result = { hash, count, thinBases } as ImportResult;
+  Object.defineProperties(result, {
+    objects: {
+      enumerable: true,
+      get() {
+        if (!objects) {
+          objects = new Array<ObjectId>(count);
+          for (let i = 0; i < count; i++) objects[i] = bytesToHex(ids, i * 20, i * 20 + 20);
+        }
+        return objects;
+      },
+    },
+    types: {
+      enumerable: true,
+      get() {
+        if (!types) {
+          types = new Array<ObjectType>(count);
+          for (let i = 0; i < count; i++) types[i] = TYPE_BY_CODE[codes[i]!]!;
+        }
+        return types;
+      },
+    },
+  });
+  return result;
 }
 
 /**
