@@ -81,6 +81,21 @@ export class ImportSlots {
     return i;
   }
 
+  /**
+   * Drops what only resolution needs (ends, sizes, bases, depths, header lengths, the id index):
+   * ids, types, offsets and CRCs stay, and nothing may be added or looked up after.
+   */
+  release(): void {
+    this.end = new Float64Array(0);
+    this.size = new Float64Array(0);
+    this.base = new Int32Array(0);
+    this.depth = new Uint32Array(0);
+    this.headerLength = new Uint8Array(0);
+    this.#known = new Uint8Array(0);
+    this.#table = new Int32Array(0);
+    this.#capacity = this.#length;
+  }
+
   /** The ids of every entry, 20 bytes each in entry order (a view: valid until the next `add`). */
   get ids(): Uint8Array {
     return this.#ids.subarray(0, this.#length * ID);

@@ -63,11 +63,10 @@ export interface ImportResult {
 }
 
 /**
- * With the pack on disk, objects stored whole are cached for delta resolution up to this size.
- * Larger ones are inflated into the reader's reused buffer (no new memory per object) and read
+ * Objects stored whole are cached for delta resolution up to this size; larger ones are read
  * back from the pack when a delta needs them, as git index-pack reads its bases back.
  */
-const SPOOL_CACHE_WHOLE_MAX = 32 * 1024;
+const WHOLE_CACHE_MAX = 32 * 1024;
 
 /** Resolved objects kept for delta resolution by default (see ImportOptions.cacheBytes). */
 const DEFAULT_CACHE_BYTES = 8 * 2 ** 20;
@@ -183,8 +182,9 @@ async function importWith(
     limits: options.limits,
     signal: options.signal,
     keepLarge: !keepPack,
-    // with the pack on disk, large whole objects are hashed and let go (see record)
-    ...(spool ? { lendAbove: SPOOL_CACHE_WHOLE_MAX } : {}),
+    // unless every object is held, whole objects are inflated into the reader's reused buffer
+    // (no new memory per object): they are hashed, and copied by the cache when kept (record)
+    ...(held ? {} : { lendAbove: 0 }),
     ...(options.streamThreshold !== undefined ? { streamThreshold: options.streamThreshold } : {}),
     ...(spool ? { onBytes: (b: Uint8Array) => spool.append(b) } : {}),
     ...(buffer ? { onBytes: (b: Uint8Array) => buffer.append(b) } : {}),
@@ -309,11 +309,12 @@ async function importWith(
     const oid = known ?? hashObjectSync(type, data);
     if (!slots.hasOid(index)) slots.setOid(index, oid);
     if (!keepPack) collected.push({ oid, type, data });
-    // with the pack on disk, large objects stored whole are read back when a delta needs them
-    // (as git index-pack does; their data is the reader's, lent until the next entry); delta
-    // results (the likely next bases) and small objects are kept
+    // large objects stored whole are read back when a delta needs them (as git index-pack does);
+    // delta results (the likely next bases) and small objects are kept. A whole object's data
+    // is the reader's, lent until the next entry: the cache copies it, the tips would not
     if (held) held[index] = data;
-    else if (!spool || slots.base[index] !== WHOLE || data.length <= SPOOL_CACHE_WHOLE_MAX) remember(index, data);
+    else if (slots.base[index] !== WHOLE) remember(index, data);
+    else if (data.length <= WHOLE_CACHE_MAX) remember(index, data.length <= cache!.maxValue ? data : data.slice());
     return (waitingOn.size > 0 && waitingOn.has(index)) || (waitingFor.size > 0 && waitingFor.has(oid))
       ? oid
       : undefined;
@@ -480,6 +481,10 @@ async function importWith(
   }
 
   const n = slots.length;
+  // resolution is over: its memory goes before the index is written
+  cache?.clear();
+  tips.clear();
+  slots.release();
   if (keepPack) {
     // the index is written from the columns: no id string nor entry object per entry
     const entries: IndexColumns = { count: n, ids: slots.ids, offsets: slots.offset, crc32s: slots.crc32 };

@@ -40,6 +40,16 @@ export class RingCache {
     this.#scratch = new Uint8Array(0);
   }
 
+  /** Drops every value and the arena (the cache stays usable). */
+  clear(): void {
+    this.#arena = new Uint8Array(0);
+    this.#at.clear();
+    this.#length.clear();
+    this.#stamp.clear();
+    this.#front = this.#back = this.#head = 0;
+    this.#scratch = new Uint8Array(0);
+  }
+
   /** The largest value kept: a quarter of the arena. */
   get maxValue(): number {
     return this.#limit >>> 2;
