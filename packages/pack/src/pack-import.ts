@@ -233,7 +233,7 @@ async function importWith(
     reader.flush();
     if (!spool && !buffer) throw new PackError('PACK_CORRUPT_ZLIB', 'entry could not be re-read', { offset });
     const dataOffset = slots.dataOffset(i);
-    const length = slots.end[i]! - dataOffset;
+    const length = slots.end(i) - dataOffset;
     const bytes = spool ? await spool.read(dataOffset, length) : buffer!.read(dataOffset, length);
     const r = inflateOne(bytes, size, true);
     if (r.kind !== 'done') throw new PackError('PACK_CORRUPT_ZLIB', 'entry could not be re-read', { offset });
@@ -384,8 +384,10 @@ async function importWith(
 
   await reader.readHeader();
   const total = reader.count;
-  // sized for the declared count up to a bound (a header may claim more than comes), grown after
-  slots = new ImportSlots(Math.min(total, 1 << 16), total);
+  // sized for the declared count up to a bound (a header may claim more than comes), grown after:
+  // columns are zero-filled memory, which costs nothing until entries are written, where growing
+  // would copy every column and hold the old and new ones at once
+  slots = new ImportSlots(Math.min(total, 1 << 21), total);
   let count = 0;
   try {
     while (reader.remaining > 0) {
@@ -417,7 +419,7 @@ async function importWith(
     : buffer
       ? buffer.length - 20
       : slots.length > 0
-        ? slots.end[slots.length - 1]!
+        ? slots.end(slots.length - 1)
         : 12;
   const thinParts: Uint8Array[] = [];
   for (const key of [...waitingFor.keys()]) {
