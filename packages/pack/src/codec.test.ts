@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseCommit, serializeCommit } from './commit.js';
 import { applyDelta, createDelta, DeltaIndex } from './delta.js';
-import { PackIndex, readIdx, writeIdx } from './idx.js';
+import { indexColumns, indexIds, PackIndex, readIdx, writeIdx } from './idx.js';
 import { bytesToHex, hashObject } from './object.js';
 import { resolveDelta } from './pack-import.js';
 import * as webSha1 from './sha1.js';
@@ -287,6 +287,19 @@ describe('.idx v2', () => {
         const idx = writeIdx(entries, '3'.repeat(40));
         expect(readIdx(idx)).toEqual(expected);
         expect(new PackIndex(idx).count).toBe(entries.length);
+        // the same entries as columns give the same bytes; strict refuses a repeated id in both
+        const columns = indexColumns(entries);
+        expect(columns.count).toBe(entries.length);
+        expect([...indexIds(columns)]).toEqual(entries.map((e) => e.oid));
+        expect(bytesToHex(writeIdx(columns, '3'.repeat(40)))).toBe(bytesToHex(idx));
+        const repeated = new Set(entries.map((e) => e.oid)).size < entries.length;
+        for (const form of [entries, columns]) {
+          if (repeated) {
+            expect(() => writeIdx(form, '3'.repeat(40), { strict: true })).toThrow(
+              expect.objectContaining({ code: 'PACK_DUPLICATE_OBJECT' }),
+            );
+          } else expect(writeIdx(form, '3'.repeat(40), { strict: true })).toEqual(idx);
+        }
       }),
       { numRuns: 200 },
     );

@@ -67,10 +67,10 @@ function tailDelta(size: number, tail: string): Uint8Array {
   return Uint8Array.from([...varint(size), ...varint(size), ...copy, ...insert]);
 }
 
-function root(seed: number): Uint8Array {
-  const data = new Uint8Array(SIZE);
+function root(seed: number, size = SIZE): Uint8Array {
+  const data = new Uint8Array(size);
   let x = seed * 2654435761 || 1;
-  for (let i = 0; i < SIZE; i++) {
+  for (let i = 0; i < size; i++) {
     x ^= x << 13;
     x ^= x >>> 17;
     x ^= x << 5;
@@ -85,14 +85,14 @@ function root(seed: number): Uint8Array {
  * (the roots first, then the first delta of every chain, then the second...); each delta's base
  * is the previous entry of its chain. The ids of every chain's objects, in chain order.
  */
-function chainPack(chains: number, depth: number): { pack: Uint8Array; ids: ObjectId[][] } {
+function chainPack(chains: number, depth: number, size = SIZE): { pack: Uint8Array; ids: ObjectId[][] } {
   const entries: Uint8Array[] = [];
   const lastOffset: number[] = [];
   const ids: ObjectId[][] = [];
   const current: Uint8Array[] = [];
   let offset = 12;
   for (let c = 0; c < chains; c++) {
-    const data = root(c + 1);
+    const data = root(c + 1, size);
     const e = concat([encodeEntryHeader(EntryType.BLOB, data.length), deflate(data)]);
     entries.push(e);
     lastOffset.push(offset);
@@ -103,7 +103,7 @@ function chainPack(chains: number, depth: number): { pack: Uint8Array; ids: Obje
   for (let d = 1; d <= depth; d++) {
     for (let c = 0; c < chains; c++) {
       const tail = `${c}:${d}`;
-      const delta = tailDelta(SIZE, tail);
+      const delta = tailDelta(size, tail);
       const e = concat([
         encodeEntryHeader(EntryType.OFS_DELTA, delta.length),
         encodeOfsOffset(offset - lastOffset[c]!),
@@ -113,7 +113,7 @@ function chainPack(chains: number, depth: number): { pack: Uint8Array; ids: Obje
       lastOffset[c] = offset;
       offset += e.length;
       const next = current[c]!.slice();
-      next.set(new TextEncoder().encode(tail.padEnd(8).slice(0, 8)), SIZE - 8);
+      next.set(new TextEncoder().encode(tail.padEnd(8).slice(0, 8)), size - 8);
       current[c] = next;
       ids[c]!.push(hashObjectSync('blob', next));
     }
@@ -173,6 +173,18 @@ describe('delta chains over large objects', () => {
         for (const chain of ids) expect((await store.read(chain.at(-1)!))?.data.length).toBe(SIZE);
         applied.calls = 0;
       }
+    });
+  }
+
+  for (const [name, make] of importStores) {
+    it(`import keeps copies of whole roots read into the reader's reused buffer (${name})`, async () => {
+      // roots of 16 KiB: cached whole (not read back), over a quarter of this cache (so kept
+      // among the latest large results, two of them), and each chain's first delta comes after
+      // the other roots were read into the same buffer
+      const { pack, ids } = chainPack(3, 4, 16 * 1024);
+      const { store } = await make();
+      await importPack(store, [pack], { cacheBytes: 48 * 1024 });
+      for (const chain of ids) for (const id of chain) expect((await store.read(id))?.data.length).toBe(16 * 1024);
     });
   }
 

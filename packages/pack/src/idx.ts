@@ -19,23 +19,57 @@ export interface IndexEntry {
 const MAGIC = [0xff, 0x74, 0x4f, 0x63];
 
 /**
+ * A pack's index entries as columns (what an import holds: no object nor id string per entry):
+ * entry i's id is `ids[20 * i, 20 * i + 20)`.
+ */
+export interface IndexColumns {
+  readonly count: number;
+  readonly ids: Uint8Array;
+  readonly offsets: ArrayLike<number>;
+  readonly crc32s: ArrayLike<number>;
+}
+
+/** Entries as objects or as columns (see IndexColumns). */
+export type IndexEntries = readonly IndexEntry[] | IndexColumns;
+
+/** The entries as columns (entry objects are copied into new ones; columns are returned as they are). */
+export function indexColumns(entries: IndexEntries): IndexColumns {
+  if (!Array.isArray(entries)) return entries as IndexColumns;
+  const list = entries as readonly IndexEntry[];
+  const count = list.length;
+  // every id decoded once, in entry order, in one call: this runs once per pack, mostly before
+  // the JIT has seen it, and one long loop is optimized on the fly where 20-step calls are not
+  const hex = new Array<string>(count);
+  const offsets = new Float64Array(count);
+  const crc32s = new Uint32Array(count);
+  for (let i = 0; i < count; i++) {
+    const e = list[i]!;
+    hex[i] = e.oid;
+    offsets[i] = e.offset;
+    crc32s[i] = e.crc32;
+  }
+  return { count, ids: hexToBytes(hex.join('')), offsets, crc32s };
+}
+
+/** Every id of the entries, in entry order. */
+export function* indexIds(entries: IndexEntries): Generator<ObjectId> {
+  if (Array.isArray(entries)) {
+    for (const e of entries as readonly IndexEntry[]) yield e.oid;
+    return;
+  }
+  const { count, ids } = entries as IndexColumns;
+  for (let i = 0; i < count; i++) yield bytesToHex(ids, i * 20, i * 20 + 20);
+}
+
+/**
  * The .idx of a pack whose entries are `entries` (any order). Every entry is listed, an id the
  * pack holds twice as often as it has it (git's index-pack does the same: an index whose count is
  * not the pack's is refused by every git reader). With `strict`, a repeated id throws
  * PACK_DUPLICATE_OBJECT instead, as `git index-pack --strict` dies: git's verify-pack (which is
  * strict) refuses such a pack, so stores do not keep one.
  */
-export function writeIdx(
-  entries: readonly IndexEntry[],
-  packHash: string,
-  options: { strict?: boolean } = {},
-): Uint8Array {
-  const count = entries.length;
-  // every id decoded once, in entry order, in one call: this runs once per pack, mostly before
-  // the JIT has seen it, and one long loop is optimized on the fly where 20-step calls are not
-  const hex = new Array<string>(count);
-  for (let i = 0; i < count; i++) hex[i] = entries[i]!.oid;
-  const ids = hexToBytes(hex.join(''));
+export function writeIdx(entries: IndexEntries, packHash: string, options: { strict?: boolean } = {}): Uint8Array {
+  const { count, ids, offsets, crc32s } = indexColumns(entries);
   const order = sortedOrder(ids, count);
   const n = order.length;
   if (options.strict) {
@@ -45,13 +79,15 @@ export function writeIdx(
       let same = true;
       for (let k = 0; k < 20 && same; k++) same = ids[a + k] === ids[b + k];
       if (same) {
-        const e = entries[order[i]!]!;
-        throw new PackError('PACK_DUPLICATE_OBJECT', `object ${e.oid} appears twice in the pack`, { offset: e.offset });
+        const oid = bytesToHex(ids, b, b + 20);
+        throw new PackError('PACK_DUPLICATE_OBJECT', `object ${oid} appears twice in the pack`, {
+          offset: offsets[order[i]!]!,
+        });
       }
     }
   }
   let large = 0;
-  for (let i = 0; i < n; i++) if (entries[order[i]!]!.offset >= 0x80000000) large++;
+  for (let i = 0; i < n; i++) if (offsets[order[i]!]! >= 0x80000000) large++;
   const size = 8 + 1024 + n * 28 + large * 8 + 40;
   const out = new Uint8Array(size);
   out.set(MAGIC, 0);
@@ -64,22 +100,22 @@ export function writeIdx(
   let big = 0;
   for (let i = 0; i < n; i++) {
     const k = order[i]!;
-    const e = entries[k]!;
+    const offset = offsets[k]!;
     for (let b = 0, from = k * 20, to = oids + i * 20; b < 20; b++) out[to + b] = ids[from + b]!;
     fanout[ids[k * 20]!]!++;
-    const crc = e.crc32 >>> 0;
+    const crc = crc32s[k]! >>> 0;
     const c = crcs + i * 4;
     out[c] = crc >>> 24;
     out[c + 1] = (crc >>> 16) & 255;
     out[c + 2] = (crc >>> 8) & 255;
     out[c + 3] = crc & 255;
-    if (e.offset >= 0x80000000) {
+    if (offset >= 0x80000000) {
       put32(out, offs + i * 4, (0x80000000 | big) >>> 0);
-      put32(out, bigs + big * 8, Math.floor(e.offset / 0x100000000));
-      put32(out, bigs + big * 8 + 4, e.offset >>> 0);
+      put32(out, bigs + big * 8, Math.floor(offset / 0x100000000));
+      put32(out, bigs + big * 8 + 4, offset >>> 0);
       big++;
     } else {
-      const v = e.offset;
+      const v = offset;
       const at = offs + i * 4;
       out[at] = v >>> 24;
       out[at + 1] = (v >>> 16) & 255;

@@ -21,8 +21,8 @@ export class ImportSlots {
   #capacity: number;
   /** Offset of each entry's header in the pack. */
   offset: Float64Array;
-  /** Offset just past each entry. */
-  end: Float64Array;
+  /** Offset just past the last entry (each other entry ends where the next begins). */
+  #lastEnd = 0;
   /** Inflated size of each entry's own data (the delta for deltas). */
   size: Float64Array;
   /** Bytes of each entry's header (its zlib data starts at offset + headerLength). */
@@ -41,11 +41,14 @@ export class ImportSlots {
   #indexed = 0;
   readonly #scratch: Uint8Array<ArrayBuffer> = new Uint8Array(ID);
 
-  constructor(capacity: number) {
+  /** Entries the pack declares: growth stops there first (a header may claim more than comes). */
+  readonly #expected: number;
+
+  constructor(capacity: number, expected = 0) {
     this.#capacity = Math.max(16, capacity);
+    this.#expected = expected;
     const n = this.#capacity;
     this.offset = new Float64Array(n);
-    this.end = new Float64Array(n);
     this.size = new Float64Array(n);
     this.headerLength = new Uint8Array(n);
     this.crc32 = new Uint32Array(n);
@@ -69,12 +72,41 @@ export class ImportSlots {
     if (this.#length === this.#capacity) this.#grow();
     const i = this.#length++;
     this.offset[i] = offset;
-    this.end[i] = end;
+    this.#lastEnd = end;
     this.size[i] = size;
     this.headerLength[i] = dataOffset - offset;
     this.crc32[i] = crc32;
     this.base[i] = WHOLE;
     return i;
+  }
+
+  /**
+   * Drops what only resolution needs (sizes, bases, depths, header lengths, the id index):
+   * ids, types, offsets and CRCs stay, and nothing may be added or looked up after.
+   */
+  release(): void {
+    this.size = new Float64Array(0);
+    this.base = new Int32Array(0);
+    this.depth = new Uint32Array(0);
+    this.headerLength = new Uint8Array(0);
+    this.#known = new Uint8Array(0);
+    this.#table = new Int32Array(0);
+    this.#capacity = this.#length;
+  }
+
+  /** The ids of every entry, 20 bytes each in entry order (a view: valid until the next `add`). */
+  get ids(): Uint8Array {
+    return this.#ids.subarray(0, this.#length * ID);
+  }
+
+  /** The type of an entry as its pack type code (1 commit, 2 tree, 3 blob, 4 tag; 0 unknown). */
+  typeCode(i: number): number {
+    return this.#type[i]!;
+  }
+
+  /** Offset just past entry `i`: entries lie one after the other (thin bases too). */
+  end(i: number): number {
+    return i + 1 < this.#length ? this.offset[i + 1]! : this.#lastEnd;
   }
 
   dataOffset(i: number): number {
@@ -126,7 +158,9 @@ export class ImportSlots {
   }
 
   #grow(): void {
-    const n = this.#capacity * 2;
+    const c = this.#capacity;
+    // doubling up to the declared count, then that count; past it (thin bases), a quarter more
+    const n = c < this.#expected ? Math.min(c * 2, this.#expected) : c + Math.max(16, c >>> 2);
     const f64 = (a: Float64Array) => {
       const b = new Float64Array(n);
       b.set(a);
@@ -144,7 +178,6 @@ export class ImportSlots {
     const depth = new Uint32Array(n);
     depth.set(this.depth);
     this.offset = f64(this.offset);
-    this.end = f64(this.end);
     this.size = f64(this.size);
     this.headerLength = u8(this.headerLength);
     this.crc32 = u32;

@@ -10,7 +10,7 @@ export { isPackError, PackError } from './errors.js';
 export { assertFilterSupported } from './filtered-walk.js';
 export type { DirEntry, FileHandleLike, FsLike, FsPromisesLike, FsStat, ObjectStoreFs } from './fs-like.js';
 export { FsObjectStore } from './fs-store.js';
-export { type IndexEntry, PackIndex, readIdx, writeIdx } from './idx.js';
+export { type IndexColumns, type IndexEntries, type IndexEntry, PackIndex, readIdx, writeIdx } from './idx.js';
 export {
   assertObjectId,
   type GitObject,

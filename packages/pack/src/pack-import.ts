@@ -17,11 +17,12 @@ import { applyDelta } from './delta.js';
 import { ChainTips } from './delta-chain-cache.js';
 import { encodeEntryHeader } from './entry-header.js';
 import { PackError, throwIfAborted } from './errors.js';
-import type { IndexEntry } from './idx.js';
+import type { IndexColumns } from './idx.js';
 import { BASE_UNKNOWN, ImportSlots, WHOLE } from './import-slots.js';
 import { bytesToHex, hashObjectSync, type ObjectId, type ObjectType, objectHeader, TYPE_CODES } from './object.js';
 import { PackBuffer } from './pack-buffer.js';
 import { type PackEntry, type PackLimits, PackReader } from './pack-reader.js';
+import { RingCache } from './ring-cache.js';
 import { slabAllocator } from './slab.js';
 import type { ObjectStore, PackSpool } from './store.js';
 
@@ -50,49 +51,25 @@ export interface ImportOptions {
 
 export interface ImportResult {
   /** The stored pack's checksum (after thin completion, if any). */
-  hash: string;
-  /** Every object of the pack (and appended thin bases), in pack order. */
-  objects: ObjectId[];
+  readonly hash: string;
+  /** How many objects the pack holds (with appended thin bases): `objects.length`. */
+  readonly count: number;
+  /** Every object of the pack (and appended thin bases), in pack order (made when first read). */
+  readonly objects: ObjectId[];
   /** The type of each of `objects`. */
-  types: ObjectType[];
+  readonly types: ObjectType[];
   /** How many of `objects`, at the end, are thin-pack bases taken from the store. */
-  thinBases: number;
+  readonly thinBases: number;
 }
 
 /**
- * With the pack on disk, objects stored whole are cached for delta resolution up to this size.
- * Larger ones are inflated into the reader's reused buffer (no new memory per object) and read
+ * Objects stored whole are cached for delta resolution up to this size; larger ones are read
  * back from the pack when a delta needs them, as git index-pack reads its bases back.
  */
-const SPOOL_CACHE_WHOLE_MAX = 32 * 1024;
+const WHOLE_CACHE_MAX = 32 * 1024;
 
 /** Resolved objects kept for delta resolution by default (see ImportOptions.cacheBytes). */
 const DEFAULT_CACHE_BYTES = 8 * 2 ** 20;
-
-class LruCache {
-  readonly #map = new Map<number, Uint8Array>();
-  #bytes = 0;
-  constructor(readonly limit: number) {}
-  get(k: number): Uint8Array | undefined {
-    const v = this.#map.get(k);
-    if (v) {
-      this.#map.delete(k);
-      this.#map.set(k, v);
-    }
-    return v;
-  }
-  /** Keeps `v` unless it is over a quarter of the limit (see `remember`). */
-  set(k: number, v: Uint8Array): void {
-    if (v.length > this.limit / 4 || this.#map.has(k)) return;
-    this.#map.set(k, v);
-    this.#bytes += v.length;
-    while (this.#bytes > this.limit) {
-      const first = this.#map.entries().next().value!;
-      this.#map.delete(first[0]);
-      this.#bytes -= first[1].length;
-    }
-  }
-}
 
 export async function importPack(
   store: ObjectStore,
@@ -205,8 +182,9 @@ async function importWith(
     limits: options.limits,
     signal: options.signal,
     keepLarge: !keepPack,
-    // with the pack on disk, large whole objects are hashed and let go (see record)
-    ...(spool ? { lendAbove: SPOOL_CACHE_WHOLE_MAX } : {}),
+    // unless every object is held, whole objects are inflated into the reader's reused buffer
+    // (no new memory per object): they are hashed, and copied by the cache when kept (record)
+    ...(held ? {} : { lendAbove: 0 }),
     ...(options.streamThreshold !== undefined ? { streamThreshold: options.streamThreshold } : {}),
     ...(spool ? { onBytes: (b: Uint8Array) => spool.append(b) } : {}),
     ...(buffer ? { onBytes: (b: Uint8Array) => buffer.append(b) } : {}),
@@ -219,19 +197,22 @@ async function importWith(
   /** Deltas waiting for a base in the pack (by its entry) or named by id (REF_DELTA). */
   const waitingOn = new Map<number, number[]>();
   const waitingFor = new Map<ObjectId, number[]>();
-  const cache = new LruCache(options.cacheBytes ?? DEFAULT_CACHE_BYTES);
+  // copies in one arena (results are views into shared slabs, which a kept view would pin): a
+  // view it returns is valid until the next `remember`
+  const cacheBytes = options.cacheBytes ?? DEFAULT_CACHE_BYTES;
+  const cache = held ? undefined : new RingCache(cacheBytes);
   // results too large for the cache: the latest are kept, so that a chain of large objects in
   // pack order applies each delta once rather than rebuilding each object from the chain's root
-  const tips = new ChainTips<number, Uint8Array>(cache.limit, (v) => v.length);
+  const tips = new ChainTips<number, Uint8Array>(cacheBytes, (v) => v.length);
   const remember = (index: number, data: Uint8Array) => {
-    if (data.length <= cache.limit / 4) cache.set(index, data);
+    if (cache && data.length <= cache.maxValue) cache.set(index, data);
     else {
       const base = slots.base[index]!;
       tips.set(index, data, base >= 0 ? base : undefined);
     }
   };
   const cached = (index: number): Uint8Array | undefined =>
-    held ? held[index] : (cache.get(index) ?? tips.get(index));
+    held ? held[index] : (cache!.get(index) ?? tips.get(index));
   const collected: { oid: ObjectId; type: ObjectType; data: Uint8Array }[] = [];
 
   const wait = (key: number | ObjectId, slot: number) => {
@@ -252,7 +233,7 @@ async function importWith(
     reader.flush();
     if (!spool && !buffer) throw new PackError('PACK_CORRUPT_ZLIB', 'entry could not be re-read', { offset });
     const dataOffset = slots.dataOffset(i);
-    const length = slots.end[i]! - dataOffset;
+    const length = slots.end(i) - dataOffset;
     const bytes = spool ? await spool.read(dataOffset, length) : buffer!.read(dataOffset, length);
     const r = inflateOne(bytes, size, true);
     if (r.kind !== 'done') throw new PackError('PACK_CORRUPT_ZLIB', 'entry could not be re-read', { offset });
@@ -328,11 +309,12 @@ async function importWith(
     const oid = known ?? hashObjectSync(type, data);
     if (!slots.hasOid(index)) slots.setOid(index, oid);
     if (!keepPack) collected.push({ oid, type, data });
-    // with the pack on disk, large objects stored whole are read back when a delta needs them
-    // (as git index-pack does; their data is the reader's, lent until the next entry); delta
-    // results (the likely next bases) and small objects are kept
+    // large objects stored whole are read back when a delta needs them (as git index-pack does);
+    // delta results (the likely next bases) and small objects are kept. A whole object's data
+    // is the reader's, lent until the next entry: the cache copies it, the tips would not
     if (held) held[index] = data;
-    else if (!spool || slots.base[index] !== WHOLE || data.length <= SPOOL_CACHE_WHOLE_MAX) remember(index, data);
+    else if (slots.base[index] !== WHOLE) remember(index, data);
+    else if (data.length <= WHOLE_CACHE_MAX) remember(index, data.length <= cache!.maxValue ? data : data.slice());
     return (waitingOn.size > 0 && waitingOn.has(index)) || (waitingFor.size > 0 && waitingFor.has(oid))
       ? oid
       : undefined;
@@ -402,8 +384,10 @@ async function importWith(
 
   await reader.readHeader();
   const total = reader.count;
-  // sized for the declared count up to a bound (a header may claim more than comes), grown after
-  slots = new ImportSlots(Math.min(total, 1 << 16));
+  // sized for the declared count up to a bound (a header may claim more than comes), grown after:
+  // columns are zero-filled memory, which costs nothing until entries are written, where growing
+  // would copy every column and hold the old and new ones at once
+  slots = new ImportSlots(Math.min(total, 1 << 21), total);
   let count = 0;
   try {
     while (reader.remaining > 0) {
@@ -423,7 +407,8 @@ async function importWith(
   }
 
   async function flushWaiters(index: number, oid: ObjectId) {
-    if (waitingOn.has(index) || waitingFor.has(oid)) resolved(index, await load(index), oid);
+    // a copy: the children's results go to the cache, whose views change
+    if (waitingOn.has(index) || waitingFor.has(oid)) resolved(index, (await load(index)).slice(), oid);
   }
 
   // Thin pack: bases named by REF deltas that the pack does not contain.
@@ -434,7 +419,7 @@ async function importWith(
     : buffer
       ? buffer.length - 20
       : slots.length > 0
-        ? slots.end[slots.length - 1]!
+        ? slots.end(slots.length - 1)
         : 12;
   const thinParts: Uint8Array[] = [];
   for (const key of [...waitingFor.keys()]) {
@@ -498,15 +483,13 @@ async function importWith(
   }
 
   const n = slots.length;
-  const objects = new Array<ObjectId>(n);
-  const types = new Array<ObjectType>(n);
-  for (let i = 0; i < n; i++) {
-    objects[i] = slots.oid(i);
-    types[i] = slots.type(i)!;
-  }
+  // resolution is over: its memory goes before the index is written
+  cache?.clear();
+  tips.clear();
+  slots.release();
   if (keepPack) {
-    const entries = new Array<IndexEntry>(n);
-    for (let i = 0; i < n; i++) entries[i] = { oid: objects[i]!, offset: slots.offset[i]!, crc32: slots.crc32[i]! };
+    // the index is written from the columns: no id string nor entry object per entry
+    const entries: IndexColumns = { count: n, ids: slots.ids, offsets: slots.offset, crc32s: slots.crc32 };
     if (spool) await spool.commit(hash, entries);
     else await store.writePack!({ hash, chunks: buffer!.chunks(), length: buffer!.length, entries });
     // (the store's index refuses an id the pack holds twice: writeIdx's strict)
@@ -514,18 +497,61 @@ async function importWith(
     // a store that takes objects writes no index: a repeated id is refused here, the same way
     const seen = new Set<ObjectId>();
     for (let i = 0; i < n; i++) {
-      if (seen.has(objects[i]!)) {
-        throw new PackError('PACK_DUPLICATE_OBJECT', `object ${objects[i]} appears twice in the pack`, {
+      const oid = slots.oid(i);
+      if (seen.has(oid)) {
+        throw new PackError('PACK_DUPLICATE_OBJECT', `object ${oid} appears twice in the pack`, {
           offset: slots.offset[i]!,
         });
       }
-      seen.add(objects[i]!);
+      seen.add(oid);
     }
     if (store.writeHashed) await store.writeHashed(collected);
     else for (const o of collected) await store.write(o.type, o.data);
   }
   options.onProgress?.({ objects: n, total: n, phase: 'resolving' });
-  return { hash, objects, types, thinBases: appended.length };
+  return importResult(hash, slots, appended.length);
+}
+
+const TYPE_BY_CODE: readonly (ObjectType | undefined)[] = [undefined, 'commit', 'tree', 'blob', 'tag'];
+
+/**
+ * An import's result: the ids and types of its entries kept as bytes (21 per entry), their
+ * strings made only when first read (an index-pack or a clone needs only the count). The lists
+ * are own enumerable accessors, so that spreading, structured cloning (posting the result to
+ * another thread) and JSON see them as plain properties.
+ */
+function importResult(hash: string, slots: ImportSlots, thinBases: number): ImportResult {
+  const count = slots.length;
+  // a view: the other columns go, the ids (the largest) are kept as they are
+  const ids = slots.ids;
+  const codes = new Uint8Array(count);
+  for (let i = 0; i < count; i++) codes[i] = slots.typeCode(i);
+  let objects: ObjectId[] | undefined;
+  let types: ObjectType[] | undefined;
+  const result = { hash, count, thinBases } as ImportResult;
+  Object.defineProperties(result, {
+    objects: {
+      enumerable: true,
+      get() {
+        if (!objects) {
+          objects = new Array<ObjectId>(count);
+          for (let i = 0; i < count; i++) objects[i] = bytesToHex(ids, i * 20, i * 20 + 20);
+        }
+        return objects;
+      },
+    },
+    types: {
+      enumerable: true,
+      get() {
+        if (!types) {
+          types = new Array<ObjectType>(count);
+          for (let i = 0; i < count; i++) types[i] = TYPE_BY_CODE[codes[i]!]!;
+        }
+        return types;
+      },
+    },
+  });
+  return result;
 }
 
 /**

@@ -6,7 +6,7 @@
  */
 import { PackError } from './errors.js';
 import type { FileHandleLike } from './fs-like.js';
-import { type IndexEntry, PackIndex, writeIdx } from './idx.js';
+import { type IndexEntries, PackIndex, writeIdx } from './idx.js';
 import type { PackSpool } from './store.js';
 import { bytesRead, bytesWritten, type StoreFiles } from './store-files.js';
 
@@ -259,7 +259,7 @@ export async function openPackSpool(host: PackSpoolHost): Promise<PackSpool | un
       const step = 1 << 20;
       for (let at = 0; at < length; at += step) yield await readAt(at, Math.min(step, length - at));
     },
-    async commit(hash: string, entries: readonly IndexEntry[]) {
+    async commit(hash: string, entries: IndexEntries) {
       const base = `pack-${hash}`;
       if (host.hasPack(base)) {
         await settle();

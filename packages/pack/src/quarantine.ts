@@ -18,7 +18,7 @@
  */
 import { PackError } from './errors.js';
 import type { ObjectStoreFs } from './fs-like.js';
-import type { IndexEntry } from './idx.js';
+import { type IndexEntries, indexIds } from './idx.js';
 import type { GitObject, ObjectId, ObjectType } from './object.js';
 import {
   MemoryObjectStore,
@@ -235,7 +235,7 @@ export class DirectoryQuarantine extends QuarantineBase {
   async writePack(pack: PackFile): Promise<void> {
     this.ensureOpen();
     await this.#innerStore.writePack!(pack);
-    for (const e of pack.entries) this.written.add(e.oid);
+    for (const oid of indexIds(pack.entries)) this.written.add(oid);
   }
 
   async beginPack(): Promise<PackSpool | undefined> {
@@ -254,9 +254,9 @@ export class DirectoryQuarantine extends QuarantineBase {
       truncate: (length) => spool.truncate(length),
       patch: (offset, bytes) => spool.patch(offset, bytes),
       chunks: () => spool.chunks(),
-      commit: async (hash: string, entries: readonly IndexEntry[]) => {
+      commit: async (hash: string, entries: IndexEntries) => {
         await spool.commit(hash, entries);
-        for (const e of entries) written.add(e.oid);
+        for (const oid of indexIds(entries)) written.add(oid);
       },
       abort: () => spool.abort(),
     };

@@ -2,7 +2,7 @@
  * The object store interface every store implements, and the in-memory store.
  */
 import { PackError } from './errors.js';
-import type { IndexEntry } from './idx.js';
+import type { IndexEntries } from './idx.js';
 import { type GitObject, hashObjectSync, isObjectId, type ObjectId, type ObjectType } from './object.js';
 import type { StoredLocation } from './stored-location.js';
 
@@ -22,7 +22,7 @@ export interface PackFile {
   chunks: readonly Uint8Array[];
   length: number;
   /** One per pack entry; an id the pack holds twice comes twice (refuse it: writeIdx's strict). */
-  entries: readonly IndexEntry[];
+  entries: IndexEntries;
 }
 
 /**
@@ -115,7 +115,7 @@ export interface PackSpool {
   /** The bytes in order, read back (hashing a rewritten pack). */
   chunks(): AsyncIterable<Uint8Array>;
   /** Moves the verified pack into place (`.pack`, then its `.idx`). */
-  commit(hash: string, entries: readonly IndexEntry[]): Promise<void>;
+  commit(hash: string, entries: IndexEntries): Promise<void>;
   /** Removes the temporary file; nothing of the pack stays. */
   abort(): Promise<void>;
 }

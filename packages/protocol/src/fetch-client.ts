@@ -955,6 +955,6 @@ class FetchExchange {
       ...(this.#plan.options.limits ? { limits: this.#plan.options.limits } : {}),
       ...(signal ? { signal } : {}),
     });
-    return { pack: { hash: imported.hash, objects: imported.objects.length, bytes } };
+    return { pack: { hash: imported.hash, objects: imported.count, bytes } };
   }
 }
