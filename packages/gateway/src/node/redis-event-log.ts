@@ -13,7 +13,8 @@
  * SSE `id`, whichever gateway a client reconnects to.
  *
  * Each gateway tails the gateway-wide stream on a connection of its own (`XREAD BLOCK`: it holds
- * every event, so one stream is all a gateway reads whatever its clients follow) and hands each
+ * every event, so one stream is all a gateway reads whatever its clients follow), tells its
+ * `onEvent` listeners (the gateway drops the repository's cached advertisements) and hands each
  * event to its hub, which formats it once for all of its subscribers. A client that comes back
  * with `Last-Event-ID` is replayed with `XRANGE` of the streams it follows (one script per stream,
  * in parallel), up to the tail's position, then goes on live: exactly what it missed, or
@@ -155,6 +156,8 @@ export class RedisEventLog implements RefEventLog {
   private flushing = false;
   /** Frames the hub formatted for the newest events, by id: replays reuse them. */
   private readonly frames = new Map<string, Uint8Array>();
+  /** Told of every event the tail reads, and of every restart of the tail (undefined). */
+  private readonly listeners = new Set<(event: RefUpdateEvent | undefined) => void>();
   /** Events this gateway could not keep for Redis while it was unreachable. */
   droppedEvents = 0;
 
@@ -181,6 +184,21 @@ export class RedisEventLog implements RefEventLog {
     if (this.closed) return 'closed';
     if (this.tailId !== undefined && this.commands?.status === 'ready') return undefined;
     return `redis unreachable (${this.lastError})`;
+  }
+
+  onEvent(listener: (event: RefUpdateEvent | undefined) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private tell(event: RefUpdateEvent | undefined): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(event);
+      } catch (error) {
+        console.error('gitport: ref event listener failed', error);
+      }
+    }
   }
 
   /** Resolves once the tail runs (or the log is closed). */
@@ -291,7 +309,10 @@ export class RedisEventLog implements RefEventLog {
           for (const [id, fields] of entries) {
             this.tailId = id;
             const event = toEvent(fields);
-            if (event !== undefined) this.remember(id, this.hub!.deliver(id, event));
+            if (event === undefined) continue;
+            // caches first: a subscriber that refetches refs on this event must see the new ones
+            this.tell(event);
+            this.remember(id, this.hub!.deliver(id, event));
           }
         }
         this.passed();
@@ -310,6 +331,8 @@ export class RedisEventLog implements RefEventLog {
     this.tailId = id;
     this.generation++;
     this.lastError = '';
+    // what changed while the tail was down is not known: every cached ref may be stale
+    this.tell(undefined);
     this.hub!.broadcast(formatReset(id, 'log'));
     const waiting = this.startWaiters.splice(0);
     for (const wake of waiting) wake();
