@@ -19,7 +19,8 @@
  * with `Last-Event-ID` is replayed with `XRANGE` of the streams it follows (one script per stream,
  * in parallel), up to the tail's position, then goes on live: exactly what it missed, or
  * `event: reset` when one of them was trimmed past its id (`max-deleted-entry-id`) or it missed
- * more than `replayCap` events.
+ * more than `replayCap` events. Clients that come back at once with the same id and repositories
+ * share one replay.
  *
  * Redis going away stops nothing else: pushes still succeed, their events wait (at most
  * `replayCap` of them) and are appended once Redis is back; `degraded` says why meanwhile. When
@@ -154,6 +155,8 @@ export class RedisEventLog implements RefEventLog {
   /** Events of this gateway not yet appended (Redis unreachable), oldest first. */
   private unsent: RefUpdateEvent[] = [];
   private flushing = false;
+  /** Replays in flight, by last event id and repositories. */
+  private readonly replays = new Map<string, Promise<Uint8Array[]>>();
   /** Frames the hub formatted for the newest events, by id: replays reuse them. */
   private readonly frames = new Map<string, Uint8Array>();
   /** Told of every event the tail reads, and of every restart of the tail (undefined). */
@@ -370,10 +373,20 @@ export class RedisEventLog implements RefEventLog {
   }
 
   replay(lastEventId: string, repos: readonly string[] | undefined): Promise<Uint8Array[]> {
-    return this.replayFrom(lastEventId, repos).catch((error) => {
+    // clients that come back together (after an instance or a proxy went away) mostly send the
+    // same id: one replay in flight serves them all, and covers what was delivered while any waited
+    const following = repos === undefined ? '*' : `=${[...new Set(repos)].sort().join('\n')}`;
+    const key = `${lastEventId.trim()}\n${following}`;
+    const pending = this.replays.get(key);
+    if (pending !== undefined) return pending;
+    const replay = this.replayFrom(lastEventId, repos).catch((error) => {
       this.lastError = (error as Error)?.message ?? String(error);
       return [formatReset(this.tailId ?? lastEventId, 'log')];
     });
+    this.replays.set(key, replay);
+    // forgotten before the hub queues it: a client arriving later gets a replay of its own
+    void replay.then(() => this.replays.delete(key));
+    return replay;
   }
 
   private async replayFrom(lastEventId: string, repos: readonly string[] | undefined): Promise<Uint8Array[]> {
