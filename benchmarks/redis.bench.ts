@@ -27,6 +27,7 @@ import { type ServeProcess, startServe } from '../tests/src/gateway/serve-proces
 import { connectSse } from '../tests/src/gateway/sse-client.js';
 import { type RedisServer, startRedis } from '../tests/src/redis/redis-server.js';
 import { spawnTsNode } from '../tests/src/ts-worker.js';
+import { cpuMs } from './process-tree.js';
 import { QUICK, record, sized } from './report.js';
 
 const once = { iterations: 1, warmupIterations: 0, time: 0, warmupTime: 0 };
@@ -43,7 +44,7 @@ const instanceScript = new URL('./workers/sse-instance.ts', import.meta.url);
 
 /** The forked SSE load client (tests/src/gateway/sse-load-client.mjs). */
 class LoadClient {
-  private readonly child: ChildProcess;
+  readonly child: ChildProcess;
   private readonly waiting = new Map<string, (msg: Record<string, number>) => void>();
   constructor() {
     this.child = fork(clientScript, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: [] });
@@ -73,7 +74,7 @@ class LoadClient {
 /** One SSE server process (benchmarks/workers/sse-instance.ts). */
 class Instance {
   private constructor(
-    private readonly child: ChildProcess,
+    readonly child: ChildProcess,
     readonly url: string,
   ) {}
 
@@ -113,6 +114,9 @@ class Instance {
 interface FanOut {
   /** Of a burst of events. */
   deliveriesPerSecond: number;
+  /** CPU-seconds per second of the burst: of the servers (and Redis), of the load client. */
+  serverCores: number;
+  clientCores: number;
   burstP50: number;
   burstP99: number;
   /** Publish to receive of events published one at a time, `PACED_MS` apart. */
@@ -132,6 +136,7 @@ async function fanOut(
   events: number,
   paced: number,
   publisher: Instance,
+  servers: readonly number[],
 ): Promise<FanOut> {
   const client = new LoadClient();
   try {
@@ -141,10 +146,15 @@ async function fanOut(
     }
     const received = new Promise<Record<string, number>>((resolve) => client.on('received', resolve));
     await client.ask({ type: 'expect', events }, 'armed');
+    const cpu = (pids: readonly number[]) => pids.reduce((ms, pid) => ms + cpuMs(pid), 0);
+    const serverCpu = cpu(servers);
+    const clientCpu = cpu([client.child.pid!]);
     const start = performance.now();
     await publisher.publish(events);
     const burst = await received;
     const seconds = (performance.now() - start) / 1000;
+    const serverCores = (cpu(servers) - serverCpu) / 1000 / seconds;
+    const clientCores = (cpu([client.child.pid!]) - clientCpu) / 1000 / seconds;
     if (burst.deliveries !== connections * events) throw new Error(`delivered ${burst.deliveries}`);
     const receivedPaced = new Promise<Record<string, number>>((resolve) => client.on('received', resolve));
     await client.ask({ type: 'expect', events: paced }, 'armed');
@@ -153,6 +163,8 @@ async function fanOut(
     if (latency.deliveries !== connections * paced) throw new Error(`delivered ${latency.deliveries}`);
     return {
       deliveriesPerSecond: burst.deliveries / seconds,
+      serverCores,
+      clientCores,
       burstP50: burst.p50!,
       burstP99: burst.p99!,
       p50: latency.p50!,
@@ -249,16 +261,20 @@ describe('redis', () => {
       const paced = sized(40, 5);
       const urls = s.shared.map((i) => i.url);
       // warm every server up (JIT, first connections) so the one measured first is not penalised
-      await fanOut(urls, Math.min(connections, 150), 20, 2, s.shared[0]!);
-      await fanOut([s.alone.url], Math.min(connections, 150), 20, 2, s.alone);
-      await fanOut([s.betterSse.url], Math.min(connections, 150), 20, 2, s.betterSse);
-      const three = await fanOut(urls, connections, events, paced, s.shared[0]!);
-      const one = await fanOut([s.alone.url], connections, events, paced, s.alone);
-      const peer = await fanOut([s.betterSse.url], connections, events, paced, s.betterSse);
+      const threePids = [...s.shared.map((i) => i.child.pid!), s.redis.pid!];
+      const onePids = [s.alone.child.pid!];
+      const peerPids = [s.betterSse.child.pid!];
+      await fanOut(urls, Math.min(connections, 150), 20, 2, s.shared[0]!, threePids);
+      await fanOut([s.alone.url], Math.min(connections, 150), 20, 2, s.alone, onePids);
+      await fanOut([s.betterSse.url], Math.min(connections, 150), 20, 2, s.betterSse, peerPids);
+      const three = await fanOut(urls, connections, events, paced, s.shared[0]!, threePids);
+      const one = await fanOut([s.alone.url], connections, events, paced, s.alone, onePids);
+      const peer = await fanOut([s.betterSse.url], connections, events, paced, s.betterSse, peerPids);
       const cores = `${availableParallelism()} cores for every process${QUICK ? ' (quick)' : ''}`;
       const note = `${connections} connections held by another process, ${events} events published in one burst; ${cores}`;
       const latencyNote = `${connections} connections held by another process, ${paced} events published ${PACED_MS} ms apart; ${cores}`;
-      const ms = (f: FanOut) => `burst p50 ${f.burstP50.toFixed(0)} ms, p99 ${f.burstP99.toFixed(0)} ms`;
+      const ms = (f: FanOut) =>
+        `burst p50 ${f.burstP50.toFixed(0)} ms, p99 ${f.burstP99.toFixed(0)} ms, cores busy: servers ${f.serverCores.toFixed(2)}, load client ${f.clientCores.toFixed(2)}`;
       record({
         id: 'sse.scale-out.deliveries-per-s',
         value: three.deliveriesPerSecond,
@@ -318,7 +334,10 @@ describe('redis', () => {
         const three = servers.slice(0, 3);
         const one = servers.slice(3);
         let n = 0;
-        const run = async (through: ServeProcess[], count: number): Promise<number> => {
+        /** Clones per second, and the servers' CPU-seconds per second meanwhile (cores busy). */
+        const run = async (through: ServeProcess[], count: number): Promise<{ perSecond: number; cores: number }> => {
+          const cpu = () => through.reduce((ms, server) => ms + cpuMs(server.child.pid!), 0);
+          const cpuBefore = cpu();
           const start = performance.now();
           await Promise.all(
             Array.from({ length: count }, (_, i) =>
@@ -332,24 +351,25 @@ describe('redis', () => {
             ),
           );
           const seconds = (performance.now() - start) / 1000;
+          const cores = (cpu() - cpuBefore) / 1000 / seconds;
           await Promise.all(
             Array.from({ length: n }, (_, i) => rm(sandbox.path(`c${i}`), { recursive: true, force: true })),
           );
-          return count / seconds;
+          return { perSecond: count / seconds, cores };
         };
         // warm-up: every server has started its workers and read the repository once
         await run(three, 3);
         await run(one, 1);
-        const perSecondThree = await run(three, clones);
-        const perSecondOne = await run(one, clones);
+        const threeRun = await run(three, clones);
+        const oneRun = await run(one, clones);
         record({
           id: 'gateway.scale-out.clones-per-s',
-          value: perSecondThree,
+          value: threeRun.perSecond,
           unit: 'clones/s',
           peer: '1 instance',
-          peerValue: perSecondOne,
+          peerValue: oneRun.perSecond,
           better: 'higher',
-          note: `${clones} concurrent git clone --bare (processes of their own) of ensureHistory({ commits: ${history.options.commits}, seed: 21 }), through 3 gitport serve --redis on one root vs 1 gitport serve on the same root; ${availableParallelism()} cores (os.availableParallelism()), shared by the servers and the clones${QUICK ? ' (quick)' : ''}`,
+          note: `${clones} concurrent git clone --bare (processes of their own) of ensureHistory({ commits: ${history.options.commits}, seed: 21 }), through 3 gitport serve --redis on one root vs 1 gitport serve on the same root; ${availableParallelism()} cores (os.availableParallelism()), shared by the servers and the clones; cores busy in the servers: ${threeRun.cores.toFixed(2)} (3 instances) vs ${oneRun.cores.toFixed(2)} (1)${QUICK ? ' (quick)' : ''}`,
         });
       } finally {
         for (const server of servers) server.child.kill('SIGTERM');
