@@ -1,8 +1,8 @@
 /**
  * `gitport serve [--root DIR] [--host H] [--port P] [--workers N] [--token T] [--private]
  *                [--allow-anonymous-push] [--cors ORIGIN]... [--max-sse-connections N]
- *                [--max-sse-buffer BYTES] [--node-http] [--redis redis://HOST:PORT[/DB]]
- *                [--no-demo-page] [limits]`
+ *                [--max-sse-buffer BYTES] [--replay-cap N] [--node-http]
+ *                [--redis redis://HOST:PORT[/DB]] [--no-demo-page] [limits]`
  *
  * Limits (the gateway's `limits` options): `--max-requests N`, `--max-pending-bodies N`,
  * `--max-pending-bodies-per-client N`,
@@ -20,6 +20,10 @@
  * With `--redis`, ref events go through Redis Streams shared by every `gitport serve` on the same
  * root and Redis (several instances behind a load balancer); the server waits for Redis a moment
  * before listening, then serves anyway (degraded in `/healthz`) until Redis answers.
+ *
+ * `--replay-cap N` bounds the events a client reconnecting with `Last-Event-ID` is replayed: each
+ * repository's ring in memory, or each Redis stream (`MAXLEN ~ N`) with `--redis`. A client that
+ * missed more gets `event: reset` and refetches its refs.
  */
 import { mkdir } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
@@ -49,6 +53,8 @@ export interface ServeOptions {
   maxSseConnections: number;
   /** Bytes of events queued per SSE connection before it gets a reset (or, if it reads nothing, is dropped). */
   maxSseBuffer: number;
+  /** Events kept per repository (and per Redis stream) for `Last-Event-ID` replay. */
+  replayCap: number;
   /** The demo page at `/` (not with --private: it lists the repositories). */
   demoPage: boolean;
   /** The gateway's limits given on the command line (absent ones keep the gateway's defaults). */
@@ -81,12 +87,18 @@ export class UsageError extends Error {
 
 const usage = `usage: gitport serve [--root DIR] [--host H] [--port P] [--workers N] [--token T] [--private]
                     [--allow-anonymous-push] [--cors ORIGIN]... [--max-sse-connections N]
-                    [--max-sse-buffer BYTES] [--node-http] [--redis redis://HOST:PORT[/DB]]
-                    [--no-demo-page]
+                    [--max-sse-buffer BYTES] [--replay-cap N] [--node-http]
+                    [--redis redis://HOST:PORT[/DB]] [--no-demo-page]
                     [--max-requests N] [--max-pending-bodies N] [--max-pending-bodies-per-client N]
                     [--max-discoveries N]
                     [--max-queued-discoveries N] [--max-body-bytes N] [--body-idle-timeout MS]
                     [--min-body-rate BYTES_PER_S] [--body-timeout MS]
+
+  --redis URL      share ref events with every gitport serve on the same --root through Redis
+                   Streams (redis://HOST:PORT[/DB]); several instances behind a load balancer
+  --replay-cap N   events kept per repository (per Redis stream with --redis) for clients that
+                   reconnect with Last-Event-ID (default 1024); one that missed more gets
+                   event: reset and refetches its refs
 `;
 
 export function parseServeArgs(args: readonly string[]): ServeOptions {
@@ -101,6 +113,7 @@ export function parseServeArgs(args: readonly string[]): ServeOptions {
     cors: [],
     maxSseConnections: 512,
     maxSseBuffer: 1 << 20,
+    replayCap: 1024,
     demoPage: true,
     limits: {},
     nodeHttp: false,
@@ -160,6 +173,9 @@ export function parseServeArgs(args: readonly string[]): ServeOptions {
       case '--max-sse-buffer':
         options.maxSseBuffer = integer(1024, 2 ** 30);
         break;
+      case '--replay-cap':
+        options.replayCap = integer(1, 1_000_000);
+        break;
       case '--node-http':
         options.nodeHttp = true;
         break;
@@ -214,14 +230,19 @@ export async function serve(args: readonly string[]): Promise<number> {
   }
 
   const backend = await createWorkerPoolBackend({ root, workers: options.workers });
-  const log = options.redis === undefined ? undefined : new RedisEventLog(options.redis);
+  const log =
+    options.redis === undefined ? undefined : new RedisEventLog(options.redis, { replayCap: options.replayCap });
   const gateway = createGateway({
     backend,
     token: options.token,
     private: options.private,
     allowAnonymousPush: options.allowAnonymousPush,
     cors: options.cors,
-    sse: { maxSubscribers: options.maxSseConnections, maxBufferedBytes: options.maxSseBuffer },
+    sse: {
+      maxSubscribers: options.maxSseConnections,
+      maxBufferedBytes: options.maxSseBuffer,
+      replayCap: options.replayCap,
+    },
     limits: options.limits,
     eventLog: log === undefined ? undefined : (hub) => log.attach(hub),
     ...(options.demoPage && !options.private ? { page: demoPage(root) } : {}),

@@ -46,6 +46,11 @@ export interface GitBackend {
   ): Promise<AsyncIterable<Uint8Array>>;
   /** Ref updates made through this backend. */
   onRefUpdate(listener: (event: RefUpdateEvent) => void): () => void;
+  /**
+   * Another gateway on the same repositories changed a repository's refs (undefined: any of them
+   * may have changed): forget what is cached of them, even where the disk does not show it yet.
+   */
+  refsChanged?(repo: string | undefined): void;
   /** Whether the backend can take requests (for /healthz). */
   healthy(): boolean;
   close(): Promise<void>;

@@ -94,6 +94,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     degraded: () => log?.degraded,
   };
   const unsubscribeBackend = backend.onRefUpdate((event) => (log ?? hub).publish(event));
+  // other gateways' updates (and gaps after an outage) drop this one's cached advertisements
+  const unsubscribeLog = log?.onEvent?.((event) => backend.refsChanged?.(event?.repo));
   const rpc = createRpc(context);
   const discovery = createDiscovery(context);
   const route = createRouter({
@@ -148,6 +150,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (closed) return;
       closed = true;
       unsubscribeBackend();
+      unsubscribeLog?.();
       hub.close();
       await log?.close?.();
     },

@@ -3,7 +3,8 @@
  * stream connections and measures what arrives. Messages from the parent:
  *   { type: 'connect', url, connections, headers? }  -> { type: 'connected', ms }
  *   { type: 'expect', events }                       -> { type: 'received', deliveries, ms, p50, p99 }
- *   { type: 'storm', url, connections, lastEventId, expect } -> { type: 'stormed', ms, bytes }
+ *   { type: 'storm', url | urls, connections, lastEventId, expect } -> { type: 'stormed', ms, bytes }
+ *     (with `urls`, the clients go to each in turn)
  *   { type: 'close' }
  * Latency: each event's ref ends in `/t/<ms since epoch, fractional>` written just before publish.
  */
@@ -91,10 +92,11 @@ process.on('message', async (msg) => {
     let bytes = 0;
     let complete = 0;
     const clients = [];
+    const urls = msg.urls ?? [msg.url];
     await new Promise((resolve, reject) => {
       for (let i = 0; i < msg.connections; i++) {
         let seen = 0;
-        open(msg.url, { 'last-event-id': msg.lastEventId }, (chunk) => {
+        open(urls[i % urls.length], { 'last-event-id': msg.lastEventId }, (chunk) => {
           bytes += chunk.length;
           let at = 0;
           for (;;) {

@@ -62,4 +62,34 @@ describe('RedisEventLog', () => {
     await log.close();
     hub.close();
   });
+
+  it('serves clients coming back at once with one id from one replay, each exactly its events', async () => {
+    const hub = new SseHub({ heartbeatMs: 0 });
+    const log = new RedisEventLog(redis.url, { prefix: 'storm' }).attach(hub);
+    hub.replayFrom = log;
+    await log.ready();
+    const live = collect();
+    hub.subscribe(live.sink, { repos: ['r'] });
+    for (let i = 0; i < 4; i++) log.publish({ repo: 'r', ref: `refs/heads/s${i}`, old: ZERO, new: ONE });
+    while (!live.text().includes('refs/heads/s3')) await new Promise((r) => setImmediate(r));
+    const ids = [...live.text().matchAll(/^id: (\S+)\nevent: ref-update/gm)].map((m) => m[1]!);
+    const calls = async () => {
+      const stats = await redis.cli(['INFO', 'commandstats']);
+      return [...stats.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
+    };
+    const before = await calls();
+    const storm = Array.from({ length: 50 }, () => collect());
+    for (const client of storm) hub.subscribe(client.sink, { repos: ['r'], lastEventId: ids[0]! });
+    // one with other repositories gets a replay of its own
+    const other = collect();
+    hub.subscribe(other.sink, { repos: ['r', 'q'], lastEventId: ids[0]! });
+    for (const client of [...storm, other]) {
+      while (!client.text().includes('refs/heads/s3')) await new Promise((r) => setImmediate(r));
+      expect([...client.text().matchAll(/^id: (\S+)\nevent: ref-update/gm)].map((m) => m[1])).toEqual(ids.slice(1));
+    }
+    // the storm's replay read one stream; the other client's read two
+    expect((await calls()) - before).toBe(3);
+    await log.close();
+    hub.close();
+  });
 });

@@ -10,6 +10,8 @@ import { promisify } from 'node:util';
 export interface RedisServer {
   readonly port: number;
   readonly url: string;
+  /** The running server's process id (undefined while it is stopped). */
+  readonly pid: number | undefined;
   /** Runs `redis-cli` against it and returns its output. */
   cli(args: readonly string[]): Promise<string>;
   kill(): Promise<void>;
@@ -65,6 +67,9 @@ export async function startRedis(): Promise<RedisServer> {
   return {
     port,
     url: `redis://127.0.0.1:${port}`,
+    get pid() {
+      return child?.pid;
+    },
     async cli(args) {
       const { stdout } = await promisify(execFile)('redis-cli', ['-p', String(port), ...args]);
       return stdout;

@@ -1,11 +1,14 @@
 /**
  * Three `gitport serve` processes on one root and one real Redis behave as one server: to git
- * (a push through one is advertised by all, concurrent pushes of one ref have one winner) and to
- * event-stream clients (events of every instance, `Last-Event-ID` honoured by any instance, a
- * reset when Redis comes back after going away).
+ * (a push through one is advertised by all, concurrent pushes of one ref have one winner, an
+ * event of another instance drops an instance's cached advertisement) and to event-stream
+ * clients (events of every instance, `Last-Event-ID` honoured by any instance, a reset when Redis
+ * comes back after going away).
  */
+import { readdir, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createDemoRepository } from '@gitport/gateway/node';
+import { SseHub } from '@gitport/gateway';
+import { createDemoRepository, RedisEventLog } from '@gitport/gateway/node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ServeProcess, startServe } from '../gateway/serve-process.js';
 import { rawRequest, text } from '../gateway/server.js';
@@ -55,9 +58,27 @@ describe('gitport serve --redis: three instances, one root, one Redis', () => {
     return connection;
   };
 
+  /** The ref's value in the v0 advertisement (the one an instance caches), after checking v2 agrees. */
   const advertised = async (server: ServeProcess, ref: string): Promise<string> => {
-    const line = (await sandbox.git(['ls-remote', remote(server), ref])).split('\t')[0];
-    return line ?? '';
+    const v0 = (await sandbox.git(['-c', 'protocol.version=0', 'ls-remote', remote(server), ref])).split('\t')[0];
+    const v2 = (await sandbox.git(['-c', 'protocol.version=2', 'ls-remote', remote(server), ref])).split('\t')[0];
+    expect(v2).toBe(v0);
+    return v0 ?? '';
+  };
+
+  const advertisedV0 = async (server: ServeProcess, ref: string): Promise<string> =>
+    (await sandbox.git(['-c', 'protocol.version=0', 'ls-remote', remote(server), ref])).split('\t')[0] ?? '';
+
+  /** Dates HEAD, packed-refs and every directory under refs/ an hour back (their ctime moves to now). */
+  const backdateRefs = async (gitDir: string) => {
+    const past = Date.now() / 1000 - 3600;
+    const all = [join(gitDir, 'HEAD'), join(gitDir, 'packed-refs')];
+    const walk = async (dir: string): Promise<void> => {
+      all.push(dir);
+      for (const e of await readdir(dir, { withFileTypes: true })) if (e.isDirectory()) await walk(join(dir, e.name));
+    };
+    await walk(join(gitDir, 'refs'));
+    for (const path of all) await utimes(path, past, past).catch(() => {});
   };
 
   const health = async (server: ServeProcess) => {
@@ -104,6 +125,36 @@ describe('gitport serve --redis: three instances, one root, one Redis', () => {
     await sandbox.git(['-C', work, 'reset', '--quiet', '--hard', tip]);
     // the advertisement of every instance shows the new tip, including ones that had it cached
     for (const server of instances) expect(await advertised(server, 'refs/heads/main')).toBe(tip);
+  });
+
+  it("drops an instance's cached advertisement on another instance's event the disk check misses", async () => {
+    const [a, b] = instances as [ServeProcess, ServeProcess, ServeProcess];
+    const onB = await subscribe(b, '/demo.git/events');
+    const ref = 'refs/heads/cached';
+    const first = await commit();
+    const second = await commit(first);
+    expect((await push(a, `${second}:${ref}`)).code).toBe(0);
+    await onB.waitFor((f) => f.event === 'ref-update' && data(f).ref === ref);
+    // refs whose files look long settled: B trusts its cached advertisement while they stay unchanged
+    const gitDir = join(root, 'demo.git');
+    await backdateRefs(gitDir);
+    expect(await advertisedV0(b, ref)).toBe(second);
+    // the ref's file rewritten in place leaves every time B checks as it was (as a lagging NFS
+    // attribute cache would): B's cached advertisement still shows the old tip
+    await writeFile(join(gitDir, ref), `${first}\n`);
+    expect(await advertisedV0(b, ref)).toBe(second);
+    // the event of the gateway that made the change, through Redis, drops B's cached advertisement
+    const hub = new SseHub({ heartbeatMs: 0 });
+    const writer = new RedisEventLog(redis.url).attach(hub);
+    try {
+      await writer.ready();
+      writer.publish({ repo: 'demo', ref, old: second, new: first });
+      await onB.waitFor((f) => f.event === 'ref-update' && data(f).ref === ref && data(f).new === first);
+      expect(await advertisedV0(b, ref)).toBe(first);
+    } finally {
+      await writer.close();
+      hub.close();
+    }
   });
 
   it('replays exactly the missed events to a subscriber that moves from B to C with Last-Event-ID', async () => {
@@ -158,9 +209,14 @@ describe('gitport serve --redis: three instances, one root, one Redis', () => {
   });
 
   it('keeps serving when Redis is killed and restarted: no push lost, reset, healthz degraded then ok', async () => {
+    const [a, b, c] = instances as [ServeProcess, ServeProcess, ServeProcess];
     const subscribers = await Promise.all(instances.map((server) => subscribe(server, '/demo.git/events')));
     const before = await commit();
-    const during = Array.from({ length: 6 }, (_, i) => `refs/heads/outage-${i}`);
+    expect((await push(a, `${before}:refs/heads/pre-outage`)).code).toBe(0);
+    const lastSeen = await subscribers[1]!.waitFor(
+      (f) => f.event === 'ref-update' && data(f).ref === 'refs/heads/pre-outage',
+    );
+    const during = Array.from({ length: 7 }, (_, i) => `refs/heads/outage-${i}`);
     // pushes in flight while Redis dies
     const inFlight = Promise.all(during.slice(0, 3).map((ref, i) => push(instances[i]!, `${before}:${ref}`)));
     await redis.kill();
@@ -171,35 +227,52 @@ describe('gitport serve --redis: three instances, one root, one Redis', () => {
       expect(state.status).toBe(200);
       expect(state.body).toMatch(/^degraded: redis unreachable/);
     }
+    // subscriptions while Redis is away: one coming back with Last-Event-ID, one new
+    const comingBack = await subscribe(c, '/demo.git/events', { 'last-event-id': lastSeen.id! });
+    const arriving = await subscribe(b, '/demo.git/events');
     // pushes while Redis is away
-    for (const [i, ref] of during.slice(3).entries()) {
+    for (const [i, ref] of during.slice(3, 6).entries()) {
       expect((await push(instances[i]!, `${before}:${ref}`)).code).toBe(0);
     }
-    await redis.restart();
+    // and one while it starts again
+    const [, whileRestarting] = await Promise.all([redis.restart(), push(b, `${before}:${during[6]}`)]);
+    expect(whileRestarting.code).toBe(0);
     for (const server of instances) {
       let state = await health(server);
       while (state.body !== 'ok') state = await health(server);
       expect(state.status).toBe(200);
     }
-    const resets = await Promise.all(subscribers.map((s) => s.waitFor((f) => f.event === 'reset')));
+    const listening = [...subscribers, comingBack, arriving];
+    const resets = await Promise.all(listening.map((s) => s.waitFor((f) => f.event === 'reset')));
     for (const reset of resets) {
       expect(reset.id).toMatch(STREAM_ID);
       expect(JSON.parse(reset.data!)).toEqual({ reason: 'log' });
     }
-    // every push landed, and every instance advertises it
+    // the client that came back was not replayed a partial history: a reset before any event
+    const kinds = comingBack.frames.filter((f) => f.event !== undefined).map((f) => f.event);
+    expect(kinds[0]).toBe('reset');
+    // every push landed, and every instance advertises it (v0 from its cache, v2 from the disk)
     for (const server of instances) {
-      const refs = await sandbox.git(['ls-remote', remote(server), 'refs/heads/outage-*']);
-      for (const ref of during) expect(refs).toContain(`${before}\t${ref}`);
+      for (const version of ['0', '2']) {
+        const refs = await sandbox.git([
+          '-c',
+          `protocol.version=${version}`,
+          'ls-remote',
+          remote(server),
+          'refs/heads/outage-*',
+        ]);
+        for (const ref of during) expect(refs).toContain(`${before}\t${ref}`);
+      }
     }
     // the events of the pushes made while Redis was away are appended once it is back
     let stream = await redis.cli(['XRANGE', 'gitport:{events}:all', '-', '+']);
-    while (!during.slice(3).every((ref) => stream.includes(ref))) {
+    while (!during.slice(3, 6).every((ref) => stream.includes(ref))) {
       stream = await redis.cli(['XRANGE', 'gitport:{events}:all', '-', '+']);
     }
     // and live events flow to every instance again
     const after = await commit();
     expect((await push(instances[0]!, `${after}:refs/heads/after-outage`)).code).toBe(0);
-    for (const s of subscribers) {
+    for (const s of listening) {
       await s.waitFor((f) => f.event === 'ref-update' && data(f).ref === 'refs/heads/after-outage');
     }
     for (const server of instances) expect(server.child.exitCode).toBe(null);

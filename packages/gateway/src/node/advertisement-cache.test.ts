@@ -68,6 +68,29 @@ describe('AdvertisementCache', () => {
     expect(loads).toBe(7);
   });
 
+  it('forgets every repository on clear, and a load in flight then is not kept', async () => {
+    await backdateRefs(gitDir);
+    const cache = new AdvertisementCache();
+    let loads = 0;
+    const load = async () => {
+      loads++;
+      return new TextEncoder().encode(git('for-each-ref'));
+    };
+    const dir = async () => gitDir;
+    await cache.get('a', 'k', dir, load);
+    await cache.get('b', 'k', dir, load);
+    expect(cache.peek('a', 'k')).toBeDefined();
+    expect(cache.peek('b', 'k')).toBeDefined();
+    const inFlight = cache.get('c', 'k', dir, load);
+    cache.clear();
+    await inFlight;
+    expect(cache.peek('a', 'k')).toBeUndefined();
+    expect(cache.peek('b', 'k')).toBeUndefined();
+    expect(cache.peek('c', 'k')).toBeUndefined();
+    await cache.get('a', 'k', dir, load);
+    expect(loads).toBe(4);
+  });
+
   it('sees refs written straight to disk at once: moved, nested, twice in one tick, and HEAD', async () => {
     git('symbolic-ref', 'HEAD', 'refs/heads/main');
     await backdateRefs(gitDir);

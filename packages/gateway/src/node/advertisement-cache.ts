@@ -25,7 +25,9 @@
  * or a changed one through `get`, where concurrent requests for one key share one check: a request
  * that arrives while a check is running waits for the next one, which starts after it, so no
  * request is answered from a check that began before it arrived. Our own ref updates `drop` the
- * repository's entries at once.
+ * repository's entries at once, as do the updates of other gateways on the same root that a shared
+ * event log reports (a file system whose attributes lag, such as NFS with attribute caching, can
+ * hide those from the check).
  */
 import { type Stats, statSync } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
@@ -249,6 +251,13 @@ export class AdvertisementCache {
     if (keys === undefined) return;
     this.size -= keys.size;
     this.entries.delete(repo);
+  }
+
+  /** Forgets every advertisement of every repository (after losing track of ref updates). */
+  clear(): void {
+    const repos = new Set(this.entries.keys());
+    for (const key of this.slots.keys()) repos.add(key.slice(0, key.indexOf('\0')));
+    for (const repo of repos) this.drop(repo);
   }
 
   private settled(stamp: RefsStamp): boolean {

@@ -226,6 +226,11 @@ export function createGitProcessBackend(options: GitProcessBackendOptions): GitB
       return cache.peek(repo, adKey(service, protocol));
     },
 
+    refsChanged(repo) {
+      if (repo === undefined) cache.clear();
+      else cache.drop(repo);
+    },
+
     onRefUpdate(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);

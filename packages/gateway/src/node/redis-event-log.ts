@@ -13,12 +13,14 @@
  * SSE `id`, whichever gateway a client reconnects to.
  *
  * Each gateway tails the gateway-wide stream on a connection of its own (`XREAD BLOCK`: it holds
- * every event, so one stream is all a gateway reads whatever its clients follow) and hands each
+ * every event, so one stream is all a gateway reads whatever its clients follow), tells its
+ * `onEvent` listeners (the gateway drops the repository's cached advertisements) and hands each
  * event to its hub, which formats it once for all of its subscribers. A client that comes back
  * with `Last-Event-ID` is replayed with `XRANGE` of the streams it follows (one script per stream,
  * in parallel), up to the tail's position, then goes on live: exactly what it missed, or
  * `event: reset` when one of them was trimmed past its id (`max-deleted-entry-id`) or it missed
- * more than `replayCap` events.
+ * more than `replayCap` events. Clients that come back at once with the same id and repositories
+ * share one replay.
  *
  * Redis going away stops nothing else: pushes still succeed, their events wait (at most
  * `replayCap` of them) and are appended once Redis is back; `degraded` says why meanwhile. When
@@ -153,8 +155,12 @@ export class RedisEventLog implements RefEventLog {
   /** Events of this gateway not yet appended (Redis unreachable), oldest first. */
   private unsent: RefUpdateEvent[] = [];
   private flushing = false;
+  /** Replays in flight, by last event id and repositories. */
+  private readonly replays = new Map<string, Promise<Uint8Array[]>>();
   /** Frames the hub formatted for the newest events, by id: replays reuse them. */
   private readonly frames = new Map<string, Uint8Array>();
+  /** Told of every event the tail reads, and of every restart of the tail (undefined). */
+  private readonly listeners = new Set<(event: RefUpdateEvent | undefined) => void>();
   /** Events this gateway could not keep for Redis while it was unreachable. */
   droppedEvents = 0;
 
@@ -181,6 +187,21 @@ export class RedisEventLog implements RefEventLog {
     if (this.closed) return 'closed';
     if (this.tailId !== undefined && this.commands?.status === 'ready') return undefined;
     return `redis unreachable (${this.lastError})`;
+  }
+
+  onEvent(listener: (event: RefUpdateEvent | undefined) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private tell(event: RefUpdateEvent | undefined): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(event);
+      } catch (error) {
+        console.error('gitport: ref event listener failed', error);
+      }
+    }
   }
 
   /** Resolves once the tail runs (or the log is closed). */
@@ -291,7 +312,10 @@ export class RedisEventLog implements RefEventLog {
           for (const [id, fields] of entries) {
             this.tailId = id;
             const event = toEvent(fields);
-            if (event !== undefined) this.remember(id, this.hub!.deliver(id, event));
+            if (event === undefined) continue;
+            // caches first: a subscriber that refetches refs on this event must see the new ones
+            this.tell(event);
+            this.remember(id, this.hub!.deliver(id, event));
           }
         }
         this.passed();
@@ -310,6 +334,8 @@ export class RedisEventLog implements RefEventLog {
     this.tailId = id;
     this.generation++;
     this.lastError = '';
+    // what changed while the tail was down is not known: every cached ref may be stale
+    this.tell(undefined);
     this.hub!.broadcast(formatReset(id, 'log'));
     const waiting = this.startWaiters.splice(0);
     for (const wake of waiting) wake();
@@ -347,10 +373,20 @@ export class RedisEventLog implements RefEventLog {
   }
 
   replay(lastEventId: string, repos: readonly string[] | undefined): Promise<Uint8Array[]> {
-    return this.replayFrom(lastEventId, repos).catch((error) => {
+    // clients that come back together (after an instance or a proxy went away) mostly send the
+    // same id: one replay in flight serves them all, and covers what was delivered while any waited
+    const following = repos === undefined ? '*' : `=${[...new Set(repos)].sort().join('\n')}`;
+    const key = `${lastEventId.trim()}\n${following}`;
+    const pending = this.replays.get(key);
+    if (pending !== undefined) return pending;
+    const replay = this.replayFrom(lastEventId, repos).catch((error) => {
       this.lastError = (error as Error)?.message ?? String(error);
       return [formatReset(this.tailId ?? lastEventId, 'log')];
     });
+    this.replays.set(key, replay);
+    // forgotten before the hub queues it: a client arriving later gets a replay of its own
+    void replay.then(() => this.replays.delete(key));
+    return replay;
   }
 
   private async replayFrom(lastEventId: string, repos: readonly string[] | undefined): Promise<Uint8Array[]> {

@@ -486,6 +486,11 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
       return cache.peek(repo, adKey(service, protocol));
     },
 
+    refsChanged(repo) {
+      if (repo === undefined) cache.clear();
+      else cache.drop(repo);
+    },
+
     onRefUpdate(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
