@@ -3,19 +3,22 @@
  * (remote.worker.ts) that reaches git servers on other origins over smart HTTP.
  * - `window.call(op, args)`: runs one operation in the worker, answers its result or rejects
  *   with `{ code, message, data }`;
- * - `window.updates`: the ref updates the worker's watchers heard, in order.
+ * - `window.updates`: the ref updates the worker's watchers heard, in order, and
+ *   `window.arrivals` when the worker heard each (ms since the epoch).
  */
 import type { WorkerReply } from './remote.worker.js';
 
 const worker = new Worker(new URL('./remote.worker.ts', import.meta.url), { type: 'module' });
 const pending = new Map<number, { resolve(value: unknown): void; reject(error: unknown): void }>();
 const updates: unknown[] = [];
+const arrivals: number[] = [];
 let next = 0;
 
 worker.onmessage = (event: MessageEvent<WorkerReply>) => {
   const reply = event.data;
   if (reply.type === 'update') {
     updates.push(reply.event);
+    arrivals.push(reply.at);
     return;
   }
   const waiting = pending.get(reply.id);
@@ -32,5 +35,5 @@ function call(op: string, args: unknown): Promise<unknown> {
   });
 }
 
-Object.assign(window, { call, updates });
+Object.assign(window, { call, updates, arrivals });
 document.title = 'ready';

@@ -24,7 +24,8 @@ import isoHttp from 'isomorphic-git/http/web';
 export type WorkerReply =
   | { type: 'result'; id: number; value: unknown }
   | { type: 'error'; id: number; error: { code: string; message: string; data: unknown } }
-  | { type: 'update'; event: RefUpdateEvent };
+  /** `at`: when the worker heard it (ms since the epoch, fractional). */
+  | { type: 'update'; event: RefUpdateEvent; at: number };
 
 type Storage = 'memory' | 'opfs';
 
@@ -115,7 +116,12 @@ const operations: Record<string, (args: never) => Promise<unknown>> = {
       watchers.push(
         watch(args.url, {
           onOpen: () => resolve(),
-          onUpdate: (event) => self.postMessage({ type: 'update', event } satisfies WorkerReply),
+          onUpdate: (event) =>
+            self.postMessage({
+              type: 'update',
+              event,
+              at: performance.timeOrigin + performance.now(),
+            } satisfies WorkerReply),
           onError: (error) => reject(error),
         }),
       );
@@ -133,7 +139,14 @@ const operations: Record<string, (args: never) => Promise<unknown>> = {
   },
 
   /** Timed bare clones (gitport, or isomorphic-git's `clone` with `noCheckout`), each deleted after. */
-  async timedClones(args: { url: string; storage: Storage; runs: number; tool: 'gitport' | 'isomorphic-git' }) {
+  async timedClones(args: {
+    url: string;
+    storage: Storage;
+    runs: number;
+    tool: 'gitport' | 'isomorphic-git';
+    /** What HEAD must be in every clone (the check happens after the clone is timed). */
+    head: string;
+  }) {
     const fs = filesystems[args.storage]();
     const gitFs = new GitFs(fs);
     const out: { ms: number; packBytes: number }[] = [];
@@ -142,13 +155,17 @@ const operations: Record<string, (args: never) => Promise<unknown>> = {
       await gitFs.removeTree(dir);
       const start = performance.now();
       let gitDir = dir;
+      let head: string | undefined;
       if (args.tool === 'gitport') {
-        await remote(args.url).clone(fs, dir, { bare: true });
+        const repo = await remote(args.url).clone(fs, dir, { bare: true });
+        head = await repo.refs.resolve('HEAD');
       } else {
         await git.clone({ fs, http: isoHttp, dir, url: args.url, noCheckout: true });
         gitDir = `${dir}/.git`;
+        head = await git.resolveRef({ fs, dir, ref: 'HEAD' });
       }
       const ms = performance.now() - start;
+      if (head !== args.head) throw new Error(`${args.tool} cloned HEAD ${head}, not ${args.head}`);
       out.push({ ms, packBytes: await packBytes(gitFs, gitDir) });
       await gitFs.removeTree(dir);
     }

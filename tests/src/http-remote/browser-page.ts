@@ -31,6 +31,8 @@ export interface HttpRemotePage {
   call<T>(op: string, args: unknown): Promise<T>;
   /** The ref updates the worker's watchers heard so far. */
   updates(): Promise<{ repo: string; ref: string; old: string; new: string }[]>;
+  /** When the worker heard each update (ms since the epoch, fractional; the machine's one clock). */
+  arrivals(): Promise<number[]>;
   close(): Promise<void>;
 }
 
@@ -96,6 +98,7 @@ export async function openHttpRemotePage(): Promise<HttpRemotePage> {
         page.evaluate(
           () => (window as unknown as { updates: { repo: string; ref: string; old: string; new: string }[] }).updates,
         ),
+      arrivals: () => page.evaluate(() => (window as unknown as { arrivals: number[] }).arrivals),
       async close() {
         await opened.close();
         await server.close();
