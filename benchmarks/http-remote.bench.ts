@@ -81,6 +81,26 @@ async function packBytes(dir: string): Promise<number> {
   return total;
 }
 
+const pkt = (line: string) => (line.length + 4).toString(16).padStart(4, '0') + line;
+
+/** The download alone: a clone's protocol v2 `fetch` of `want` (no haves), its response read to the end. */
+async function download(url: string, want: string): Promise<number> {
+  const body = `${pkt('command=fetch\n')}0001${pkt('ofs-delta\n')}${pkt(`want ${want}\n`)}${pkt('done\n')}0000`;
+  const response = await fetch(`${url}/git-upload-pack`, {
+    method: 'POST',
+    body,
+    headers: { 'Git-Protocol': 'version=2', 'Content-Type': 'application/x-git-upload-pack-request' },
+  });
+  if (!response.ok || response.body === null) throw new Error(`download: HTTP ${response.status}`);
+  const reader = response.body.getReader();
+  let bytes = 0;
+  for (;;) {
+    const step = await reader.read();
+    if (step.done) return bytes;
+    bytes += step.value.byteLength;
+  }
+}
+
 const percentile = (values: readonly number[], p: number) => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
@@ -148,6 +168,12 @@ describe('clone over HTTP from the gateway', () => {
           ours.push({ ms, cpuMs: (used.user + used.system) / 1000 });
           gits.push({ ms: cost.wallMs, cpuMs: cost.cpuMs, peakBytes: cost.peakBytes });
         }
+        const downloads: number[] = [];
+        for (let i = 0; i < RUNS + 1; i++) {
+          const start = performance.now();
+          await download(url(corpus.name), head);
+          if (i > 0) downloads.push(performance.now() - start);
+        }
         const iso: number[] = [];
         for (let i = 0; i < ISO_RUNS; i++) {
           const dir = fresh(`iso-${corpus.name}`);
@@ -179,6 +205,15 @@ describe('clone over HTTP from the gateway', () => {
           peerValue: median(iso),
           better: 'lower',
           note,
+        });
+        record({
+          id: `clone.http.${corpus.name}.vs-download.ms`,
+          value: oursMs,
+          unit: 'ms',
+          peer: 'the same pack downloaded alone (fetch, read to the end, dropped)',
+          peerValue: median(downloads),
+          better: 'lower',
+          note: `what the clone adds to the server's response time (its v2 fetch of HEAD's commit, no haves, with global fetch); ${note}`,
         });
         record({
           id: `clone.http.${corpus.name}.cpu-s`,
@@ -227,6 +262,22 @@ describe('clone over HTTP from the gateway', () => {
             head,
           });
           const bytes = ours[0]!.packBytes;
+          if (storage === 'memory') {
+            const downloads = await page.call<{ ms: number }[]>('timedDownloads', {
+              url: url(corpus.name),
+              want: head,
+              runs: RUNS + 1,
+            });
+            record({
+              id: `browser.clone.http.${corpus.name}.vs-download.ms`,
+              value: median(ours.slice(1).map((c) => c.ms)),
+              unit: 'ms',
+              peer: 'the same pack downloaded alone in the worker (fetch, read, dropped)',
+              peerValue: median(downloads.slice(1).map((d) => d.ms)),
+              better: 'lower',
+              note: `headless Chromium worker, gitport's clone into a MemoryFs next to the server's response alone (the clone's v2 fetch of HEAD's commit, no haves); ${corpus.label}; median of ${RUNS} after a warm-up${quick}`,
+            });
+          }
           record({
             id: `browser.clone.http.${corpus.name}.${storage}.mbps`,
             value: mbps(bytes, median(ours.slice(1).map((c) => c.ms))),

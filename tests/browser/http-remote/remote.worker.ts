@@ -63,6 +63,26 @@ async function packBytes(fs: GitFs, gitDir: string): Promise<number> {
   return total;
 }
 
+const pkt = (line: string) => (line.length + 4).toString(16).padStart(4, '0') + line;
+
+/** Reads the response to a clone's v2 `fetch` of `want` to its end: its size in bytes. */
+async function download(url: string, want: string): Promise<number> {
+  const body = `${pkt('command=fetch\n')}0001${pkt('ofs-delta\n')}${pkt(`want ${want}\n`)}${pkt('done\n')}0000`;
+  const response = await fetch(`${url}/git-upload-pack`, {
+    method: 'POST',
+    body,
+    headers: { 'Git-Protocol': 'version=2', 'Content-Type': 'application/x-git-upload-pack-request' },
+  });
+  if (!response.ok || response.body === null) throw new Error(`download: HTTP ${response.status}`);
+  const reader = response.body.getReader();
+  let bytes = 0;
+  for (;;) {
+    const step = await reader.read();
+    if (step.done) return bytes;
+    bytes += step.value.byteLength;
+  }
+}
+
 const operations: Record<string, (args: never) => Promise<unknown>> = {
   /** A bare clone: HEAD, the refs and the shallow boundary it ended with. */
   async clone(args: Target & { storage: Storage; dir: string; depth?: number }) {
@@ -136,6 +156,20 @@ const operations: Record<string, (args: never) => Promise<unknown>> = {
       await watcher.stopped;
     }
     return true;
+  },
+
+  /**
+   * The download alone, timed: the protocol v2 `fetch` request a clone of `want` sends (every
+   * object, no haves), its response read to the end and dropped; the response's size.
+   */
+  async timedDownloads(args: { url: string; want: string; runs: number }) {
+    const out: { ms: number; bytes: number }[] = [];
+    for (let i = 0; i < args.runs; i++) {
+      const start = performance.now();
+      out.push({ ms: 0, bytes: await download(args.url, args.want) });
+      out[i]!.ms = performance.now() - start;
+    }
+    return out;
   },
 
   /** Timed bare clones (gitport, or isomorphic-git's `clone` with `noCheckout`), each deleted after. */
