@@ -4,7 +4,8 @@
  * - `window.call(op, args)`: runs one operation in the worker, answers its result or rejects
  *   with `{ code, message, data }`;
  * - `window.updates`: the ref updates the worker's watchers heard, in order, and
- *   `window.arrivals` when the worker heard each (ms since the epoch).
+ *   `window.arrivals` when the worker heard each (ms since the epoch);
+ * - `window.fetched`: the refs each automatic fetch of a watcher moved.
  */
 import type { WorkerReply } from './remote.worker.js';
 
@@ -12,10 +13,15 @@ const worker = new Worker(new URL('./remote.worker.ts', import.meta.url), { type
 const pending = new Map<number, { resolve(value: unknown): void; reject(error: unknown): void }>();
 const updates: unknown[] = [];
 const arrivals: number[] = [];
+const fetched: string[][] = [];
 let next = 0;
 
 worker.onmessage = (event: MessageEvent<WorkerReply>) => {
   const reply = event.data;
+  if (reply.type === 'fetched') {
+    fetched.push(reply.updates);
+    return;
+  }
   if (reply.type === 'update') {
     updates.push(reply.event);
     arrivals.push(reply.at);
@@ -35,5 +41,5 @@ function call(op: string, args: unknown): Promise<unknown> {
   });
 }
 
-Object.assign(window, { call, updates, arrivals });
+Object.assign(window, { call, updates, arrivals, fetched });
 document.title = 'ready';

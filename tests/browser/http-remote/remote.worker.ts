@@ -25,7 +25,9 @@ export type WorkerReply =
   | { type: 'result'; id: number; value: unknown }
   | { type: 'error'; id: number; error: { code: string; message: string; data: unknown } }
   /** `at`: when the worker heard it (ms since the epoch, fractional). */
-  | { type: 'update'; event: RefUpdateEvent; at: number };
+  | { type: 'update'; event: RefUpdateEvent; at: number }
+  /** An automatic fetch of a watcher: the local refs it moved (`name oid`). */
+  | { type: 'fetched'; updates: string[] };
 
 type Storage = 'memory' | 'opfs';
 
@@ -126,13 +128,25 @@ const operations: Record<string, (args: never) => Promise<unknown>> = {
     return { ok: result.ok };
   },
 
+  /** The object id `ref` of the clone at `dir` resolves to, and the type of that object there. */
+  async resolve(args: { dir: string; ref: string }) {
+    const repo = opened(args.dir);
+    const oid = await repo.refs.resolve(args.ref);
+    return { oid, type: oid === undefined ? undefined : (await repo.objects.read(oid))?.type };
+  },
+
   async lsRefs(args: Target) {
     return (await origin(args).lsRefs()).refs.map((r) => r.name);
   },
 
-  /** Follows the repository's ref updates: each one is posted as an `update` message. */
-  async watch(args: Target) {
-    const opened = new Promise<void>((resolve, reject) => {
+  /**
+   * Follows the repository's ref updates: each one is posted as an `update` message. With `dir`,
+   * each is also fetched into the clone there (every branch), and the branches it moved are
+   * posted as a `fetched` message.
+   */
+  async watch(args: Target & { dir?: string }) {
+    const into = args.dir === undefined ? undefined : opened(args.dir);
+    const open = new Promise<void>((resolve, reject) => {
       watchers.push(
         watch(args.url, {
           onOpen: () => resolve(),
@@ -143,10 +157,23 @@ const operations: Record<string, (args: never) => Promise<unknown>> = {
               at: performance.timeOrigin + performance.now(),
             } satisfies WorkerReply),
           onError: (error) => reject(error),
+          ...(into === undefined
+            ? {}
+            : {
+                fetch: {
+                  into,
+                  options: { refspecs: ['+refs/heads/*:refs/heads/*'] },
+                  onFetched: (result) =>
+                    self.postMessage({
+                      type: 'fetched',
+                      updates: result.updates.flatMap((u) => (u.status === 'ok' ? [`${u.name} ${u.new}`] : [])),
+                    } satisfies WorkerReply),
+                },
+              }),
         }),
       );
     });
-    await opened;
+    await open;
     return true;
   },
 

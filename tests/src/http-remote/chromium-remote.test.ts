@@ -3,7 +3,8 @@
  * from one origin, the git servers listen on others and allow the page with CORS: `gitport
  * serve --cors` and `git http-backend` behind node:http with CORS headers. Clone, incremental
  * fetch, shallow clone, push, a refused push, an auth challenge and a missing repository, into
- * a MemoryFs and into OPFS; and a git CLI push that reaches the worker's `onUpdate`.
+ * a MemoryFs and into OPFS; and a git CLI push that reaches the worker's `onUpdate` and its
+ * automatic fetch.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpBackend } from '../gateway/http-backend.js';
@@ -130,21 +131,29 @@ describe('a Chromium worker against gitport serve --cors', () => {
     expect(await git(['-C', `${root}/gateway-memory.git`, 'rev-parse', 'refs/heads/auth'])).toBe(oid);
   });
 
-  it('hears a git CLI push through the gateway in watch()`s onUpdate', async () => {
+  it("hears a git CLI push through the gateway in watch()'s onUpdate, and fetches it", async () => {
     const url = `${serve.url}/live.git`;
-    await page.call('watch', { url });
+    const dir = '/chromium-live.git';
+    await page.call('clone', { url, storage: 'opfs', dir });
+    await page.call('watch', { url, dir });
     const work = sandbox.path('work-live');
     await git(['-C', work, 'commit', '-q', '--allow-empty', '-m', 'pushed while watched']);
     const pushed = await git(['-C', work, 'rev-parse', 'HEAD']);
     const old = await git(['-C', `${root}/live.git`, 'rev-parse', 'refs/heads/main']);
     await git(['-C', work, 'push', '-q', url.replace('http://', `http://u:${TOKEN}@`), 'HEAD:refs/heads/main']);
-    // a wait, not a timing assertion: the test's timeout only ends a hung run
+    // waits, not timing assertions: the test's timeout only ends a hung run
     await page.page.waitForFunction(
       (oid) => (window as unknown as { updates: { new: string }[] }).updates.some((u) => u.new === oid),
       pushed,
       { timeout: 0, polling: 50 },
     );
     expect(await page.updates()).toEqual([{ repo: 'live', ref: 'refs/heads/main', old, new: pushed }]);
+    await page.page.waitForFunction(
+      (moved) => (window as unknown as { fetched: string[][] }).fetched.some((refs) => refs.includes(moved)),
+      `refs/heads/main ${pushed}`,
+      { timeout: 0, polling: 50 },
+    );
+    expect(await page.call('resolve', { dir, ref: 'refs/heads/main' })).toEqual({ oid: pushed, type: 'commit' });
     await page.call('unwatch', {});
   });
 });
