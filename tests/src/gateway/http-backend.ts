@@ -6,8 +6,34 @@ import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-export async function startHttpBackend(root: string): Promise<{ url: string; server: Server; close(): Promise<void> }> {
+export interface HttpBackendOptions {
+  /**
+   * An origin allowed by CORS (as a browser page on another origin needs): preflights are
+   * answered, and every reply carries the CORS headers.
+   */
+  cors?: string;
+}
+
+export async function startHttpBackend(
+  root: string,
+  options: HttpBackendOptions = {},
+): Promise<{ url: string; server: Server; close(): Promise<void> }> {
+  const cors: Record<string, string> = options.cors
+    ? {
+        'Access-Control-Allow-Origin': options.cors,
+        'Access-Control-Allow-Methods': 'GET, POST, OPTIONS',
+        'Access-Control-Allow-Headers': 'Content-Type, Content-Encoding, Git-Protocol, Authorization',
+        'Access-Control-Max-Age': '600',
+        Vary: 'Origin',
+      }
+    : {};
   const server = createServer((req, res) => {
+    if (options.cors && req.method === 'OPTIONS') {
+      req.resume();
+      res.writeHead(204, cors);
+      res.end();
+      return;
+    }
     const url = new URL(req.url ?? '/', 'http://localhost');
     const env: NodeJS.ProcessEnv = {
       PATH: process.env.PATH,
@@ -55,7 +81,7 @@ export async function startHttpBackend(root: string): Promise<{ url: string; ser
         if (name.toLowerCase() === 'status') status = Number.parseInt(value, 10);
         else headers[name] = value;
       }
-      res.writeHead(status, headers);
+      res.writeHead(status, { ...headers, ...cors });
       const rest = head.subarray(end + 4);
       if (rest.length > 0) res.write(rest);
     });

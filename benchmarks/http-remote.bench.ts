@@ -1,0 +1,341 @@
+/**
+ * Clone over smart HTTP from the gitport gateway (`gitport serve`, the built bin, one repository
+ * worker), with gitport's HTTP remote next to the clients a user would pick instead, in one run,
+ * on the clone bench's two corpora (the reference corpus: commits each adding a 50 KB random
+ * blob; the seeded realistic history):
+ *
+ * - Node: `remote(url).clone(nodeFs(), dir)` (bare) in this process, next to `git clone --bare`
+ *   and isomorphic-git's `clone` (noCheckout) over `isomorphic-git/http/node`, from the same
+ *   gateway. Wall time (median), and the client's CPU-seconds: this process's user + system for
+ *   gitport, the command's process tree for git (under bash's `time`), with git's peak RssAnon;
+ * - Chromium: a module Web Worker on another origin (CORS) cloning into a MemoryFs and into OPFS,
+ *   gitport's remote next to isomorphic-git's `clone` over `isomorphic-git/http/web` into the
+ *   same fs (tests/src/http-remote/browser-page.ts);
+ * - push-to-notify latency: a `git push` of one commit through the gateway until the browser
+ *   worker's `watch()` hears it in `onUpdate`, from the spawn of the command to the worker's
+ *   clock (the machine's one clock), p50 and p99 over a series of pushes; the peer is the same
+ *   push's command alone (spawn to exit).
+ */
+
+import * as nodeFsModule from 'node:fs';
+import { cp, mkdir, readdir, rm, stat } from 'node:fs/promises';
+import { cpus } from 'node:os';
+import { createGitSandbox, type GitSandbox } from '@gitport/tests/git';
+import { ensureHistory, prng } from '@gitport/tests/history';
+import { remote } from 'gitport';
+import { nodeFs } from 'gitport/node';
+import git from 'isomorphic-git';
+import isoHttp from 'isomorphic-git/http/node';
+import { afterAll, bench, describe } from 'vitest';
+import { type ServeProcess, startServe } from '../tests/src/gateway/serve-process.js';
+import { type HttpRemotePage, openHttpRemotePage } from '../tests/src/http-remote/browser-page.js';
+import { runCommand } from './process-tree.js';
+import { mbps, median, QUICK, record, sized } from './report.js';
+
+const once = { iterations: 1, warmupIterations: 0, time: 0, warmupTime: 0 };
+const MB = 1e6;
+const RUNS = sized(5, 1);
+const ISO_RUNS = sized(2, 1);
+const PUSHES = sized(100, 5);
+const quick = QUICK ? ' (quick)' : '';
+const corpora = [
+  { name: 'reference', label: `${sized(40, 10)} commits of 50 KB random blobs` },
+  { name: 'history', label: `ensureHistory({ commits: ${sized(1500, 100)}, seed: 1 })` },
+] as const;
+
+/** The clone bench's reference corpus: `commits` commits, each adding one `size`-byte random blob. */
+async function referenceCorpus(sandbox: GitSandbox, dir: string, commits: number, size: number): Promise<void> {
+  await sandbox.git(['init', '-q', '--bare', dir]);
+  const random = prng(2026);
+  const encoder = new TextEncoder();
+  const chunks: Uint8Array[] = [];
+  for (let i = 0; i < commits; i++) {
+    const blob = new Uint8Array(size);
+    for (let j = 0; j < size; j++) blob[j] = (random() * 256) | 0;
+    const message = `commit ${i}\n`;
+    chunks.push(
+      encoder.encode(
+        `commit refs/heads/main\nmark :${i + 1}\ncommitter bench <bench@gitport.invalid> ${1_700_000_000 + i * 60} +0000\n` +
+          `data ${message.length}\n${message}${i > 0 ? `from :${i}\n` : ''}` +
+          `M 100644 inline blob-${String(i).padStart(3, '0')}.bin\ndata ${size}\n`,
+      ),
+      blob,
+      encoder.encode('\n'),
+    );
+  }
+  const input = new Uint8Array(chunks.reduce((n, c) => n + c.byteLength, 0));
+  let at = 0;
+  for (const c of chunks) {
+    input.set(c, at);
+    at += c.byteLength;
+  }
+  await sandbox.git(['fast-import', '--quiet'], { cwd: dir, input });
+  await sandbox.git(['repack', '-adq'], { cwd: dir });
+}
+
+async function packBytes(dir: string): Promise<number> {
+  let total = 0;
+  for (const name of await readdir(`${dir}/objects/pack`)) {
+    if (name.endsWith('.pack')) total += (await stat(`${dir}/objects/pack/${name}`)).size;
+  }
+  return total;
+}
+
+const pkt = (line: string) => (line.length + 4).toString(16).padStart(4, '0') + line;
+
+/** The download alone: a clone's protocol v2 `fetch` of `want` (no haves), its response read to the end. */
+async function download(url: string, want: string): Promise<number> {
+  const body = `${pkt('command=fetch\n')}0001${pkt('ofs-delta\n')}${pkt(`want ${want}\n`)}${pkt('done\n')}0000`;
+  const response = await fetch(`${url}/git-upload-pack`, {
+    method: 'POST',
+    body,
+    headers: { 'Git-Protocol': 'version=2', 'Content-Type': 'application/x-git-upload-pack-request' },
+  });
+  if (!response.ok || response.body === null) throw new Error(`download: HTTP ${response.status}`);
+  const reader = response.body.getReader();
+  let bytes = 0;
+  for (;;) {
+    const step = await reader.read();
+    if (step.done) return bytes;
+    bytes += step.value.byteLength;
+  }
+}
+
+const percentile = (values: readonly number[], p: number) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+};
+
+describe('clone over HTTP from the gateway', () => {
+  let sandbox: GitSandbox;
+  let page: HttpRemotePage;
+  let serve: ServeProcess;
+  let ready: Promise<void> | undefined;
+  let n = 0;
+  const fresh = (label: string) => sandbox.path('clones', `${label}-${n++}`);
+  const url = (name: string) => `${serve.url}/${name}.git`;
+  const headOf = (name: string) => sandbox.git(['--git-dir', sandbox.path('root', `${name}.git`), 'rev-parse', 'HEAD']);
+
+  const setup = () =>
+    (ready ??= (async () => {
+      sandbox = await createGitSandbox('gitport-bench-http-remote-');
+      const root = sandbox.path('root');
+      await mkdir(root, { recursive: true });
+      await mkdir(sandbox.path('clones'));
+      await referenceCorpus(sandbox, `${root}/reference.git`, sized(40, 10), 50 * 1024);
+      const history = await ensureHistory({ commits: sized(1500, 100), seed: 1 });
+      await cp(history.gitDir, `${root}/history.git`, { recursive: true });
+      await sandbox.git(['init', '-q', '--bare', `${root}/live.git`]);
+      page = await openHttpRemotePage();
+      serve = await startServe(
+        ['--root', root, '--port', '0', '--workers', '1', '--allow-anonymous-push', '--cors', page.origin],
+        true,
+      );
+    })());
+
+  afterAll(async () => {
+    await page?.close();
+    serve?.child.kill('SIGTERM');
+    await serve?.exit;
+    await sandbox?.cleanup();
+  });
+
+  bench(
+    'in Node: gitport remote(url) vs git clone vs isomorphic-git',
+    async () => {
+      await setup();
+      for (const corpus of corpora) {
+        const head = await headOf(corpus.name);
+        const ours: { ms: number; cpuMs: number }[] = [];
+        const gits: { ms: number; cpuMs: number; peakBytes: number }[] = [];
+        let bytes = 0;
+        for (let i = 0; i < RUNS + 1; i++) {
+          const dir = fresh(`gitport-${corpus.name}`);
+          const cpu = process.cpuUsage();
+          const start = performance.now();
+          const repo = await remote(url(corpus.name)).clone(nodeFs(), dir);
+          const ms = performance.now() - start;
+          const used = process.cpuUsage(cpu);
+          if ((await repo.refs.resolve('HEAD')) !== head) throw new Error('gitport: clone incomplete');
+          bytes = await packBytes(dir);
+          await rm(dir, { recursive: true, force: true });
+          const theirDir = fresh(`git-${corpus.name}`);
+          const cost = await runCommand(['git', 'clone', '--bare', '-q', url(corpus.name), theirDir]);
+          if ((await sandbox.git(['--git-dir', theirDir, 'rev-parse', 'HEAD'])) !== head)
+            throw new Error('git: clone incomplete');
+          await rm(theirDir, { recursive: true, force: true });
+          if (i === 0) continue; // warm-up of both
+          ours.push({ ms, cpuMs: (used.user + used.system) / 1000 });
+          gits.push({ ms: cost.wallMs, cpuMs: cost.cpuMs, peakBytes: cost.peakBytes });
+        }
+        const downloads: number[] = [];
+        for (let i = 0; i < RUNS + 1; i++) {
+          const start = performance.now();
+          await download(url(corpus.name), head);
+          if (i > 0) downloads.push(performance.now() - start);
+        }
+        const iso: number[] = [];
+        for (let i = 0; i < ISO_RUNS; i++) {
+          const dir = fresh(`iso-${corpus.name}`);
+          const start = performance.now();
+          await git.clone({ fs: nodeFsModule, http: isoHttp, dir, url: url(corpus.name), noCheckout: true });
+          iso.push(performance.now() - start);
+          if ((await git.resolveRef({ fs: nodeFsModule, dir, ref: 'HEAD' })) !== head) {
+            throw new Error('isomorphic-git: clone incomplete');
+          }
+          await rm(dir, { recursive: true, force: true });
+        }
+        const oursMs = median(ours.map((c) => c.ms));
+        const note = `${corpus.label}, ${(bytes / MB).toFixed(2)} MB pack, bare clone from gitport serve (one repository worker) on this machine (${cpus().length} cores); median of ${RUNS} after a warm-up (isomorphic-git: ${ISO_RUNS}); git and isomorphic-git timed around the command/call${quick}`;
+        record({
+          id: `clone.http.${corpus.name}.ms`,
+          value: oursMs,
+          unit: 'ms',
+          peer: 'git clone --bare over HTTP (same gateway)',
+          peerValue: median(gits.map((c) => c.ms)),
+          better: 'lower',
+          goal: { max: 1.5, on: 'ratio', source: 'issue 29' },
+          note,
+        });
+        record({
+          id: `clone.http.${corpus.name}.vs-isomorphic-git.ms`,
+          value: oursMs,
+          unit: 'ms',
+          peer: 'isomorphic-git clone (isomorphic-git/http/node)',
+          peerValue: median(iso),
+          better: 'lower',
+          note,
+        });
+        record({
+          id: `clone.http.${corpus.name}.vs-download.ms`,
+          value: oursMs,
+          unit: 'ms',
+          peer: 'the same pack downloaded alone (fetch, read to the end, dropped)',
+          peerValue: median(downloads),
+          better: 'lower',
+          note: `what the clone adds to the server's response time (its v2 fetch of HEAD's commit, no haves, with global fetch); ${note}`,
+        });
+        record({
+          id: `clone.http.${corpus.name}.cpu-s`,
+          value: median(ours.map((c) => c.cpuMs)) / 1000,
+          unit: 'CPU-s',
+          peer: 'git clone --bare over HTTP (same gateway)',
+          peerValue: median(gits.map((c) => c.cpuMs)) / 1000,
+          better: 'lower',
+          note: `client CPU-seconds (user + system): this process for gitport, git's process tree (clone, index-pack, remote-http) for git; the gateway's not counted; ${note}`,
+        });
+        record({
+          id: `clone.http.${corpus.name}.git-peak-mb`,
+          value: Math.max(...gits.map((c) => c.peakBytes)) / MB,
+          unit: 'MB',
+          peer: null,
+          peerValue: null,
+          better: 'lower',
+          note: `git clone's peak RssAnon (process tree), for scale: gitport's clone runs inside this benchmark process; ${note}`,
+        });
+      }
+    },
+    once,
+  );
+
+  bench(
+    'in Chromium: gitport remote(url) vs isomorphic-git/http/web, MemoryFs and OPFS',
+    async () => {
+      await setup();
+      const storages = ['memory', 'opfs'] as const;
+      for (const corpus of corpora) {
+        const head = await headOf(corpus.name);
+        for (const storage of storages) {
+          type Clone = { ms: number; packBytes: number };
+          const ours = await page.call<Clone[]>('timedClones', {
+            url: url(corpus.name),
+            storage,
+            runs: RUNS + 1,
+            tool: 'gitport',
+            head,
+          });
+          const iso = await page.call<Clone[]>('timedClones', {
+            url: url(corpus.name),
+            storage,
+            runs: ISO_RUNS,
+            tool: 'isomorphic-git',
+            head,
+          });
+          const bytes = ours[0]!.packBytes;
+          if (storage === 'memory') {
+            const downloads = await page.call<{ ms: number }[]>('timedDownloads', {
+              url: url(corpus.name),
+              want: head,
+              runs: RUNS + 1,
+            });
+            record({
+              id: `browser.clone.http.${corpus.name}.vs-download.ms`,
+              value: median(ours.slice(1).map((c) => c.ms)),
+              unit: 'ms',
+              peer: 'the same pack downloaded alone in the worker (fetch, read, dropped)',
+              peerValue: median(downloads.slice(1).map((d) => d.ms)),
+              better: 'lower',
+              note: `headless Chromium worker, gitport's clone into a MemoryFs next to the server's response alone (the clone's v2 fetch of HEAD's commit, no haves); ${corpus.label}; median of ${RUNS} after a warm-up${quick}`,
+            });
+          }
+          record({
+            id: `browser.clone.http.${corpus.name}.${storage}.mbps`,
+            value: mbps(bytes, median(ours.slice(1).map((c) => c.ms))),
+            unit: 'MB/s',
+            peer: 'isomorphic-git clone (isomorphic-git/http/web)',
+            peerValue: mbps(bytes, median(iso.map((c) => c.ms))),
+            better: 'higher',
+            goal: { min: 5, on: 'ratio', source: 'issue 29' },
+            note: `headless Chromium, a module Web Worker on another origin than the gateway (CORS) cloning bare into ${storage === 'opfs' ? 'OPFS' : 'a MemoryFs'}; ${corpus.label}, ${(bytes / MB).toFixed(2)} MB pack stored by gitport (isomorphic-git's: ${(iso[0]!.packBytes / MB).toFixed(2)} MB); MB/s = gitport's pack size / clone time for both; median of ${RUNS} after a warm-up (isomorphic-git: ${ISO_RUNS})${quick}`,
+          });
+        }
+      }
+    },
+    once,
+  );
+
+  bench(
+    'push-to-notify: git push through the gateway to a browser worker watch()',
+    async () => {
+      await setup();
+      const work = fresh('live-work');
+      await sandbox.git(['init', '-q', '-b', 'main', work]);
+      await sandbox.git(['-C', work, 'commit', '-q', '--allow-empty', '-m', 'start']);
+      await sandbox.git(['-C', work, 'push', '-q', url('live'), 'HEAD:refs/heads/main']);
+      await page.call('watch', { url: url('live') });
+      const base = (await page.arrivals()).length;
+      const latencies: number[] = [];
+      const pushes: number[] = [];
+      for (let i = 0; i < PUSHES + 2; i++) {
+        await sandbox.git(['-C', work, 'commit', '-q', '--allow-empty', '-m', `push ${i}`]);
+        const start = performance.timeOrigin + performance.now();
+        await sandbox.git(['-C', work, 'push', '-q', url('live'), 'HEAD:refs/heads/main']);
+        const pushed = performance.timeOrigin + performance.now() - start;
+        const heard = base + i + 1;
+        await page.page.waitForFunction(
+          (count) => (window as unknown as { arrivals: number[] }).arrivals.length >= count,
+          heard,
+          { timeout: 60_000, polling: 5 },
+        );
+        const at = (await page.arrivals())[heard - 1]!;
+        if (i < 2) continue; // warm-up
+        latencies.push(at - start);
+        pushes.push(pushed);
+      }
+      await page.call('unwatch', {});
+      const note = `one empty commit pushed with the git CLI (git push over HTTP, a new process each time) to gitport serve, heard by watch(url) in a Chromium module worker on another origin (EventSource over CORS); from the spawn of git push to onUpdate on the machine's one clock; ${PUSHES} pushes after 2 warm-ups; peer: the same pushes' git push alone, spawn to exit${quick}`;
+      for (const p of [50, 99]) {
+        record({
+          id: `sse.push-to-notify.p${p}.ms`,
+          value: percentile(latencies, p),
+          unit: 'ms',
+          peer: 'git push alone (spawn to exit)',
+          peerValue: percentile(pushes, p),
+          better: 'lower',
+          note,
+        });
+      }
+    },
+    once,
+  );
+});
