@@ -40,6 +40,12 @@ describe('zlib implementations', () => {
     expect(nodeZlib.zlibImplementation()).toBe('node:zlib (reused native context)');
   });
 
+  it('the web path resets its inflate context keeping the code tables (the fast path the benchmarks measure)', () => {
+    expect(webZlib.zlibImplementation()).toBe(
+      'pako low-level inflate (code tables kept across resets), fflate deflate',
+    );
+  });
+
   it('pako and node:zlib inflate one stream followed by other bytes, and agree on consumed length', () => {
     fc.assert(
       fc.property(fc.uint8Array({ maxLength: 5000 }), fc.uint8Array({ maxLength: 50 }), (data, tail) => {

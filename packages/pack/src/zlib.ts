@@ -71,9 +71,74 @@ function reusedInflater(): ZStream {
   if (!reused) {
     const strm = new ZStream();
     if (pakoInflate.inflateInit(strm) !== 0) throw new PackError('PACK_CORRUPT_ZLIB', 'zlib: cannot set up inflate');
+    headMode ??= tablesKept(strm) ? (strm as unknown as { state: InflateStateFields }).state.mode : -1;
     reused = strm;
   }
   return reused;
+}
+
+/** The fields of pako's inflate state that a reset sets (zlib's `inflateReset`). */
+interface InflateStateFields {
+  mode: number;
+  wrap: number;
+  total: number;
+  last: number;
+  havedict: number;
+  flags: number;
+  dmax: number;
+  head: unknown;
+  hold: number;
+  bits: number;
+  lencode: unknown;
+  distcode: unknown;
+  lendyn: unknown;
+  distdyn: unknown;
+  sane: number;
+  back: number;
+  wsize: number;
+  whave: number;
+  wnext: number;
+}
+
+/** The mode of a freshly reset inflate state (waiting for the zlib header); -1 if the state is not as expected. */
+let headMode: number | undefined;
+
+/** Whether the state holds the code tables a reset may keep, as zlib's own state does. */
+function tablesKept(strm: ZStream): boolean {
+  const state = (strm as unknown as { state?: Partial<InflateStateFields> }).state;
+  return state?.lendyn instanceof Int32Array && state.distdyn instanceof Int32Array && typeof state.mode === 'number';
+}
+
+/**
+ * zlib's `inflateReset` keeping the code tables, as zlib does: pako's reset allocates two new
+ * tables per call, which dominates for small entries. Falls back to pako's reset should its
+ * state not look as expected.
+ */
+function resetInflate(strm: ZStream): void {
+  if (headMode === undefined || headMode < 0 || !tablesKept(strm)) {
+    pakoInflate.inflateReset(strm);
+    return;
+  }
+  const s = (strm as unknown as { state: InflateStateFields }).state;
+  const z = strm as unknown as { total_in: number; total_out: number; adler: number };
+  z.total_in = z.total_out = s.total = 0;
+  strm.msg = '';
+  if (s.wrap) z.adler = s.wrap & 1;
+  s.wsize = 0;
+  s.whave = 0;
+  s.wnext = 0;
+  s.mode = headMode;
+  s.last = 0;
+  s.havedict = 0;
+  s.flags = -1;
+  s.dmax = 32768;
+  s.head = null;
+  s.hold = 0;
+  s.bits = 0;
+  s.lencode = s.lendyn;
+  s.distcode = s.distdyn;
+  s.sane = 1;
+  s.back = -1;
 }
 
 /**
@@ -105,7 +170,7 @@ function inflateReused(
   into: Uint8Array | undefined,
 ): InflateOutcome {
   const strm = reusedInflater();
-  pakoInflate.inflateReset(strm);
+  resetInflate(strm);
   const out =
     into !== undefined && into.length > expectedSize
       ? into.subarray(0, expectedSize + 1)
@@ -231,7 +296,7 @@ function inflateGrowing(
   message: string,
 ): GrownStream {
   const strm = reusedInflater() as GrownStream;
-  pakoInflate.inflateReset(strm);
+  resetInflate(strm);
   let out = new Uint8Array(Math.min(maxSize + 1, Math.max(256, input.length * 4)));
   bindStream(strm, input, out);
   strm.ended = false;
@@ -322,5 +387,7 @@ export function crc32(data: Uint8Array, crc = 0): number {
 }
 
 export function zlibImplementation(): string {
-  return 'pako low-level inflate, fflate deflate';
+  reusedInflater();
+  const reset = headMode !== undefined && headMode >= 0 ? 'code tables kept across resets' : "pako's reset";
+  return `pako low-level inflate (${reset}), fflate deflate`;
 }
