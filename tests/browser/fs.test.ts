@@ -129,3 +129,25 @@ describe('OpfsFs reading a file that another context replaces', () => {
     expect(raced()).toBe(1);
   });
 });
+
+describe('OpfsFs writing large files in a dedicated worker', () => {
+  it('writes them in place through a sync access handle, whole, whatever the file held before', async () => {
+    const worker = new Worker(new URL('./opfs-write.worker.ts', import.meta.url), { type: 'module' });
+    try {
+      const answer = await new Promise<Record<string, unknown>>((resolve, reject) => {
+        worker.onmessage = (event: MessageEvent<Record<string, unknown>>) => resolve(event.data);
+        worker.onerror = (event) => reject(new Error(event.message));
+        worker.postMessage({ dir: `/${unique('sync-write')}` });
+      });
+      expect(answer).toEqual({
+        ok: true,
+        checks: { large: true, shorter: true, longer: true, small: true },
+        // the writable cannot open a file a sync access handle holds either: the error is the browser's
+        heldOutcome: 'NoModificationAllowedError',
+        syncHandles: true,
+      });
+    } finally {
+      worker.terminate();
+    }
+  });
+});
