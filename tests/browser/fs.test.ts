@@ -151,3 +151,18 @@ describe('OpfsFs writing large files in a dedicated worker', () => {
     }
   });
 });
+
+describe('OpfsFs listing with kinds', () => {
+  it('tells directories from files, sorted by name, and a missing directory is ENOENT', async () => {
+    const { fs, dir } = await opfs();
+    await fs.promises.mkdir(`${dir}/heads`);
+    await fs.promises.writeFile(`${dir}/HEAD`, 'ref: refs/heads/main\n');
+    await fs.promises.writeFile(`${dir}/heads/main`, '0'.repeat(40));
+    const listed = await fs.promises.readdirTypes!(dir);
+    expect(listed.map((e) => [e.name, e.isDirectory(), e.isFile()])).toEqual([
+      ['HEAD', false, true],
+      ['heads', true, false],
+    ]);
+    await expect(fs.promises.readdirTypes!(`${dir}/nope`)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+});

@@ -4,11 +4,13 @@
  * `writeFile` goes through `createWritable()`, which writes a swap file and replaces the target
  * on close (so readers never see half a file), except for large files in a dedicated worker,
  * written in place through a sync access handle (see `SYNC_WRITE_MIN`); `rename` uses `FileSystemHandle.move` where the
- * browser has it and copies otherwise; `readRange` slices the `File` (a positional read).
+ * browser has it and copies otherwise; `readRange` slices the `File` (a positional read);
+ * `readdirTypes` lists with each entry's kind, so a walk of refs need not open each entry to
+ * find the directories.
  * Exclusive creation is left to `GitFs`, which emulates it with Web Locks.
  */
 import { GitportError } from './errors.js';
-import type { FsLike, FsPromisesLike, FsStat } from './fs.js';
+import type { DirEntry, FsLike, FsPromisesLike, FsStat } from './fs.js';
 
 class OpfsError extends Error {
   constructor(
@@ -23,6 +25,7 @@ class OpfsError extends Error {
 
 type DirHandle = FileSystemDirectoryHandle & {
   keys(): AsyncIterable<string>;
+  entries(): AsyncIterable<[string, FileSystemHandle]>;
 };
 type FileHandle = FileSystemFileHandle & {
   move?(parent: FileSystemDirectoryHandle, name: string): Promise<void>;
@@ -134,6 +137,15 @@ export class OpfsFs implements FsLike {
         const names: string[] = [];
         for await (const name of (dir as DirHandle).keys()) names.push(name);
         return names.sort();
+      },
+      async readdirTypes(path: string): Promise<DirEntry[]> {
+        const dir = await self.#dir(split(path), 'scandir', path);
+        const entries: DirEntry[] = [];
+        for await (const [name, handle] of (dir as DirHandle).entries()) {
+          const directory = handle.kind === 'directory';
+          entries.push({ name, isDirectory: () => directory, isFile: () => !directory });
+        }
+        return entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
       },
       async mkdir(path: string) {
         const parts = split(path);
