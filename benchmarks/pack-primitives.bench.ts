@@ -5,8 +5,12 @@
  * - inflate: the entries of the seeded history's pack (git's own deltas and objects), each a
  *   separate zlib stream: node:zlib `inflateSync` per entry (a fresh zlib context each time),
  *   gitport's Node path (one native context reused), gitport's web path (pako's low-level inflate,
- *   one context reset per entry), pako's `Inflate` per entry (the former web default), and the
- *   bare low-level loop the web path is built on.
+ *   one context reset per entry), pako's `Inflate` per entry (the former web default), the bare
+ *   low-level loop the web path is built on, and the web path's alternatives: fflate's
+ *   `inflateSync` (given the output size; it cannot say where a stream ended, which the pack
+ *   reader needs) and the platform's `DecompressionStream` (asynchronous, one stream per entry).
+ * - deflate of the same entries' data: gitport's web deflate (fflate's `zlibSync`) against
+ *   pako's `deflate` (the former web deflate).
  * - SHA-1 of 200-byte objects: node:crypto `hash()` (one shot, what gitport uses on Node),
  *   `createHash()`, and gitport's JavaScript SHA-1 (the web default).
  */
@@ -21,6 +25,17 @@ import * as webZlib from '../packages/pack/src/zlib.js';
 import * as nodeZlib from '../packages/pack/src/zlib.node.js';
 import { ensureHistory } from '../tests/src/history.js';
 import { mbps, median, record, sized } from './report.js';
+
+const packRequire = createRequire(new URL('../packages/pack/package.json', import.meta.url));
+const pako = packRequire('pako') as {
+  Inflate: new (options: {
+    chunkSize: number;
+  }) => { push(input: Uint8Array, final: boolean): void; result: Uint8Array };
+  deflate(data: Uint8Array, options: { level: number }): Uint8Array;
+};
+const fflate = packRequire('fflate') as {
+  inflateSync(data: Uint8Array, options: { out: Uint8Array }): Uint8Array;
+};
 
 const history = await ensureHistory({
   commits: sized(3000, 60),
@@ -94,10 +109,64 @@ describe('pack entries: inflate one by one', () => {
     timed('pako', () => {
       let n = 0;
       for (const e of entries) {
-        const r = webZlib.inflateWithInflate(e.input, e.size, true);
-        if (r.kind === 'done') n += r.data.length;
+        const inflator = new pako.Inflate({ chunkSize: Math.max(1024, Math.min(e.size + 1, 1 << 20)) });
+        inflator.push(e.input, false);
+        n += inflator.result.length;
       }
       check(n);
+    }),
+    options,
+  );
+  bench(
+    'fflate inflateSync per entry (output size given)',
+    timed('fflate', () => {
+      let n = 0;
+      // a raw deflate stream after the two-byte zlib header; fflate stops at its last block
+      for (const e of entries) n += fflate.inflateSync(e.input.subarray(2), { out: new Uint8Array(e.size) }).length;
+      check(n);
+    }),
+    options,
+  );
+  bench(
+    'DecompressionStream per entry',
+    async () => {
+      const start = performance.now();
+      let n = 0;
+      for (const e of entries) {
+        const stream = new Blob([e.input as Uint8Array<ArrayBuffer>])
+          .stream()
+          .pipeThrough(new DecompressionStream('deflate'));
+        n += (await new Response(stream).arrayBuffer()).byteLength;
+      }
+      check(n);
+      const list = times.get('decompression-stream') ?? [];
+      list.push(performance.now() - start);
+      times.set('decompression-stream', list);
+    },
+    // an order of magnitude slower than the others: fewer rounds keep the file within its time
+    { ...options, iterations: sized(2, 1), warmupIterations: 0 },
+  );
+});
+
+/** The inflated data of the same entries (deltas as they are), what a pack writer deflates. */
+const raw = entries.map((e) => {
+  const r = webZlib.inflateOne(e.input, e.size, true);
+  if (r.kind !== 'done') throw new Error('entry did not inflate');
+  return r.data.slice();
+});
+
+describe('pack entries: deflate one by one (level 6)', () => {
+  bench(
+    'gitport web deflate (fflate zlibSync)',
+    timed('deflate-web', () => {
+      for (const data of raw) webZlib.deflate(data);
+    }),
+    options,
+  );
+  bench(
+    'pako deflate (former web deflate)',
+    timed('deflate-pako', () => {
+      for (const data of raw) pako.deflate(data, { level: 6 });
     }),
     options,
   );
@@ -203,6 +272,34 @@ afterAll(() => {
     peerValue: mbps(inflatedBytes, medianOf('pako')),
     better: 'higher',
     note: `inflated MB/s, gitport's web path (one reused pako context) vs a pako Inflate per entry (the former web default); bare low-level loop ${mbps(inflatedBytes, medianOf('pako-reused')).toFixed(1)} MB/s; ${note}`,
+  });
+  record({
+    id: 'pack.import.inflate.web-vs-fflate.mbps',
+    value: mbps(inflatedBytes, medianOf('web')),
+    unit: 'MB/s',
+    peer: 'fflate inflateSync per entry',
+    peerValue: mbps(inflatedBytes, medianOf('fflate')),
+    better: 'higher',
+    note: `inflated MB/s, gitport's web path (pako low-level, reports the input each stream used) vs fflate given each output size (cannot say where a stream ended); ${note}`,
+  });
+  record({
+    id: 'pack.import.inflate.web-vs-decompression-stream.mbps',
+    value: mbps(inflatedBytes, medianOf('web')),
+    unit: 'MB/s',
+    peer: 'DecompressionStream per entry (Node)',
+    peerValue: mbps(inflatedBytes, medianOf('decompression-stream')),
+    better: 'higher',
+    note: `inflated MB/s, gitport's web path vs the platform's asynchronous DecompressionStream('deflate'), one per entry; ${note}`,
+  });
+  const rawBytes = raw.reduce((n, data) => n + data.length, 0);
+  record({
+    id: 'pack.create.deflate.web.mbps',
+    value: mbps(rawBytes, medianOf('deflate-web')),
+    unit: 'MB/s',
+    peer: 'pako deflate per entry',
+    peerValue: mbps(rawBytes, medianOf('deflate-pako')),
+    better: 'higher',
+    note: `input MB/s at level 6, gitport's web deflate (fflate zlibSync) vs pako's deflate (the former web deflate); ${note}`,
   });
   const perSecond = (name: string) => objects.length / (medianOf(name) / 1000);
   record({

@@ -129,3 +129,40 @@ describe('OpfsFs reading a file that another context replaces', () => {
     expect(raced()).toBe(1);
   });
 });
+
+describe('OpfsFs writing large files in a dedicated worker', () => {
+  it('writes them in place through a sync access handle, whole, whatever the file held before', async () => {
+    const worker = new Worker(new URL('./opfs-write.worker.ts', import.meta.url), { type: 'module' });
+    try {
+      const answer = await new Promise<Record<string, unknown>>((resolve, reject) => {
+        worker.onmessage = (event: MessageEvent<Record<string, unknown>>) => resolve(event.data);
+        worker.onerror = (event) => reject(new Error(event.message));
+        worker.postMessage({ dir: `/${unique('sync-write')}` });
+      });
+      expect(answer).toEqual({
+        ok: true,
+        checks: { large: true, shorter: true, longer: true, small: true },
+        // the writable cannot open a file a sync access handle holds either: the error is the browser's
+        heldOutcome: 'NoModificationAllowedError',
+        syncHandles: true,
+      });
+    } finally {
+      worker.terminate();
+    }
+  });
+});
+
+describe('OpfsFs listing with kinds', () => {
+  it('tells directories from files, sorted by name, and a missing directory is ENOENT', async () => {
+    const { fs, dir } = await opfs();
+    await fs.promises.mkdir(`${dir}/heads`);
+    await fs.promises.writeFile(`${dir}/HEAD`, 'ref: refs/heads/main\n');
+    await fs.promises.writeFile(`${dir}/heads/main`, '0'.repeat(40));
+    const listed = await fs.promises.readdirTypes!(dir);
+    expect(listed.map((e) => [e.name, e.isDirectory(), e.isFile()])).toEqual([
+      ['HEAD', false, true],
+      ['heads', true, false],
+    ]);
+    await expect(fs.promises.readdirTypes!(`${dir}/nope`)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+});

@@ -2,12 +2,15 @@
  * The Origin Private File System (File System Access API, `navigator.storage.getDirectory()`)
  * in isomorphic-git's fs shape. Paths are `/`-separated under the given root directory handle.
  * `writeFile` goes through `createWritable()`, which writes a swap file and replaces the target
- * on close (so readers never see half a file); `rename` uses `FileSystemHandle.move` where the
- * browser has it and copies otherwise; `readRange` slices the `File` (a positional read).
+ * on close (so readers never see half a file), except for large files in a dedicated worker,
+ * written in place through a sync access handle (see `SYNC_WRITE_MIN`); `rename` uses `FileSystemHandle.move` where the
+ * browser has it and copies otherwise; `readRange` slices the `File` (a positional read);
+ * `readdirTypes` lists with each entry's kind, so a walk of refs need not open each entry to
+ * find the directories.
  * Exclusive creation is left to `GitFs`, which emulates it with Web Locks.
  */
 import { GitportError } from './errors.js';
-import type { FsLike, FsPromisesLike, FsStat } from './fs.js';
+import type { DirEntry, FsLike, FsPromisesLike, FsStat } from './fs.js';
 
 class OpfsError extends Error {
   constructor(
@@ -22,10 +25,54 @@ class OpfsError extends Error {
 
 type DirHandle = FileSystemDirectoryHandle & {
   keys(): AsyncIterable<string>;
+  entries(): AsyncIterable<[string, FileSystemHandle]>;
 };
 type FileHandle = FileSystemFileHandle & {
   move?(parent: FileSystemDirectoryHandle, name: string): Promise<void>;
 };
+
+/**
+ * Files from this size on are written in place through a sync access handle where the context
+ * has one (dedicated workers): one sequential write instead of a swap file copied over the
+ * target on close. gitport writes such files (packs, their indexes) to temporary names and
+ * renames them into place, so no reader sees one half written.
+ */
+const SYNC_WRITE_MIN = 256 * 1024;
+
+interface SyncAccessHandle {
+  truncate(size: number): void;
+  write(data: Uint8Array, options: { at: number }): number;
+  flush(): void;
+  close(): void;
+}
+
+/**
+ * Writes `data` as the whole file through a sync access handle; false where there is none (a
+ * window, another browser) or the file is open elsewhere, for the caller to write it otherwise.
+ */
+async function writeInPlace(handle: FileSystemFileHandle, data: Uint8Array): Promise<boolean> {
+  const open = (handle as { createSyncAccessHandle?: () => Promise<SyncAccessHandle> }).createSyncAccessHandle;
+  if (typeof open !== 'function') return false;
+  let access: SyncAccessHandle;
+  try {
+    access = await open.call(handle);
+  } catch {
+    return false;
+  }
+  try {
+    access.truncate(0);
+    let at = 0;
+    while (at < data.length) {
+      const n = access.write(data.subarray(at), { at });
+      if (n <= 0) throw new OpfsError('EIO', 'write', handle.name);
+      at += n;
+    }
+    access.flush();
+  } finally {
+    access.close();
+  }
+  return true;
+}
 
 /** Reads of a file that keeps being replaced while it is read, before the error is let through. */
 const READ_ATTEMPTS = 5;
@@ -73,6 +120,7 @@ export class OpfsFs implements FsLike {
         } catch (error) {
           throw translate(error, 'open', path);
         }
+        if (typeof data !== 'string' && data.length >= SYNC_WRITE_MIN && (await writeInPlace(handle, data))) return;
         const writable = await handle.createWritable();
         await writable.write(typeof data === 'string' ? data : (data as Uint8Array<ArrayBuffer>));
         await writable.close();
@@ -89,6 +137,15 @@ export class OpfsFs implements FsLike {
         const names: string[] = [];
         for await (const name of (dir as DirHandle).keys()) names.push(name);
         return names.sort();
+      },
+      async readdirTypes(path: string): Promise<DirEntry[]> {
+        const dir = await self.#dir(split(path), 'scandir', path);
+        const entries: DirEntry[] = [];
+        for await (const [name, handle] of (dir as DirHandle).entries()) {
+          const directory = handle.kind === 'directory';
+          entries.push({ name, isDirectory: () => directory, isFile: () => !directory });
+        }
+        return entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
       },
       async mkdir(path: string) {
         const parts = split(path);

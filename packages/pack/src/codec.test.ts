@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { parseCommit, serializeCommit } from './commit.js';
 import { applyDelta, createDelta, DeltaIndex } from './delta.js';
 import { indexColumns, indexIds, PackIndex, readIdx, writeIdx } from './idx.js';
+import { StreamInflater } from './inflate-stream.js';
 import { bytesToHex, hashObject } from './object.js';
 import { resolveDelta } from './pack-import.js';
 import * as webSha1 from './sha1.js';
@@ -37,6 +38,12 @@ describe('object ids', () => {
 describe('zlib implementations', () => {
   it('Node uses the reused native inflate context (the fast path the benchmarks measure)', () => {
     expect(nodeZlib.zlibImplementation()).toBe('node:zlib (reused native context)');
+  });
+
+  it('the web path resets its inflate context keeping the code tables (the fast path the benchmarks measure)', () => {
+    expect(webZlib.zlibImplementation()).toBe(
+      'pako low-level inflate (code tables kept across resets), fflate deflate',
+    );
   });
 
   it('pako and node:zlib inflate one stream followed by other bytes, and agree on consumed length', () => {
@@ -149,6 +156,74 @@ describe('zlib implementations', () => {
         },
       ),
       { numRuns: 300 },
+    );
+  });
+
+  it('entries over 1 MiB: the web path grows its output, stops at the stream end, and fails typed', () => {
+    const data = new Uint8Array(3 * 1024 * 1024 + 17).map((_, i) => ((i * 7919) % 251) ^ (i >> 12));
+    const packed = nodeZlib.deflate(data);
+    const input = new Uint8Array(packed.length + 4);
+    input.set(packed);
+    input.set([9, 9, 9, 9], packed.length);
+    const r = webZlib.inflateOne(input, data.length, true);
+    expect(r.kind).toBe('done');
+    if (r.kind === 'done') {
+      expect(r.consumed).toBe(packed.length);
+      expect(nodeZlib.crc32(r.data)).toBe(nodeZlib.crc32(data));
+    }
+    const cut = packed.subarray(0, packed.length >> 1);
+    expect(webZlib.inflateOne(cut, data.length, false).kind).toBe('need-more');
+    expect(() => webZlib.inflateOne(cut, data.length, true)).toThrow(
+      expect.objectContaining({ code: 'PACK_TRUNCATED' }),
+    );
+    for (const size of [data.length - 1, data.length + 1]) {
+      expect(() => webZlib.inflateOne(packed, size, true)).toThrow(
+        expect.objectContaining({ code: 'PACK_SIZE_MISMATCH' }),
+      );
+    }
+    expect(() => webZlib.inflateAll(packed, data.length - 1)).toThrow(
+      expect.objectContaining({ code: 'PACK_LIMIT_OBJECT_SIZE' }),
+    );
+    expect(nodeZlib.crc32(webZlib.inflateAll(packed, data.length))).toBe(nodeZlib.crc32(data));
+  });
+
+  it('the streaming inflater hands out the data in chunks, fed in pieces, and says how much input it used', () => {
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ maxLength: 6000 }),
+        fc.array(fc.nat(), { maxLength: 5 }),
+        fc.integer({ min: 1, max: 2000 }),
+        fc.integer({ min: 0, max: 9 }),
+        (data, cutSeeds, chunkSize, level) => {
+          const packed = webZlib.deflate(data, level);
+          const input = new Uint8Array(packed.length + 3);
+          input.set(packed);
+          input.set([1, 2, 3], packed.length);
+          const chunks: Uint8Array[] = [];
+          const inflater = new StreamInflater((chunk) => chunks.push(chunk), chunkSize);
+          const cuts = [...new Set(cutSeeds.map((c) => c % (input.length + 1)))].sort((a, b) => a - b);
+          const bounds = [0, ...cuts, input.length];
+          let used = 0;
+          for (let i = 1; i < bounds.length && !inflater.done; i++) {
+            const piece = input.subarray(Math.max(used, bounds[i - 1]!), Math.max(used, bounds[i]!));
+            used += inflater.push(piece);
+          }
+          expect(inflater.done).toBe(true);
+          expect(used).toBe(packed.length);
+          for (const chunk of chunks.slice(0, -1)) expect(chunk.length).toBe(chunkSize);
+          const joined = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
+          let o = 0;
+          for (const c of chunks) {
+            joined.set(c, o);
+            o += c.length;
+          }
+          expect(bytesToHex(joined)).toBe(bytesToHex(data));
+        },
+      ),
+      { numRuns: 200 },
+    );
+    expect(() => new StreamInflater(() => {}).push(enc.encode('not zlib at all'))).toThrow(
+      expect.objectContaining({ code: 'PACK_CORRUPT_ZLIB' }),
     );
   });
 

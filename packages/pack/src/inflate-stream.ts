@@ -1,37 +1,65 @@
 /**
  * A streaming zlib inflater for entries too large to inflate in one call (big blobs): output is
  * handed to `onData` chunk by chunk, so memory stays bounded by the chunk size, not the object.
+ * It runs on pako's low-level inflate, the modules `zlib.ts` uses, so a bundle carries them once.
  */
 /// <reference path="./pako-lowlevel.d.ts" />
-import pakoInflateApi from 'pako/lib/inflate.js';
+import pakoInflate from 'pako/lib/zlib/inflate.js';
+import ZStream from 'pako/lib/zlib/zstream.js';
 import { PackError } from './errors.js';
-import type { InflateState } from './zlib.js';
-
-const { Inflate } = pakoInflateApi;
 
 export class StreamInflater {
-  readonly #inflator: InstanceType<typeof Inflate>;
+  readonly #strm = new ZStream();
+  readonly #onData: (chunk: Uint8Array) => void;
+  readonly #chunkSize: number;
+  #out: Uint8Array;
   #done = false;
 
   constructor(onData: (chunk: Uint8Array) => void, chunkSize = 256 * 1024) {
-    this.#inflator = new Inflate({ chunkSize });
-    this.#inflator.onData = (chunk: Uint8Array) => onData(chunk);
+    if (pakoInflate.inflateInit(this.#strm) !== 0)
+      throw new PackError('PACK_CORRUPT_ZLIB', 'zlib: cannot set up inflate');
+    this.#onData = onData;
+    this.#chunkSize = chunkSize;
+    this.#out = new Uint8Array(chunkSize);
+    this.#strm.next_out = 0;
   }
 
   get done(): boolean {
     return this.#done;
   }
 
-  /** Feeds input; returns the number of input bytes used (less than `input.length` once done). */
+  /**
+   * Feeds input; returns the number of input bytes used (less than `input.length` once done).
+   * Each chunk handed to `onData` is new memory: a full chunk is its buffer's whole length.
+   */
   push(input: Uint8Array): number {
     if (this.#done) return 0;
-    const inflator = this.#inflator;
-    inflator.push(input, false);
-    if (inflator.err) throw new PackError('PACK_CORRUPT_ZLIB', `zlib: ${inflator.msg || inflator.err}`);
-    if ((inflator as unknown as InflateState).ended) {
-      this.#done = true;
-      return input.length - (inflator as unknown as InflateState).strm.avail_in;
+    const strm = this.#strm;
+    strm.input = input;
+    strm.next_in = 0;
+    strm.avail_in = input.length;
+    try {
+      for (;;) {
+        strm.output = this.#out;
+        strm.avail_out = this.#out.length - strm.next_out;
+        const ret = pakoInflate.inflate(strm, 0);
+        if (ret !== 0 && ret !== 1 && ret !== -5) throw new PackError('PACK_CORRUPT_ZLIB', `zlib: ${strm.msg || ret}`);
+        if (ret === 1) this.#done = true;
+        if (strm.avail_out === 0 || (this.#done && strm.next_out > 0)) {
+          const full = strm.avail_out === 0;
+          const chunk = full ? this.#out : this.#out.slice(0, strm.next_out);
+          this.#out = new Uint8Array(this.#chunkSize);
+          strm.next_out = 0;
+          this.#onData(chunk);
+          if (full && !this.#done) continue;
+        }
+        if (this.#done) return input.length - strm.avail_in;
+        if (strm.avail_in === 0) return input.length;
+        if (ret === -5) throw new PackError('PACK_CORRUPT_ZLIB', 'zlib: stream stopped early');
+      }
+    } finally {
+      strm.input = null;
+      strm.output = null;
     }
-    return input.length;
   }
 }

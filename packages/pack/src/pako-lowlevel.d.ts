@@ -21,29 +21,3 @@ declare module 'pako/lib/zlib/inflate.js' {
   };
   export default inflate;
 }
-
-declare module 'pako/lib/zlib/deflate.js' {
-  import type ZStream from 'pako/lib/zlib/zstream.js';
-
-  const deflate: {
-    deflateInit2(
-      strm: ZStream,
-      level: number,
-      method: number,
-      windowBits: number,
-      memLevel: number,
-      strategy: number,
-    ): number;
-    deflateReset(strm: ZStream): number;
-    deflate(strm: ZStream, flush: number): number;
-  };
-  export default deflate;
-}
-
-/** pako's streaming Inflate from its CommonJS sources, the same copy as the low-level modules above. */
-declare module 'pako/lib/inflate.js' {
-  import type { Inflate } from 'pako';
-
-  const api: { Inflate: typeof Inflate };
-  export default api;
-}

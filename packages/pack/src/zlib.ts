@@ -1,34 +1,28 @@
 /// <reference path="./pako-lowlevel.d.ts" />
 /**
- * zlib (RFC 1950/1951) for pack entries: the web default over pako. Node selects
- * `zlib.node.ts` (node:zlib) through the package's `#zlib` import condition.
+ * zlib (RFC 1950/1951) for pack entries on the web: pako's low-level inflate (zlib's inflate.c
+ * ported) and fflate's deflate. Node selects `zlib.node.ts` (node:zlib) through the package's
+ * `#zlib` import condition.
  *
  * `inflateOne` inflates one zlib stream that starts at `input[0]` and may be followed by other
- * bytes (the next pack entry); it reports how many input bytes the stream used.
+ * bytes (the next pack entry); it reports how many input bytes the stream used. pako's
+ * low-level stream says so exactly (`avail_in` left over); fflate's inflate is smaller but its
+ * public API does not tell where a stream ended, and finding the Adler-32 trailer by search
+ * needs a second inflate to rule out an earlier match, so inflating stays on pako. Deflating
+ * needs no such position, and fflate's deflate is a fraction of pako's in a bundle, so it
+ * deflates. Only pako's low-level inflate modules are imported: its `Inflate` class and its
+ * deflate stay out of the bundle.
  *
- * Every call is synchronous (the pack reader inflates entries as it parses), so pako's low-level
- * contexts are set up once and reset per call: one for inflating, one per deflate level. In
- * Chromium that is 2.3x for deflating small objects (trees, commits) and 2-4x for inflating loose
- * objects against a new pako Inflate/Deflate per call. DecompressionStream is no match per entry:
- * it is asynchronous, and 40 entries of 50 KB took 45 ms through it against 3 ms here, 200 small
- * ones 177 ms against 2 ms (Chromium 156, best of 9).
+ * Every call is synchronous (the pack reader inflates entries as it parses), so one inflate
+ * context is set up once and reset per call. DecompressionStream is no match per entry: it is
+ * asynchronous, and it rejects bytes after the end of a stream, so it cannot say where the next
+ * entry begins.
  */
 
-import pakoInflateApi from 'pako/lib/inflate.js';
-import pakoDeflate from 'pako/lib/zlib/deflate.js';
+import { zlibSync } from 'fflate';
 import pakoInflate from 'pako/lib/zlib/inflate.js';
 import ZStream from 'pako/lib/zlib/zstream.js';
 import { PackError } from './errors.js';
-import { concatBytes } from './object.js';
-
-/** pako's streaming Inflate from its CommonJS sources, so a bundle carries one copy of pako. */
-const { Inflate } = pakoInflateApi;
-
-/** The parts of pako's Inflate its typings omit. */
-export interface InflateState {
-  ended: boolean;
-  strm: { avail_in: number };
-}
 
 /**
  * `need-more` may carry `rest`: the stream inflated so far, to be continued with the input that
@@ -46,7 +40,7 @@ export interface InflateRest {
   close(): void;
 }
 
-/** Entries up to this size go through one reused low-level context (2.2x faster than an Inflate per entry). */
+/** Entries up to this size get their declared size at once (and may be resumed); larger ones output that grows. */
 const REUSED_MAX = 1 << 20;
 let reused: ZStream | undefined;
 
@@ -72,14 +66,79 @@ export function openInflateRests(): number {
 }
 
 /** The inflate context shared by every call (calls are synchronous, never nested). */
-function reusedInflater(): ZStream | undefined {
+function reusedInflater(): ZStream {
   if (!reused) reused = idle.pop();
   if (!reused) {
     const strm = new ZStream();
-    if (pakoInflate.inflateInit(strm) !== 0) return undefined;
+    if (pakoInflate.inflateInit(strm) !== 0) throw new PackError('PACK_CORRUPT_ZLIB', 'zlib: cannot set up inflate');
+    headMode ??= tablesKept(strm) ? (strm as unknown as { state: InflateStateFields }).state.mode : -1;
     reused = strm;
   }
   return reused;
+}
+
+/** The fields of pako's inflate state that a reset sets (zlib's `inflateReset`). */
+interface InflateStateFields {
+  mode: number;
+  wrap: number;
+  total: number;
+  last: number;
+  havedict: number;
+  flags: number;
+  dmax: number;
+  head: unknown;
+  hold: number;
+  bits: number;
+  lencode: unknown;
+  distcode: unknown;
+  lendyn: unknown;
+  distdyn: unknown;
+  sane: number;
+  back: number;
+  wsize: number;
+  whave: number;
+  wnext: number;
+}
+
+/** The mode of a freshly reset inflate state (waiting for the zlib header); -1 if the state is not as expected. */
+let headMode: number | undefined;
+
+/** Whether the state holds the code tables a reset may keep, as zlib's own state does. */
+function tablesKept(strm: ZStream): boolean {
+  const state = (strm as unknown as { state?: Partial<InflateStateFields> }).state;
+  return state?.lendyn instanceof Int32Array && state.distdyn instanceof Int32Array && typeof state.mode === 'number';
+}
+
+/**
+ * zlib's `inflateReset` keeping the code tables, as zlib does: pako's reset allocates two new
+ * tables per call, which dominates for small entries. Falls back to pako's reset should its
+ * state not look as expected.
+ */
+function resetInflate(strm: ZStream): void {
+  if (headMode === undefined || headMode < 0 || !tablesKept(strm)) {
+    pakoInflate.inflateReset(strm);
+    return;
+  }
+  const s = (strm as unknown as { state: InflateStateFields }).state;
+  const z = strm as unknown as { total_in: number; total_out: number; adler: number };
+  z.total_in = z.total_out = s.total = 0;
+  strm.msg = '';
+  if (s.wrap) z.adler = s.wrap & 1;
+  s.wsize = 0;
+  s.whave = 0;
+  s.wnext = 0;
+  s.mode = headMode;
+  s.last = 0;
+  s.havedict = 0;
+  s.flags = -1;
+  s.dmax = 32768;
+  s.head = null;
+  s.hold = 0;
+  s.bits = 0;
+  s.lencode = s.lendyn;
+  s.distcode = s.distdyn;
+  s.sane = 1;
+  s.back = -1;
 }
 
 /**
@@ -95,16 +154,13 @@ export function inflateOne(
   resumable = false,
   into?: Uint8Array,
 ): InflateOutcome {
-  if (expectedSize <= REUSED_MAX) {
-    const r = inflateReused(input, expectedSize, final, resumable, into);
-    if (r) return r;
-  }
+  if (expectedSize <= REUSED_MAX) return inflateReused(input, expectedSize, final, resumable, into);
   return inflateWithInflate(input, expectedSize, final);
 }
 
 /**
  * One zlib stream through a context reset per entry, inflating straight into a buffer one byte
- * longer than declared (so that too much data shows). Undefined only if pako cannot set up.
+ * longer than declared (so that too much data shows).
  */
 function inflateReused(
   input: Uint8Array,
@@ -112,10 +168,9 @@ function inflateReused(
   final: boolean,
   resumable: boolean,
   into: Uint8Array | undefined,
-): InflateOutcome | undefined {
+): InflateOutcome {
   const strm = reusedInflater();
-  if (!strm) return undefined;
-  pakoInflate.inflateReset(strm);
+  resetInflate(strm);
   const out =
     into !== undefined && into.length > expectedSize
       ? into.subarray(0, expectedSize + 1)
@@ -200,120 +255,92 @@ class PakoRest implements InflateRest {
   }
 }
 
-/** One zlib stream through a new pako `Inflate` (the path for large entries; benchmarks compare it). */
+/**
+ * One zlib stream into output that grows as it fills (the path for entries over 1 MiB, whose
+ * declared size is not allocated up front: a hostile header may declare any size).
+ */
 export function inflateWithInflate(input: Uint8Array, expectedSize: number, final: boolean): InflateOutcome {
-  const inflator = new Inflate({ chunkSize: Math.max(1024, Math.min(expectedSize + 1, 1 << 20)) });
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  inflator.onData = (chunk: Uint8Array) => {
-    total += chunk.length;
-    if (total > expectedSize)
-      throw new PackError('PACK_SIZE_MISMATCH', `inflated data exceeds declared ${expectedSize}`);
-    chunks.push(chunk);
-  };
-  inflator.push(input, false);
-  if (inflator.err) throw new PackError('PACK_CORRUPT_ZLIB', `zlib: ${inflator.msg || inflator.err}`);
-  if (!(inflator as unknown as InflateState).ended) {
+  const strm = inflateGrowing(
+    input,
+    expectedSize,
+    'PACK_SIZE_MISMATCH',
+    `inflated data exceeds declared ${expectedSize}`,
+  );
+  const produced = strm.next_out;
+  const out = strm.output as Uint8Array;
+  strm.output = null;
+  if (!strm.ended) {
     if (final) throw new PackError('PACK_TRUNCATED', 'pack ends inside a zlib stream');
     return { kind: 'need-more' };
   }
-  const consumed = input.length - (inflator as unknown as InflateState).strm.avail_in;
-  if (total !== expectedSize) {
-    throw new PackError('PACK_SIZE_MISMATCH', `inflated ${total} bytes, header declared ${expectedSize}`);
+  if (produced !== expectedSize) {
+    throw new PackError('PACK_SIZE_MISMATCH', `inflated ${produced} bytes, header declared ${expectedSize}`);
   }
-  return { kind: 'done', data: joined(chunks, total), consumed };
+  return { kind: 'done', data: out.subarray(0, produced), consumed: input.length - strm.avail_in };
 }
 
-/** One deflate context per level, reset per call (a new one allocates and clears ~260 KB of state). */
-const deflaters = new Map<number, ZStream>();
-
-export function deflate(data: Uint8Array, level = 6): Uint8Array {
-  let strm = deflaters.get(level);
-  if (!strm) {
-    strm = new ZStream();
-    // zlib's defaults: deflated, 32 KiB window (15 bits), memLevel 8, default strategy
-    if (pakoDeflate.deflateInit2(strm, level, 8, 15, 8, 0) !== 0) {
-      throw new PackError('PACK_CORRUPT_ZLIB', `zlib: cannot set up deflate at level ${level}`);
-    }
-    deflaters.set(level, strm);
-  } else {
-    pakoDeflate.deflateReset(strm);
-  }
-  const n = data.length;
-  // zlib's deflateBound for these settings, plus the zlib header and trailer
-  let out = new Uint8Array(n + (n >>> 12) + (n >>> 14) + (n >>> 25) + 13 + 6);
-  bindStream(strm, data, out);
-  try {
-    for (;;) {
-      const ret = pakoDeflate.deflate(strm, 4 /* Z_FINISH */);
-      if (ret === 1) break;
-      if (ret !== 0 && ret !== -5) throw new PackError('PACK_CORRUPT_ZLIB', `zlib: ${strm.msg || ret}`);
-      // the bound is exact for zlib; should pako need more, grow and go on
-      const grown = new Uint8Array(out.length * 2);
-      grown.set(out.subarray(0, strm.next_out));
-      out = grown;
-      strm.output = out;
-      strm.avail_out = out.length - strm.next_out;
-    }
-  } catch (error) {
-    deflaters.delete(level);
-    throw error;
-  } finally {
-    strm.input = null;
-    strm.output = null;
-  }
-  return out.subarray(0, strm.next_out);
+/** A pako stream after `inflateGrowing`: `ended` when the zlib stream ended, its output left bound. */
+interface GrownStream extends ZStream {
+  ended?: boolean;
 }
 
-/** Inflates a whole zlib stream (a loose object), through the reused context, growing the output as needed. */
-export function inflateAll(input: Uint8Array, maxSize: number): Uint8Array {
-  const strm = reusedInflater();
-  if (!strm) return inflateAllWithInflate(input, maxSize);
-  pakoInflate.inflateReset(strm);
+/**
+ * Inflates `input` through the shared context, output from a modest size doubling up to
+ * `maxSize + 1` bytes; more than `maxSize` throws `code`. Returns with the output still bound
+ * (the caller takes it) and `ended` set when the stream ended within `input`.
+ */
+function inflateGrowing(
+  input: Uint8Array,
+  maxSize: number,
+  code: 'PACK_SIZE_MISMATCH' | 'PACK_LIMIT_OBJECT_SIZE',
+  message: string,
+): GrownStream {
+  const strm = reusedInflater() as GrownStream;
+  resetInflate(strm);
   let out = new Uint8Array(Math.min(maxSize + 1, Math.max(256, input.length * 4)));
   bindStream(strm, input, out);
+  strm.ended = false;
   try {
     for (;;) {
       const ret = pakoInflate.inflate(strm, 0);
-      if (strm.next_out > maxSize) {
-        throw new PackError('PACK_LIMIT_OBJECT_SIZE', `inflated data exceeds ${maxSize} bytes`);
+      if (strm.next_out > maxSize) throw new PackError(code, message);
+      if (ret === 1) {
+        strm.ended = true;
+        break;
       }
-      if (ret === 1) break;
-      if ((ret !== 0 && ret !== -5) || strm.avail_out > 0) {
-        throw new PackError('PACK_CORRUPT_ZLIB', `zlib: ${strm.msg || (ret === 0 || ret === -5 ? 'truncated' : ret)}`);
-      }
+      if (ret !== 0 && ret !== -5) throw new PackError('PACK_CORRUPT_ZLIB', `zlib: ${strm.msg || ret}`);
+      // input used up with room left in the output: the stream goes on past `input`
+      if (strm.avail_out > 0) break;
       const grown = new Uint8Array(Math.min(maxSize + 1, out.length * 2));
       grown.set(out);
       out = grown;
       strm.output = out;
       strm.avail_out = out.length - strm.next_out;
     }
+  } catch (error) {
+    strm.output = null;
+    throw error;
   } finally {
     strm.input = null;
-    strm.output = null;
   }
+  return strm;
+}
+
+/** zlib's defaults (a 32 KiB window, the default strategy) at `level`, through fflate. */
+export function deflate(data: Uint8Array, level = 6): Uint8Array {
+  if (!Number.isInteger(level) || level < 0 || level > 9) {
+    throw new PackError('PACK_CORRUPT_ZLIB', `zlib: cannot set up deflate at level ${level}`);
+  }
+  return zlibSync(data, { level: level as 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 });
+}
+
+/** Inflates a whole zlib stream (a loose object), through the shared context, growing the output as needed. */
+export function inflateAll(input: Uint8Array, maxSize: number): Uint8Array {
+  const strm = inflateGrowing(input, maxSize, 'PACK_LIMIT_OBJECT_SIZE', `inflated data exceeds ${maxSize} bytes`);
+  const out = strm.output as Uint8Array;
+  strm.output = null;
+  if (!strm.ended) throw new PackError('PACK_CORRUPT_ZLIB', `zlib: ${strm.msg || 'truncated'}`);
   return out.subarray(0, strm.next_out);
-}
-
-/** A whole zlib stream through a new pako `Inflate` (the fallback). */
-function inflateAllWithInflate(input: Uint8Array, maxSize: number): Uint8Array {
-  const inflator = new Inflate({ chunkSize: 64 * 1024 });
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  inflator.onData = (chunk: Uint8Array) => {
-    total += chunk.length;
-    if (total > maxSize) throw new PackError('PACK_LIMIT_OBJECT_SIZE', `inflated data exceeds ${maxSize} bytes`);
-    chunks.push(chunk);
-  };
-  inflator.push(input, true);
-  if (inflator.err || !(inflator as unknown as InflateState).ended)
-    throw new PackError('PACK_CORRUPT_ZLIB', `zlib: ${inflator.msg || 'truncated'}`);
-  return joined(chunks, total);
-}
-
-/** One chunk as it is, several in one new array. */
-function joined(chunks: Uint8Array[], total: number): Uint8Array {
-  return chunks.length === 1 ? chunks[0]! : concatBytes(chunks, total);
 }
 
 /** CRC-32 tables for slicing by 8: `tables[k * 256 + b]` is the CRC of byte b followed by k zero bytes. */
@@ -360,5 +387,7 @@ export function crc32(data: Uint8Array, crc = 0): number {
 }
 
 export function zlibImplementation(): string {
-  return 'pako';
+  reusedInflater();
+  const reset = headMode !== undefined && headMode >= 0 ? 'code tables kept across resets' : "pako's reset";
+  return `pako low-level inflate (${reset}), fflate deflate`;
 }

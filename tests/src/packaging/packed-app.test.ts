@@ -2,9 +2,11 @@
  * The packages as a user meets them: packed into tarballs (`pnpm pack`, as publishing does),
  * checked by publint and arethetypeswrong, installed into a fresh app outside the workspace,
  * typechecked with a plain `lib: ES2022` and built with Vite's defaults, then run in Chromium:
- * one worker hosts a repository, another clones it into memory and OPFS, commits and pushes.
+ * one worker hosts a repository, another clones it into memory and OPFS, commits and pushes; a
+ * third clones, commits and pushes over HTTP through `gitport serve` (the packed CLI, `--cors`).
+ * Workers that only clone or only host stay within a size budget.
  */
-import { execFile } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { createRequire } from 'node:module';
@@ -12,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { extname, join, normalize } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
+import { gzipSync } from 'node:zlib';
 import { checkPackage, createPackageFromTarballData } from '@arethetypeswrong/core';
 import { chromium } from 'playwright-core';
 import { publint } from 'publint';
@@ -21,6 +24,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 const run = promisify(execFile);
 const repoRoot = fileURLToPath(new URL('../../..', import.meta.url));
 const appSources = fileURLToPath(new URL('../../packaging/app', import.meta.url));
+const budgetSources = fileURLToPath(new URL('../../packaging/budget', import.meta.url));
+
+/**
+ * The most a worker that clones, or one that hosts, with MemoryFs may weigh once built with
+ * Vite's defaults and gzipped (what a browser downloads), every chunk it loads included: a
+ * ceiling that only comes down as the packages lose weight.
+ */
+const WORKER_BUDGETS: Record<string, number> = { clone: 78 * 1024, host: 82 * 1024 };
 const require = createRequire(import.meta.url);
 
 interface Tarball {
@@ -146,7 +157,7 @@ describe("the README's browser guide", () => {
   it('is the app this file builds and runs, file by file', async () => {
     const readme = await readFile(join(repoRoot, 'README.md'), 'utf8');
     const shown = [...readme.matchAll(/<!-- file: ([\w.]+) -->\n```ts\n([\s\S]*?)```\n/g)];
-    expect(shown.map(([, name]) => name)).toEqual(['main.ts', 'host.worker.ts', 'client.worker.ts']);
+    expect(shown.map(([, name]) => name)).toEqual(['main.ts', 'host.worker.ts', 'client.worker.ts', 'http.worker.ts']);
     for (const [, name, code] of shown) expect(code, name).toBe(await readFile(join(appSources, name!), 'utf8'));
   });
 });
@@ -154,11 +165,16 @@ describe("the README's browser guide", () => {
 describe('a fresh app on the packed packages', () => {
   let app: string;
   let server: Server | undefined;
+  let gateway: Gateway | undefined;
 
   beforeAll(async () => {
     app = join(scratch, 'app');
     await mkdir(app);
     await cp(appSources, app, { recursive: true });
+    // the budget's workers sit beside the app's, typechecked with them, built on their own
+    for (const name of Object.keys(WORKER_BUDGETS)) {
+      await cp(join(budgetSources, `${name}.worker.ts`), join(app, `budget-${name}.worker.ts`));
+    }
     // Every gitport package from its tarball, also where one tarball depends on another.
     const fromTarball = Object.fromEntries(tarballs.map(({ name, file }) => [name, `file:${file}`]));
     await writeFile(
@@ -168,6 +184,7 @@ describe('a fresh app on the packed packages', () => {
         private: true,
         type: 'module',
         dependencies: { gitport: fromTarball.gitport, '@gitport/bus': fromTarball['@gitport/bus'] },
+        devDependencies: { '@gitport/cli': fromTarball['@gitport/cli'] },
         pnpm: { overrides: fromTarball },
       }),
     );
@@ -179,6 +196,10 @@ describe('a fresh app on the packed packages', () => {
 
   afterAll(async () => {
     await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
+    if (gateway && gateway.child.exitCode === null) {
+      gateway.child.kill('SIGTERM');
+      await gateway.exit;
+    }
   });
 
   it('typechecks under strict TypeScript with lib ES2022 and DOM, library declarations included', async () => {
@@ -190,13 +211,28 @@ describe('a fresh app on the packed packages', () => {
     expect(checked).toBe('');
   });
 
-  it("builds with Vite's defaults and clones, commits and pushes between two workers in Chromium", async () => {
+  it("builds with Vite's defaults and clones, commits and pushes between workers and through the gateway in Chromium", async () => {
     const { build } = await loadVite();
     await build({ root: app, configFile: false, logLevel: 'silent' });
     const dist = join(app, 'dist');
     server = await serveStatic(dist);
     const address = server.address();
     if (!address || typeof address === 'string') throw new Error('no address');
+    // the gateway as the packed CLI runs it, open to the page's origin, pushes with a token
+    const repos = join(scratch, 'repos');
+    const token = 'packed-app-token';
+    gateway = await startGateway(app, [
+      '--root',
+      repos,
+      '--port',
+      '0',
+      '--token',
+      token,
+      '--cors',
+      `http://127.0.0.1:${address.port}`,
+    ]);
+    const demo = join(repos, 'demo.git');
+    const before = await git(demo, 'rev-parse', 'refs/heads/main');
 
     const browser = await chromium.launch({
       executablePath: process.env.GITPORT_CHROMIUM ?? '/usr/bin/chromium',
@@ -205,10 +241,15 @@ describe('a fresh app on the packed packages', () => {
     });
     try {
       const page = await (await browser.newContext()).newPage();
-      await page.goto(`http://127.0.0.1:${address.port}/`);
-      await page.waitForFunction(() => document.querySelector('#result')?.textContent !== '', undefined, {
-        timeout: 120_000,
-      });
+      const query = new URLSearchParams({ remote: `${gateway.url}/demo.git`, token });
+      await page.goto(`http://127.0.0.1:${address.port}/?${query}`);
+      await page.waitForFunction(
+        () =>
+          document.querySelector('#result')?.textContent !== '' &&
+          document.querySelector('#http-result')?.textContent !== '',
+        undefined,
+        { timeout: 120_000 },
+      );
       const result = JSON.parse((await page.textContent('#result')) ?? '') as {
         ok: boolean;
         error?: string;
@@ -225,11 +266,79 @@ describe('a fresh app on the packed packages', () => {
       expect(result.updates.map((update) => [update.ref, update.new])).toEqual(
         pushed.map((oid) => ['refs/heads/main', oid]),
       );
+
+      const overHttp = JSON.parse((await page.textContent('#http-result')) ?? '') as {
+        ok: boolean;
+        error?: string;
+        files: string[];
+        pushed: string;
+      };
+      expect(overHttp.error).toBeUndefined();
+      expect(overHttp.ok).toBe(true);
+      // the work tree of the demo repository's main, then git's own view of the pushed commit
+      const tree = (await git(demo, 'ls-tree', '--name-only', before)).split('\n');
+      expect(overHttp.files.filter((name) => name !== '.git').sort()).toEqual(tree.sort());
+      expect(await git(demo, 'rev-parse', 'refs/heads/main')).toBe(overHttp.pushed);
+      expect(await git(demo, 'rev-parse', `${overHttp.pushed}^`)).toBe(before);
+      expect(await git(demo, 'show', `${overHttp.pushed}:web.txt`)).toBe('web');
+      await git(demo, 'fsck', '--strict', '--no-dangling');
     } finally {
       await browser.close();
     }
   });
+
+  it("keeps a worker that clones, or hosts, with MemoryFs within its gzip budget (Vite's defaults)", async () => {
+    const { build } = await loadVite();
+    const sizes: Record<string, number> = {};
+    for (const name of Object.keys(WORKER_BUDGETS)) {
+      const built = (await build({
+        root: app,
+        configFile: false,
+        logLevel: 'silent',
+        build: { write: false, rollupOptions: { input: join(app, `budget-${name}.worker.ts`) } },
+      })) as BuildOutput | BuildOutput[];
+      const chunks = (Array.isArray(built) ? built : [built]).flatMap(({ output }) => output);
+      expect(chunks.filter((chunk) => chunk.type === 'chunk').length, name).toBeGreaterThan(0);
+      sizes[name] = chunks.reduce((n, chunk) => n + (chunk.type === 'chunk' ? gzipSync(chunk.code).length : 0), 0);
+    }
+    for (const [name, budget] of Object.entries(WORKER_BUDGETS)) expect(sizes[name], name).toBeLessThanOrEqual(budget);
+  });
 });
+
+/** What Vite's `build` resolves to with `write: false`: the chunks and assets of each output. */
+interface BuildOutput {
+  output: ({ type: 'chunk'; fileName: string; code: string } | { type: 'asset'; fileName: string })[];
+}
+
+interface Gateway {
+  child: ChildProcess;
+  url: string;
+  exit: Promise<number | null>;
+}
+
+/** `gitport serve` from the app's packed `@gitport/cli`, once it printed its listening line. */
+function startGateway(app: string, args: string[]): Promise<Gateway> {
+  const bin = join(app, 'node_modules', '@gitport', 'cli', 'bin', 'gitport.js');
+  const child = spawn(process.execPath, [bin, 'serve', ...args], { cwd: app, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+  const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const listening = /^gitport listening on (http:\/\/[\d.]+:\d+)\n/.exec(out);
+      if (listening) resolve({ child, url: listening[1]!, exit });
+    });
+    void exit.then((code) => reject(new Error(`gitport serve exited ${code}: ${err}`)));
+  });
+}
+
+/** Real git on a bare repository, its output trimmed. */
+async function git(gitDir: string, ...args: string[]): Promise<string> {
+  const { stdout } = await run('git', ['--git-dir', gitDir, ...args]);
+  return stdout.trim();
+}
 
 /** Vite as installed for vitest (the workspace has no direct dependency on it). */
 async function loadVite(): Promise<{ build(config: Record<string, unknown>): Promise<unknown> }> {

@@ -1,0 +1,60 @@
+/**
+ * OpfsFs writing large files in a dedicated worker, where it writes them in place through a sync
+ * access handle: a file rewritten shorter, longer and small reads back exactly; a file another
+ * sync access handle holds falls back to a writable, which the browser refuses as it always did.
+ * Answers what it found.
+ */
+import { OpfsFs } from 'gitport';
+
+const pattern = (length: number, seed: number) => {
+  const bytes = new Uint8Array(length);
+  for (let i = 0; i < length; i++) bytes[i] = (i * 31 + seed) & 0xff;
+  return bytes;
+};
+
+const same = (a: Uint8Array, b: Uint8Array) => a.length === b.length && a.every((x, i) => x === b[i]);
+
+self.onmessage = async (event: MessageEvent<{ dir: string }>) => {
+  try {
+    const { dir } = event.data;
+    const fs = new OpfsFs();
+    await fs.promises.mkdir(dir);
+    const path = `${dir}/pack`;
+    const checks: Record<string, boolean> = {};
+    for (const [name, data] of [
+      ['large', pattern(1024 * 1024 + 3, 1)],
+      ['shorter', pattern(300 * 1024, 2)],
+      ['longer', pattern(2 * 1024 * 1024, 3)],
+      ['small', pattern(10, 4)],
+    ] as const) {
+      await fs.promises.writeFile(path, data);
+      checks[name] = same((await fs.promises.readFile(path)) as Uint8Array, data);
+    }
+    // another handle holds the file: the write falls back to a writable, refused while it is held
+    const root = await navigator.storage.getDirectory();
+    const parent = await root.getDirectoryHandle(dir.slice(1));
+    const held = await (
+      (await parent.getFileHandle('held', { create: true })) as unknown as {
+        createSyncAccessHandle(): Promise<{ close(): void }>;
+      }
+    ).createSyncAccessHandle();
+    const blocked = pattern(512 * 1024, 5);
+    let heldOutcome: string;
+    try {
+      await fs.promises.writeFile(`${dir}/held`, blocked);
+      heldOutcome = 'written';
+    } catch (error) {
+      heldOutcome = (error as { name?: string }).name ?? String(error);
+    } finally {
+      held.close();
+    }
+    postMessage({
+      ok: true,
+      checks,
+      heldOutcome,
+      syncHandles: 'createSyncAccessHandle' in FileSystemFileHandle.prototype,
+    });
+  } catch (error) {
+    postMessage({ ok: false, error: String(error) });
+  }
+};
