@@ -24,9 +24,24 @@ export interface Handshake {
   fail(error: BusError): void;
 }
 
+interface ErrorReportingGlobal {
+  reportError?: (e: unknown) => void;
+  console?: { error(...a: unknown[]): void };
+  Bun?: unknown;
+  Deno?: unknown;
+}
+
+/**
+ * Reports an error nobody awaits without ending the program. A browser's `reportError` logs it
+ * (with its stack, in the devtools' error list) and goes on. Bun's treats it as an uncaught
+ * exception: the process (or the worker) exits unless the application installed a handler, and
+ * Deno's did the same until a recent release. There, as in Node (which has no `reportError`), it
+ * goes to `console.error`: a hub that drops frames still in flight to a peer that just died must
+ * not take its process down.
+ */
 function defaultOnError(error: unknown): void {
-  const g = globalThis as { reportError?: (e: unknown) => void; console?: { error(...a: unknown[]): void } };
-  if (typeof g.reportError === 'function') g.reportError(error);
+  const g = globalThis as ErrorReportingGlobal;
+  if (typeof g.reportError === 'function' && g.Bun === undefined && g.Deno === undefined) g.reportError(error);
   else g.console?.error('[gitport/bus]', error);
 }
 

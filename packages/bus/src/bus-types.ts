@@ -38,7 +38,8 @@ export interface BusOptions {
   connectTimeout?: number;
   /**
    * Where errors with no caller go (a listener that threw, a message dropped); default
-   * reportError/console.error. Messages dropped because of what a peer sent are reported one by one
+   * reportError in a browser, console.error elsewhere (Bun's reportError would end the process).
+   * Messages dropped because of what a peer sent are reported one by one
    * up to 20 a second; past that they are counted, and the count is reported once the second is
    * over (BusError `BUS_REPORTS_SUPPRESSED`), so a peer cannot flood the log.
    */
