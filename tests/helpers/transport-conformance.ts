@@ -503,8 +503,11 @@ export function transportConformance(
         // both fail at the kill, before the assertions below reach them: handled from now on
         for (const pending of [writer, reading]) pending.catch(() => {});
         await pair.kill();
-        await expect(writer).rejects.toMatchObject({ code: 'TRANSPORT_PEER_LOST' });
-        await expect(reading).rejects.toMatchObject({ code: 'TRANSPORT_PEER_LOST' });
+        // Settled first, then asserted: Bun's test runner delivers no MessagePort message while
+        // an `expect(...).rejects` waits, and the hub's peer-left notice is one.
+        const [writerError, readingError] = await Promise.all([writer, reading].map(settledError));
+        expect(writerError).toMatchObject({ code: 'TRANSPORT_PEER_LOST' });
+        expect(readingError).toMatchObject({ code: 'TRANSPORT_PEER_LOST' });
         await expect(writing.closed).rejects.toMatchObject({ code: 'TRANSPORT_PEER_LOST' });
         await expect(stalled.closed).rejects.toMatchObject({ code: 'TRANSPORT_PEER_LOST' });
         await expect(stalled.write(new Uint8Array(1))).rejects.toMatchObject({ code: 'TRANSPORT_PEER_LOST' });
@@ -514,4 +517,12 @@ export function transportConformance(
       }
     });
   });
+}
+
+/** What a promise rejected with, or undefined when it fulfilled. */
+function settledError(pending: Promise<unknown>): Promise<unknown> {
+  return pending.then(
+    () => undefined,
+    (error: unknown) => error,
+  );
 }

@@ -1,13 +1,14 @@
 /**
  * The transport conformance suite on Bun, run by `bun test` (see transport-conformance.test.ts):
- * a bus over a MessageChannel in one thread, and a bus to a Bun worker thread started on the
- * TypeScript entry itself (Bun runs it without a loader).
+ * a bus over a MessageChannel in one thread, two buses through a hub in one thread (whose
+ * peer-death case checks the hub's peer-left notice), and a bus to a Bun worker thread started on
+ * the TypeScript entry itself (Bun runs it without a loader).
  */
 import { Worker } from 'node:worker_threads';
 import { createBus } from '@gitport/bus';
 import { nodeEndpoint } from '@gitport/bus/node';
 import { type ConformancePair, transportConformance } from '@gitport/test-helpers/transport-conformance';
-import { busChannelPair, sideOf } from '../transport/pairs.js';
+import { busChannelPair, busHubPair, sideOf } from '../transport/pairs.js';
 
 let pairs = 0;
 
@@ -38,3 +39,4 @@ async function bunWorkerPair(): Promise<ConformancePair> {
 
 transportConformance('bus over MessageChannel on Bun, one thread', busChannelPair);
 transportConformance('bus to a Bun worker thread', bunWorkerPair);
+transportConformance('bus through a hub on Bun, one thread', busHubPair, { bigBytes: 20 * 1000 * 1000 });
