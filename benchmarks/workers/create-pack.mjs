@@ -20,7 +20,7 @@ for (const line of Buffer.concat(chunks).toString('utf8').split('\n')) {
 }
 const store = new FsObjectStore(fs, gitDir);
 try {
-  for await (const chunk of createPack(store, { wants, haves, reuse: reuse === '1' })) {
+  for await (const chunk of createPack(store, { wants, haves }, { reuse: reuse === '1' })) {
     if (!process.stdout.write(chunk)) await new Promise((r) => process.stdout.once('drain', r));
   }
 } finally {
