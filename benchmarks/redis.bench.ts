@@ -15,7 +15,7 @@
  *   replayed from Redis, next to the same storm on 1 instance replaying from its memory; time, and
  *   Redis commands per client (the delta of `INFO commandstats`).
  */
-import { type ChildProcess, fork } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,6 +29,7 @@ import { type RedisServer, startRedis } from '../tests/src/redis/redis-server.js
 import { spawnTsNode } from '../tests/src/ts-worker.js';
 import { cpuMs } from './process-tree.js';
 import { QUICK, record, sized } from './report.js';
+import { LoadClient } from './sse-load-client.js';
 
 const once = { iterations: 1, warmupIterations: 0, time: 0, warmupTime: 0 };
 /** vitest may call a bench function more than once: measure and record on the first call only. */
@@ -39,37 +40,7 @@ function first(name: string): boolean {
   return true;
 }
 
-const clientScript = new URL('../tests/src/gateway/sse-load-client.mjs', import.meta.url);
 const instanceScript = new URL('./workers/sse-instance.ts', import.meta.url);
-
-/** The forked SSE load client (tests/src/gateway/sse-load-client.mjs). */
-class LoadClient {
-  readonly child: ChildProcess;
-  private readonly waiting = new Map<string, (msg: Record<string, number>) => void>();
-  constructor() {
-    this.child = fork(clientScript, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: [] });
-    this.child.on('message', (msg: { type: string } & Record<string, number>) => {
-      const w = this.waiting.get(msg.type);
-      if (w) {
-        this.waiting.delete(msg.type);
-        w(msg);
-      }
-    });
-  }
-  on(reply: string, listener: (msg: Record<string, number>) => void): void {
-    this.waiting.set(reply, listener);
-  }
-  ask(message: object, reply: string): Promise<Record<string, number>> {
-    return new Promise((resolve, reject) => {
-      this.waiting.set(reply, resolve);
-      this.child.once('exit', (code) => reject(new Error(`load client exited ${code}`)));
-      this.child.send(message);
-    });
-  }
-  close(): void {
-    this.child.send({ type: 'close' });
-  }
-}
 
 /** One SSE server process (benchmarks/workers/sse-instance.ts). */
 class Instance {

@@ -11,7 +11,6 @@
  *   events;
  * - a reconnect storm: 1,000 clients reconnecting with Last-Event-ID at once.
  */
-import { type ChildProcess, fork } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -22,6 +21,7 @@ import { createDemoRepository, createGitProcessBackend, listen } from '@gitport/
 import { createChannel, createSession } from 'better-sse';
 import { bench, describe } from 'vitest';
 import { memoryBytes, QUICK, record, sized } from './report.js';
+import { LoadClient } from './sse-load-client.js';
 
 /** Bytes of the frames of events `from`..`to` (ids `<epoch>-<seq>`) of one ref update, as the hub formats them. */
 function frameBytes(hub: SseHub, from: number, to: number, event: Parameters<typeof formatRefUpdate>[1]): number {
@@ -41,38 +41,9 @@ function first(name: string): boolean {
 }
 const ZERO = '0'.repeat(40);
 const ONE = '1'.repeat(40);
-const clientScript = new URL('../tests/src/gateway/sse-load-client.mjs', import.meta.url);
 
 function stamp(): string {
   return `refs/heads/t/${performance.timeOrigin + performance.now()}`;
-}
-
-class LoadClient {
-  private readonly child: ChildProcess;
-  private readonly waiting = new Map<string, (msg: Record<string, number>) => void>();
-  constructor() {
-    this.child = fork(clientScript, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: [] });
-    this.child.on('message', (msg: { type: string } & Record<string, number>) => {
-      const w = this.waiting.get(msg.type);
-      if (w) {
-        this.waiting.delete(msg.type);
-        w(msg);
-      }
-    });
-  }
-  on(reply: string, listener: (msg: Record<string, number>) => void): void {
-    this.waiting.set(reply, listener);
-  }
-  ask(message: object, reply: string): Promise<Record<string, number>> {
-    return new Promise((resolve, reject) => {
-      this.waiting.set(reply, resolve);
-      this.child.once('exit', (code) => reject(new Error(`load client exited ${code}`)));
-      this.child.send(message);
-    });
-  }
-  close(): void {
-    this.child.send({ type: 'close' });
-  }
 }
 
 const pause = () => new Promise((r) => setImmediate(r));
