@@ -118,10 +118,63 @@ export function parseGitRequest(line: string): GitRequest {
   return { service, repository: path.slice(1, -4), parameters };
 }
 
+/**
+ * Hosts `repositories` on the bus: git's services to every peer (stateful streams and the
+ * isomorphic-git plugin's smart HTTP), ref-update signals, and the comlink control API (unless
+ * `control: false`).
+ */
 export function host(
   bus: Bus,
   repositories: RepositoryRegistry | Record<string, HostedRepository>,
   options: HostOptions = {},
+): Host {
+  return serve(bus, repositories, options, options.control === false ? [serveHttp] : [serveHttp, serveControl]);
+}
+
+/**
+ * `host` for the peers that clone, fetch and push with `remote(bus, ...)` or `busRemote`: git's
+ * services over stateful streams and the ref-update signals, without the isomorphic-git plugin's
+ * smart HTTP and without the control API (so without comlink), for a lighter bundle. `control`
+ * and `manage` are not read; `httpWork` stays 0.
+ */
+export function hostGit(
+  bus: Bus,
+  repositories: RepositoryRegistry | Record<string, HostedRepository>,
+  options: HostOptions = {},
+): Host {
+  return serve(bus, repositories, options, []);
+}
+
+/** What a part of a host (smart HTTP, the control API) gets to work with. */
+interface HostContext {
+  bus: Bus;
+  registry: RepositoryRegistry;
+  options: HostOptions;
+  listenOptions: { window?: number };
+  /** Local reports of failures (never thrown back into the serving code). */
+  report(error: unknown, context: { peer: string; service: string; repository: string }): void;
+  /** Publishes the ref updates a push made. */
+  published(name: string, updated: readonly PushCommand[]): void;
+  onRefUpdate(listener: (event: RefUpdateEvent) => void): () => void;
+}
+
+/** A part of a host: started with the host, stopped by its `close`. */
+type HostPart = (context: HostContext) => { stop(): void; work?(): number };
+
+/** The control API (comlink), as a part of `host`. */
+const serveControl: HostPart = (context) => ({
+  stop: exposeControl(context.bus, {
+    registry: context.registry,
+    manage: context.options.manage !== false,
+    onRefUpdate: context.onRefUpdate,
+  }),
+});
+
+function serve(
+  bus: Bus,
+  repositories: RepositoryRegistry | Record<string, HostedRepository>,
+  options: HostOptions,
+  parts: HostPart[],
 ): Host {
   const registry: RepositoryRegistry =
     typeof (repositories as RepositoryRegistry).open === 'function' &&
@@ -201,11 +254,42 @@ export function host(
     }
   };
 
+  const onRefUpdate = (listener: (event: RefUpdateEvent) => void) => {
+    listeners.add(listener);
+    return () => {
+      listeners.delete(listener);
+    };
+  };
+  const context: HostContext = { bus, registry, options, listenOptions, report, published, onRefUpdate };
+  const started = parts.map((part) => part(context));
+  const stops = [listen(bus, GIT_STREAM, (stream) => void serveGit(stream), listenOptions)];
+  for (const part of started) stops.push(part.stop);
+  return {
+    repositories: registry,
+    get httpWork() {
+      return started.reduce((n, part) => n + (part.work?.() ?? 0), 0);
+    },
+    get gitWork() {
+      return gitWork;
+    },
+    onRefUpdate,
+    close() {
+      for (const stop of stops.splice(0)) stop();
+      listeners.clear();
+    },
+  };
+}
+
+/**
+ * Stateless smart HTTP over the bus (the isomorphic-git plugin's `httpClient(bus)`), as a part of
+ * `host`: one stream per request, and `gitport.http-stop` to stop a named request.
+ */
+const serveHttp: HostPart = ({ bus, registry, options, listenOptions, report, published }) => {
   /** Smart-HTTP rounds that named their work, by requesting peer and work id: how to stop each. */
   const works = new Map<string, { stop(reason: unknown): void; settled: Promise<void> }>();
   let httpWork = 0;
 
-  const serveHttp = async (stream: DuplexStream) => {
+  const serveStream = async (stream: DuplexStream) => {
     const context = { peer: stream.peer, service: 'http', repository: '?' };
     // a stream that fails (the peer aborted it, or went away) stops whatever its round is doing
     const controller = new AbortController();
@@ -312,8 +396,7 @@ export function host(
   };
 
   const stops = [
-    listen(bus, GIT_STREAM, (stream) => void serveGit(stream), listenOptions),
-    listen(bus, HTTP_STREAM, (stream) => void serveHttp(stream), listenOptions),
+    listen(bus, HTTP_STREAM, (stream) => void serveStream(stream), listenOptions),
     bus.handle(HTTP_STOP, async (payload, meta) => {
       const id = (payload as { work?: unknown } | null)?.work;
       const entry = typeof id === 'string' ? works.get(`${meta.from}\n${id}`) : undefined;
@@ -323,36 +406,13 @@ export function host(
       return true;
     }),
   ];
-  if (options.control !== false) {
-    stops.push(
-      exposeControl(bus, {
-        registry,
-        manage: options.manage !== false,
-        onRefUpdate: (listener) => {
-          listeners.add(listener);
-          return () => listeners.delete(listener);
-        },
-      }),
-    );
-  }
   return {
-    repositories: registry,
-    get httpWork() {
-      return httpWork;
-    },
-    get gitWork() {
-      return gitWork;
-    },
-    onRefUpdate(listener) {
-      listeners.add(listener);
-      return () => listeners.delete(listener);
-    },
-    close() {
+    stop: () => {
       for (const stop of stops.splice(0)) stop();
-      listeners.clear();
     },
+    work: () => httpWork,
   };
-}
+};
 
 /**
  * Ends a stream after a failure without discarding what the peer has not read yet (an abort

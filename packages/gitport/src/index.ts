@@ -43,6 +43,7 @@ export {
   type HostOptions,
   HTTP_STOP,
   host,
+  hostGit,
   parseGitRequest,
 } from './host.js';
 export {
@@ -81,12 +82,17 @@ export {
   staticRepositories,
 } from './registry.js';
 export {
+  type BusRemote,
+  busRemote,
   type CloneOptions,
   type FetchObjectsOptions,
+  type FetchRemote,
   type GitRemote,
   type HttpGitRemote,
+  httpRemote,
   type OperationOptions,
   type ProgressEvent,
+  push,
   type RemoteFetchOptions,
   type RemoteOperations,
   type RemoteOptions,

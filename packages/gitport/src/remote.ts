@@ -97,24 +97,41 @@ export interface CloneOptions extends Omit<RemoteFetchOptions, 'refspecs' | 'tag
   url?: string;
 }
 
-/** What every remote does, over the bus or over HTTP. */
-export interface RemoteOperations {
+/**
+ * What `busRemote` and `httpRemote` return: listing, fetching and cloning, without partial clone
+ * and without push (push to them with `push(remote, local, options)`), so that an app that only
+ * clones and fetches does not carry the code that packs, pushes and fetches lazily.
+ */
+export interface FetchRemote {
   /** The URL a clone records as `remote.origin.url` (an HTTP remote's without credentials). */
   readonly url: string;
   lsRefs(options?: Omit<LsRemoteOptions, 'signal' | 'protocol'> & OperationOptions): Promise<LsRemoteResult>;
   fetch(local: Repository, options?: RemoteFetchOptions): Promise<FetchResult>;
   /** Creates a repository at `dir` (bare unless told) and fetches every branch and tag into it. */
   clone(fs: FsLike | FsPromisesLike | GitFs, dir: string, options?: CloneOptions): Promise<GitRepository>;
-  /**
-   * Pushes `refspecs`/`updates`; rejects with `PUSH_REJECTED` unless every ref is ok or up to
-   * date (or `report: true`), and with `PUSH_NOTHING` when there is nothing to push.
-   */
-  push(local: Repository, options: RemotePushOptions): Promise<PushResult>;
+}
+
+/**
+ * What every remote of `remote(...)` does, over the bus or over HTTP: fetch and clone with partial
+ * clone (`filter`), fetchObjects and push.
+ */
+export interface RemoteOperations extends FetchRemote {
   /**
    * Fetches objects by id into `local` (git's lazy fetch of a partial clone: `want` lines, no
    * haves, no refs moved); the pack is marked `.promisor`.
    */
   fetchObjects(local: Repository, oids: readonly string[], options?: FetchObjectsOptions): Promise<FetchResult>;
+  /**
+   * Pushes `refspecs`/`updates`; rejects with `PUSH_REJECTED` unless every ref is ok or up to
+   * date (or `report: true`), and with `PUSH_NOTHING` when there is nothing to push.
+   */
+  push(local: Repository, options: RemotePushOptions): Promise<PushResult>;
+}
+
+/** A repository on a bus peer, without partial clone and push (`busRemote`). */
+export interface BusRemote extends FetchRemote {
+  readonly peer: string;
+  readonly name: string;
 }
 
 /** A repository on a bus peer. */
@@ -144,7 +161,6 @@ export interface RemoteOptions {
 /** A fetch's receive window: what the host may send ahead of the pack's import. */
 const FETCH_WINDOW = 4 * 2 ** 20;
 
-/** A repository named `name` hosted by the bus peer `peer`. */
 /**
  * Runs `fn` against the remote's service for one operation: over a fresh bus stream, or over
  * smart HTTP.
@@ -165,17 +181,66 @@ export function remote(
   name?: string,
   remoteOptions: RemoteOptions = {},
 ): GitRemote | HttpGitRemote {
-  if (typeof target === 'string') return httpRemote(target, (peerOrOptions ?? {}) as HttpRemoteOptions);
+  if (typeof target === 'string') {
+    const client = smartHttpClient(target, (peerOrOptions ?? {}) as HttpRemoteOptions);
+    return allOperations(client.url, httpSession(client));
+  }
   if (typeof peerOrOptions !== 'string' || typeof name !== 'string') {
     throw new GitportError('REPO_INVALID_NAME', 'remote(bus, peer, name): a peer id and a repository name are needed');
   }
-  return busRemote(target, peerOrOptions, name, remoteOptions);
+  const url = remoteOptions.url ?? defaultUrl(peerOrOptions, name);
+  const session = busSession(target, peerOrOptions, name, remoteOptions);
+  return registered({ peer: peerOrOptions, name, ...allOperations(url, session) }, url, session);
 }
 
-function busRemote(bus: Bus, peer: string, name: string, remoteOptions: RemoteOptions): GitRemote {
-  const remoteUrl = remoteOptions.url ?? defaultUrl(peer, name);
-  /** Runs `fn` over a fresh stream to the host's service; the stream is failed if `fn` fails. */
-  const session = async <T>(
+/** The session runner of each remote made here: what `push` speaks through. */
+const runners = new WeakMap<FetchRemote, { url: string; session: SessionRunner }>();
+
+/** `remote`, known to `push` as speaking through `session`. */
+function registered<R extends FetchRemote>(remote: R, url: string, session: SessionRunner): R {
+  runners.set(remote, { url, session });
+  return remote;
+}
+
+/**
+ * Pushes `refspecs`/`updates` from `local` to a remote made by `busRemote`, `httpRemote` or
+ * `remote`, as `remote(...).push` does: rejects with `PUSH_REJECTED` unless every ref is ok or up
+ * to date (or `report: true`), and with `PUSH_NOTHING` when there is nothing to push.
+ */
+export function push(to: FetchRemote, local: Repository, options: RemotePushOptions): Promise<PushResult> {
+  const runner = runners.get(to);
+  if (runner === undefined) {
+    return Promise.reject(
+      new GitportError('REMOTE_INVALID', 'push: not a remote made by busRemote, httpRemote or remote'),
+    );
+  }
+  return userFacing(pushRefs(runner.session, runner.url, local, options));
+}
+
+/**
+ * A repository named `name` hosted by the bus peer `peer`: lsRefs, fetch and clone, without the
+ * HTTP remote, partial clone and push (`push(remote, local, options)` pushes to it), for a lighter
+ * bundle. `remote(bus, peer, name)` does all of it.
+ */
+export function busRemote(bus: Bus, peer: string, name: string, remoteOptions: RemoteOptions = {}): BusRemote {
+  const url = remoteOptions.url ?? defaultUrl(peer, name);
+  const session = busSession(bus, peer, name, remoteOptions);
+  return registered({ peer, name, ...operations(url, session) }, url, session);
+}
+
+/**
+ * A repository served over smart HTTP: lsRefs, fetch and clone, without the bus remote, partial
+ * clone and push (`push(remote, local, options)` pushes to it), for a lighter bundle. `remote(url)`
+ * does all of it.
+ */
+export function httpRemote(url: string, options: HttpRemoteOptions = {}): FetchRemote {
+  const client = smartHttpClient(url, options);
+  return operations(client.url, httpSession(client));
+}
+
+/** Runs each operation over a fresh stream to the host's service; the stream is failed if the operation fails. */
+function busSession(bus: Bus, peer: string, name: string, remoteOptions: RemoteOptions): SessionRunner {
+  return async <T>(
     service: GitService,
     options: OperationOptions,
     fn: (remote: Remote, signal: AbortSignal | undefined) => Promise<T>,
@@ -222,13 +287,11 @@ function busRemote(bus: Bus, peer: string, name: string, remoteOptions: RemoteOp
       signal?.removeEventListener('abort', onAbort);
     }
   };
-  return { peer, name, ...operations(remoteUrl, session) };
 }
 
-/** The smart-HTTP remote: one client (its credentials and redirected base) for all its operations. */
-function httpRemote(url: string, options: HttpRemoteOptions): HttpGitRemote {
-  const client = smartHttpClient(url, options);
-  const session: SessionRunner = async (_service, operation, fn) => {
+/** Runs each operation over smart HTTP: one client (its credentials and redirected base) for all of them. */
+function httpSession(client: ReturnType<typeof smartHttpClient>): SessionRunner {
+  return async (_service, operation, fn) => {
     const { signal } = operation;
     if (signal?.aborted) throw new GitportError('ABORTED', 'aborted', { cause: signal.reason });
     const onProgress = operation.onProgress;
@@ -245,33 +308,42 @@ function httpRemote(url: string, options: HttpRemoteOptions): HttpGitRemote {
       throw error;
     }
   };
-  return operations(client.url, session);
 }
 
-/** lsRefs, fetch, clone and push, whatever carries the remote's service. */
-function operations(remoteUrl: string, session: SessionRunner): RemoteOperations {
-  const progress = (options: OperationOptions) =>
-    options.onProgress
-      ? { onProgress: (text: string) => options.onProgress?.({ phase: 'remote', message: text }) }
-      : {};
-  const protocolOf = (options: OperationOptions) => (options.protocolV2 === false ? 0 : 2) as 0 | 2;
+/**
+ * What a fetch or clone does about partial clone: only the remotes of `remote()` carry it, so
+ * that `busRemote` and `httpRemote` leave it out of an app's bundle.
+ */
+interface PartialClone {
+  check: typeof checkFilter;
+  plan: typeof planFetchFilter;
+  register: typeof registerPromisor;
+  mark: typeof markPromisorPack;
+  /** The cloned repository, reading the objects it lacks from this remote. */
+  promisor(repository: GitRepository): GitRepository;
+}
 
-  const ops: RemoteOperations = {
-    url: remoteUrl,
-    lsRefs(options = {}) {
-      const { signal: _s, onProgress: _p, protocolV2: _v, ...rest } = options;
-      return userFacing(
-        session('git-upload-pack', options, (remote, signal) =>
-          lsRemote(remote, { ...rest, protocol: protocolOf(options), ...(signal ? { signal } : {}) }),
-        ),
-      );
-    },
-    fetch: (local, options = {}) => userFacing(fetchRefs(local, options)),
-    clone: (fs, dir, options = {}) => userFacing(cloneRepository(fs, dir, options)),
-    push: (local, options) => userFacing(pushRefs(local, options)),
-    fetchObjects: (local, oids, options = {}) => userFacing(fetchMissing(local, oids, options)),
+const protocolOf = (options: OperationOptions) => (options.protocolV2 === false ? 0 : 2) as 0 | 2;
+
+/** Every operation of `remote()`: fetch and clone with partial clone, fetchObjects and push. */
+function allOperations(remoteUrl: string, session: SessionRunner): RemoteOperations {
+  const partial: PartialClone = {
+    check: checkFilter,
+    plan: planFetchFilter,
+    register: registerPromisor,
+    mark: markPromisorPack,
+    promisor: (repository) => ({
+      ...repository,
+      objects: new PromisorObjectStore(repository.objects, repository, full),
+    }),
   };
-  return ops;
+  const full: RemoteOperations = {
+    ...operations(remoteUrl, session, partial),
+    fetchObjects: (local, oids, options = {}) => userFacing(fetchMissing(local, oids, options)),
+    push: (local, options) => userFacing(pushRefs(session, remoteUrl, local, options)),
+  };
+  runners.set(full, { url: remoteUrl, session });
+  return full;
 
   async function fetchMissing(
     local: Repository,
@@ -284,22 +356,56 @@ function operations(remoteUrl: string, session: SessionRunner): RemoteOperations
       fetchObjectsInto(local, remote, oids, {
         ...(filter !== false ? { filter } : {}),
         protocol: protocolOf(options),
-        ...progress(options),
+        ...remoteProgress(options),
         ...(signal ? { signal } : {}),
       }),
     );
     await markPromisorPack(local, result);
     return result;
   }
+}
+
+/** The partial-clone plan of a remote without partial clone: a filter is refused. */
+function noPartialClone(filter: string | undefined): { filter?: string; remote?: string; register: boolean } {
+  if (filter !== undefined) refuseFilter();
+  return { register: false };
+}
+
+function refuseFilter(): never {
+  throw new GitportError(
+    'FILTER_UNSUPPORTED',
+    'partial clone (filter) needs a remote made by remote(), not busRemote or httpRemote',
+  );
+}
+
+/** lsRefs, fetch and clone, whatever carries the remote's service; partial clone when given. */
+function operations(remoteUrl: string, session: SessionRunner, partial?: PartialClone): FetchRemote {
+  const progress = remoteProgress;
+
+  const ops: FetchRemote = {
+    url: remoteUrl,
+    lsRefs(options = {}) {
+      const { signal: _s, onProgress: _p, protocolV2: _v, ...rest } = options;
+      return userFacing(
+        session('git-upload-pack', options, (remote, signal) =>
+          lsRemote(remote, { ...rest, protocol: protocolOf(options), ...(signal ? { signal } : {}) }),
+        ),
+      );
+    },
+    fetch: (local, options = {}) => userFacing(fetchRefs(local, options)),
+    clone: (fs, dir, options = {}) => userFacing(cloneRepository(fs, dir, options)),
+  };
+  runners.set(ops, { url: remoteUrl, session });
+  return ops;
 
   async function fetchRefs(local: Repository, options: RemoteFetchOptions): Promise<FetchResult> {
     const { signal: _s, onProgress: _p, protocolV2: _v, ...rest } = options;
     const shallow = rest.shallow ?? (await readShallow(local));
-    const partial = await planFetchFilter(local, remoteUrl, rest.filter);
+    const plan = partial ? await partial.plan(local, remoteUrl, rest.filter) : noPartialClone(rest.filter);
     const result = await session('git-upload-pack', options, (remote, signal) =>
       fetchInto(local, remote, {
         ...rest,
-        ...(partial.filter !== undefined ? { filter: partial.filter } : {}),
+        ...(plan.filter !== undefined ? { filter: plan.filter } : {}),
         ...(shallow ? { shallow } : {}),
         protocol: protocolOf(options),
         pipelineLsRefs: rest.pipelineLsRefs ?? protocolOf(options) === 2,
@@ -308,10 +414,10 @@ function operations(remoteUrl: string, session: SessionRunner): RemoteOperations
       }),
     );
     await writeShallow(local, result.shallow);
-    if (partial.register && partial.filter !== undefined && partial.remote !== undefined) {
-      await registerPromisor(local as GitRepository, partial.remote, partial.filter);
+    if (partial && plan.register && plan.filter !== undefined && plan.remote !== undefined) {
+      await partial.register(local as GitRepository, plan.remote, plan.filter);
     }
-    if (partial.remote !== undefined) await markPromisorPack(local, result);
+    if (partial && plan.remote !== undefined) await partial.mark(local, result);
     return result;
   }
 
@@ -321,7 +427,7 @@ function operations(remoteUrl: string, session: SessionRunner): RemoteOperations
     options: CloneOptions,
   ): Promise<GitRepository> {
     const { signal: _s, onProgress: _p, protocolV2: _v, bare = true, objects, url, ...rest } = options;
-    const filter = rest.filter === undefined ? undefined : checkFilter(rest.filter);
+    const filter = rest.filter === undefined ? undefined : partial ? partial.check(rest.filter) : refuseFilter();
     // the repository is created once the fetch request is on its way, while the host prepares the pack
     let creating: Promise<GitRepository> | undefined;
     const create = () => {
@@ -345,11 +451,11 @@ function operations(remoteUrl: string, session: SessionRunner): RemoteOperations
       // a new repository has no shallow file to remove
       if (result.shallow.length > 0) await writeShallow(repository, result.shallow);
       await setUpOrigin(repository, url ?? remoteUrl);
-      if (filter !== undefined) {
+      if (partial && filter !== undefined) {
         // as git clone --filter: recorded even when the server ignored the filter
-        await registerPromisor(repository, 'origin', filter);
-        await markPromisorPack(repository, result);
-        repository = { ...repository, objects: new PromisorObjectStore(repository.objects, repository, ops) };
+        await partial.register(repository, 'origin', filter);
+        await partial.mark(repository, result);
+        repository = partial.promisor(repository);
       }
       if (!bare) {
         const head = await repository.refs.resolve('HEAD');
@@ -370,20 +476,32 @@ function operations(remoteUrl: string, session: SessionRunner): RemoteOperations
     options.onProgress?.({ phase: 'done', message: 'clone complete' });
     return repository;
   }
+}
 
-  async function pushRefs(local: Repository, options: RemotePushOptions): Promise<PushResult> {
-    const given = options ?? {};
-    const { signal: _s, onProgress: _p, protocolV2: _v, report, ...rest } = given;
-    if ((rest.refspecs?.length ?? 0) === 0 && (rest.updates?.length ?? 0) === 0) {
-      throw new GitportError('PUSH_NOTHING', 'nothing to push: give refspecs or updates');
-    }
-    const result = await session('git-receive-pack', given, (remote, signal) =>
-      pushFrom(local, remote, { ...rest, ...progress(given), ...(signal ? { signal } : {}) }),
-    );
-    await updateTracking(local, remoteUrl, result);
-    if (!result.ok && report !== true) throw pushRejected(result);
-    return result;
+async function pushRefs(
+  session: SessionRunner,
+  remoteUrl: string,
+  local: Repository,
+  options: RemotePushOptions,
+): Promise<PushResult> {
+  const given = options ?? {};
+  const { signal: _s, onProgress: _p, protocolV2: _v, report, ...rest } = given;
+  if ((rest.refspecs?.length ?? 0) === 0 && (rest.updates?.length ?? 0) === 0) {
+    throw new GitportError('PUSH_NOTHING', 'nothing to push: give refspecs or updates');
   }
+  const result = await session('git-receive-pack', given, (remote, signal) =>
+    pushFrom(local, remote, { ...rest, ...remoteProgress(given), ...(signal ? { signal } : {}) }),
+  );
+  await updateTracking(local, remoteUrl, result);
+  if (!result.ok && report !== true) throw pushRejected(result);
+  return result;
+}
+
+/** `onProgress` for the protocol layer: the remote's progress text as `remote` events. */
+function remoteProgress(options: OperationOptions) {
+  return options.onProgress
+    ? { onProgress: (text: string) => options.onProgress?.({ phase: 'remote', message: text }) }
+    : {};
 }
 
 /** The isomorphic-git URL of a hosted repository (see http-plugin.ts's default resolver). */

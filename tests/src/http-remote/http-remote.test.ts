@@ -1,10 +1,10 @@
 /**
- * `remote(url)`: gitport over smart HTTP against the gitport gateway (`gitport serve` in a
+ * `remote(url)` and `httpRemote(url)`: gitport over smart HTTP against the gitport gateway (`gitport serve` in a
  * child process) and against git's own `git http-backend`, checked with the git CLI.
  */
 import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { type HttpRemoteOptions, isGitportError, remote } from 'gitport';
+import { type HttpRemoteOptions, httpRemote, isGitportError, push as pushTo, remote } from 'gitport';
 import { nodeFs, openNodeRepository } from 'gitport/node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpBackend } from '../gateway/http-backend.js';
@@ -159,6 +159,27 @@ describe.each(servers)('remote(url) against $name', ({ name, base, push }) => {
     const refused = await rejection(origin.push(await openNodeRepository(dir), { refspecs: [`HEAD:${branch}`] }));
     expect(refused.code).toBe('PUSH_REJECTED');
     expect(await git(['-C', `${root}/project.git`, 'rev-parse', branch])).toBe(pushed);
+  });
+
+  it('httpRemote clones and fetches, push() pushes through it; a filter is FILTER_UNSUPPORTED', async () => {
+    const dir = sandbox.path(`${slug}-lean`);
+    const origin = httpRemote(`${base()}/project.git`, push);
+    expect('push' in origin).toBe(false);
+    const repo = await origin.clone(nodeFs(), dir, { bare: false });
+    expect(await git(['-C', dir, 'rev-parse', 'HEAD'])).toBe(
+      await git(['-C', `${root}/project.git`, 'rev-parse', 'refs/heads/main']),
+    );
+    expect(await git(['-C', dir, 'config', 'remote.origin.url'])).toBe(`${base()}/project.git`);
+    await sandbox.exec('sh', ['-c', `echo lean > "${dir}/lean.txt"`], {});
+    await git(['-C', dir, 'add', 'lean.txt']);
+    await git(['-C', dir, 'commit', '-q', '-m', 'pushed by push()']);
+    const pushed = await git(['-C', dir, 'rev-parse', 'HEAD']);
+    const branch = `refs/heads/lean-${slug}`;
+    expect((await pushTo(origin, await openNodeRepository(dir), { refspecs: [`HEAD:${branch}`] })).ok).toBe(true);
+    expect(await git(['-C', `${root}/project.git`, 'rev-parse', branch])).toBe(pushed);
+    const fetched = await origin.fetch(repo, { refspecs: [`+${branch}:refs/remotes/origin/lean`] });
+    expect(fetched.refs.find((r) => r.name === branch)?.oid).toBe(pushed);
+    expect((await rejection(origin.fetch(repo, { filter: 'blob:none' }))).code).toBe('FILTER_UNSUPPORTED');
   });
 
   it('says REPO_NOT_FOUND with the status for a repository that is not there', async () => {
