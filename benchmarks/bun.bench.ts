@@ -19,7 +19,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createGitSandbox, type GitSandbox } from '@gitport/tests/git';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { ensureHistory } from '@gitport/tests/history';
 import { afterAll, bench, describe } from 'vitest';
 import { bunBinary, startBunServe } from '../tests/src/bun/bun-process.js';

@@ -25,14 +25,14 @@ import * as nodeFsModule from 'node:fs';
 import { cp, mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { MessageChannel, type Worker } from 'node:worker_threads';
-import { createGitSandbox, type GitSandbox } from '@gitport/tests/git';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
+import { startTsWorker } from '@gitport/test-helpers/ts-worker';
 import { ensureHistory, prng } from '@gitport/tests/history';
 import git from 'isomorphic-git';
 import isoHttp from 'isomorphic-git/http/node';
 import { afterAll, bench, describe } from 'vitest';
 import { startHttpBackend } from '../tests/src/gateway/http-backend.js';
 import { runBrowserCloneBench } from '../tests/src/gitport/browser-bench.js';
-import { startTsWorker } from '../tests/src/ts-worker.js';
 import { mbps, QUICK, record, sized } from './report.js';
 
 const once = { iterations: 1, warmupIterations: 0, time: 0, warmupTime: 0 };

@@ -17,13 +17,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createGateway } from '@gitport/gateway';
 import { createGitProcessBackend, createWorkerPoolBackend, listen, type RunningServer } from '@gitport/gateway/node';
-import { createGitSandbox, type GitSandbox } from '@gitport/tests/git';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
+import { startTsWorker } from '@gitport/test-helpers/ts-worker';
 import { ensureHistory } from '@gitport/tests/history';
 import { serve as honoServe } from '@hono/node-server';
 import { Hono } from 'hono';
 import { afterAll, bench, describe } from 'vitest';
 import { startHttpBackend } from '../tests/src/gateway/http-backend.js';
-import { startTsWorker } from '../tests/src/ts-worker.js';
 import { medianMs, QUICK, record, sized } from './report.js';
 
 const require = createRequire(import.meta.url);

@@ -20,7 +20,7 @@
 import * as nodeFsModule from 'node:fs';
 import { cp, mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { cpus } from 'node:os';
-import { createGitSandbox, type GitSandbox } from '@gitport/tests/git';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { ensureHistory, prng } from '@gitport/tests/history';
 import { remote } from 'gitport';
 import { nodeFs } from 'gitport/node';

@@ -117,10 +117,10 @@ export function parseJunit(xml: string): BunCase[] {
 }
 
 /**
- * Runs `bun test` on one suite file (relative to this directory) with the workspace packages
- * resolved to their sources, and returns each case's outcome.
+ * Runs `bun test` on suite files (relative to this directory), in one Bun process, with the
+ * workspace packages resolved to their sources, and returns each case's outcome.
  */
-export async function runBunSuite(file: string, timeoutMs = 120_000): Promise<BunSuiteResult> {
+export async function runBunSuite(files: string | readonly string[], timeoutMs = 120_000): Promise<BunSuiteResult> {
   const dir = await mkdtemp(join(tmpdir(), 'gitport-bun-suite-'));
   const report = join(dir, 'report.xml');
   try {
@@ -132,7 +132,7 @@ export async function runBunSuite(file: string, timeoutMs = 120_000): Promise<Bu
         `--timeout=${timeoutMs}`,
         '--reporter=junit',
         `--reporter-outfile=${report}`,
-        fileURLToPath(new URL(file, import.meta.url)),
+        ...(typeof files === 'string' ? [files] : files).map((file) => fileURLToPath(new URL(file, import.meta.url))),
       ],
       { cwd: workspace, stdio: ['ignore', 'pipe', 'pipe'] },
     );

@@ -4,12 +4,12 @@
  */
 import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { type HttpRemoteOptions, isGitportError, remote } from 'gitport';
 import { nodeFs, openNodeRepository } from 'gitport/node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpBackend } from '../gateway/http-backend.js';
 import { type ServeProcess, startServe } from '../gateway/serve-process.js';
-import { createGitSandbox, type GitSandbox } from '../git.js';
 import { type FrontProxy, startFrontProxy } from './front-proxy.js';
 
 const TOKEN = 's3cret';

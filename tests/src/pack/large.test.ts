@@ -8,9 +8,9 @@ import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { createDeflate } from 'node:zlib';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
+import { spawnTsNode } from '@gitport/test-helpers/ts-worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGitSandbox, type GitSandbox } from '../git.js';
-import { spawnTsNode } from '../ts-worker.js';
 
 const SIZE = 100 * 1024 * 1024;
 let sandbox: GitSandbox;

@@ -9,9 +9,9 @@
 import { once } from 'node:events';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
+import { spawnTsNode } from '@gitport/test-helpers/ts-worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGitSandbox, type GitSandbox } from '../git.js';
-import { spawnTsNode } from '../ts-worker.js';
 
 const BLOBS = 100;
 const BLOB = 1024 * 1024;

@@ -11,12 +11,12 @@ import { join } from 'node:path';
 import { MessageChannel } from 'node:worker_threads';
 import { createBus } from '@gitport/bus';
 import { nodeEndpoint } from '@gitport/bus/node';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { host, isGitportError, isPromisorStore, readFile, remote } from 'gitport';
 import { nodeFs, nodeRepositories, openNodeRepository } from 'gitport/node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpBackend } from '../gateway/http-backend.js';
 import { type ServeProcess, startServe } from '../gateway/serve-process.js';
-import { createGitSandbox, type GitSandbox } from '../git.js';
 
 let sandbox: GitSandbox;
 let serve: ServeProcess;

@@ -5,10 +5,10 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpBackend } from '../gateway/http-backend.js';
 import { type ServeProcess, startServe } from '../gateway/serve-process.js';
-import { createGitSandbox, type GitSandbox } from '../git.js';
 
 let sandbox: GitSandbox;
 let serve: ServeProcess;

@@ -4,8 +4,8 @@ import { type Bus, createBus, createHub } from '@gitport/bus';
 import { nodeEndpoint } from '@gitport/bus/node';
 import type { ConformancePair } from '@gitport/test-helpers/transport-conformance';
 import { serveConformance, type TransportSide } from '@gitport/test-helpers/transport-conformance-service';
+import { startTsWorker } from '@gitport/test-helpers/ts-worker';
 import { listen, open, transportStats } from '@gitport/transport';
-import { startTsWorker } from '../ts-worker.js';
 
 export const sideOf = (bus: Bus): TransportSide => ({
   listen: (name, onStream, options) => listen(bus, name, onStream, options),
