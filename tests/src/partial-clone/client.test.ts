@@ -6,12 +6,12 @@
  * turned off per read, and fail with a typed error when the promisor remote is unreachable.
  */
 import { readdir, readFile as readNodeFile, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { MessageChannel } from 'node:worker_threads';
 import { createBus } from '@gitport/bus';
 import { nodeEndpoint } from '@gitport/bus/node';
 import type { GitSandbox } from '@gitport/test-helpers/git';
+import { closedPort } from '@gitport/test-helpers/ports';
 import { host, isGitportError, isPromisorStore, readFile, remote } from 'gitport';
 import { nodeFs, nodeRepositories, openNodeRepository } from 'gitport/node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -31,15 +31,6 @@ async function rejection(work: Promise<unknown>): Promise<{ code: string; data?:
     return { code: error.code, data: error.data, cause: error.cause };
   }
   throw new Error('expected a rejection');
-}
-
-/** A port nothing listens on (bound, then released). */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 beforeAll(async () => {
