@@ -15,7 +15,9 @@ const require = createRequire(import.meta.url);
 /** The `bun` executable the `bun` package installed (its postinstall puts the binary there). */
 export const bunBinary = join(dirname(require.resolve('bun/package.json')), 'bin', 'bun.exe');
 
-const gitportBin = fileURLToPath(new URL('../../../packages/cli/bin/gitport.js', import.meta.url));
+/** The `gitport` bin as the @gitport/cli package declares it. */
+const cliManifest = require.resolve('@gitport/cli/package.json');
+const gitportBin = join(dirname(cliManifest), (require(cliManifest) as { bin: { gitport: string } }).bin.gitport);
 const workspace = fileURLToPath(new URL('../../..', import.meta.url));
 
 export interface BunServe {
