@@ -15,52 +15,21 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createGitSandbox, type GitSandbox } from '@gitport/tests/git';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { ensureHistory } from '@gitport/tests/history';
 import { afterAll, bench, describe } from 'vitest';
 import { bunBinary, startBunServe } from '../tests/src/bun/bun-process.js';
 import { startServe } from '../tests/src/gateway/serve-process.js';
+import { type Load, load } from './autocannon.js';
 import { cpuMs, measureServer } from './process-tree.js';
 import { median, QUICK, record, sized } from './report.js';
 
-const require = createRequire(import.meta.url);
-const autocannon = require.resolve('autocannon/autocannon.js');
 const once = { iterations: 1, warmupIterations: 0, time: 0, warmupTime: 0 };
 const path = '/bench.git/info/refs?service=git-upload-pack';
 const COMMITS = sized(1500, 100);
-
-interface Load {
-  rps: number;
-  requests: number;
-  p50: number;
-}
-
-/** autocannon in its own process; throws unless every response was a 2xx. */
-function load(url: string, seconds: number): Promise<Load> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [autocannon, '-c', '50', '-d', String(seconds), '-j', url], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    child.stdout.on('data', (b: Buffer) => (out += b.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      try {
-        const r = JSON.parse(out);
-        if (code !== 0 || r.non2xx > 0 || r.errors > 0 || r.requests.total === 0) {
-          throw new Error(`autocannon ${url}: code ${code}, non2xx ${r.non2xx}, errors ${r.errors}`);
-        }
-        resolve({ rps: r.requests.average, requests: r.requests.total, p50: r.latency.p50 });
-      } catch (error) {
-        reject(error);
-      }
-    });
-  });
-}
 
 /** Runs a Bun script and resolves with the first JSON line it prints (the child keeps running). */
 function bunScript(script: string, args: string[]): Promise<{ child: ChildProcess; report: Record<string, unknown> }> {

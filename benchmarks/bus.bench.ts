@@ -15,8 +15,8 @@
 import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
 import { type Bus, createBus } from '@gitport/bus';
 import { nodeEndpoint } from '@gitport/bus/node';
+import { startTsWorker } from '@gitport/test-helpers/ts-worker';
 import { afterAll, bench, describe } from 'vitest';
-import { startTsWorker } from '../tests/src/ts-worker.js';
 import { record, sized } from './report.js';
 
 const ROUNDS = sized(7, 2);

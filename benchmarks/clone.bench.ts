@@ -22,17 +22,17 @@
  */
 import { execFile } from 'node:child_process';
 import * as nodeFsModule from 'node:fs';
-import { cp, mkdir, readdir, rm, stat } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { MessageChannel, type Worker } from 'node:worker_threads';
-import { createGitSandbox, type GitSandbox } from '@gitport/tests/git';
-import { ensureHistory, prng } from '@gitport/tests/history';
+import type { GitSandbox } from '@gitport/test-helpers/git';
+import { startTsWorker } from '@gitport/test-helpers/ts-worker';
 import git from 'isomorphic-git';
 import isoHttp from 'isomorphic-git/http/node';
 import { afterAll, bench, describe } from 'vitest';
 import { startHttpBackend } from '../tests/src/gateway/http-backend.js';
 import { runBrowserCloneBench } from '../tests/src/gitport/browser-bench.js';
-import { startTsWorker } from '../tests/src/ts-worker.js';
+import { cloneCorpora, packBytes as dirPackBytes } from './corpora.js';
 import { mbps, QUICK, record, sized } from './report.js';
 
 const once = { iterations: 1, warmupIterations: 0, time: 0, warmupTime: 0 };
@@ -74,49 +74,10 @@ interface CloneFigures {
   baseBytes: number;
 }
 
-/** The reference report's corpus: `commits` commits, each adding one `size`-byte random blob. */
-async function referenceCorpus(sandbox: GitSandbox, dir: string, commits: number, size: number): Promise<void> {
-  await sandbox.git(['init', '-q', '--bare', dir]);
-  const random = prng(2026);
-  const parts: (string | Uint8Array)[] = [];
-  for (let i = 0; i < commits; i++) {
-    const blob = new Uint8Array(size);
-    for (let j = 0; j < size; j++) blob[j] = (random() * 256) | 0;
-    const when = 1_700_000_000 + i * 60;
-    const message = `commit ${i}\n`;
-    parts.push(
-      `commit refs/heads/main\nmark :${i + 1}\ncommitter bench <bench@gitport.invalid> ${when} +0000\n`,
-      `data ${message.length}\n${message}`,
-      i > 0 ? `from :${i}\n` : '',
-      `M 100644 inline blob-${String(i).padStart(3, '0')}.bin\ndata ${size}\n`,
-      blob,
-      '\n',
-    );
-  }
-  const encoder = new TextEncoder();
-  const chunks = parts.map((p) => (typeof p === 'string' ? encoder.encode(p) : p));
-  const input = new Uint8Array(chunks.reduce((n, c) => n + c.byteLength, 0));
-  let at = 0;
-  for (const c of chunks) {
-    input.set(c, at);
-    at += c.byteLength;
-  }
-  await sandbox.git(['fast-import', '--quiet'], { cwd: dir, input });
-  await sandbox.git(['repack', '-adq'], { cwd: dir });
-}
-
 async function timeCommand(sandbox: GitSandbox, args: string[]): Promise<number> {
   const start = performance.now();
   await sandbox.git(args);
   return performance.now() - start;
-}
-
-async function dirPackBytes(dir: string): Promise<number> {
-  let total = 0;
-  for (const name of await readdir(`${dir}/objects/pack`)) {
-    if (name.endsWith('.pack')) total += (await stat(`${dir}/objects/pack/${name}`)).size;
-  }
-  return total;
 }
 
 describe('clone between worker threads', () => {
@@ -131,13 +92,8 @@ describe('clone between worker threads', () => {
 
   const setup = () =>
     (ready ??= (async () => {
-      sandbox = await createGitSandbox('gitport-bench-clone-');
-      const root = sandbox.path('root');
-      await mkdir(root, { recursive: true });
-      await mkdir(sandbox.path('clones'));
-      await referenceCorpus(sandbox, `${root}/reference.git`, sized(40, 10), 50 * 1024);
-      const history = await ensureHistory({ commits: sized(1500, 100), seed: 1 });
-      await cp(history.gitDir, `${root}/history.git`, { recursive: true });
+      let root: string;
+      ({ sandbox, root } = await cloneCorpora('gitport-bench-clone-'));
       const channel = new MessageChannel();
       hostWorker = new BenchWorker('host', channel.port1);
       client = new BenchWorker('client', channel.port2);

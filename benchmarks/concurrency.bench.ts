@@ -26,10 +26,10 @@ import {
   serializeCommit,
   serializeTree,
 } from '@gitport/pack';
-import { createGitSandbox } from '@gitport/tests/git';
+import { createGitSandbox } from '@gitport/test-helpers/git';
+import { startTsWorker } from '@gitport/test-helpers/ts-worker';
 import { prng } from '@gitport/tests/history';
 import { afterAll, bench, describe } from 'vitest';
-import { startTsWorker } from '../tests/src/ts-worker.js';
 import { median, QUICK, record, sized } from './report.js';
 
 const COMMITS = sized(20, 4);

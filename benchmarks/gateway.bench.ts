@@ -8,58 +8,24 @@
  * - clone: `git clone --bare` of a seeded history through the gateway next to `git http-backend`
  *   (behind a minimal CGI bridge) on the same repository.
  */
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
-import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createGateway } from '@gitport/gateway';
 import { createGitProcessBackend, createWorkerPoolBackend, listen, type RunningServer } from '@gitport/gateway/node';
-import { createGitSandbox, type GitSandbox } from '@gitport/tests/git';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
+import { startTsWorker } from '@gitport/test-helpers/ts-worker';
 import { ensureHistory } from '@gitport/tests/history';
 import { serve as honoServe } from '@hono/node-server';
 import { Hono } from 'hono';
 import { afterAll, bench, describe } from 'vitest';
 import { startHttpBackend } from '../tests/src/gateway/http-backend.js';
-import { startTsWorker } from '../tests/src/ts-worker.js';
+import { type Load, load } from './autocannon.js';
 import { medianMs, QUICK, record, sized } from './report.js';
 
-const require = createRequire(import.meta.url);
-const autocannon = require.resolve('autocannon/autocannon.js');
 const once = { iterations: 1, warmupIterations: 0, time: 0, warmupTime: 0 };
-
-interface Load {
-  rps: number;
-  p50: number;
-  p99: number;
-}
-
-/** autocannon in its own process; throws unless every response was a 2xx. */
-function load(url: string, pipelining: number, seconds: number): Promise<Load> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      [autocannon, '-c', '50', '-d', String(seconds), '-p', String(pipelining), '-j', url],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let out = '';
-    child.stdout.on('data', (b: Buffer) => (out += b.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      try {
-        const r = JSON.parse(out);
-        if (code !== 0 || r.non2xx > 0 || r.errors > 0 || r.requests.total === 0) {
-          throw new Error(`autocannon ${url}: code ${code}, non2xx ${r.non2xx}, errors ${r.errors}`);
-        }
-        resolve({ rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99 });
-      } catch (error) {
-        reject(error);
-      }
-    });
-  });
-}
 
 function listenRaw(handler: Parameters<typeof createServer>[1]): Promise<{ url: string; server: Server }> {
   const server = createServer(handler);
@@ -144,12 +110,12 @@ describe('gateway', () => {
         const rounds = sized(2, 1);
         const sums = { gateway: [] as Load[], raw: [] as Load[], hono: [] as Load[] };
         // warm every server up (JIT, connection setup) before anything is measured
-        for (const base of [raw.url, hono.url, gateway.url]) await load(`${base}${path}`, pipelining, 1);
+        for (const base of [raw.url, hono.url, gateway.url]) await load(`${base}${path}`, 1, pipelining);
         for (let round = 0; round < rounds; round++) {
           const order = round % 2 === 0 ? (['raw', 'hono', 'gateway'] as const) : (['gateway', 'hono', 'raw'] as const);
           for (const name of order) {
             const base = name === 'raw' ? raw.url : name === 'hono' ? hono.url : gateway.url;
-            sums[name].push(await load(`${base}${path}`, pipelining, seconds));
+            sums[name].push(await load(`${base}${path}`, seconds, pipelining));
           }
         }
         const avg = (list: Load[], key: keyof Load) => list.reduce((n, l) => n + l[key], 0) / list.length;

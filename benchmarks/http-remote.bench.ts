@@ -18,10 +18,10 @@
  */
 
 import * as nodeFsModule from 'node:fs';
-import { cp, mkdir, readdir, rm, stat } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { cpus } from 'node:os';
-import { createGitSandbox, type GitSandbox } from '@gitport/tests/git';
-import { ensureHistory, prng } from '@gitport/tests/history';
+import { downloadClonePack } from '@gitport/test-helpers/clone-download';
+import type { GitSandbox } from '@gitport/test-helpers/git';
 import { remote } from 'gitport';
 import { nodeFs } from 'gitport/node';
 import git from 'isomorphic-git';
@@ -29,6 +29,7 @@ import isoHttp from 'isomorphic-git/http/node';
 import { afterAll, bench, describe } from 'vitest';
 import { type ServeProcess, startServe } from '../tests/src/gateway/serve-process.js';
 import { type HttpRemotePage, openHttpRemotePage } from '../tests/src/http-remote/browser-page.js';
+import { cloneCorpora, packBytes } from './corpora.js';
 import { runCommand } from './process-tree.js';
 import { mbps, median, QUICK, record, sized } from './report.js';
 
@@ -42,64 +43,6 @@ const corpora = [
   { name: 'reference', label: `${sized(40, 10)} commits of 50 KB random blobs` },
   { name: 'history', label: `ensureHistory({ commits: ${sized(1500, 100)}, seed: 1 })` },
 ] as const;
-
-/** The clone bench's reference corpus: `commits` commits, each adding one `size`-byte random blob. */
-async function referenceCorpus(sandbox: GitSandbox, dir: string, commits: number, size: number): Promise<void> {
-  await sandbox.git(['init', '-q', '--bare', dir]);
-  const random = prng(2026);
-  const encoder = new TextEncoder();
-  const chunks: Uint8Array[] = [];
-  for (let i = 0; i < commits; i++) {
-    const blob = new Uint8Array(size);
-    for (let j = 0; j < size; j++) blob[j] = (random() * 256) | 0;
-    const message = `commit ${i}\n`;
-    chunks.push(
-      encoder.encode(
-        `commit refs/heads/main\nmark :${i + 1}\ncommitter bench <bench@gitport.invalid> ${1_700_000_000 + i * 60} +0000\n` +
-          `data ${message.length}\n${message}${i > 0 ? `from :${i}\n` : ''}` +
-          `M 100644 inline blob-${String(i).padStart(3, '0')}.bin\ndata ${size}\n`,
-      ),
-      blob,
-      encoder.encode('\n'),
-    );
-  }
-  const input = new Uint8Array(chunks.reduce((n, c) => n + c.byteLength, 0));
-  let at = 0;
-  for (const c of chunks) {
-    input.set(c, at);
-    at += c.byteLength;
-  }
-  await sandbox.git(['fast-import', '--quiet'], { cwd: dir, input });
-  await sandbox.git(['repack', '-adq'], { cwd: dir });
-}
-
-async function packBytes(dir: string): Promise<number> {
-  let total = 0;
-  for (const name of await readdir(`${dir}/objects/pack`)) {
-    if (name.endsWith('.pack')) total += (await stat(`${dir}/objects/pack/${name}`)).size;
-  }
-  return total;
-}
-
-const pkt = (line: string) => (line.length + 4).toString(16).padStart(4, '0') + line;
-
-/** The download alone: a clone's protocol v2 `fetch` of `want` (no haves), its response read to the end. */
-async function download(url: string, want: string): Promise<number> {
-  const body = `${pkt('command=fetch\n')}0001${pkt('ofs-delta\n')}${pkt(`want ${want}\n`)}${pkt('done\n')}0000`;
-  const response = await fetch(`${url}/git-upload-pack`, {
-    method: 'POST',
-    body,
-    headers: { 'Git-Protocol': 'version=2', 'Content-Type': 'application/x-git-upload-pack-request' },
-  });
-  if (!response.ok || response.body === null) throw new Error(`download: HTTP ${response.status}`);
-  const reader = response.body.getReader();
-  let bytes = 0;
-  for (;;) {
-    const step = await reader.read();
-    if (step.done) return bytes;
-    bytes += step.value.byteLength;
-  }
-}
 
 const percentile = (values: readonly number[], p: number) => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -118,13 +61,8 @@ describe('clone over HTTP from the gateway', () => {
 
   const setup = () =>
     (ready ??= (async () => {
-      sandbox = await createGitSandbox('gitport-bench-http-remote-');
-      const root = sandbox.path('root');
-      await mkdir(root, { recursive: true });
-      await mkdir(sandbox.path('clones'));
-      await referenceCorpus(sandbox, `${root}/reference.git`, sized(40, 10), 50 * 1024);
-      const history = await ensureHistory({ commits: sized(1500, 100), seed: 1 });
-      await cp(history.gitDir, `${root}/history.git`, { recursive: true });
+      let root: string;
+      ({ sandbox, root } = await cloneCorpora('gitport-bench-http-remote-'));
       await sandbox.git(['init', '-q', '--bare', `${root}/live.git`]);
       page = await openHttpRemotePage();
       serve = await startServe(
@@ -171,7 +109,7 @@ describe('clone over HTTP from the gateway', () => {
         const downloads: number[] = [];
         for (let i = 0; i < RUNS + 1; i++) {
           const start = performance.now();
-          await download(url(corpus.name), head);
+          await downloadClonePack(url(corpus.name), head);
           if (i > 0) downloads.push(performance.now() - start);
         }
         const iso: number[] = [];

@@ -15,7 +15,7 @@ import { cp, rm } from 'node:fs/promises';
 import type { GitObject, ObjectId, ObjectStore, ObjectType } from '@gitport/pack';
 import { enumerateObjects, MemoryObjectStore } from '@gitport/pack';
 import { connectionPair, fetch, MemoryRefStore, serveUploadPack } from '@gitport/protocol';
-import { createGitSandbox, type GitSandbox } from '@gitport/tests/git';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { ensureHistory } from '@gitport/tests/history';
 import { afterAll, bench, describe } from 'vitest';
 import { addCommits, loadRepository, type MemoryRepository } from '../tests/src/protocol/helpers.js';

@@ -14,7 +14,7 @@
  * partial clone).
  */
 import { cp, rm } from 'node:fs/promises';
-import { createGitSandbox, type GitSandbox } from '@gitport/tests/git';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { ensureHistory } from '@gitport/tests/history';
 import { remote } from 'gitport';
 import { nodeFs } from 'gitport/node';

@@ -11,7 +11,7 @@
  */
 import { MemoryObjectStore, packObjects } from '@gitport/pack';
 import { connectionPair, lsRemote, MemoryRefStore, serveUploadPack } from '@gitport/protocol';
-import { createGitSandbox, type GitSandbox } from '@gitport/tests/git';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { afterAll, bench, describe } from 'vitest';
 // the advertisement's steps, measured one by one, are internal to the protocol package
 import { collectRefs, encodeAdvertisementV0 } from '../packages/protocol/src/advertisement.js';

@@ -15,9 +15,9 @@
 import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
 import { createBus } from '@gitport/bus';
 import { nodeEndpoint } from '@gitport/bus/node';
+import { startTsWorker } from '@gitport/test-helpers/ts-worker';
 import * as Comlink from 'comlink';
 import { afterAll, bench, describe } from 'vitest';
-import { startTsWorker } from '../tests/src/ts-worker.js';
 import { record, sized } from './report.js';
 
 const ROUNDS = sized(9, 2);

@@ -23,9 +23,9 @@
  * hits both alike.
  */
 import type { ChildProcess } from 'node:child_process';
+import { spawnTsNode } from '@gitport/test-helpers/ts-worker';
 import { afterAll, bench, describe } from 'vitest';
 import type { BenchRun, BenchRunResult, BenchSide } from '../tests/src/transport/bench-process.js';
-import { spawnTsNode } from '../tests/src/ts-worker.js';
 import { mbps, median, record, sized } from './report.js';
 
 const KiB = 1024;

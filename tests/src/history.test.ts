@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createGitSandbox } from '@gitport/test-helpers/git';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createGitSandbox } from './git.js';
 import { defaults, ensureHistory, fastImportStream, HISTORY_PRESETS, historyKey } from './history.js';
 
 const sha256 = (chunks: Iterable<Uint8Array>) => {

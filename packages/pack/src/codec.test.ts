@@ -1,5 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { sha1Implementation } from '#sha1';
+import { zlibImplementation } from '#zlib';
 import { parseCommit, serializeCommit } from './commit.js';
 import { applyDelta, createDelta, DeltaIndex } from './delta.js';
 import { indexColumns, indexIds, PackIndex, readIdx, writeIdx } from './idx.js';
@@ -36,6 +38,11 @@ describe('object ids', () => {
 });
 
 describe('zlib implementations', () => {
+  it('the package takes the node:zlib and node:crypto fast paths under the node condition (Node, Bun)', () => {
+    expect(zlibImplementation()).toBe('node:zlib (reused native context)');
+    expect(sha1Implementation).toBe('node:crypto');
+  });
+
   it('Node uses the reused native inflate context (the fast path the benchmarks measure)', () => {
     expect(nodeZlib.zlibImplementation()).toBe('node:zlib (reused native context)');
   });

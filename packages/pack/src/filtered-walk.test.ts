@@ -1,10 +1,9 @@
 import * as nodeFs from 'node:fs';
-import { writeFile } from 'node:fs/promises';
 import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FsObjectStore } from './fs-store.js';
 import { parseObjectFilter } from './object-filter.js';
-import { commitFiles } from './test-repo-files.js';
+import { filterTestRepository } from './test-repo-files.js';
 import { enumerateObjects } from './walk.js';
 
 /** Filters whose verdicts git's rev-list and a pack enumeration share exactly (combine: differs, see object-filter.test.ts). */
@@ -29,22 +28,7 @@ describe('enumerateObjects with a filter', () => {
   let repo: string;
   beforeAll(async () => {
     sandbox = await createGitSandbox();
-    repo = sandbox.path('repo');
-    await sandbox.git(['init', '--quiet', repo]);
-    // the same tree (shared/) at depths 1 and 3, so tree:<n> meets it again at a smaller depth
-    const files: Record<string, string> = {
-      'small.txt': 'x'.repeat(10),
-      'big.bin': 'y'.repeat(5000),
-      'a/mid.txt': 'z'.repeat(1500),
-      'a/b/shared/one.txt': 'one\n',
-      'a/b/c/deeper.txt': 'deeper\n',
-      'shared/one.txt': 'one\n',
-    };
-    await commitFiles(sandbox, repo, files, 'first');
-    await writeFile(`${repo}/a/b/c/deeper.txt`, 'changed\n');
-    await writeFile(`${repo}/big.bin`, 'w'.repeat(900));
-    await sandbox.git(['commit', '--quiet', '-am', 'second'], { cwd: repo });
-    await sandbox.git(['tag', '-a', '-m', 'v1', 'v1'], { cwd: repo });
+    repo = await filterTestRepository(sandbox);
   });
   afterAll(async () => {
     await sandbox.cleanup();

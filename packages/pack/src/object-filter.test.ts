@@ -15,7 +15,7 @@ import {
   parseObjectFilter,
 } from './object-filter.js';
 import { fuzzParameters } from './test-fuzz.js';
-import { commitFiles } from './test-repo-files.js';
+import { filterTestRepository } from './test-repo-files.js';
 import { parseTree } from './tree.js';
 
 /** Specs git takes (`git rev-list --filter`) and ones it refuses; both lists are checked against git below. */
@@ -127,22 +127,7 @@ describe('filter verdicts', () => {
   let repo: string;
   beforeAll(async () => {
     sandbox = await createGitSandbox();
-    repo = sandbox.path('repo');
-    await sandbox.git(['init', '--quiet', repo]);
-    // blobs of several sizes at depths 1 to 4, a tree shared at two depths, two commits and a tag
-    const files: Record<string, string> = {
-      'small.txt': 'x'.repeat(10),
-      'big.bin': 'y'.repeat(5000),
-      'a/mid.txt': 'z'.repeat(1500),
-      'a/b/deep.txt': 'deep\n',
-      'a/b/c/deeper.txt': 'deeper\n',
-      'shared/one.txt': 'one\n',
-      'a/shared/one.txt': 'one\n',
-    };
-    await commitFiles(sandbox, repo, files, 'first');
-    await writeFile(`${repo}/a/b/deep.txt`, 'changed\n');
-    await sandbox.git(['commit', '--quiet', '-am', 'second'], { cwd: repo });
-    await sandbox.git(['tag', '-a', '-m', 'v1', 'v1'], { cwd: repo });
+    repo = await filterTestRepository(sandbox);
   });
   afterAll(async () => {
     await sandbox.cleanup();

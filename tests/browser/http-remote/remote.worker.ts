@@ -5,6 +5,7 @@
  * `result` or an `error` carrying the GitportError's code and data.
  */
 import '../worker-globals.js';
+import { downloadClonePack } from '@gitport/test-helpers/clone-download';
 import {
   commit,
   type FsLike,
@@ -63,26 +64,6 @@ async function packBytes(fs: GitFs, gitDir: string): Promise<number> {
     if (name.endsWith('.pack')) total += (await fs.stat(`${gitDir}/objects/pack/${name}`))?.size ?? 0;
   }
   return total;
-}
-
-const pkt = (line: string) => (line.length + 4).toString(16).padStart(4, '0') + line;
-
-/** Reads the response to a clone's v2 `fetch` of `want` to its end: its size in bytes. */
-async function download(url: string, want: string): Promise<number> {
-  const body = `${pkt('command=fetch\n')}0001${pkt('ofs-delta\n')}${pkt(`want ${want}\n`)}${pkt('done\n')}0000`;
-  const response = await fetch(`${url}/git-upload-pack`, {
-    method: 'POST',
-    body,
-    headers: { 'Git-Protocol': 'version=2', 'Content-Type': 'application/x-git-upload-pack-request' },
-  });
-  if (!response.ok || response.body === null) throw new Error(`download: HTTP ${response.status}`);
-  const reader = response.body.getReader();
-  let bytes = 0;
-  for (;;) {
-    const step = await reader.read();
-    if (step.done) return bytes;
-    bytes += step.value.byteLength;
-  }
 }
 
 const operations: Record<string, (args: never) => Promise<unknown>> = {
@@ -193,7 +174,7 @@ const operations: Record<string, (args: never) => Promise<unknown>> = {
     const out: { ms: number; bytes: number }[] = [];
     for (let i = 0; i < args.runs; i++) {
       const start = performance.now();
-      out.push({ ms: 0, bytes: await download(args.url, args.want) });
+      out.push({ ms: 0, bytes: await downloadClonePack(args.url, args.want) });
       out[i]!.ms = performance.now() - start;
     }
     return out;

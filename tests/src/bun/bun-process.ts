@@ -15,7 +15,9 @@ const require = createRequire(import.meta.url);
 /** The `bun` executable the `bun` package installed (its postinstall puts the binary there). */
 export const bunBinary = join(dirname(require.resolve('bun/package.json')), 'bin', 'bun.exe');
 
-const gitportBin = fileURLToPath(new URL('../../../packages/cli/bin/gitport.js', import.meta.url));
+/** The `gitport` bin as the @gitport/cli package declares it. */
+const cliManifest = require.resolve('@gitport/cli/package.json');
+const gitportBin = join(dirname(cliManifest), (require(cliManifest) as { bin: { gitport: string } }).bin.gitport);
 const workspace = fileURLToPath(new URL('../../..', import.meta.url));
 
 export interface BunServe {
@@ -117,10 +119,10 @@ export function parseJunit(xml: string): BunCase[] {
 }
 
 /**
- * Runs `bun test` on one suite file (relative to this directory) with the workspace packages
- * resolved to their sources, and returns each case's outcome.
+ * Runs `bun test` on suite files (relative to this directory), in one Bun process, with the
+ * workspace packages resolved to their sources, and returns each case's outcome.
  */
-export async function runBunSuite(file: string, timeoutMs = 120_000): Promise<BunSuiteResult> {
+export async function runBunSuite(files: string | readonly string[], timeoutMs = 120_000): Promise<BunSuiteResult> {
   const dir = await mkdtemp(join(tmpdir(), 'gitport-bun-suite-'));
   const report = join(dir, 'report.xml');
   try {
@@ -132,7 +134,7 @@ export async function runBunSuite(file: string, timeoutMs = 120_000): Promise<Bu
         `--timeout=${timeoutMs}`,
         '--reporter=junit',
         `--reporter-outfile=${report}`,
-        fileURLToPath(new URL(file, import.meta.url)),
+        ...(typeof files === 'string' ? [files] : files).map((file) => fileURLToPath(new URL(file, import.meta.url))),
       ],
       { cwd: workspace, stdio: ['ignore', 'pipe', 'pipe'] },
     );

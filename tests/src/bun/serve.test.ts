@@ -5,9 +5,9 @@
  * timeout and still delivers the next ref update.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { createGitSandbox } from '@gitport/test-helpers/git';
 import { describe, expect, it } from 'vitest';
 import { connectSse } from '../gateway/sse-client.js';
-import { createGitSandbox } from '../git.js';
 import { startBunServe } from './bun-process.js';
 
 /** Longer than Bun.serve's default idle timeout (10 s), shorter than the hub's heartbeat (15 s). */

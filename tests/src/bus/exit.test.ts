@@ -1,5 +1,5 @@
+import { spawnTsNode } from '@gitport/test-helpers/ts-worker';
 import { describe, expect, it } from 'vitest';
-import { spawnTsNode } from '../ts-worker.js';
 
 describe('a process using the bus', () => {
   it('exits on its own once its buses are closed and nothing is pending', async () => {

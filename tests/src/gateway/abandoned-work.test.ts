@@ -8,8 +8,8 @@ import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import type { WorkerPoolBackend } from '@gitport/gateway/node';
 import { encodeText } from '@gitport/pktline';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { describe, expect, it, vi } from 'vitest';
-import { createGitSandbox, type GitSandbox } from '../git.js';
 import { ensureHistory } from '../history.js';
 import { startServer, type TestServer } from './server.js';
 

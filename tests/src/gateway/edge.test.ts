@@ -8,8 +8,8 @@
 import { writeFile } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createGitSandbox, type GitSandbox } from '../git.js';
 import { backends, rawRequest, startServer, type TestServer, text } from './server.js';
 
 const TOKEN = 'edge-token';

@@ -4,9 +4,9 @@
  * with Last-Event-ID and gets exactly the events it missed.
  */
 import { join } from 'node:path';
+import { createGitSandbox } from '@gitport/test-helpers/git';
 import { chromium } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { createGitSandbox } from '../git.js';
 import { backends, startServer } from './server.js';
 
 const TOKEN = 'browser-token';

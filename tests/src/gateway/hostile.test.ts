@@ -10,9 +10,9 @@ import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { createGzip, gzipSync } from 'node:zlib';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGitSandbox, type GitSandbox } from '../git.js';
 import { backends, rawRequest, startServer, type TestServer, text } from './server.js';
 import { connectSse } from './sse-client.js';
 

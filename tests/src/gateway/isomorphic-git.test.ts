@@ -5,10 +5,10 @@
 import * as fs from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import git from 'isomorphic-git';
 import http from 'isomorphic-git/http/node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGitSandbox, type GitSandbox } from '../git.js';
 import { ensureHistory } from '../history.js';
 import { backends, startServer, type TestServer } from './server.js';
 

@@ -6,8 +6,8 @@
 import { writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { join } from 'node:path';
+import { createGitSandbox } from '@gitport/test-helpers/git';
 import { describe, expect, it } from 'vitest';
-import { createGitSandbox } from '../git.js';
 import { backends, startServer } from './server.js';
 
 const TOKEN = 'private-token';

@@ -7,8 +7,8 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { MemoryObjectStore, packObjects } from '@gitport/pack';
 import { PacketReader } from '@gitport/pktline';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGitSandbox, type GitSandbox } from '../git.js';
 import { rawRequest, startServer, type TestServer, text } from './server.js';
 
 const enc = (s: string) => new TextEncoder().encode(s);

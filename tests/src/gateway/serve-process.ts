@@ -4,7 +4,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { spawnTsNode } from '../ts-worker.js';
+import { spawnTsNode } from '@gitport/test-helpers/ts-worker';
 
 export interface ServeProcess {
   child: ChildProcess;

@@ -3,9 +3,9 @@
  * root (readable by real git), SSE, and a clean exit on SIGTERM and SIGINT.
  */
 import { join } from 'node:path';
+import { createGitSandbox } from '@gitport/test-helpers/git';
+import { spawnTsNode } from '@gitport/test-helpers/ts-worker';
 import { describe, expect, it } from 'vitest';
-import { createGitSandbox } from '../git.js';
-import { spawnTsNode } from '../ts-worker.js';
 import { startServe } from './serve-process.js';
 import { rawRequest } from './server.js';
 import { connectSse } from './sse-client.js';

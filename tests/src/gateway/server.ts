@@ -13,7 +13,7 @@ import {
   listen,
   type RunningServer,
 } from '@gitport/gateway/node';
-import { startTsWorker } from '../ts-worker.js';
+import { startTsWorker } from '@gitport/test-helpers/ts-worker';
 
 export interface TestServer extends AsyncDisposable {
   url: string;

@@ -5,8 +5,8 @@
 import { writeFile } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
+import { createGitSandbox } from '@gitport/test-helpers/git';
 import { describe, expect, it } from 'vitest';
-import { createGitSandbox } from '../git.js';
 import { backends, rawRequest, startServer } from './server.js';
 
 const TOKEN = 'bye';

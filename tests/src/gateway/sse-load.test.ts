@@ -6,8 +6,8 @@
  * Assertions on counters and contents, never on durations.
  */
 import { join } from 'node:path';
+import { createGitSandbox } from '@gitport/test-helpers/git';
 import { describe, expect, it, vi } from 'vitest';
-import { createGitSandbox } from '../git.js';
 import { startServe } from './serve-process.js';
 import { rawRequest, startServer, text } from './server.js';
 import { connectSse, type SseConnection, type SseFrame } from './sse-client.js';

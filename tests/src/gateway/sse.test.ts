@@ -4,8 +4,8 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGitSandbox, type GitSandbox } from '../git.js';
 import { backends, startServer, type TestServer } from './server.js';
 import { connectSse, type SseConnection } from './sse-client.js';
 

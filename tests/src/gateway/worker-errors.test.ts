@@ -8,9 +8,9 @@ import { join } from 'node:path';
 import type { Worker, WorkerOptions } from 'node:worker_threads';
 import { createGateway } from '@gitport/gateway';
 import { createWorkerPoolBackend, listen } from '@gitport/gateway/node';
+import { createGitSandbox } from '@gitport/test-helpers/git';
+import { startTsWorker } from '@gitport/test-helpers/ts-worker';
 import { describe, expect, it, vi } from 'vitest';
-import { createGitSandbox } from '../git.js';
-import { startTsWorker } from '../ts-worker.js';
 import { rawRequest, text } from './server.js';
 
 describe('a gateway worker', () => {

@@ -7,9 +7,9 @@ import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { createGateway } from '@gitport/gateway';
 import { createWorkerPoolBackend, listen, type WorkerPoolBackend } from '@gitport/gateway/node';
+import { createGitSandbox } from '@gitport/test-helpers/git';
+import { startTsWorker } from '@gitport/test-helpers/ts-worker';
 import { describe, expect, it, vi } from 'vitest';
-import { createGitSandbox } from '../git.js';
-import { startTsWorker } from '../ts-worker.js';
 import { rawRequest, startServer } from './server.js';
 import { connectSse } from './sse-client.js';
 

@@ -6,6 +6,7 @@
  */
 import { mkdir, readFile as readDiskFile, readdir, readlink, stat, writeFile } from 'node:fs/promises';
 import { serializeCommit, serializeTree } from '@gitport/pack';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import {
   commit,
   FsRepositoryRegistry,
@@ -24,7 +25,6 @@ import {
 import { nodeFs } from 'gitport/node';
 import git from 'isomorphic-git';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createGitSandbox, type GitSandbox } from '../git.js';
 import { connectedBuses } from './helpers.js';
 
 const text = (bytes: Uint8Array | undefined) => (bytes === undefined ? undefined : new TextDecoder().decode(bytes));

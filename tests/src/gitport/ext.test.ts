@@ -4,10 +4,10 @@
  * git fsck and compared with what git itself serves.
  */
 import { cp, writeFile } from 'node:fs/promises';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
+import { tsNodeCommand } from '@gitport/test-helpers/ts-worker';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createGitSandbox, type GitSandbox } from '../git.js';
 import { ensureHistory } from '../history.js';
-import { tsNodeCommand } from '../ts-worker.js';
 
 describe('real git against a gitport host', () => {
   let sandbox: GitSandbox;

@@ -7,12 +7,12 @@ import * as nodeFsModule from 'node:fs';
 import { cp, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import * as Comlink from 'comlink';
 import { control, FsRepositoryRegistry, host, httpClient, MemoryFs, type RefUpdateEvent, resolveUrl } from 'gitport';
 import { nodeFs } from 'gitport/node';
 import git from 'isomorphic-git';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createGitSandbox, type GitSandbox } from '../git.js';
 import { ensureHistory } from '../history.js';
 import { connectedBuses } from './helpers.js';
 

@@ -5,9 +5,9 @@
  * later push.
  */
 import { mkdir, readdir, stat, utimes, writeFile } from 'node:fs/promises';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
+import { tsNodeCommand } from '@gitport/test-helpers/ts-worker';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createGitSandbox, type GitSandbox } from '../git.js';
-import { tsNodeCommand } from '../ts-worker.js';
 
 describe('real git pushes that fail for one ref, against a gitport host on disk', () => {
   let sandbox: GitSandbox;

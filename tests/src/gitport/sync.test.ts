@@ -5,11 +5,11 @@
 
 import * as nodeFsModule from 'node:fs';
 import { cp, readFile, stat, writeFile } from 'node:fs/promises';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { FsRepositoryRegistry, host, MemoryFs, openRepository, REF_UPDATE_EVENT, remote } from 'gitport';
 import { nodeFs } from 'gitport/node';
 import git from 'isomorphic-git';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createGitSandbox, type GitSandbox } from '../git.js';
 import { ensureHistory } from '../history.js';
 import { connectedBuses } from './helpers.js';
 

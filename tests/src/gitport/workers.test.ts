@@ -5,10 +5,10 @@
  */
 import { cp, readdir } from 'node:fs/promises';
 import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
+import { startTsWorker } from '@gitport/test-helpers/ts-worker';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createGitSandbox, type GitSandbox } from '../git.js';
 import { ensureHistory } from '../history.js';
-import { startTsWorker } from '../ts-worker.js';
 
 interface Reply {
   id?: number;

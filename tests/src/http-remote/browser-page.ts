@@ -1,16 +1,11 @@
 /**
- * The HTTP remote page (tests/browser/http-remote/) in headless Chromium: a vite dev server
- * over the TypeScript sources (the `source` condition) serves the page and its worker on one
- * origin; the git servers the worker reaches listen on others (CORS). Used by
+ * The HTTP remote page (tests/browser/http-remote/) in headless Chromium (vite-page.ts): the
+ * dev server serves the page and its worker on one origin; the git servers the worker reaches
+ * listen on others (CORS). Used by
  * chromium-remote.test.ts and benchmarks/http-remote.bench.ts.
  */
-import { fileURLToPath } from 'node:url';
-import type { Browser, Page } from 'playwright-core';
-import { createViteServer } from 'vitest/node';
-import { launchChromium } from './chromium.js';
-
-const root = fileURLToPath(new URL('../../browser/', import.meta.url));
-const workspace = fileURLToPath(new URL('../../../', import.meta.url));
+import type { Page } from 'playwright-core';
+import { openVitePage } from './vite-page.js';
 
 /** What a worker operation rejected with. */
 export interface WorkerFailure {
@@ -37,76 +32,44 @@ export interface HttpRemotePage {
 }
 
 export async function openHttpRemotePage(): Promise<HttpRemotePage> {
-  const server = await createViteServer({
-    configFile: false,
-    root,
-    logLevel: 'error',
-    resolve: { conditions: ['source', 'browser', 'module', 'import', 'development|production'] },
-    worker: { format: 'es' },
-    cacheDir: `${root}node_modules/.vite-http-remote`,
-    optimizeDeps: {
-      entries: ['http-remote/index.html', 'http-remote/*.worker.ts'],
-      include: ['isomorphic-git', 'isomorphic-git/http/web', 'buffer'],
-    },
-    server: { port: 0, host: '127.0.0.1', fs: { allow: [workspace] }, hmr: false, watch: null },
-  });
-  let browser: Browser | undefined;
+  const opened = await openVitePage({ folder: 'http-remote' });
+  const { origin, page, errors } = opened;
+  const call = (op: string, args: unknown) =>
+    page.evaluate(([o, a]) => (window as unknown as { call(op: string, a: unknown): Promise<unknown> }).call(o, a), [
+      op,
+      args,
+    ] as const);
   try {
-    await server.listen();
-    const address = server.httpServer?.address();
-    if (!address || typeof address === 'string') throw new Error('vite did not listen');
-    const origin = `http://127.0.0.1:${address.port}`;
-    browser = await launchChromium();
-    const page = await browser.newPage();
-    const errors: string[] = [];
-    page.on('pageerror', (error) => errors.push(error.message));
-    // vite may reload the page once when its dependency optimizer finds an import late
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await page.goto(`${origin}/http-remote/index.html`, { timeout: 120_000 });
-        await page.waitForFunction(() => document.title === 'ready', undefined, { timeout: 120_000 });
-        // the worker has loaded its modules once it answers
-        await page.evaluate(() =>
-          (window as unknown as { call(op: string, a: unknown): Promise<unknown> }).call('unwatch', {}),
-        );
-        break;
-      } catch (error) {
-        if (attempt >= 3 || !/Execution context was destroyed|navigation|Timeout/i.test(String(error))) throw error;
-      }
-    }
-    const run = <T>(op: string, args: unknown) =>
-      page.evaluate(
-        ([o, a]) =>
-          (window as unknown as { call(op: string, a: unknown): Promise<unknown> }).call(o, a).then(
-            (value) => ({ ok: true, value }),
-            (error) => ({ ok: false, error }),
-          ),
-        [op, args] as const,
-      ) as Promise<Outcome<T>>;
-    const opened = browser;
-    return {
-      origin,
-      page,
-      run,
-      async call<T>(op: string, args: unknown) {
-        const outcome = await run<T>(op, args);
-        if (!outcome.ok) throw new Error(`${op}: ${outcome.error.code}: ${outcome.error.message}`);
-        if (errors.length > 0) throw new Error(`page errors: ${errors.join('; ')}`);
-        return outcome.value;
-      },
-      updates: () =>
-        page.evaluate(
-          () => (window as unknown as { updates: { repo: string; ref: string; old: string; new: string }[] }).updates,
-        ),
-      arrivals: () => page.evaluate(() => (window as unknown as { arrivals: number[] }).arrivals),
-      async close() {
-        await opened.close();
-        await server.close();
-      },
-    };
+    // the worker has loaded its modules once it answers
+    await opened.load(/Execution context was destroyed|navigation|Timeout/i, () => call('unwatch', {}));
   } catch (error) {
-    await browser?.close();
-    await server.close();
+    await opened.close();
     throw error;
   }
+  const run = <T>(op: string, args: unknown) =>
+    page.evaluate(
+      ([o, a]) =>
+        (window as unknown as { call(op: string, a: unknown): Promise<unknown> }).call(o, a).then(
+          (value) => ({ ok: true, value }),
+          (error) => ({ ok: false, error }),
+        ),
+      [op, args] as const,
+    ) as Promise<Outcome<T>>;
+  return {
+    origin,
+    page,
+    run,
+    async call<T>(op: string, args: unknown) {
+      const outcome = await run<T>(op, args);
+      if (!outcome.ok) throw new Error(`${op}: ${outcome.error.code}: ${outcome.error.message}`);
+      if (errors.length > 0) throw new Error(`page errors: ${errors.join('; ')}`);
+      return outcome.value;
+    },
+    updates: () =>
+      page.evaluate(
+        () => (window as unknown as { updates: { repo: string; ref: string; old: string; new: string }[] }).updates,
+      ),
+    arrivals: () => page.evaluate(() => (window as unknown as { arrivals: number[] }).arrivals),
+    close: () => opened.close(),
+  };
 }

@@ -6,10 +6,11 @@
  * a MemoryFs and into OPFS; and a git CLI push that reaches the worker's `onUpdate` and its
  * automatic fetch.
  */
+
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpBackend } from '../gateway/http-backend.js';
 import { type ServeProcess, startServe } from '../gateway/serve-process.js';
-import { createGitSandbox, type GitSandbox } from '../git.js';
 import { type HttpRemotePage, openHttpRemotePage } from './browser-page.js';
 
 const TOKEN = 'browser-s3cret';

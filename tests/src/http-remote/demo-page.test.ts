@@ -3,10 +3,11 @@
  * its worker (OPFS) over HTTP, shows the log and HEAD's tree, and shows a `git push` live. The
  * checks read the DOM.
  */
+
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ServeProcess, startServe } from '../gateway/serve-process.js';
-import { createGitSandbox, type GitSandbox } from '../git.js';
 import { launchChromium } from './chromium.js';
 
 let sandbox: GitSandbox;

@@ -3,13 +3,13 @@
  * child process) and against git's own `git http-backend`, checked with the git CLI.
  */
 import { readFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
+import { closedPort } from '@gitport/test-helpers/ports';
 import { type HttpRemoteOptions, httpRemote, isGitportError, push as pushTo, remote } from 'gitport';
 import { nodeFs, openNodeRepository } from 'gitport/node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpBackend } from '../gateway/http-backend.js';
 import { type ServeProcess, startServe } from '../gateway/serve-process.js';
-import { createGitSandbox, type GitSandbox } from '../git.js';
 import { type FrontProxy, startFrontProxy } from './front-proxy.js';
 
 const TOKEN = 's3cret';
@@ -24,15 +24,6 @@ async function rejection(
     return { code: error.code, data: (error.data ?? {}) as { status?: number; message?: string } };
   }
   throw new Error('expected a rejection');
-}
-
-/** A port nothing listens on (bound, then released). */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 let sandbox: GitSandbox;

@@ -5,6 +5,7 @@
  * bus host's signals.
  */
 import type { FetchResult } from '@gitport/protocol';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import {
   commit,
   type GitRepository,
@@ -19,7 +20,6 @@ import {
 import { nodeFs } from 'gitport/node';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startServer, type TestServer } from '../gateway/server.js';
-import { createGitSandbox, type GitSandbox } from '../git.js';
 import { connectedBuses } from '../gitport/helpers.js';
 import { type FrontProxy, startFrontProxy } from './front-proxy.js';
 

@@ -4,10 +4,10 @@
  */
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
+import { tsNodeCommand } from '@gitport/test-helpers/ts-worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGitSandbox, type GitSandbox } from '../git.js';
 import { ensureHistory } from '../history.js';
-import { tsNodeCommand } from '../ts-worker.js';
 import { verifyPackStats } from './helpers.js';
 
 let sandbox: GitSandbox;

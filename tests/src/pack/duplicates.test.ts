@@ -22,9 +22,9 @@ import {
   ZERO_ID,
 } from '@gitport/pack';
 import { connectionPair, MemoryRefStore, serveReceivePack } from '@gitport/protocol';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
+import { tsNodeCommand } from '@gitport/test-helpers/ts-worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGitSandbox, type GitSandbox } from '../git.js';
-import { tsNodeCommand } from '../ts-worker.js';
 import { type HandEntry, handPack, hexBytes, objectId } from './hand-pack.js';
 
 const enc = new TextEncoder();

@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { runProcess } from '../git.js';
+import { runProcess } from '@gitport/test-helpers/git';
 import { defaultCacheDir, prng } from '../history.js';
 
 const encoder = new TextEncoder();

@@ -28,9 +28,9 @@ import {
   parseTree,
   readIdx,
 } from '@gitport/pack';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGitSandbox, type GitSandbox } from '../git.js';
 import { allObjects } from './helpers.js';
 
 const SEED = process.env.GITPORT_FUZZ_SEED ? Number(process.env.GITPORT_FUZZ_SEED) : (Math.random() * 2 ** 31) >>> 0;

@@ -3,7 +3,7 @@
  * `git cat-file --batch`, seeded chunking of a byte stream, and collecting async iterables.
  */
 import { createHash } from 'node:crypto';
-import type { GitSandbox } from '../git.js';
+import type { GitSandbox } from '@gitport/test-helpers/git';
 import { prng } from '../history.js';
 
 export interface GitObjectRecord {

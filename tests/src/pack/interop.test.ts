@@ -19,8 +19,8 @@ import {
   type ObjectStore,
   PackReader,
 } from '@gitport/pack';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGitSandbox, type GitSandbox } from '../git.js';
 import { ensureHistory } from '../history.js';
 import { allObjects, chunked, collect, type GitObjectRecord, verifyPackStats } from './helpers.js';
 

@@ -8,9 +8,9 @@ import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { createDeflate } from 'node:zlib';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGitSandbox, type GitSandbox } from '../git.js';
-import { spawnTsNode } from '../ts-worker.js';
+import { importLargeInChild } from './import-large-child.js';
 
 const SIZE = 100 * 1024 * 1024;
 let sandbox: GitSandbox;
@@ -80,18 +80,7 @@ describe('a 100 MiB blob', () => {
     const { oid, hash } = await writeLargePack(packPath);
     const repo = sandbox.path('large.git');
     await sandbox.git(['init', '-q', '--bare', repo]);
-    const child = spawnTsNode(new URL('./import-large.ts', import.meta.url), [packPath, repo], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout!.on('data', (b: Buffer) => {
-      stdout += b.toString();
-    });
-    child.stderr!.on('data', (b: Buffer) => {
-      stderr += b.toString();
-    });
-    const [code] = (await once(child, 'close')) as [number];
+    const { code, stdout, stderr } = await importLargeInChild([packPath, repo]);
     expect(stderr).toBe('');
     expect(code).toBe(0);
     const result = JSON.parse(stdout) as { hash: string; objects: string[]; peak: number };

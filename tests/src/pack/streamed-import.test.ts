@@ -6,12 +6,11 @@
  * far below the pack. git then checks what was stored; a pack that fails at the end leaves no
  * file behind.
  */
-import { once } from 'node:events';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGitSandbox, type GitSandbox } from '../git.js';
-import { spawnTsNode } from '../ts-worker.js';
+import { importLargeInChild } from './import-large-child.js';
 
 const BLOBS = 100;
 const BLOB = 1024 * 1024;
@@ -58,18 +57,7 @@ async function importInChild(
   packPath: string,
   repo: string,
 ): Promise<{ hash: string; objects: string[]; peakAll: number }> {
-  const child = spawnTsNode(new URL('./import-large.ts', import.meta.url), [packPath, repo, 'gc'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (b: Buffer) => {
-    stdout += b.toString();
-  });
-  child.stderr!.on('data', (b: Buffer) => {
-    stderr += b.toString();
-  });
-  const [code] = (await once(child, 'close')) as [number];
+  const { code, stdout, stderr } = await importLargeInChild([packPath, repo, 'gc']);
   return { ...(JSON.parse(code === 0 ? stdout : '{}') as object), code, stderr } as never;
 }
 

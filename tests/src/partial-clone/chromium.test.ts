@@ -6,9 +6,9 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type ServeProcess, startServe } from '../gateway/serve-process.js';
-import { createGitSandbox, type GitSandbox } from '../git.js';
 import { withPartialClonePage } from './browser-page.js';
 
 let sandbox: GitSandbox;

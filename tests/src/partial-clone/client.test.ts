@@ -5,36 +5,23 @@
  * clone, lazy fetches by git), and gitport uses one real git made. Lazy reads are batched, can be
  * turned off per read, and fail with a typed error when the promisor remote is unreachable.
  */
-import { mkdir, readdir, readFile as readNodeFile, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { readdir, readFile as readNodeFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { MessageChannel } from 'node:worker_threads';
 import { createBus } from '@gitport/bus';
 import { nodeEndpoint } from '@gitport/bus/node';
+import type { GitSandbox } from '@gitport/test-helpers/git';
+import { closedPort } from '@gitport/test-helpers/ports';
 import { host, isGitportError, isPromisorStore, readFile, remote } from 'gitport';
 import { nodeFs, nodeRepositories, openNodeRepository } from 'gitport/node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHttpBackend } from '../gateway/http-backend.js';
-import { type ServeProcess, startServe } from '../gateway/serve-process.js';
-import { createGitSandbox, type GitSandbox } from '../git.js';
+import { objectSet as objectSetOf, type PartialCloneServers, startPartialCloneServers } from './fixture.js';
 
 let sandbox: GitSandbox;
-let serve: ServeProcess;
-let backend: Awaited<ReturnType<typeof startHttpBackend>>;
+let serve: PartialCloneServers['serve'];
+let backend: PartialCloneServers['backend'];
+let servers: PartialCloneServers | undefined;
 const text = new TextDecoder();
-
-async function buildRepository(work: string): Promise<void> {
-  await sandbox.git(['init', '--quiet', '-b', 'main', work]);
-  for (let i = 0; i < 6; i++) {
-    await writeFile(join(work, 'small.txt'), `line ${i}\n`.repeat(i + 1));
-    await writeFile(join(work, `big-${i % 3}.txt`), `${'x'.repeat(1500)} ${i}\n`.repeat(2 + i));
-    await mkdir(join(work, 'src', 'deep', `d${i % 2}`), { recursive: true });
-    await writeFile(join(work, 'src', 'deep', `d${i % 2}`, 'code.ts'), `export const n = ${i};\n`);
-    await sandbox.git(['-C', work, 'add', '-A']);
-    await sandbox.git(['-C', work, 'commit', '--quiet', '-m', `commit ${i}`]);
-  }
-  await sandbox.git(['-C', work, 'tag', '-a', 'v1', '-m', 'version 1']);
-}
 
 async function rejection(work: Promise<unknown>): Promise<{ code: string; data?: unknown; cause?: unknown }> {
   try {
@@ -46,44 +33,23 @@ async function rejection(work: Promise<unknown>): Promise<{ code: string; data?:
   throw new Error('expected a rejection');
 }
 
-/** A port nothing listens on (bound, then released). */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
 beforeAll(async () => {
-  sandbox = await createGitSandbox('gitport-partial-client-');
-  const work = sandbox.path('work');
-  await buildRepository(work);
-  const root = sandbox.path('root');
-  await sandbox.git(['clone', '--quiet', '--bare', work, join(root, 'repo.git')]);
-  const gitDir = join(root, 'repo.git');
-  await sandbox.git(['--git-dir', gitDir, 'config', 'uploadpack.allowFilter', 'true']);
-  await sandbox.git(['--git-dir', gitDir, 'config', 'uploadpack.allowAnySHA1InWant', 'true']);
-  // a repository git's server serves without filtering
-  await sandbox.git(['clone', '--quiet', '--bare', work, join(root, 'nofilter.git')]);
-  serve = await startServe(['--root', root, '--port', '0', '--workers', '1']);
-  backend = await startHttpBackend(root);
+  servers = await startPartialCloneServers({
+    prefix: 'gitport-partial-client-',
+    prepare: async (box, root, work) => {
+      await box.git(['--git-dir', join(root, 'repo.git'), 'config', 'uploadpack.allowAnySHA1InWant', 'true']);
+      // a repository git's server serves without filtering
+      await box.git(['clone', '--quiet', '--bare', work, join(root, 'nofilter.git')]);
+    },
+  });
+  ({ sandbox, serve, backend } = servers);
 }, 60_000);
 
 afterAll(async () => {
-  serve?.child.kill('SIGTERM');
-  await serve?.exit;
-  await backend?.close();
-  await sandbox?.[Symbol.asyncDispose]();
+  await servers?.close();
 });
 
-async function objectSet(gitDir: string): Promise<string[]> {
-  const out = await sandbox.git(['--git-dir', gitDir, 'rev-list', '--objects', '--missing=print', '--all']);
-  return out
-    .split('\n')
-    .filter((l) => l !== '')
-    .sort();
-}
+const objectSet = (gitDir: string) => objectSetOf(sandbox, gitDir);
 
 async function promisorFiles(gitDir: string): Promise<string[]> {
   return (await readdir(join(gitDir, 'objects', 'pack'))).filter((f) => f.endsWith('.promisor'));

@@ -3,57 +3,29 @@
  * `git http-backend` (with `uploadpack.allowFilter`) leave out the same objects, in protocol v2
  * and v0; the gitport-served partial clone then fetches what it lacks lazily, through gitport.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { GitSandbox } from '@gitport/test-helpers/git';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHttpBackend } from '../gateway/http-backend.js';
-import { type ServeProcess, startServe } from '../gateway/serve-process.js';
-import { createGitSandbox, type GitSandbox } from '../git.js';
+import { objectSet as objectSetOf, type PartialCloneServers, startPartialCloneServers } from './fixture.js';
 
 let sandbox: GitSandbox;
-let serve: ServeProcess;
-let backend: Awaited<ReturnType<typeof startHttpBackend>>;
-
-/** A history with nested directories, small and large blobs, renames and an annotated tag. */
-async function buildRepository(work: string): Promise<void> {
-  await sandbox.git(['init', '--quiet', '-b', 'main', work]);
-  for (let i = 0; i < 6; i++) {
-    await writeFile(join(work, 'small.txt'), `line ${i}\n`.repeat(i + 1));
-    await writeFile(join(work, `big-${i % 3}.txt`), `${'x'.repeat(1500)} ${i}\n`.repeat(2 + i));
-    await mkdir(join(work, 'src', 'deep', `d${i % 2}`), { recursive: true });
-    await writeFile(join(work, 'src', 'deep', `d${i % 2}`, 'code.ts'), `export const n = ${i};\n`);
-    await writeFile(join(work, 'src', 'same.txt'), 'same content\n');
-    await sandbox.git(['-C', work, 'add', '-A']);
-    await sandbox.git(['-C', work, 'commit', '--quiet', '-m', `commit ${i}`]);
-  }
-  await sandbox.git(['-C', work, 'tag', '-a', 'v1', '-m', 'version 1']);
-}
+let serve: PartialCloneServers['serve'];
+let backend: PartialCloneServers['backend'];
+let servers: PartialCloneServers | undefined;
 
 beforeAll(async () => {
-  sandbox = await createGitSandbox('gitport-partial-');
-  const work = sandbox.path('work');
-  await buildRepository(work);
-  const root = sandbox.path('root');
-  await sandbox.git(['clone', '--quiet', '--bare', work, join(root, 'repo.git')]);
-  await sandbox.git(['--git-dir', join(root, 'repo.git'), 'config', 'uploadpack.allowFilter', 'true']);
-  serve = await startServe(['--root', root, '--port', '0', '--workers', '1']);
-  backend = await startHttpBackend(root);
+  // with a blob every commit's tree shares
+  servers = await startPartialCloneServers({ prefix: 'gitport-partial-', sharedBlob: true });
+  ({ sandbox, serve, backend } = servers);
 }, 60_000);
 
 afterAll(async () => {
-  serve?.child.kill('SIGTERM');
-  await serve?.exit;
-  await backend?.close();
-  await sandbox?.[Symbol.asyncDispose]();
+  await servers?.close();
 });
 
-async function objectSet(clone: string): Promise<string[]> {
-  const out = await sandbox.git(['-C', clone, 'rev-list', '--objects', '--missing=print', '--all']);
-  return out
-    .split('\n')
-    .filter((l) => l !== '')
-    .sort();
-}
+/** The object set of the (non-bare) clone at `clone`. */
+const objectSet = (clone: string) => objectSetOf(sandbox, join(clone, '.git'));
 
 const filters = ['blob:none', 'tree:0', 'blob:limit=1k'];
 

@@ -5,8 +5,8 @@
  */
 import { MemoryObjectStore } from '@gitport/pack';
 import { clone, fetch, lsRemote, MemoryRefStore, type Remote } from '@gitport/protocol';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGitSandbox, type GitSandbox } from '../git.js';
 import {
   addCommits,
   type MemoryRepository,

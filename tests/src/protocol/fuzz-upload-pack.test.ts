@@ -12,9 +12,9 @@
 import { readFile } from 'node:fs/promises';
 import { decodePackets, encodePacket, type Packet } from '@gitport/pktline';
 import { Capabilities, type Connection, serveUploadPack } from '@gitport/protocol';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGitSandbox, type GitSandbox } from '../git.js';
 import { loadRepository, type MemoryRepository } from './helpers.js';
 
 const STABLE_CODE = /^(?:PROTOCOL|PKTLINE|PACK|OBJECT|REF)_[A-Z0-9_]+$/;

@@ -4,9 +4,10 @@
  * protocol v0 and v2. git's own view of the result (`for-each-ref`, `rev-list`, `fsck`) is the
  * judge.
  */
+
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
+import { tsNodeCommand } from '@gitport/test-helpers/ts-worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGitSandbox, type GitSandbox } from '../git.js';
-import { tsNodeCommand } from '../ts-worker.js';
 import {
   addCommits,
   loadRepository,

@@ -20,7 +20,7 @@ import {
   type Repository,
   rpcResultHeaders,
 } from '@gitport/protocol';
-import type { GitSandbox } from '../git.js';
+import type { GitSandbox } from '@gitport/test-helpers/git';
 
 export interface MemoryRepository extends Repository {
   objects: MemoryObjectStore;

@@ -6,8 +6,8 @@
  */
 import { MemoryObjectStore } from '@gitport/pack';
 import { connectionPair, fetch, MemoryRefStore, type Remote, serveUploadPack } from '@gitport/protocol';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGitSandbox, type GitSandbox } from '../git.js';
 import { ensureHistory } from '../history.js';
 import { addCommits, loadRepository, localHttp, type MemoryRepository, spawnGitService } from './helpers.js';
 

@@ -17,9 +17,9 @@ import {
   type Repository,
   rpcResultHeaders,
 } from '@gitport/protocol';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { openNodeRepository } from 'gitport/node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGitSandbox, type GitSandbox } from '../git.js';
 import { makeSampleRepo, startHttpBackend } from './helpers.js';
 
 let sandbox: GitSandbox;

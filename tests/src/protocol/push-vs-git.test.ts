@@ -3,8 +3,8 @@
  * `git http-backend` (stateless). The receiving repository is checked with `git fsck`.
  */
 import { push, type Remote } from '@gitport/protocol';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGitSandbox, type GitSandbox } from '../git.js';
 import {
   addCommits,
   loadRepository,

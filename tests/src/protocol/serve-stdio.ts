@@ -6,7 +6,7 @@
  */
 
 import { serveReceivePack, serveUploadPack } from '@gitport/protocol';
-import { createGitSandbox } from '../git.js';
+import { createGitSandbox } from '@gitport/test-helpers/git';
 import { loadRepository, saveRepository } from './helpers.js';
 
 const [rawService, gitDir] = process.argv.slice(2);

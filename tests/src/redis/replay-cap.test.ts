@@ -4,10 +4,10 @@
  * from the ring in memory of one instance without it.
  */
 import { createDemoRepository } from '@gitport/gateway/node';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ServeProcess, startServe } from '../gateway/serve-process.js';
 import { connectSse, type SseConnection, type SseFrame } from '../gateway/sse-client.js';
-import { createGitSandbox, type GitSandbox } from '../git.js';
 import { type RedisServer, startRedis } from './redis-server.js';
 
 const TOKEN = 't0k';

@@ -9,11 +9,11 @@ import { readdir, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SseHub } from '@gitport/gateway';
 import { createDemoRepository, RedisEventLog } from '@gitport/gateway/node';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ServeProcess, startServe } from '../gateway/serve-process.js';
 import { rawRequest, text } from '../gateway/server.js';
 import { connectSse, type SseConnection, type SseFrame } from '../gateway/sse-client.js';
-import { createGitSandbox, type GitSandbox } from '../git.js';
 import { type RedisServer, startRedis } from './redis-server.js';
 
 const TOKEN = 't0k';

@@ -21,8 +21,8 @@
 import { MessageChannel } from 'node:worker_threads';
 import { type Bus, createBus } from '@gitport/bus';
 import { nodeEndpoint } from '@gitport/bus/node';
+import { startTsWorker } from '@gitport/test-helpers/ts-worker';
 import { open } from '@gitport/transport';
-import { startTsWorker } from '../ts-worker.js';
 import { benchSinkFor, checkAnswer, nodeRawPort, rawSender, readEveryByte, sendToSink } from './bench-shared.js';
 
 /** Which side a bench process runs. */

@@ -1,11 +1,11 @@
 /** Pairs of transports over a real bus for the conformance suite: one thread, or a worker thread. */
-import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import { MessageChannel, type MessagePort, type Worker, type WorkerOptions } from 'node:worker_threads';
 import { type Bus, createBus, createHub } from '@gitport/bus';
 import { nodeEndpoint } from '@gitport/bus/node';
 import type { ConformancePair } from '@gitport/test-helpers/transport-conformance';
 import { serveConformance, type TransportSide } from '@gitport/test-helpers/transport-conformance-service';
+import { startTsWorker } from '@gitport/test-helpers/ts-worker';
 import { listen, open, transportStats } from '@gitport/transport';
-import { startTsWorker } from '../ts-worker.js';
 
 export const sideOf = (bus: Bus): TransportSide => ({
   listen: (name, onStream, options) => listen(bus, name, onStream, options),
@@ -82,12 +82,18 @@ export async function busHubPair(): Promise<ConformancePair> {
   };
 }
 
-/** A bus here and a bus in a worker thread running the conformance service; kill() terminates it. */
-export async function busWorkerPair(): Promise<ConformancePair> {
+/**
+ * A bus here and a bus in a worker thread running the conformance service (far-worker.ts), the
+ * thread started by `start` (`tag` goes into both buses' ids); kill() terminates it.
+ */
+export async function busWorkerPairWith(
+  start: (entry: URL, options: WorkerOptions) => Worker,
+  tag = '',
+): Promise<ConformancePair> {
   const n = ++pairs;
-  const near = createBus({ id: `near-${n}` });
-  const farId = `far-worker-${n}`;
-  const worker = startTsWorker(new URL('./far-worker.ts', import.meta.url), { workerData: { id: farId } });
+  const near = createBus({ id: `near-${tag}${n}` });
+  const farId = `far-${tag}worker-${n}`;
+  const worker = start(new URL('./far-worker.ts', import.meta.url), { workerData: { id: farId } });
   const failed = new Promise<never>((_, reject) => {
     worker.once('error', reject);
     worker.once('exit', (code) => reject(new Error(`worker exited with ${code}`)));
@@ -106,3 +112,6 @@ export async function busWorkerPair(): Promise<ConformancePair> {
     },
   };
 }
+
+/** A bus here and a bus in a worker thread on Node (started through the TypeScript loader). */
+export const busWorkerPair = (): Promise<ConformancePair> => busWorkerPairWith(startTsWorker);
