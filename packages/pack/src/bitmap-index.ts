@@ -135,7 +135,7 @@ export class BitmapIndex {
     if (at !== end) throw corrupt('bytes between the entries and the extensions');
   }
 
-  /** git's name hash of the object at pack-order `position`, from the name-hash cache (0 without one). */
+  /** git's name hash of the object at idx `position`, from the name-hash cache (0 without one). */
   nameHashAt(position: number): number {
     if (this.#hashCache < 0 || position < 0 || position >= this.count) return 0;
     const b = this.#bytes;
@@ -226,6 +226,8 @@ export interface BitmappedPack {
   positionAt(offset: number): number;
   /** The objects reachable from the commit at `position` when it has a bitmap (do not modify). */
   reachable(position: number): Bits | undefined;
+  /** git's name hash of the object at `position` (from the bitmap's name-hash cache, else 0). */
+  nameHashAt(position: number): number;
 }
 
 /** A pack's reverse index and id lookups, in the shape the store keeps its packs. */
@@ -271,5 +273,6 @@ export function bitmappedPack(pack: PackOrder, bitmaps: BitmapIndex): BitmappedP
       return -1;
     },
     reachable: (p) => bitmaps.reachable(positions[p]!),
+    nameHashAt: (p) => bitmaps.nameHashAt(positions[p]!),
   };
 }

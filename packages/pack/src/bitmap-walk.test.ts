@@ -100,6 +100,12 @@ describe('bitmap walk and range reuse on a repository git packed with a bitmap',
     // types as the walk has them
     const types = new Map((await enumerateObjects(store, { wants })).objects.map((o) => [o.oid, o.type]));
     for (const o of bitmapObjects(b!)) expect(o.type).toBe(types.get(o.oid));
+    // name hashes from the bitmap's name-hash cache (idx order), as the walk computes them
+    // (an object at several paths may be named by another one of them)
+    const hashes = new Map((await enumerateObjects(store, { wants })).objects.map((o) => [o.oid, o.nameHash]));
+    const fromCache = bitmapObjects(b!).filter((o) => o.type === 'blob' && b!.pack.position(o.oid) >= 0);
+    const same = fromCache.filter((o) => hashes.get(o.oid) === o.nameHash).length;
+    expect(same / fromCache.length).toBeGreaterThan(0.9);
     await store.close();
   });
 

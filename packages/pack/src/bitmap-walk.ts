@@ -348,7 +348,7 @@ export function bitmapObjects(e: BitmapEnumeration): PackObject[] {
           : hasBit(blobs, p)
             ? 'blob'
             : 'tag';
-      out.push({ oid: pack.oidAt(p), type, nameHash: pack.bitmaps.nameHashAt(p) });
+      out.push({ oid: pack.oidAt(p), type, nameHash: pack.nameHashAt(p) });
     }
   }
   out.push(...e.extra);
