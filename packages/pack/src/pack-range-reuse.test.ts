@@ -36,7 +36,11 @@ describe('rangeReuse', () => {
   });
 
   /** A pack of the prefix's entries alone (no objects outside the bitmapped pack are wanted). */
-  const packOf = async (chunks: AsyncIterable<Uint8Array>, count: number, chunkBytes: number) => {
+  const packOf = async (
+    chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+    count: number,
+    chunkBytes: number,
+  ) => {
     const header = new Uint8Array(12);
     header.set([0x50, 0x41, 0x43, 0x4b, 0, 0, 0, 2]);
     new DataView(header.buffer).setUint32(8, count);
@@ -65,6 +69,17 @@ describe('rangeReuse', () => {
       const { pack: out, largest } = await packOf(prefix.chunks(12), prefix.count, chunkBytes);
       expect(Buffer.compare(out, source)).toBe(0);
       expect(largest).toBeLessThanOrEqual(chunkBytes);
+      // borrowed: chunks are views of two buffers in turn, copied before the next is asked for
+      const borrowed = rangeReuse(store, e, { chunkBytes, borrow: true });
+      const views = new Set<ArrayBufferLike>();
+      const copies: Uint8Array[] = [];
+      for await (const c of borrowed.chunks(12)) {
+        views.add(c.buffer);
+        copies.push(c.slice());
+      }
+      const again = await packOf(copies, borrowed.count, chunkBytes);
+      expect(Buffer.compare(again.pack, source)).toBe(0);
+      if (chunkBytes >= 4096) expect(views.size).toBeLessThanOrEqual(2);
     }
     await store.close();
   });

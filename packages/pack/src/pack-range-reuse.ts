@@ -47,6 +47,11 @@ export interface RangeReuseOptions {
   signal?: AbortSignal;
   /** Bytes read at once (default 1 MiB). */
   chunkBytes?: number;
+  /**
+   * The caller is done with each chunk before it asks for the next: chunks read verbatim may
+   * then be views of two buffers used in turn, instead of a new buffer each.
+   */
+  borrow?: boolean;
 }
 
 /** The selected entries of the bitmapped pack, reused by ranges. */
@@ -67,6 +72,17 @@ async function* reuseChunks(
   const thin = options.thin === true;
   const level = options.level ?? 6;
   const extra = new Set(e.extra.map((o) => o.oid));
+  // with `borrow`, reads go into two buffers in turn: a chunk handed out is read into again only
+  // after the next one was asked for and handed out
+  const spares: (Uint8Array | undefined)[] = [undefined, undefined];
+  let turn = 0;
+  const readBuffer = (length: number): Uint8Array => {
+    if (!options.borrow) return new Uint8Array(length);
+    const k = turn++ & 1;
+    const spare = spares[k] ?? new Uint8Array(chunkBytes);
+    spares[k] = spare;
+    return spare.subarray(0, length);
+  };
   /** Output offset of each entry written (by pack position), -1 before. */
   const written = new Float64Array(n).fill(-1);
   let out = start;
@@ -78,10 +94,11 @@ async function* reuseChunks(
     piecesBytes += bytes.length;
     out += bytes.length;
   };
-  /** The pieces as one chunk: the buffer read itself when it went out whole. */
+  /** The pieces as one chunk: a view of the buffer read when it is one stretch of it. */
   const cut = (buffer: Uint8Array | undefined): Uint8Array => {
     let chunk: Uint8Array;
-    if (pieces.length === 1 && buffer && pieces[0] === buffer) chunk = buffer;
+    const only = pieces.length === 1 ? pieces[0]! : undefined;
+    if (only && buffer && only.buffer === buffer.buffer) chunk = only;
     else {
       chunk = new Uint8Array(piecesBytes);
       let at = 0;
@@ -162,7 +179,7 @@ async function* reuseChunks(
       if (how !== 'whole') {
         for (let at = from + how.length; at < to; at += chunkBytes) {
           throwIfAborted(options.signal);
-          const piece = new Uint8Array(Math.min(chunkBytes, to - at));
+          const piece = readBuffer(Math.min(chunkBytes, to - at));
           await pack.source.readInto(at, piece);
           out += piece.length;
           yield piece;
@@ -172,7 +189,7 @@ async function* reuseChunks(
       p = nextSet(bits, p + 1, n);
       continue;
     }
-    const buffer = new Uint8Array(to - from);
+    const buffer = readBuffer(to - from);
     await pack.source.readInto(from, buffer);
     // verbatim stretches of the buffer go out as views, rewritten entries in between
     let runStart = -1;
