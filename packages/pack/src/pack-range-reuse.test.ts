@@ -44,7 +44,7 @@ describe('rangeReuse', () => {
     const header = new Uint8Array(12);
     header.set([0x50, 0x41, 0x43, 0x4b, 0, 0, 0, 2]);
     new DataView(header.buffer).setUint32(8, count);
-    const parts = [header];
+    const parts: Uint8Array[] = [header];
     let largest = 0;
     for await (const c of chunks) {
       parts.push(c);
