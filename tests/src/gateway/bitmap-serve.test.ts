@@ -107,6 +107,23 @@ describe('gitport serve with a bitmapped pack', () => {
     }
   });
 
+  it('serves partial (blob:none) and shallow clones, which the bitmaps answer or leave to the walk', async () => {
+    const partial = sandbox.path('partial.git');
+    await sandbox.git(['clone', '--quiet', '--bare', '--filter=blob:none', `${server.url}/repo.git`, partial]);
+    await sandbox.git(['--git-dir', partial, 'fsck', '--strict']);
+    const types = (
+      await sandbox.git(['--git-dir', partial, 'cat-file', '--batch-all-objects', '--batch-check=%(objecttype)'])
+    ).split('\n');
+    expect(types.filter((t) => t === 'blob')).toEqual([]);
+    expect(types.filter((t) => t === 'commit').length).toBe(
+      Number(await sandbox.git(['--git-dir', bare, 'rev-list', '--all', '--count'])),
+    );
+    const shallow = sandbox.path('shallow.git');
+    await sandbox.git(['clone', '--quiet', '--bare', '--depth', '3', `${server.url}/repo.git`, shallow]);
+    await sandbox.git(['--git-dir', shallow, 'fsck', '--strict']);
+    expect(await sandbox.git(['--git-dir', shallow, 'rev-list', '--count', 'main'])).toBe('3');
+  });
+
   it('ignores a corrupt bitmap and still serves the same clone', async () => {
     const dir = join(bare, 'objects', 'pack');
     const bitmap = (await readdir(dir)).find((f) => f.endsWith('.bitmap'))!;
