@@ -96,6 +96,7 @@ export function yieldingStore(store: ObjectStore): ObjectStore {
   if (store.writePack !== undefined) wrapped.writePack = store.writePack.bind(store);
   if (store.beginPack !== undefined) wrapped.beginPack = store.beginPack.bind(store);
   if (store.findPack !== undefined) wrapped.findPack = store.findPack.bind(store);
+  if (store.bitmappedPack !== undefined) wrapped.bitmappedPack = store.bitmappedPack.bind(store);
   wrappers.set(store, wrapped);
   return wrapped;
 }

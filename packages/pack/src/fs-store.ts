@@ -15,10 +15,11 @@
  * their delta chains.
  */
 import { inflateOne } from '#zlib';
+import { BitmapIndex, type BitmappedPack, bitmappedPack } from './bitmap-index.js';
 import { applyDelta } from './delta.js';
 import { ChainTips, DEFAULT_MAX_REBUILD_BYTES, rebuildBudget } from './delta-chain-cache.js';
 import { type EntryHeader, EntryType, isWholeEntry } from './entry-header.js';
-import { PackError } from './errors.js';
+import { isPackError, PackError } from './errors.js';
 import type { FsLike, FsPromisesLike, ObjectStoreFs } from './fs-like.js';
 import { PackIndex, writeIdx } from './idx.js';
 import { LooseObjects } from './loose-objects.js';
@@ -36,7 +37,7 @@ import { type LoadedPack, PackFiles } from './pack-files.js';
 import { BlockPool, openPackSpool } from './pack-spool.js';
 import { DirectoryQuarantine } from './quarantine.js';
 import type { ObjectStore, PackFile, PackSpool, Quarantine, RawEntry, StoredPack } from './store.js';
-import { StoreFiles } from './store-files.js';
+import { isEnoent, StoreFiles } from './store-files.js';
 import type { StoredLocation } from './stored-location.js';
 
 /** Bases walked through for one object past which its chain is taken for a cycle. */
@@ -105,6 +106,8 @@ export class FsObjectStore implements ObjectStore {
   /** Objects too large for `#cache`: the latest kept, so that reading a delta chain in order is linear. */
   readonly #tips: ChainTips<ObjectId, GitObject>;
   readonly #maxRebuild: number;
+  /** Packs whose `.bitmap` was looked at: the bitmapped pack, or null (none, or ignored). */
+  readonly #bitmaps = new Map<string, BitmappedPack | null>();
 
   /**
    * `cacheBytes`: objects kept (default 32 MiB; as much again for the latest objects rebuilt from
@@ -391,6 +394,30 @@ export class FsObjectStore implements ObjectStore {
 
   findPack(oids: readonly ObjectId[]): Promise<StoredPack | undefined> {
     return this.#packs.findStored(oids);
+  }
+
+  /**
+   * The first pack (in the directory's order) with a usable `pack-H.bitmap`. A bitmap that does
+   * not parse or names another pack is ignored, as git ignores it: the walk is taken instead.
+   */
+  async bitmappedPack(): Promise<BitmappedPack | undefined> {
+    await this.#packs.ensureScanned();
+    for (const pack of this.#packs.list) {
+      let found = this.#bitmaps.get(pack.name);
+      if (found === undefined) {
+        found = null;
+        try {
+          const bytes = await this.#files.readBytes(`${this.#packs.dir}/${pack.name}.bitmap`);
+          const index = new BitmapIndex(bytes, { count: pack.index.count, packHash: pack.index.packHash });
+          found = bitmappedPack(pack, index);
+        } catch (error) {
+          if (!isEnoent(error) && !isPackError(error)) throw error;
+        }
+        this.#bitmaps.set(pack.name, found);
+      }
+      if (found) return found;
+    }
+    return undefined;
   }
 
   /** Closes open pack files. */

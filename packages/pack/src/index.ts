@@ -4,9 +4,11 @@
  */
 
 export { createSha1, type Sha1, sha1 } from '#sha1';
+export { BitmapIndex, type BitmappedPack } from './bitmap-index.js';
 export { type Commit, type Person, parseCommit, parseCommitLinks, serializeCommit } from './commit.js';
 export { applyDelta, createDelta } from './delta.js';
 export { isPackError, PackError } from './errors.js';
+export type { Bits } from './ewah.js';
 export { assertFilterSupported } from './filtered-walk.js';
 export type { DirEntry, FileHandleLike, FsLike, FsPromisesLike, FsStat, ObjectStoreFs } from './fs-like.js';
 export { FsObjectStore } from './fs-store.js';

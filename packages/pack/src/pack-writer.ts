@@ -15,12 +15,14 @@
 import { remoteDeltaSearch } from '#delta-worker';
 import { createSha1 } from '#sha1';
 import { deflate } from '#zlib';
+import { bitmapHaves, bitmapObjects, tryBitmapWalk } from './bitmap-walk.js';
 import { type DeltaIndex, DeltaWindow } from './delta.js';
 import type { RemoteDeltaJob, RemoteDeltaObject } from './delta-worker.js';
 import { EntryType, encodeEntryHeader, encodeOfsOffset } from './entry-header.js';
 import { PackError, throwIfAborted } from './errors.js';
 import { hexToBytes, type ObjectId, type ObjectType, TYPE_CODES } from './object.js';
 import type { ObjectFilter } from './object-filter.js';
+import { type PackPrefix, rangeReuse } from './pack-range-reuse.js';
 import type { ObjectStore } from './store.js';
 import type { PackSource, StoredLocation } from './stored-location.js';
 import { type CommitCache, type Enumeration, enumerateObjects, type PackObject } from './walk.js';
@@ -57,6 +59,11 @@ export interface PackEncoding {
   deltas?: boolean;
   /** Reuse deltas and compressed data stored in the source's packs (default true). */
   reuse?: boolean;
+  /**
+   * Enumerate with the store's reachability bitmaps and copy its bitmapped pack by ranges, where
+   * it has one and the request allows (default true; see bitmap-walk.ts, pack-range-reuse.ts).
+   */
+  bitmaps?: boolean;
   window?: number;
   depth?: number;
   /** zlib level (default 6, like git's core.compression -1). */
@@ -185,6 +192,30 @@ async function* packStream(
   options: PackEncoding,
 ): AsyncGenerator<Uint8Array> {
   const filtered = selection.filter !== undefined;
+  if (options.bitmaps !== false) {
+    const b = await tryBitmapWalk(store, {
+      wants: selection.wants,
+      haves: selection.haves,
+      shallow: selection.shallow,
+      tags: selection.includeTags ? selection.tags : undefined,
+      filter: selection.filter,
+      signal: options.signal,
+      cache: selection.cache,
+    });
+    if (b) {
+      const haves = bitmapHaves(b);
+      if (options.reuse !== false && options.deltas !== false) {
+        // the bitmapped pack's objects by ranges, then the others
+        const e = { objects: b.extra, edges: [], uninteresting: haves };
+        const prefix = rangeReuse(store, b, { ...options, thin: options.thin === true && !filtered });
+        yield* writeStream(store, e, b.extra, filtered, options, prefix);
+        return;
+      }
+      const objects = bitmapObjects(b);
+      yield* writeStream(store, { objects, edges: [], uninteresting: haves }, objects, filtered, options);
+      return;
+    }
+  }
   const e = await enumerateObjects(store, {
     wants: selection.wants,
     haves: selection.haves,
@@ -212,11 +243,15 @@ async function* packStream(
 
 async function* writeStream(
   store: ObjectStore,
-  enumeration: Pick<Enumeration, 'objects' | 'edges' | 'uninteresting'> | null,
+  enumeration:
+    | (Pick<Enumeration, 'objects' | 'edges'> & { uninteresting: Pick<Enumeration['uninteresting'], 'has'> })
+    | null,
   oids: readonly (ObjectId | PackObject)[],
   /** The selection had a filter: the receiver may lack objects below what it has. */
   filtered: boolean,
   options: PackEncoding,
+  /** Entries written first, after the header (a stored pack's ranges, see pack-range-reuse.ts). */
+  prefix?: PackPrefix,
 ): AsyncGenerator<Uint8Array> {
   const signal = options.signal;
   const deltas = options.deltas !== false;
@@ -494,7 +529,7 @@ async function* writeStream(
   header.set([0x50, 0x41, 0x43, 0x4b]);
   const hv = new DataView(header.buffer);
   hv.setUint32(4, 2);
-  hv.setUint32(8, total);
+  hv.setUint32(8, total + (prefix?.count ?? 0));
   const hash = createSha1();
   let offset = 0;
   // pieces gathered into chunks, always copied into fresh buffers: pieces may be views of the
@@ -556,6 +591,16 @@ async function* writeStream(
     offset += bytes.length;
   };
   emit(header);
+  if (prefix) {
+    const first = await cut();
+    hash.update(first);
+    yield first;
+    for await (const chunk of prefix.chunks(offset)) {
+      hash.update(chunk);
+      offset += chunk.length;
+      yield chunk;
+    }
+  }
   const writeItem = async (item: Item) => {
     const at = offset;
     item.at = at;

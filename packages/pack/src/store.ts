@@ -1,6 +1,7 @@
 /**
  * The object store interface every store implements, and the in-memory store.
  */
+import type { BitmappedPack } from './bitmap-index.js';
 import { PackError } from './errors.js';
 import type { IndexEntries } from './idx.js';
 import { type GitObject, hashObjectSync, isObjectId, type ObjectId, type ObjectType } from './object.js';
@@ -58,6 +59,12 @@ export interface ObjectStore {
    * server sends on a clone of a freshly repacked repository.
    */
   findPack?(oids: readonly ObjectId[]): Promise<StoredPack | undefined>;
+  /**
+   * The store's pack with a valid reachability bitmap (git's `pack-H.bitmap`), for enumeration by
+   * bitmaps and reuse of the pack's byte ranges; undefined when there is none (or it is corrupt,
+   * or of another pack: it is then ignored, as git ignores it).
+   */
+  bitmappedPack?(): Promise<BitmappedPack | undefined>;
   /**
    * A quarantine for incoming objects (see quarantine.ts); stores without one get an overlay in
    * memory from `openQuarantine`.

@@ -44,7 +44,7 @@ export class CommitCache {
 }
 
 /** A max-heap of commits by time (newest first), ties by insertion order. */
-class CommitQueue {
+export class CommitQueue {
   readonly #heap: { c: CommitInfo; seq: number }[] = [];
   #seq = 0;
   get size(): number {

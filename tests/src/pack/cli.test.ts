@@ -84,6 +84,51 @@ describe('gitport pack-objects', () => {
     expect(objectsOf(c)).toEqual(objectsOf(b));
   });
 
+  it('over a pack with a bitmap git wrote: the same objects as git, --all and --revs, and --no-delta', async () => {
+    const repo = sandbox.path('bitmapped.git');
+    await sandbox.git(['clone', '--quiet', '--bare', '--no-local', gitDir, repo]);
+    await sandbox.git(['--git-dir', repo, 'repack', '-adbq']);
+    const packs = await readdir(join(repo, 'objects', 'pack'));
+    expect(packs.some((f) => f.endsWith('.bitmap'))).toBe(true);
+    // a commit pushed since: loose, outside the bitmapped pack
+    const tree = await sandbox.git(['--git-dir', repo, 'rev-parse', 'HEAD^{tree}']);
+    const pushed = await sandbox.git(['--git-dir', repo, 'commit-tree', tree, '-p', 'HEAD', '-m', 'pushed']);
+    await sandbox.git(['--git-dir', repo, 'update-ref', 'HEAD', pushed]);
+    const old = await sandbox.git(['--git-dir', repo, 'rev-parse', 'HEAD~30']);
+    const runs: [string, string[], string][] = [
+      ['all', ['--all'], ''],
+      ['revs', ['--revs'], `${pushed}\n^${old}\n`],
+      ['no-delta', ['--all', '--no-delta'], ''],
+    ];
+    for (const [name, args, input] of runs) {
+      const ours = await gitport(['pack-objects', '--git-dir', repo, ...args, '--stdout'], input);
+      expect(ours.code, ours.stderr).toBe(0);
+      const target = sandbox.path(`bitmapped-${name}.git`);
+      await sandbox.git(['init', '-q', '--bare', target]);
+      // the receiver of a ^old pack has old (--strict checks every link)
+      if (name === 'revs') await sandbox.git(['--git-dir', target, 'fetch', '--quiet', repo, `${old}:refs/heads/old`]);
+      const out = await sandbox.git(['--git-dir', target, 'index-pack', '--stdin', '--strict'], {
+        input: ours.stdout,
+      });
+      const hash = out.trim().replace(/^pack\t/, '');
+      const verify = await sandbox.git(['verify-pack', '-v', join(target, 'objects', 'pack', `pack-${hash}.idx`)]);
+      const expected = (
+        await sandbox.git([
+          '--git-dir',
+          repo,
+          'rev-list',
+          '--objects',
+          '--use-bitmap-index',
+          ...(name === 'revs' ? [pushed, `^${old}`] : ['--all']),
+        ])
+      )
+        .split('\n')
+        .map((l) => l.slice(0, 40));
+      expect(objectsOf(verify), name).toEqual(new Set(expected));
+      if (name === 'no-delta') expect(verifyPackStats(verify).deltas).toBe(0);
+    }
+  });
+
   it('usage errors exit 129; a bad revision exits 128 with a message', async () => {
     expect((await gitport(['pack-objects', '--git-dir', gitDir, '--stdout'])).code).toBe(129);
     expect((await gitport(['pack-objects', '--all', '--stdout'])).code).toBe(129);

@@ -1,0 +1,242 @@
+/**
+ * Pack reuse by ranges (git's pack-bitmap.c `reuse_partial_packfile_from_bitmap` and
+ * builtin/pack-objects.c `write_reused_pack`): the entries of the bitmapped pack that a pack
+ * sends are copied from the pack file as they are stored, in pack order, in contiguous runs
+ * (the whole body of the pack when every object goes), read in chunks of bounded size, so the
+ * memory is the chunk's, not the pack's.
+ *
+ * An entry goes out verbatim unless its base reference must change:
+ * - an OFS_DELTA whose base is sent, but a gap before it (entries not sent) shortened the
+ *   distance, gets its header re-encoded with the new distance (REF_DELTA when the receiver
+ *   cannot take OFS_DELTA);
+ * - an OFS_DELTA whose base is not sent but the receiver has it (a thin pack) becomes a
+ *   REF_DELTA naming the base;
+ * - a delta whose base is neither sent nor on the receiver is not reused: the object is
+ *   rebuilt and written whole.
+ * The compressed data is always copied as it is. Objects outside the bitmapped pack are the
+ * writer's, after these (see pack-writer.ts).
+ */
+import { deflate } from '#zlib';
+import type { BitmapEnumeration } from './bitmap-walk.js';
+import { decodeEntryHeader, EntryType, encodeEntryHeader, isWholeEntry } from './entry-header.js';
+import { PackError, throwIfAborted } from './errors.js';
+import { countBits, hasBit } from './ewah.js';
+import { hexToBytes, type ObjectType, TYPE_CODES } from './object.js';
+import type { ObjectStore } from './store.js';
+
+/** Bytes read from the pack at once: the bound on the memory a reuse holds. */
+export const DEFAULT_REUSE_CHUNK = 1 << 20;
+/** Bytes read to decode an entry header (the longest, a REF_DELTA's, fits). */
+const HEADER_READ = 32;
+
+/** Entries a pack writer puts right after the pack header, before its own. */
+export interface PackPrefix {
+  /** How many entries it writes. */
+  readonly count: number;
+  /** Its bytes, the first at output offset `at`; each chunk is the caller's to keep. */
+  chunks(at: number): AsyncIterable<Uint8Array>;
+}
+
+export interface RangeReuseOptions {
+  /** The receiver has the objects of `haves` (REF_DELTA against them is allowed). */
+  thin?: boolean;
+  /** The receiver takes OFS_DELTA (default true). */
+  ofsDelta?: boolean;
+  /** zlib level of the objects rewritten whole (default 6). */
+  level?: number;
+  signal?: AbortSignal;
+  /** Bytes read at once (default 1 MiB). */
+  chunkBytes?: number;
+  /**
+   * The caller is done with each chunk before it asks for the next: chunks read verbatim may
+   * then be views of two buffers used in turn, instead of a new buffer each.
+   */
+  borrow?: boolean;
+}
+
+/** The selected entries of the bitmapped pack, reused by ranges. */
+export function rangeReuse(store: ObjectStore, e: BitmapEnumeration, options: RangeReuseOptions = {}): PackPrefix {
+  return { count: countBits(e.bits), chunks: (at) => reuseChunks(store, e, options, at) };
+}
+
+async function* reuseChunks(
+  store: ObjectStore,
+  e: BitmapEnumeration,
+  options: RangeReuseOptions,
+  start: number,
+): AsyncGenerator<Uint8Array> {
+  const { pack, bits, haves } = e;
+  const n = pack.count;
+  const chunkBytes = Math.max(HEADER_READ, options.chunkBytes ?? DEFAULT_REUSE_CHUNK);
+  const ofs = options.ofsDelta !== false;
+  const thin = options.thin === true;
+  const level = options.level ?? 6;
+  const extra = new Set(e.extra.map((o) => o.oid));
+  // with `borrow`, reads go into two buffers in turn: a chunk handed out is read into again only
+  // after the next one was asked for and handed out
+  const spares: (Uint8Array | undefined)[] = [undefined, undefined];
+  let turn = 0;
+  const readBuffer = (length: number): Uint8Array => {
+    if (!options.borrow) return new Uint8Array(length);
+    const k = turn++ & 1;
+    const spare = spares[k] ?? new Uint8Array(chunkBytes);
+    spares[k] = spare;
+    return spare.subarray(0, length);
+  };
+  /** Output offset of each entry written (by pack position), -1 before. */
+  const written = new Float64Array(n).fill(-1);
+  let out = start;
+  /** Pieces of the chunk being built (views of the buffer read, or new headers). */
+  let pieces: Uint8Array[] = [];
+  let piecesBytes = 0;
+  const push = (bytes: Uint8Array) => {
+    pieces.push(bytes);
+    piecesBytes += bytes.length;
+    out += bytes.length;
+  };
+  /** The pieces as one chunk: a view of the buffer read when it is one stretch of it. */
+  const cut = (buffer: Uint8Array | undefined): Uint8Array => {
+    let chunk: Uint8Array;
+    const only = pieces.length === 1 ? pieces[0]! : undefined;
+    if (only && buffer && only.buffer === buffer.buffer) chunk = only;
+    else {
+      chunk = new Uint8Array(piecesBytes);
+      let at = 0;
+      for (const p of pieces) {
+        chunk.set(p, at);
+        at += p.length;
+      }
+    }
+    pieces = [];
+    piecesBytes = 0;
+    return chunk;
+  };
+  /** The object at `p` rebuilt and deflated whole. */
+  const whole = async (p: number) => {
+    const oid = pack.oidAt(p);
+    const obj = await store.read(oid);
+    if (!obj) throw new PackError('OBJECT_NOT_FOUND', `object ${oid} is missing`);
+    push(encodeEntryHeader(TYPE_CODES[obj.type as ObjectType], obj.data.length));
+    push(deflate(obj.data, level));
+  };
+  /**
+   * How the entry at `p` (header `head`, decoded from `bytes[at..]`) goes out: 'verbatim', or
+   * the new header to put before its compressed data, or 'whole'.
+   */
+  const plan = (p: number, bytes: Uint8Array, at: number): { header: Uint8Array | null; length: number } | 'whole' => {
+    const offset = pack.offsetAt(p);
+    const h = decodeEntryHeader(bytes, at, offset);
+    if (!h) throw new PackError('OBJECT_CORRUPT', `entry header cut short at ${offset}`);
+    if (isWholeEntry(h)) return { header: null, length: h.length };
+    if (h.type === EntryType.OFS_DELTA) {
+      const bp = pack.positionAt(h.baseOffset);
+      if (bp < 0) throw new PackError('OBJECT_CORRUPT', `no entry at offset ${h.baseOffset}`);
+      const baseAt = written[bp]!;
+      if (hasBit(bits, bp) && baseAt >= 0) {
+        const distance = out - baseAt;
+        if (ofs && distance === offset - h.baseOffset) return { header: null, length: h.length };
+        return {
+          header: ofs
+            ? encodeEntryHeader(EntryType.OFS_DELTA, h.size, distance)
+            : encodeEntryHeader(EntryType.REF_DELTA, h.size, hexToBytes(pack.oidAt(bp))),
+          length: h.length,
+        };
+      }
+      if (thin && hasBit(haves, bp)) {
+        return { header: encodeEntryHeader(EntryType.REF_DELTA, h.size, hexToBytes(pack.oidAt(bp))), length: h.length };
+      }
+      return 'whole';
+    }
+    // REF_DELTA: fine wherever its base is, in this pack or on the receiver
+    const bp = pack.position(h.baseOid);
+    const sent = bp >= 0 ? hasBit(bits, bp) : extra.has(h.baseOid);
+    if (sent || (thin && bp >= 0 && hasBit(haves, bp))) return { header: null, length: h.length };
+    return 'whole';
+  };
+
+  let p = nextSet(bits, 0, n);
+  while (p < n) {
+    throwIfAborted(options.signal);
+    // a batch: consecutive set entries whose bytes fit the chunk (at least one entry)
+    const from = pack.offsetAt(p);
+    let q = p;
+    let to = pack.endAt(p);
+    while (q + 1 < n && hasBit(bits, q + 1) && pack.endAt(q + 1) - from <= chunkBytes) {
+      q++;
+      to = pack.endAt(q);
+    }
+    if (to - from > chunkBytes) {
+      // one entry larger than a chunk: its header, then its data streamed
+      const head = new Uint8Array(Math.min(HEADER_READ, to - from));
+      await pack.source.readInto(from, head);
+      const entryAt = out;
+      const how = plan(p, head, 0);
+      if (how === 'whole') await whole(p);
+      else {
+        push(how.header ?? head.subarray(0, how.length));
+      }
+      if (pieces.length > 0) yield cut(undefined);
+      if (how !== 'whole') {
+        for (let at = from + how.length; at < to; at += chunkBytes) {
+          throwIfAborted(options.signal);
+          const piece = readBuffer(Math.min(chunkBytes, to - at));
+          await pack.source.readInto(at, piece);
+          out += piece.length;
+          yield piece;
+        }
+      }
+      written[p] = entryAt;
+      p = nextSet(bits, p + 1, n);
+      continue;
+    }
+    const buffer = readBuffer(to - from);
+    await pack.source.readInto(from, buffer);
+    // verbatim stretches of the buffer go out as views, rewritten entries in between
+    let runStart = -1;
+    for (let r = p; r <= q; r++) {
+      const at = pack.offsetAt(r) - from;
+      const end = pack.endAt(r) - from;
+      const entryAt = out;
+      const how = plan(r, buffer, at);
+      if (how !== 'whole' && how.header === null) {
+        if (runStart < 0) runStart = at;
+        written[r] = entryAt;
+        // `out` moves when the run is pushed; plan() reads it for later entries' distances
+        out += end - at;
+        continue;
+      }
+      if (runStart >= 0) {
+        out -= at - runStart;
+        push(buffer.subarray(runStart, at));
+        runStart = -1;
+      }
+      written[r] = out;
+      if (how === 'whole') await whole(r);
+      else {
+        push(how.header!);
+        push(buffer.subarray(at + how.length, end));
+      }
+    }
+    if (runStart >= 0) {
+      const end = pack.endAt(q) - from;
+      out -= end - runStart;
+      push(buffer.subarray(runStart, end));
+    }
+    yield cut(buffer);
+    p = nextSet(bits, q + 1, n);
+  }
+}
+
+/** The first set bit at or after `from`, or `n`. */
+function nextSet(bits: Uint32Array, from: number, n: number): number {
+  let i = from;
+  while (i < n) {
+    const w = bits[i >>> 5]! >>> (i & 31);
+    if (w === 0) {
+      i = (i | 31) + 1;
+      continue;
+    }
+    return Math.min(n, i + (31 - Math.clz32(w & -w)));
+  }
+  return n;
+}
