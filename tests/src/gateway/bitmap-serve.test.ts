@@ -6,8 +6,8 @@
  */
 import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGitSandbox, type GitSandbox } from '../git.js';
 import { type ServeProcess, startServe } from './serve-process.js';
 
 describe('gitport serve with a bitmapped pack', () => {
