@@ -37,6 +37,7 @@ import { BlockPool, openPackSpool } from './pack-spool.js';
 import { DirectoryQuarantine } from './quarantine.js';
 import type { ObjectStore, PackFile, PackSpool, Quarantine, RawEntry, StoredPack } from './store.js';
 import { StoreFiles } from './store-files.js';
+import { locateEntries, type StoredEntries } from './stored-entries.js';
 import type { StoredLocation } from './stored-location.js';
 
 /** Bases walked through for one object past which its chain is taken for a cycle. */
@@ -343,6 +344,11 @@ export class FsObjectStore implements ObjectStore {
       base = header.baseOid;
     }
     return { kind: 'delta', base, size: header.size, compressed, stored };
+  }
+
+  async locateStored(oids: readonly ObjectId[], signal?: AbortSignal): Promise<StoredEntries> {
+    await this.#packs.ensureScanned();
+    return locateEntries(this.#packs, oids, signal);
   }
 
   async write(type: ObjectType, data: Uint8Array): Promise<ObjectId> {
