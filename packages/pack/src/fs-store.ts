@@ -37,8 +37,8 @@ import { BlockPool, openPackSpool } from './pack-spool.js';
 import { DirectoryQuarantine } from './quarantine.js';
 import type { ObjectStore, PackFile, PackSpool, Quarantine, RawEntry, StoredPack } from './store.js';
 import { StoreFiles } from './store-files.js';
-import { locateEntries, type StoredEntries } from './stored-entries.js';
-import type { StoredLocation } from './stored-location.js';
+import { locateEntries } from './stored-entries.js';
+import type { StoredEntries, StoredLocation } from './stored-location.js';
 
 /** Bases walked through for one object past which its chain is taken for a cycle. */
 const MAX_CHAIN_STEPS = 100_000;

@@ -22,8 +22,7 @@ import { PackError, throwIfAborted } from './errors.js';
 import { CODE_TYPES, hexToBytes, type ObjectId, type ObjectType, TYPE_CODES } from './object.js';
 import type { ObjectFilter } from './object-filter.js';
 import type { ObjectStore } from './store.js';
-import type { StoredEntries } from './stored-entries.js';
-import type { PackSource } from './stored-location.js';
+import type { PackSource, StoredEntries } from './stored-location.js';
 import { type CommitCache, type Enumeration, enumerateObjects, type PackObject } from './walk.js';
 
 /**

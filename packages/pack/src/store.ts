@@ -4,8 +4,7 @@
 import { PackError } from './errors.js';
 import type { IndexEntries } from './idx.js';
 import { type GitObject, hashObjectSync, isObjectId, type ObjectId, type ObjectType } from './object.js';
-import type { StoredEntries } from './stored-entries.js';
-import type { StoredLocation } from './stored-location.js';
+import type { StoredEntries, StoredLocation } from './stored-location.js';
 
 /** A packed object's stored representation, for reuse by `createPack` without recompressing. */
 export type RawEntry = (

@@ -9,28 +9,7 @@ import { EntryType } from './entry-header.js';
 import { throwIfAborted } from './errors.js';
 import type { ObjectId } from './object.js';
 import type { LoadedPack, PackFiles } from './pack-files.js';
-import type { PackSource } from './stored-location.js';
-
-export interface StoredEntries {
-  /** The packs the entries lie in, by the numbers of `pack`. */
-  readonly sources: readonly PackSource[];
-  /** Per object (in the order asked): its pack's number in `sources`, -1 when no pack holds it. */
-  readonly pack: Int32Array;
-  /** Offset of the entry, its header included. */
-  readonly offset: Float64Array;
-  /** Bytes of the entry's header, the base's reference included. */
-  readonly headerLength: Uint8Array;
-  /** Offset just past the entry. */
-  readonly end: Float64Array;
-  /** The entry's type (EntryType). */
-  readonly code: Uint8Array;
-  /** The size its header gives: the object's, or the delta's. */
-  readonly size: Float64Array;
-  /** OFS_DELTA: offset of the base's entry in the same pack; -1 otherwise. */
-  readonly baseOffset: Float64Array;
-  /** The id of the base of the delta entry of object `i`. */
-  baseOid(i: number): ObjectId;
-}
+import type { StoredEntries } from './stored-location.js';
 
 /** The entries of `oids` among the packs of `packs` (listed beforehand). */
 export async function locateEntries(
