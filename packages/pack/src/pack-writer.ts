@@ -87,8 +87,8 @@ interface Item extends PackObject {
   delta?: Uint8Array;
   /** Deflated by the delta worker: the delta (when `base` is set) or the whole object. */
   z?: Uint8Array;
-  /** Size before deflating of `z`. */
-  zSize?: number;
+  /** Size before deflating of `z` (0 without it). */
+  zSize: number;
   /** Its number in the pack's objects (its row in `Reused`), -1 for a thin-pack base. */
   n: number;
   depth: number;
@@ -98,8 +98,8 @@ interface Item extends PackObject {
   whole?: boolean;
   /** While in the delta window. */
   index?: DeltaIndex;
-  /** Depth of its reused delta chain, once worked out. */
-  chainDepth?: number;
+  /** Depth of its reused delta chain once worked out, else -1 (a number from the start: see newItem). */
+  chainDepth: number;
   /** Its offset in the output once written, else -1. */
   at: number;
 }
@@ -183,13 +183,13 @@ function newItem(p: PackObject, n: number): Item {
     baseItem: undefined,
     delta: undefined,
     z: undefined,
-    zSize: undefined,
+    zSize: 0,
     n,
     depth: 0,
     edge,
     whole: undefined,
     index: undefined,
-    chainDepth: undefined,
+    chainDepth: -1,
     at: -1,
   };
 }
@@ -319,7 +319,10 @@ async function* writeStream(
     const p = located ? located.pack[n]! : -1;
     if (located && p >= 0) {
       const code = located.code[n]!;
-      item.size = located.size[n]!;
+      // kept a small integer where it is one: a double read from the column would change the
+      // representation of the field, and V8 then migrates every item
+      const size = located.size[n]!;
+      item.size = size <= 0x3fffffff ? size | 0 : size;
       if (isWholeEntryType(code)) {
         item.type = CODE_TYPES[code]!;
         reused.kind[n] = REUSE_WHOLE;
@@ -379,7 +382,7 @@ async function* writeStream(
     let d = 0;
     while (cur !== undefined && reused.of(cur) === REUSE_DELTA && cur.base !== undefined) {
       const memo = cur.chainDepth;
-      if (memo !== undefined) {
+      if (memo >= 0) {
         d = memo;
         break;
       }
@@ -391,7 +394,7 @@ async function* writeStream(
       cur = cur.baseItem;
     }
     for (let i = chain.length - 1; i >= 0; i--) chain[i]!.chainDepth = ++d;
-    return item.chainDepth ?? d;
+    return item.chainDepth >= 0 ? item.chainDepth : d;
   };
   if (deltas) {
     for (const item of order) {
@@ -693,7 +696,7 @@ async function* writeStream(
       let size: number;
       if (item.z) {
         compressed = item.z;
-        size = item.zSize!;
+        size = item.zSize;
         item.z = undefined;
       } else {
         compressed = deflate(item.delta!, level);
@@ -714,7 +717,7 @@ async function* writeStream(
       return;
     }
     if (item.z) {
-      emit(encodeEntryHeader(TYPE_CODES[item.type], item.zSize!));
+      emit(encodeEntryHeader(TYPE_CODES[item.type], item.zSize));
       await emitOwned(item.z);
       item.z = undefined;
       return;
