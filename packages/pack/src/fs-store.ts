@@ -273,17 +273,18 @@ export class FsObjectStore implements ObjectStore {
   }
 
   /**
-   * The object when it can be had without awaiting (cached, or packed in packs held whole);
-   * undefined means "use `read`", not "missing".
+   * The object when it can be had without awaiting (cached, or packed in packs held whole or in
+   * pages of the page cache); undefined means "use `read`", not "missing".
    */
   readSync(oid: ObjectId): GitObject | undefined {
     const hit = this.#cache.get(oid) ?? this.#tips.get(oid);
     if (hit) return hit;
     if (!this.#packs.scanned || oid.length !== 40) return undefined;
     const loc = this.#packs.find(oid);
-    if (!loc?.pack.bytes) return undefined;
+    if (!loc) return undefined;
     const walk = new ChainWalk(oid, loc.pack, loc.offset, rebuildBudget(this.#maxRebuild, oid));
-    if (!this.#advance(walk, false)) return undefined;
+    // a walk through pages not cached stops at the first one: `read` then goes on from the start
+    if (!this.#advance(walk, true)) return undefined;
     this.#remember(oid, walk.object!);
     return walk.object;
   }
