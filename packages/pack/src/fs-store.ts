@@ -165,8 +165,11 @@ export class FsObjectStore implements ObjectStore {
   }
 
   #remember(oid: ObjectId, obj: GitObject): void {
-    if (obj.data.length > this.#cacheLimit / 8) return;
-    this.#cache.set(oid, obj);
+    const data = obj.data;
+    if (data.length > this.#cacheLimit / 8) return;
+    // a small inflated object is a view of a shared slab (see slab.ts): kept as it is, it would
+    // hold the whole slab for as long as it stays in the cache
+    this.#cache.set(oid, data.byteLength * 2 < data.buffer.byteLength ? { type: obj.type, data: data.slice() } : obj);
   }
 
   /**

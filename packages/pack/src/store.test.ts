@@ -222,6 +222,25 @@ describe('FsObjectStore.readSync', () => {
     await fresh.close();
   });
 
+  it('keeps small objects it caches in buffers of their own, not views of shared inflate slabs', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gitport-store-'));
+    temps.push(dir);
+    const source = new MemoryObjectStore();
+    const oids: string[] = [];
+    for (let i = 0; i < 20; i++) oids.push(await source.write('blob', seededBlob(500 + i, 2_000)));
+    const writer = new FsObjectStore(nodeFs, dir);
+    await importPack(writer, await collect(packObjects(source, oids)));
+    await writer.close();
+    const store = new FsObjectStore(nodeFs, dir);
+    for (const oid of oids) await store.read(oid);
+    for (const oid of oids) {
+      const cached = store.readSync(oid)!;
+      expect(bytesToHex(cached.data)).toBe(bytesToHex((await source.read(oid))!.data));
+      expect(cached.data.buffer.byteLength).toBeLessThan(2 * cached.data.length);
+    }
+    await store.close();
+  });
+
   it('serves objects of a pack read at positions once their pages are cached', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'gitport-store-'));
     temps.push(dir);
