@@ -397,7 +397,8 @@ export async function enumerateObjects(store: ObjectStore, options: EnumerateOpt
     root: ObjectId,
     rootPath: Uint8Array,
     seen: OidSet,
-    onObject: (o: PackObject) => void,
+    /** Told of each object not seen before; none: the objects are only marked seen. */
+    onObject: ((o: PackObject) => void) | undefined,
   ): Promise<void> => {
     if (!seen.add(root)) return;
     const rootHash = hashMore(0, rootPath, 0, rootPath.length, false);
@@ -405,7 +406,7 @@ export async function enumerateObjects(store: ObjectStore, options: EnumerateOpt
     const oids: ObjectId[] = [root];
     const hashes: number[] = [rootHash];
     const roots: boolean[] = [rootPath.length === 0];
-    onObject({ oid: root, type: 'tree', nameHash: rootHash });
+    onObject?.({ oid: root, type: 'tree', nameHash: rootHash });
     let read = 0;
     while (oids.length > 0) {
       if ((++read & 255) === 0) throwIfAborted(signal);
@@ -440,15 +441,17 @@ export async function enumerateObjects(store: ObjectStore, options: EnumerateOpt
         const idAt = nul + 1;
         pos = idAt + 20;
         if (mode === 0o160000 || !seen.addBytes(data, idAt)) continue;
+        // a blob only marked seen needs neither its id as text nor its name hash
+        if (onObject === undefined && mode !== 0o40000) continue;
         const child = bytesToHex(data, idAt, idAt + 20);
         const h = hashMore(hash, data, nameStart, nul, !isRoot);
         if (mode === 0o40000) {
-          onObject({ oid: child, type: 'tree', nameHash: h });
+          onObject?.({ oid: child, type: 'tree', nameHash: h });
           oids.push(child);
           hashes.push(h);
           roots.push(false);
         } else {
-          onObject({ oid: child, type: 'blob', nameHash: h });
+          onObject?.({ oid: child, type: 'blob', nameHash: h });
         }
       }
       for (let i = first, j = oids.length - 1; i < j; i++, j--) {
@@ -464,7 +467,6 @@ export async function enumerateObjects(store: ObjectStore, options: EnumerateOpt
   const collect = (o: PackObject) => {
     edges.push(o);
   };
-  const skip = () => {};
   for (let i = 0; i < boundary.length; i++) {
     let c: CommitInfo;
     try {
@@ -472,7 +474,7 @@ export async function enumerateObjects(store: ObjectStore, options: EnumerateOpt
     } catch {
       continue;
     }
-    await walkTree(c.tree, new Uint8Array(0), excluded, options.edges && i < edgeCommits ? collect : skip);
+    await walkTree(c.tree, new Uint8Array(0), excluded, options.edges && i < edgeCommits ? collect : undefined);
   }
   for (const c of walk.commits) {
     if (sent.has(c.oid)) continue;
