@@ -14,7 +14,10 @@
  *   rest: wall, bytes the server sent, server CPU and memory;
  * - `gitport index-pack --stdin` next to `git index-pack --stdin` on the repository's pack;
  * - `gitport pack-objects --all` next to `git pack-objects --revs --all` (reusing stored deltas,
- *   what a server does on a clone), and createPack({ reuse: false }) next to
+ *   what a server does on a clone), the same on a copy of the repository without its `.bitmap`
+ *   (both sides walk every object, as on a repository that took pushes since its last repack),
+ *   the object walk alone (`enumerateObjects`) next to `git rev-list --objects --all` on that
+ *   copy, and createPack({ reuse: false }) next to
  *   `git pack-objects --no-reuse-object` on the last commits (computing every delta: on the whole
  *   history that would take minutes);
  *
@@ -102,6 +105,8 @@ describe(`scale (${preset})`, () => {
   let root: string;
   let repo: string;
   let pack: string;
+  /** The same repository without reachability bitmaps. */
+  let plain: string;
   /** The servers running now (stopped after each group of rows, and at the end). */
   const running: Server[] = [];
   let commits = 0;
@@ -132,6 +137,12 @@ describe(`scale (${preset})`, () => {
     const packs = (await readdir(join(repo, 'objects', 'pack'))).filter((f) => f.endsWith('.pack'));
     if (packs.length !== 1) throw new Error(`expected one pack, found ${packs.length}`);
     pack = join(repo, 'objects', 'pack', packs[0] as string);
+    // hard links: git never rewrites a pack or an index in place
+    plain = join(root, 'plain.git');
+    await sandbox.exec('cp', ['-al', repo, plain]);
+    for (const f of await readdir(join(plain, 'objects', 'pack'))) {
+      if (f.endsWith('.bitmap')) await rm(join(plain, 'objects', 'pack', f));
+    }
     commits = Number(await sandbox.git(['--git-dir', repo, 'rev-list', '--all', '--count']));
     head = await sandbox.git(['--git-dir', repo, 'rev-parse', 'refs/heads/main']);
     const counts = await sandbox.git(['--git-dir', repo, 'count-objects', '-v']);
@@ -461,6 +472,85 @@ describe(`scale (${preset})`, () => {
         better: 'lower',
         note: `pack bytes; ${what}; ${shape}`,
       });
+    },
+    once,
+  );
+
+  bench(
+    'pack-objects reusing deltas, no bitmap',
+    async () => {
+      await setup();
+      const counted = async (argv: string[]) => {
+        const cost = await runCommand(argv, { keepStdout: true });
+        const count = packObjectCount(cost.stdout);
+        if (count !== objects) throw new Error(`${argv.join(' ')}: ${count} of ${objects} objects`);
+        cost.stdout = new Uint8Array(0);
+        return cost;
+      };
+      const r = await alternate(
+        RUNS,
+        () =>
+          counted([process.execPath, ...nodeArgs, gitportBin, 'pack-objects', '--git-dir', plain, '--all', '--stdout']),
+        () =>
+          counted([
+            'git',
+            '-c',
+            'pack.useBitmaps=false',
+            '--git-dir',
+            plain,
+            'pack-objects',
+            '--revs',
+            '--all',
+            '--stdout',
+            '-q',
+            '--delta-base-offset',
+          ]),
+      );
+      const what = 'every ref, reusing stored deltas, on a copy of the repository without its .bitmap';
+      const peer = 'git -c pack.useBitmaps=false pack-objects --revs --all';
+      recordCommand('pack-objects.reuse-nobitmap', peer, what, r);
+      record({
+        id: 'scale.pack-objects.reuse-nobitmap.size',
+        value: med(r.ours, (c) => c.stdoutBytes) / MB,
+        unit: 'MB',
+        peer,
+        peerValue: med(r.git, (c) => c.stdoutBytes) / MB,
+        better: 'lower',
+        note: `pack bytes; ${what}; ${shape}`,
+      });
+    },
+    once,
+  );
+
+  bench(
+    'object walk, no bitmap',
+    async () => {
+      await setup();
+      const refs = await sandbox.git(['--git-dir', plain, 'for-each-ref', '--format=%(objectname)']);
+      const listed = async (argv: string[], stdin?: string) => {
+        const cost = await runCommand(argv, {
+          keepStdout: true,
+          stdin: stdin === undefined ? undefined : new TextEncoder().encode(stdin),
+        });
+        const count = new TextDecoder()
+          .decode(cost.stdout)
+          .split('\n')
+          .filter((l) => l.length > 0).length;
+        if (count !== objects) throw new Error(`${argv.join(' ')}: ${count} of ${objects} objects`);
+        cost.stdout = new Uint8Array(0);
+        return cost;
+      };
+      const r = await alternate(
+        RUNS,
+        () => listed([process.execPath, ...nodeArgs, join(here, 'workers', 'enumerate.mjs'), plain], refs),
+        () => listed(['git', '-c', 'pack.useBitmaps=false', '--git-dir', plain, 'rev-list', '--objects', '--all']),
+      );
+      recordCommand(
+        'enumerate',
+        'git rev-list --objects --all',
+        'enumerateObjects (built) of every ref, ids to stdout, on a copy of the repository without its .bitmap',
+        r,
+      );
     },
     once,
   );

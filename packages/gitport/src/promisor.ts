@@ -61,6 +61,7 @@ export class PromisorObjectStore implements ObjectStore {
 
   readSync?: ObjectStore['readSync'];
   readRaw?: ObjectStore['readRaw'];
+  locateStored?: ObjectStore['locateStored'];
   writeHashed?: ObjectStore['writeHashed'];
   writePack?: ObjectStore['writePack'];
   beginPack?: ObjectStore['beginPack'];
@@ -80,6 +81,7 @@ export class PromisorObjectStore implements ObjectStore {
     // what the store under it has, it has (bound, so `typeof store.writePack` still tells)
     if (local.readSync) this.readSync = local.readSync.bind(local);
     if (local.readRaw) this.readRaw = local.readRaw.bind(local);
+    if (local.locateStored) this.locateStored = local.locateStored.bind(local);
     if (local.writeHashed) this.writeHashed = local.writeHashed.bind(local);
     if (local.writePack) this.writePack = local.writePack.bind(local);
     if (local.beginPack) this.beginPack = local.beginPack.bind(local);

@@ -92,6 +92,13 @@ export function yieldingStore(store: ObjectStore): ObjectStore {
       return readRaw(oid);
     };
   }
+  if (store.locateStored !== undefined) {
+    const locateStored = store.locateStored.bind(store);
+    wrapped.locateStored = async (oids, signal) => {
+      if (spent()) await giveTurn();
+      return locateStored(oids, signal);
+    };
+  }
   if (store.writeHashed !== undefined) wrapped.writeHashed = store.writeHashed.bind(store);
   if (store.writePack !== undefined) wrapped.writePack = store.writePack.bind(store);
   if (store.beginPack !== undefined) wrapped.beginPack = store.beginPack.bind(store);

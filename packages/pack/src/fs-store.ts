@@ -38,7 +38,8 @@ import { BlockPool, openPackSpool } from './pack-spool.js';
 import { DirectoryQuarantine } from './quarantine.js';
 import type { ObjectStore, PackFile, PackSpool, Quarantine, RawEntry, StoredPack } from './store.js';
 import { isEnoent, StoreFiles } from './store-files.js';
-import type { StoredLocation } from './stored-location.js';
+import { locateEntries } from './stored-entries.js';
+import type { StoredEntries, StoredLocation } from './stored-location.js';
 
 /** Bases walked through for one object past which its chain is taken for a cycle. */
 const MAX_CHAIN_STEPS = 100_000;
@@ -167,8 +168,11 @@ export class FsObjectStore implements ObjectStore {
   }
 
   #remember(oid: ObjectId, obj: GitObject): void {
-    if (obj.data.length > this.#cacheLimit / 8) return;
-    this.#cache.set(oid, obj);
+    const data = obj.data;
+    if (data.length > this.#cacheLimit / 8) return;
+    // a small inflated object is a view of a shared slab (see slab.ts): kept as it is, it would
+    // hold the whole slab for as long as it stays in the cache
+    this.#cache.set(oid, data.byteLength * 2 < data.buffer.byteLength ? { type: obj.type, data: data.slice() } : obj);
   }
 
   /**
@@ -275,17 +279,18 @@ export class FsObjectStore implements ObjectStore {
   }
 
   /**
-   * The object when it can be had without awaiting (cached, or packed in packs held whole);
-   * undefined means "use `read`", not "missing".
+   * The object when it can be had without awaiting (cached, or packed in packs held whole or in
+   * pages of the page cache); undefined means "use `read`", not "missing".
    */
   readSync(oid: ObjectId): GitObject | undefined {
     const hit = this.#cache.get(oid) ?? this.#tips.get(oid);
     if (hit) return hit;
     if (!this.#packs.scanned || oid.length !== 40) return undefined;
     const loc = this.#packs.find(oid);
-    if (!loc?.pack.bytes) return undefined;
+    if (!loc) return undefined;
     const walk = new ChainWalk(oid, loc.pack, loc.offset, rebuildBudget(this.#maxRebuild, oid));
-    if (!this.#advance(walk, false)) return undefined;
+    // a walk through pages not cached stops at the first one: `read` then goes on from the start
+    if (!this.#advance(walk, true)) return undefined;
     this.#remember(oid, walk.object!);
     return walk.object;
   }
@@ -346,6 +351,11 @@ export class FsObjectStore implements ObjectStore {
       base = header.baseOid;
     }
     return { kind: 'delta', base, size: header.size, compressed, stored };
+  }
+
+  async locateStored(oids: readonly ObjectId[], signal?: AbortSignal): Promise<StoredEntries> {
+    await this.#packs.ensureScanned();
+    return locateEntries(this.#packs, oids, signal);
   }
 
   async write(type: ObjectType, data: Uint8Array): Promise<ObjectId> {

@@ -56,7 +56,7 @@ export {
   type RawEntry,
   type StoredPack,
 } from './store.js';
-export type { PackSource, StoredLocation } from './stored-location.js';
+export type { PackSource, StoredEntries, StoredLocation } from './stored-location.js';
 export { parseTag, serializeTag, type Tag } from './tag.js';
 export { parseTree, serializeTree, type TreeEntry } from './tree.js';
 export {

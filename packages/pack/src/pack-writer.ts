@@ -18,13 +18,13 @@ import { deflate } from '#zlib';
 import { bitmapHaves, bitmapObjects, tryBitmapWalk } from './bitmap-walk.js';
 import { type DeltaIndex, DeltaWindow } from './delta.js';
 import type { RemoteDeltaJob, RemoteDeltaObject } from './delta-worker.js';
-import { EntryType, encodeEntryHeader, encodeOfsOffset } from './entry-header.js';
+import { EntryType, encodeEntryHeader, encodeOfsOffset, isWholeEntryType } from './entry-header.js';
 import { PackError, throwIfAborted } from './errors.js';
-import { hexToBytes, type ObjectId, type ObjectType, TYPE_CODES } from './object.js';
+import { CODE_TYPES, hexToBytes, type ObjectId, type ObjectType, TYPE_CODES } from './object.js';
 import type { ObjectFilter } from './object-filter.js';
 import { type PackPrefix, rangeReuse } from './pack-range-reuse.js';
 import type { ObjectStore } from './store.js';
-import type { PackSource, StoredLocation } from './stored-location.js';
+import type { PackSource, StoredEntries } from './stored-location.js';
 import { type CommitCache, type Enumeration, enumerateObjects, type PackObject } from './walk.js';
 
 /**
@@ -89,12 +89,15 @@ interface Item extends PackObject {
   size: number;
   /** Set when the object is stored as a delta in the output. */
   base?: ObjectId;
+  /** The base's item when it is one (of the pack's objects, or a thin-pack base). */
+  baseItem?: Item;
   delta?: Uint8Array;
   /** Deflated by the delta worker: the delta (when `base` is set) or the whole object. */
   z?: Uint8Array;
-  /** Size before deflating of `z`. */
-  zSize?: number;
-  raw?: Reused;
+  /** Size before deflating of `z` (0 without it). */
+  zSize: number;
+  /** Its number in the pack's objects (its row in `Reused`), -1 for a thin-pack base. */
+  n: number;
   depth: number;
   /** Only a thin-pack base: not written. */
   edge?: boolean;
@@ -102,24 +105,67 @@ interface Item extends PackObject {
   whole?: boolean;
   /** While in the delta window. */
   index?: DeltaIndex;
-  /** Depth of its reused delta chain, once worked out. */
-  chainDepth?: number;
+  /** Depth of its reused delta chain once worked out, else -1 (a number from the start: see newItem). */
+  chainDepth: number;
   /** Its offset in the output once written, else -1. */
   at: number;
 }
 
+/** No stored representation is reused: the object is deflated whole or searched for a delta. */
+const REUSE_NONE = 0;
+/** The stored whole entry goes out as it is. */
+const REUSE_WHOLE = 1;
+/** The stored delta goes out, its base being in the pack or the receiver's. */
+const REUSE_DELTA = 2;
+/** Stored as a delta that cannot be reused (its type is not known from the entry). */
+const STORED_DELTA = 3;
+
 /**
- * The stored representation of an object reused as it is: where it lies when the store can say
- * (read again at write time, so that the writer holds a few numbers per object, not the pack),
- * else its bytes.
+ * The stored representations of the pack's objects, in columns by object number: where each
+ * lies (read again at write time, so that the writer holds a few numbers per object, not the
+ * pack nor the buffers its entries were read into), else, from a store that cannot say, its bytes.
  */
-interface Reused {
-  kind: 'whole' | 'delta';
-  type?: ObjectType;
-  base?: ObjectId;
-  size: number;
-  stored?: StoredLocation;
-  compressed?: Uint8Array;
+class Reused {
+  /** REUSE_NONE, REUSE_WHOLE, REUSE_DELTA or STORED_DELTA. */
+  readonly kind: Uint8Array;
+  /** The number of its pack in `sources`; -1 when its bytes are in `bytes`. */
+  readonly source: Int32Array;
+  readonly offset: Float64Array;
+  readonly headerLength: Uint8Array;
+  readonly end: Float64Array;
+  /** The stored entry's type (EntryType). */
+  readonly code: Uint8Array;
+  /** An OFS_DELTA's distance back to its base's entry. */
+  readonly baseDistance: Float64Array;
+  readonly sources: PackSource[] = [];
+  readonly #numbers = new Map<PackSource, number>();
+  /** Compressed data of entries whose store gave no location. */
+  readonly bytes = new Map<number, Uint8Array>();
+
+  constructor(n: number) {
+    this.kind = new Uint8Array(n);
+    this.source = new Int32Array(n).fill(-1);
+    this.offset = new Float64Array(n);
+    this.headerLength = new Uint8Array(n);
+    this.end = new Float64Array(n);
+    this.code = new Uint8Array(n);
+    this.baseDistance = new Float64Array(n);
+  }
+
+  /** How an item's stored form is reused (REUSE_NONE for a thin-pack base). */
+  of(item: Item): number {
+    return item.n >= 0 ? this.kind[item.n]! : REUSE_NONE;
+  }
+
+  sourceNumber(source: PackSource): number {
+    let k = this.#numbers.get(source);
+    if (k === undefined) {
+      k = this.sources.length;
+      this.sources.push(source);
+      this.#numbers.set(source, k);
+    }
+    return k;
+  }
 }
 
 /** A range of a source pack to copy into the output. */
@@ -133,22 +179,24 @@ interface CopyRange {
  * An item with every field set from the start, in one order: objects that gain optional fields
  * one by one in varying orders fall back to slow, large dictionary representations in V8.
  */
-function newItem(p: PackObject, edge: boolean): Item {
+function newItem(p: PackObject, n: number): Item {
+  const edge = n < 0;
   return {
     oid: p.oid,
     type: p.type,
     nameHash: p.nameHash,
     size: 0,
     base: undefined,
+    baseItem: undefined,
     delta: undefined,
     z: undefined,
-    zSize: undefined,
-    raw: undefined,
+    zSize: 0,
+    n,
     depth: 0,
     edge,
     whole: undefined,
     index: undefined,
-    chainDepth: undefined,
+    chainDepth: -1,
     at: -1,
   };
 }
@@ -265,7 +313,7 @@ async function* writeStream(
   for (const o of oids) {
     const p: PackObject = typeof o === 'string' ? { oid: o, type: 'blob', nameHash: 0 } : o;
     if (items.has(p.oid)) continue;
-    const item = newItem(p, false);
+    const item = newItem(p, order.length);
     items.set(p.oid, item);
     order.push(item);
   }
@@ -276,27 +324,83 @@ async function* writeStream(
     for (const item of order) if (item.type === 'blob' || item.type === 'tree') paths.add(item.nameHash);
     for (const o of enumeration.edges) {
       if (!paths.has(o.nameHash) || items.has(o.oid) || edges.has(o.oid)) continue;
-      edges.set(o.oid, newItem(o, true));
+      edges.set(o.oid, newItem(o, -1));
     }
   }
-  // 1. stored representations
+  // 1. stored representations: where each lies, in columns, read again when written
   let done = 0;
-  for (const item of order) {
-    throwIfAborted(signal);
+  const reused = new Reused(order.length);
+  const located: StoredEntries | undefined =
+    reuse && store.locateStored
+      ? await store.locateStored(
+          order.map((i) => i.oid),
+          signal,
+        )
+      : undefined;
+  // an OFS_DELTA's base among the pack's objects, by its entry's offset (no id is made)
+  const byOffset = located && deltas ? located.sources.map(() => new Map<number, number>()) : undefined;
+  if (located && byOffset) {
+    for (let n = 0; n < order.length; n++) {
+      const p = located.pack[n]!;
+      if (p >= 0) byOffset[p]!.set(located.offset[n]!, n);
+    }
+  }
+  /** A stored delta's base when the delta can go out: in this pack, or (thin) the receiver's. */
+  const reusableBase = (base: ObjectId): ObjectId | undefined =>
+    items.has(base) || (options.thin && !filtered && enumeration?.uninteresting.has(base)) ? base : undefined;
+  for (let n = 0; n < order.length; n++) {
+    const item = order[n]!;
+    if ((n & 255) === 0) throwIfAborted(signal);
+    const p = located ? located.pack[n]! : -1;
+    if (located && p >= 0) {
+      const code = located.code[n]!;
+      // kept a small integer where it is one: a double read from the column would change the
+      // representation of the field, and V8 then migrates every item
+      const size = located.size[n]!;
+      item.size = size <= 0x3fffffff ? size | 0 : size;
+      if (isWholeEntryType(code)) {
+        item.type = CODE_TYPES[code]!;
+        reused.kind[n] = REUSE_WHOLE;
+      } else if (deltas) {
+        const b = code === EntryType.OFS_DELTA ? byOffset![p]!.get(located.baseOffset[n]!) : undefined;
+        item.base = b !== undefined ? order[b]!.oid : reusableBase(located.baseOid(n));
+        item.baseItem = b !== undefined ? order[b] : item.base !== undefined ? items.get(item.base) : undefined;
+        reused.kind[n] = item.base !== undefined ? REUSE_DELTA : STORED_DELTA;
+      } else {
+        reused.kind[n] = STORED_DELTA;
+      }
+      reused.source[n] = reused.sourceNumber(located.sources[p]!);
+      reused.offset[n] = located.offset[n]!;
+      reused.headerLength[n] = located.headerLength[n]!;
+      reused.end[n] = located.end[n]!;
+      reused.code[n] = code;
+      if (code === EntryType.OFS_DELTA) reused.baseDistance[n] = located.offset[n]! - located.baseOffset[n]!;
+      continue;
+    }
     const raw = reuse && store.readRaw ? await store.readRaw(item.oid) : undefined;
     if (raw) {
-      // only the location is kept when the store gives one: the bytes may be views of buffers
-      // that would otherwise stay pinned until the end
-      item.raw = {
-        kind: raw.kind,
-        type: raw.kind === 'whole' ? raw.type : undefined,
-        base: raw.kind === 'delta' ? raw.base : undefined,
-        size: raw.size,
-        stored: raw.stored,
-        compressed: raw.stored ? undefined : raw.compressed,
-      };
       item.size = raw.size;
-      if (raw.kind === 'whole') item.type = raw.type;
+      if (raw.kind === 'whole') {
+        item.type = raw.type;
+        reused.kind[n] = REUSE_WHOLE;
+      } else {
+        item.base = deltas ? reusableBase(raw.base) : undefined;
+        item.baseItem = item.base !== undefined ? items.get(item.base) : undefined;
+        reused.kind[n] = item.base !== undefined ? REUSE_DELTA : STORED_DELTA;
+      }
+      const stored = raw.stored;
+      if (stored) {
+        // only the location is kept: the bytes may be views of buffers that would otherwise
+        // stay pinned until the end
+        reused.source[n] = reused.sourceNumber(stored.source);
+        reused.offset[n] = stored.offset;
+        reused.headerLength[n] = stored.dataOffset - stored.offset;
+        reused.end[n] = stored.end;
+        reused.code[n] = stored.code;
+        reused.baseDistance[n] = stored.baseDistance ?? 0;
+      } else if (reused.kind[n] !== STORED_DELTA) {
+        reused.bytes.set(n, raw.compressed);
+      }
     } else {
       const h = store.readHeader ? await store.readHeader(item.oid) : await store.read(item.oid);
       if (!h) throw new PackError('OBJECT_NOT_FOUND', `object ${item.oid} is missing`);
@@ -311,9 +415,9 @@ async function* writeStream(
     const chain: Item[] = [];
     let cur: Item | undefined = item;
     let d = 0;
-    while (cur?.raw?.kind === 'delta' && cur.base !== undefined) {
+    while (cur !== undefined && reused.of(cur) === REUSE_DELTA && cur.base !== undefined) {
       const memo = cur.chainDepth;
-      if (memo !== undefined) {
+      if (memo >= 0) {
         d = memo;
         break;
       }
@@ -322,43 +426,44 @@ async function* writeStream(
         break;
       }
       chain.push(cur);
-      cur = items.get(cur.base);
+      cur = cur.baseItem;
     }
     for (let i = chain.length - 1; i >= 0; i--) chain[i]!.chainDepth = ++d;
-    return item.chainDepth ?? d;
+    return item.chainDepth >= 0 ? item.chainDepth : d;
   };
   if (deltas) {
     for (const item of order) {
-      const raw = item.raw;
-      if (raw?.kind !== 'delta') continue;
-      const base = raw.base!;
-      const clientHas = options.thin && !filtered && enumeration?.uninteresting.has(base);
-      if (items.has(base) || clientHas) item.base = base;
-    }
-    for (const item of order) {
-      if (item.raw?.kind === 'delta' && item.base !== undefined) {
-        const d = reusedDepth(item);
-        if (d > maxDepth) item.base = undefined;
-        else item.depth = d;
+      if (reused.kind[item.n] !== REUSE_DELTA) continue;
+      const d = reusedDepth(item);
+      if (d > maxDepth) {
+        item.base = undefined;
+        item.baseItem = undefined;
+        reused.kind[item.n] = STORED_DELTA;
+      } else {
+        item.depth = d;
       }
     }
-  }
-  for (const item of order) {
-    if (item.raw?.kind === 'delta' && item.base === undefined) item.raw = undefined;
   }
   // objects given by id alone: the type of a reused delta is its chain's base type
   if (!enumeration) {
     for (const item of order) {
-      if (item.raw?.kind !== 'delta') continue;
+      const kind = reused.kind[item.n];
+      if (kind !== REUSE_DELTA && kind !== STORED_DELTA) continue;
       const h = store.readHeader ? await store.readHeader(item.oid) : await store.read(item.oid);
       if (!h) throw new PackError('OBJECT_NOT_FOUND', `object ${item.oid} is missing`);
       item.type = h.type;
+      // a delta not reused is searched and written as the object it makes
+      if (kind === STORED_DELTA) item.size = 'size' in h ? h.size : h.data.length;
     }
+  }
+  // a delta not reused: its entry is of no further use
+  for (let n = 0; n < order.length; n++) {
+    if (reused.kind[n] === STORED_DELTA) reused.kind[n] = REUSE_NONE;
   }
   // 2. delta search over the objects without a stored delta
   if (deltas && windowSize > 0) {
     const candidates: Item[] = order.filter(
-      (i) => i.raw?.kind !== 'delta' && (i.type === 'blob' || i.type === 'tree') && i.size >= 32,
+      (i) => reused.kind[i.n] !== REUSE_DELTA && (i.type === 'blob' || i.type === 'tree') && i.size >= 32,
     );
     for (const e of edges.values()) {
       const h = store.readHeader ? await store.readHeader(e.oid) : undefined;
@@ -375,7 +480,7 @@ async function* writeStream(
         b.size - a.size ||
         (a.edge === b.edge ? 0 : a.edge ? -1 : 1),
     );
-    for (const c of candidates) c.whole = c.raw?.kind === 'whole';
+    for (const c of candidates) c.whole = reused.of(c) === REUSE_WHOLE;
     const readData = async (item: Item): Promise<Uint8Array> => {
       const obj = store.readSync?.(item.oid) ?? (await store.read(item.oid));
       if (!obj) throw new PackError('OBJECT_NOT_FOUND', `object ${item.oid} is missing`);
@@ -457,6 +562,7 @@ async function* writeStream(
         const found = window.search(target, data);
         if (found) {
           target.base = found.base.oid;
+          target.baseItem = found.base;
           target.delta = found.delta;
           if (remote) {
             // deflated by the worker meanwhile (a copy goes: this one stays for a failed worker)
@@ -514,6 +620,7 @@ async function* writeStream(
         const item = candidates[r.i]!;
         if (r.base >= 0) {
           item.base = candidates[r.base]!.oid;
+          item.baseItem = candidates[r.base];
           item.depth = r.depth;
         }
         item.z = r.z;
@@ -605,33 +712,36 @@ async function* writeStream(
     const at = offset;
     item.at = at;
     const baseOid = item.base;
-    const raw = item.raw;
+    const n = item.n;
+    const kind = reused.of(item);
+    /** The stored entry's pack, when it is copied from there. */
+    const source = kind !== REUSE_NONE && reused.source[n]! >= 0 ? reused.sources[reused.source[n]!] : undefined;
     if (baseOid !== undefined) {
-      const written = items.get(baseOid)?.at ?? -1;
+      const written = item.baseItem?.at ?? -1;
       const baseOffset = written >= 0 ? written : undefined;
       const useOfs = ofs && baseOffset !== undefined;
-      if (raw?.kind === 'delta') {
-        const stored = raw.stored;
+      if (kind === REUSE_DELTA) {
+        const code = reused.code[n];
         // the stored entry as it is, when its header says the same (same base reference)
         if (
-          stored &&
-          ((stored.code === EntryType.OFS_DELTA && useOfs && stored.baseDistance === at - baseOffset) ||
-            (stored.code === EntryType.REF_DELTA && !useOfs))
+          source &&
+          ((code === EntryType.OFS_DELTA && useOfs && reused.baseDistance[n] === at - baseOffset) ||
+            (code === EntryType.REF_DELTA && !useOfs))
         ) {
-          emitRange(stored.source, stored.offset, stored.end);
+          emitRange(source, reused.offset[n]!, reused.end[n]!);
           return;
         }
-        emit(encodeEntryHeader(useOfs ? EntryType.OFS_DELTA : EntryType.REF_DELTA, raw.size));
+        emit(encodeEntryHeader(useOfs ? EntryType.OFS_DELTA : EntryType.REF_DELTA, item.size));
         emit(useOfs ? encodeOfsOffset(at - baseOffset) : hexToBytes(baseOid));
-        if (stored) emitRange(stored.source, stored.dataOffset, stored.end);
-        else emit(raw.compressed!);
+        if (source) emitRange(source, reused.offset[n]! + reused.headerLength[n]!, reused.end[n]!);
+        else emit(reused.bytes.get(n)!);
         return;
       }
       let compressed: Uint8Array;
       let size: number;
       if (item.z) {
         compressed = item.z;
-        size = item.zSize!;
+        size = item.zSize;
         item.z = undefined;
       } else {
         compressed = deflate(item.delta!, level);
@@ -643,16 +753,16 @@ async function* writeStream(
       await emitOwned(compressed);
       return;
     }
-    if (raw?.kind === 'whole') {
-      if (raw.stored) emitRange(raw.stored.source, raw.stored.offset, raw.stored.end);
+    if (kind === REUSE_WHOLE) {
+      if (source) emitRange(source, reused.offset[n]!, reused.end[n]!);
       else {
-        emit(encodeEntryHeader(TYPE_CODES[raw.type!], raw.size));
-        emit(raw.compressed!);
+        emit(encodeEntryHeader(TYPE_CODES[item.type], item.size));
+        emit(reused.bytes.get(n)!);
       }
       return;
     }
     if (item.z) {
-      emit(encodeEntryHeader(TYPE_CODES[item.type], item.zSize!));
+      emit(encodeEntryHeader(TYPE_CODES[item.type], item.zSize));
       await emitOwned(item.z);
       item.z = undefined;
       return;
@@ -665,12 +775,10 @@ async function* writeStream(
   for (const item of order) {
     throwIfAborted(signal);
     if (item.at >= 0) continue;
-    // the chain of bases not yet written, deepest first
+    // the chain of bases not yet written (thin-pack bases are not), deepest first
     const chain: Item[] = [item];
     let cur = item;
-    while (cur.base !== undefined) {
-      const b = items.get(cur.base);
-      if (!b || b.at >= 0 || chain.includes(b)) break;
+    for (let b = cur.baseItem; b !== undefined && b.n >= 0 && b.at < 0 && !chain.includes(b); b = cur.baseItem) {
       chain.push(b);
       cur = b;
     }

@@ -221,6 +221,56 @@ describe('FsObjectStore.readSync', () => {
     await store.close();
     await fresh.close();
   });
+
+  it('keeps small objects it caches in buffers of their own, not views of shared inflate slabs', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gitport-store-'));
+    temps.push(dir);
+    const source = new MemoryObjectStore();
+    const oids: string[] = [];
+    for (let i = 0; i < 20; i++) oids.push(await source.write('blob', seededBlob(500 + i, 2_000)));
+    const writer = new FsObjectStore(nodeFs, dir);
+    await importPack(writer, await collect(packObjects(source, oids)));
+    await writer.close();
+    const store = new FsObjectStore(nodeFs, dir);
+    for (const oid of oids) await store.read(oid);
+    for (const oid of oids) {
+      const cached = store.readSync(oid)!;
+      expect(bytesToHex(cached.data)).toBe(bytesToHex((await source.read(oid))!.data));
+      expect(cached.data.buffer.byteLength).toBeLessThan(2 * cached.data.length);
+    }
+    await store.close();
+  });
+
+  it('serves objects of a pack read at positions once their pages are cached', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gitport-store-'));
+    temps.push(dir);
+    const source = new MemoryObjectStore();
+    const oids: string[] = [];
+    // many small unlike blobs: the pack is larger than half the page cache (its least, four
+    // pages of 256 KiB), so it is read in pages; most entries lie within one page
+    for (let i = 0; i < 400; i++) oids.push(await source.write('blob', seededBlob(100 + i, 3_000)));
+    const pack = await collect(packObjects(source, oids));
+    expect(pack.reduce((n, c) => n + c.length, 0)).toBeGreaterThan(600_000);
+    const writer = new FsObjectStore(nodeFs, dir);
+    await importPack(writer, pack);
+    await writer.close();
+    const store = new FsObjectStore(nodeFs, dir, { pageCacheBytes: 0, cacheBytes: 0 });
+    const fresh = new FsObjectStore(nodeFs, dir);
+    expect(store.readSync(oids[0]!)).toBeUndefined();
+    // reading each once brings every page of its chain into the cache (the pack fits in it)
+    for (const oid of oids) expect(await store.read(oid)).toBeDefined();
+    let served = 0;
+    for (const oid of oids) {
+      const sync = store.readSync(oid);
+      if (!sync) continue;
+      served++;
+      expect(bytesToHex(sync.data)).toBe(bytesToHex((await fresh.read(oid))!.data));
+    }
+    // all but those whose entry crosses a page boundary
+    expect(served).toBeGreaterThan(oids.length * 0.9);
+    await store.close();
+    await fresh.close();
+  });
 });
 
 describe('FsObjectStore pack spool', () => {

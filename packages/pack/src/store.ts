@@ -5,7 +5,7 @@ import type { BitmappedPack } from './bitmap-index.js';
 import { PackError } from './errors.js';
 import type { IndexEntries } from './idx.js';
 import { type GitObject, hashObjectSync, isObjectId, type ObjectId, type ObjectType } from './object.js';
-import type { StoredLocation } from './stored-location.js';
+import type { StoredEntries, StoredLocation } from './stored-location.js';
 
 /** A packed object's stored representation, for reuse by `createPack` without recompressing. */
 export type RawEntry = (
@@ -43,6 +43,11 @@ export interface ObjectStore {
   readHeader?(oid: ObjectId): Promise<{ type: ObjectType; size: number } | undefined>;
   /** The stored (packed) form of an object, for delta and compression reuse. */
   readRaw?(oid: ObjectId): Promise<RawEntry | undefined>;
+  /**
+   * Where the stored (packed) forms of many objects lie, in columns (see StoredEntries): what a
+   * pack writer keeps instead of one `readRaw` result per object.
+   */
+  locateStored?(oids: readonly ObjectId[], signal?: AbortSignal): Promise<StoredEntries>;
   /** Writes objects whose ids the caller has computed (importPack). */
   writeHashed?(objects: readonly { oid: ObjectId; type: ObjectType; data: Uint8Array }[]): Promise<void>;
   /** Stores a whole verified pack with its index entries (stores over a .git directory). */

@@ -12,7 +12,6 @@ import { filterKeeps, type ObjectFilter } from './object-filter.js';
 import { OidSet } from './oid-set.js';
 import type { ObjectStore } from './store.js';
 import { parseTag } from './tag.js';
-import { forEachTreeEntryRaw } from './tree.js';
 
 export interface CommitInfo {
   oid: ObjectId;
@@ -398,42 +397,76 @@ export async function enumerateObjects(store: ObjectStore, options: EnumerateOpt
     root: ObjectId,
     rootPath: Uint8Array,
     seen: OidSet,
-    onObject: (o: PackObject) => void,
+    /** Told of each object not seen before; none: the objects are only marked seen. */
+    onObject: ((o: PackObject) => void) | undefined,
   ): Promise<void> => {
     if (!seen.add(root)) return;
     const rootHash = hashMore(0, rootPath, 0, rootPath.length, false);
-    const stack: { oid: ObjectId; hash: number; root: boolean }[] = [
-      { oid: root, hash: rootHash, root: rootPath.length === 0 },
-    ];
-    onObject({ oid: root, type: 'tree', nameHash: rootHash });
-    const subtrees: { oid: ObjectId; hash: number; root: boolean }[] = [];
-    while (stack.length > 0) {
-      throwIfAborted(signal);
-      const { oid, hash, root: isRoot } = stack.pop()!;
+    // trees to read, depth first, in three parallel stacks (no object per tree)
+    const oids: ObjectId[] = [root];
+    const hashes: number[] = [rootHash];
+    const roots: boolean[] = [rootPath.length === 0];
+    onObject?.({ oid: root, type: 'tree', nameHash: rootHash });
+    let read = 0;
+    while (oids.length > 0) {
+      if ((++read & 255) === 0) throwIfAborted(signal);
+      const oid = oids.pop()!;
+      const hash = hashes.pop()!;
+      const isRoot = roots.pop()!;
       const tree = store.readSync?.(oid) ?? (await store.read(oid));
       if (!tree) throw new PackError('OBJECT_NOT_FOUND', `tree ${oid} is missing`);
       if (tree.type !== 'tree') throw new PackError('OBJECT_BAD_TYPE', `${oid} is a ${tree.type}, not a tree`);
       const data = tree.data;
-      subtrees.length = 0;
-      // ids already seen (most entries of most trees) are checked in place, never hex-encoded
-      forEachTreeEntryRaw(data, (mode, nameStart, nameEnd, idAt) => {
-        if (mode === 0o160000 || !seen.addBytes(data, idAt)) return;
-        const child = bytesToHex(data, idAt, idAt + 20);
-        const h = hashMore(hash, data, nameStart, nameEnd, !isRoot);
-        if (mode === 0o40000) {
-          onObject({ oid: child, type: 'tree', nameHash: h });
-          subtrees.push({ oid: child, hash: h, root: false });
-        } else {
-          onObject({ oid: child, type: 'blob', nameHash: h });
+      const n = data.length;
+      // subtrees are pushed as met, then their run reversed: read in the tree's order
+      const first = oids.length;
+      // the entries in place (as forEachTreeEntryRaw reads them, its checks included): ids
+      // already seen (most entries of most trees) are checked where they lie, never hex-encoded
+      let pos = 0;
+      while (pos < n) {
+        let mode = 0;
+        let p = pos;
+        for (let c = data[p]!; p < n && c !== 0x20; c = data[++p]!) {
+          const d = c - 0x30;
+          if (d < 0 || d > 7) throw new PackError('PARSE_TREE', `bad mode at ${pos}`);
+          mode = mode * 8 + d;
         }
-      });
-      for (let k = subtrees.length - 1; k >= 0; k--) stack.push(subtrees[k]!);
+        if (p === pos || p >= n) throw new PackError('PARSE_TREE', `bad entry at ${pos}`);
+        const nameStart = p + 1;
+        let nul = nameStart;
+        while (nul < n && data[nul] !== 0) nul++;
+        if (nul === n || nul === nameStart || nul + 21 > n) {
+          throw new PackError('PARSE_TREE', `truncated entry at ${pos}`);
+        }
+        const idAt = nul + 1;
+        pos = idAt + 20;
+        if (mode === 0o160000 || !seen.addBytes(data, idAt)) continue;
+        // a blob only marked seen needs neither its id as text nor its name hash
+        if (onObject === undefined && mode !== 0o40000) continue;
+        const child = bytesToHex(data, idAt, idAt + 20);
+        const h = hashMore(hash, data, nameStart, nul, !isRoot);
+        if (mode === 0o40000) {
+          onObject?.({ oid: child, type: 'tree', nameHash: h });
+          oids.push(child);
+          hashes.push(h);
+          roots.push(false);
+        } else {
+          onObject?.({ oid: child, type: 'blob', nameHash: h });
+        }
+      }
+      for (let i = first, j = oids.length - 1; i < j; i++, j--) {
+        const o = oids[i]!;
+        oids[i] = oids[j]!;
+        oids[j] = o;
+        const x = hashes[i]!;
+        hashes[i] = hashes[j]!;
+        hashes[j] = x;
+      }
     }
   };
   const collect = (o: PackObject) => {
     edges.push(o);
   };
-  const skip = () => {};
   for (let i = 0; i < boundary.length; i++) {
     let c: CommitInfo;
     try {
@@ -441,7 +474,7 @@ export async function enumerateObjects(store: ObjectStore, options: EnumerateOpt
     } catch {
       continue;
     }
-    await walkTree(c.tree, new Uint8Array(0), excluded, options.edges && i < edgeCommits ? collect : skip);
+    await walkTree(c.tree, new Uint8Array(0), excluded, options.edges && i < edgeCommits ? collect : undefined);
   }
   for (const c of walk.commits) {
     if (sent.has(c.oid)) continue;
