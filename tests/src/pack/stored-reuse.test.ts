@@ -11,8 +11,8 @@ import * as fs from 'node:fs';
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createPack, enumerateObjects, FsObjectStore, type ObjectStore } from '@gitport/pack';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGitSandbox, type GitSandbox } from '../git.js';
 import { ensureHistory, HISTORY_PRESETS } from '../history.js';
 import { collect } from './helpers.js';
 
