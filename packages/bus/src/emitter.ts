@@ -18,10 +18,12 @@
  * (`constructor`, `toString`, `__proto__`) are never called.
  * - A single listener sits in a slot of its own (no array), so on+off and emit-1 touch no array.
  * - Two or more sit in an array that is replaced, never mutated (copy-on-write), and each
- *   replacement also builds the list's dispatcher: for 2 to 16 listeners a closure holding each
- *   listener in a variable of its own and calling them one after the other (every call site sees
- *   one function, as in code generated with eval, but without eval); beyond 16 a loop. An emit
- *   calls the dispatcher it found when it started, so a change during the emit never disturbs it.
+ *   replacement also builds the list's dispatcher. `createEmitter`'s, for 2 to 16 listeners, is a
+ *   closure holding each listener in a variable of its own and calling them one after the other
+ *   (every call site sees one function, as in code generated with eval, but without eval); beyond
+ *   16 a loop. The bus's event lists use the loop alone (`EmitterCore` takes the dispatcher
+ *   factory, so a bundle without `createEmitter` leaves the written-out table out). An emit calls
+ *   the dispatcher it found when it started, so a change during the emit never disturbs it.
  * - A registration is identified by a number, counted per list and never reused; the unsubscribe
  *   function (a closure over the list and that number) is all `on` allocates, and registering
  *   stores only the listener and the number in the long-lived list, never a pointer to a fresh
@@ -44,6 +46,8 @@ export interface OnOptions {
 type Unsubscribe = () => void;
 /** Calls a list's listeners (two or more) in order; `name` is for the error message only. */
 type Dispatcher<M> = (payload: unknown, meta: M, name: string) => void;
+/** Builds the dispatcher of a fresh listener array (two or more listeners, never mutated afterwards). */
+type DispatcherFactory = <M>(f: Listener<unknown, M>[]) => Dispatcher<M>;
 
 class ListenerList<M> {
   /** The only listener, while there is exactly one (and no priorities): no array at all. */
@@ -111,10 +115,14 @@ function own<M>(lists: Lists<M>, name: string): ListenerList<M> | undefined {
   return Object.hasOwn(lists, name) ? lists[name] : undefined;
 }
 
-/** The emitter core, generic over what listeners receive as their second argument. */
+/**
+ * The emitter core, generic over what listeners receive as their second argument. `makeCall`
+ * builds the dispatcher of each list of two or more listeners (a loop unless told otherwise).
+ */
 export class EmitterCore<M = string> {
-  private lists: Lists<M> = {};
-  private wild: ListenerList<M>[] = [];
+  constructor(readonly makeCall: DispatcherFactory = loopDispatcher) {}
+  protected lists: Lists<M> = {};
+  protected wild: ListenerList<M>[] = [];
   /** Lists made since the last sweep; a sweep runs when it passes `sweepAt`. */
   private created = 0;
   private sweepAt = SWEEP_AT;
@@ -284,13 +292,6 @@ export class EmitterCore<M = string> {
     if (errors !== undefined) throwAll(errors, name);
   }
 
-  /** Number of listeners registered exactly under `name` (a pattern such as `ns:*` counts its own). */
-  listenerCount(name: string): number {
-    const prefix = wildcardPrefix(name);
-    if (prefix !== undefined) return this.wild.find((list) => list.prefix === prefix)?.size ?? 0;
-    return own(this.lists, name)?.size ?? 0;
-  }
-
   /** Removes every listener (unsubscribe functions already handed out stay harmless). */
   clear(): void {
     for (const name of Object.keys(this.lists)) {
@@ -320,7 +321,7 @@ function replace<M>(list: ListenerList<M>, fns: Listener<unknown, M>[], ids: num
     list.fns = fns;
     list.ids = ids;
     list.prios = prios;
-    list.call = dispatcher(fns);
+    list.call = list.owner.makeCall(fns);
   }
 }
 
@@ -526,7 +527,7 @@ function dispatcher<M>(f: Listener<unknown, M>[]): Dispatcher<M> {
       };
     }
     default:
-      return (p, m, name) => callEach(f, p, m, name);
+      return loopDispatcher(f);
   }
 }
 
@@ -543,7 +544,12 @@ function rest<M>(f: Listener<unknown, M>[], from: number, error: unknown, p: unk
   throwAll(errors, name);
 }
 
-/** The loop for more than 16 listeners. */
+/** The dispatcher that loops over its listeners: the bus's, and `createEmitter`'s beyond 16. */
+function loopDispatcher<M>(f: Listener<unknown, M>[]): Dispatcher<M> {
+  return (p, m, name) => callEach(f, p, m, name);
+}
+
+/** The loop over a list's listeners. */
 function callEach<M>(fns: Listener<unknown, M>[], payload: unknown, meta: M, name: string): void {
   const n = fns.length;
   let i = 0;
@@ -587,9 +593,16 @@ class LocalEmitter extends EmitterCore<string> implements Emitter {
   emit(name: string, payload?: unknown): void {
     this.dispatch(name, payload, name);
   }
+
+  /** Number of listeners registered exactly under `name` (a pattern such as `ns:*` counts its own). */
+  listenerCount(name: string): number {
+    const prefix = wildcardPrefix(name);
+    if (prefix !== undefined) return this.wild.find((list) => list.prefix === prefix)?.size ?? 0;
+    return own(this.lists, name)?.size ?? 0;
+  }
 }
 
 /** A fast local emitter with once, priority, AbortSignal and `*` / `ns:*` wildcards. */
 export function createEmitter(): Emitter {
-  return new LocalEmitter();
+  return new LocalEmitter(dispatcher);
 }

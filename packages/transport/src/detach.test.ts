@@ -4,9 +4,11 @@
  * That state belongs to the module instance, so these tests run in order in a file of their own.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { listenOn } from './accept.js';
 import { dataBytes } from './frames.js';
 import type { DuplexStream } from './index.js';
 import type { FrameLink } from './link.js';
+import { openOn } from './open.js';
 import { muxPair } from './test-mux.js';
 
 interface SentData {
@@ -34,7 +36,7 @@ async function recordedStream() {
     }),
   });
   const received = new Promise<Uint8Array>((resolve, reject) => {
-    far.listen('bytes', (stream: DuplexStream) => {
+    listenOn(far, 'bytes', (stream: DuplexStream) => {
       (async () => {
         const parts: Uint8Array[] = [];
         for await (const part of stream) parts.push(part);
@@ -43,7 +45,7 @@ async function recordedStream() {
       })().catch(reject);
     });
   });
-  const stream = await near.open('far', 'bytes');
+  const stream = await openOn(near, 'far', 'bytes');
   return { stream, sent, received, close };
 }
 

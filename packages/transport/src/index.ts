@@ -10,18 +10,13 @@
  * transfer of chunks the writer gives up, coalescing of small writes, half-close, abort and
  * peer loss as typed errors, many streams on one bus connection. No Node built-ins.
  */
+import { DEFAULT_MAX_STREAMS, type ListenOptions, listenOn } from './accept.js';
 import { FRAME_EVENT } from './frames.js';
 import type { FrameLink } from './link.js';
-import {
-  DEFAULT_MAX_STREAMS,
-  DEFAULT_OPEN_TIMEOUT,
-  DEFAULT_WINDOW,
-  type ListenOptions,
-  Multiplexer,
-  type OpenOptions,
-  type TransportStats,
-} from './multiplexer.js';
+import { Multiplexer, type TransportStats } from './multiplexer.js';
+import { DEFAULT_OPEN_TIMEOUT, type OpenOptions, openOn } from './open.js';
 import type { DuplexStream } from './stream.js';
+import { DEFAULT_WINDOW } from './window.js';
 
 export { isTransportError, TransportError, type TransportErrorCode } from './errors.js';
 export type { DuplexStream, StreamStats } from './stream.js';
@@ -88,7 +83,7 @@ export function listen(
   onStream: (stream: DuplexStream) => void,
   options?: ListenOptions,
 ): () => void {
-  return multiplexerOf(bus).listen(name, onStream, options);
+  return listenOn(multiplexerOf(bus), name, onStream, options);
 }
 
 /**
@@ -97,7 +92,7 @@ export function listen(
  * it never answers, TRANSPORT_ABORTED when `signal` fires.
  */
 export function open(bus: TransportBus, peer: string, name: string, options?: OpenOptions): Promise<DuplexStream> {
-  return multiplexerOf(bus).open(peer, name, options);
+  return openOn(multiplexerOf(bus), peer, name, options);
 }
 
 /** Byte counts over every stream of the bus (for tests and monitoring). */

@@ -6,7 +6,9 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { listenOn } from './accept.js';
 import type { DuplexStream } from './index.js';
+import { openOn } from './open.js';
 import { muxPair } from './test-mux.js';
 
 /** Where `got` departs from the bytes `writeAll` wrote with `tag` (-1: nowhere, same length). */
@@ -61,7 +63,8 @@ describe('transport properties', () => {
           const { near, far, close } = muxPair({ maxMessageSize });
           try {
             const farDone = new Promise<Uint8Array>((resolve, reject) => {
-              far.listen(
+              listenOn(
+                far,
                 'p',
                 (stream) => {
                   Promise.all([readAll(stream, listenerWindow), writeAll(stream, down, modes, 7)]).then(
@@ -76,7 +79,7 @@ describe('transport properties', () => {
                 { window: listenerWindow },
               );
             });
-            const stream = await near.open('far', 'p', { window: openerWindow });
+            const stream = await openOn(near, 'far', 'p', { window: openerWindow });
             const [gotDown, gotUp] = await Promise.all([
               readAll(stream, openerWindow),
               farDone,

@@ -3,15 +3,17 @@ import { MessageChannel } from 'node:worker_threads';
 import { type ConformancePair, transportConformance } from '@gitport/test-helpers/transport-conformance';
 import { serveConformance, type TransportSide } from '@gitport/test-helpers/transport-conformance-service';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { listenOn } from './accept.js';
 import { MAX_FRAME_CHUNKS, PROTOCOL_VERSION, parseFrame } from './frames.js';
 import type { DuplexStream } from './index.js';
 import { portLink } from './link.js';
 import { Multiplexer } from './multiplexer.js';
+import { openOn } from './open.js';
 import { muxPair, nodePort } from './test-mux.js';
 
 const sideOf = (mux: Multiplexer): TransportSide => ({
-  listen: (name, onStream, options) => mux.listen(name, onStream, options),
-  open: (peer, name, options) => mux.open(peer, name, options),
+  listen: (name, onStream, options) => listenOn(mux, name, onStream, options),
+  open: (peer, name, options) => openOn(mux, peer, name, options),
   stats: () => mux.stats,
 });
 
@@ -72,7 +74,7 @@ function manualPair(options: { maxMessageSize?: number } = {}) {
     post,
     /** Opens `x`, answers the open frame with `accept`; gives the stream and the open frame. */
     async accepted(accept: { w: number; m: number; r?: number }, options?: { window?: number }) {
-      const opening = mux.open('far', 'x', options);
+      const opening = openOn(mux, 'far', 'x', options);
       const open = await next('open');
       post({ t: 'accept', s: open.s, ...accept });
       return { stream: await opening, open };
@@ -214,7 +216,7 @@ describe('transport details', () => {
 
   it("splits data below the other side's message limit when it is the smaller one", async () => {
     const m = manualPair();
-    const opening = m.mux.open('far', 'x');
+    const opening = openOn(m.mux, 'far', 'x');
     const open = await m.next('open');
     expect(open.m).toBe(64 * 1024 * 1024 - 1024);
     m.post({ t: 'accept', s: open.s, w: 1024 * 1024, m: 50_000 });
@@ -276,7 +278,7 @@ describe('transport details', () => {
     const { open: open1 } = await m.accepted({ w: 100_000, m: 1024 * 1024, r: 5 });
     expect(open1.c).toBeUndefined();
     // Accepted once with room left: the next open resolves with no answer yet.
-    const stream = await m.mux.open('far', 'x');
+    const stream = await openOn(m.mux, 'far', 'x');
     const open2 = await m.next('open');
     expect(open2.c).toBe(100_000);
     expect(stream.stats).toMatchObject({ remoteWindow: 100_000, credit: 100_000 });
@@ -298,7 +300,7 @@ describe('transport details', () => {
   it('fails an optimistic stream whose accept gives a window below the credit it announced', async () => {
     const m = manualPair();
     await m.accepted({ w: 100_000, m: 1024 * 1024, r: 5 });
-    const stream = await m.mux.open('far', 'x');
+    const stream = await openOn(m.mux, 'far', 'x');
     const open2 = await m.next('open');
     expect(open2.c).toBe(100_000);
     await stream.write(new Uint8Array(60_000), { transfer: true });
@@ -319,7 +321,7 @@ describe('transport details', () => {
   it('fails an optimistic stream the far side refuses, and opens the next one the slow way', async () => {
     const m = manualPair();
     await m.accepted({ w: 65536, m: 1024 * 1024, r: 1 });
-    const stream = await m.mux.open('far', 'x');
+    const stream = await openOn(m.mux, 'far', 'x');
     const open2 = await m.next('open');
     expect(open2.c).toBe(65536);
     await stream.write(new Uint8Array(1000));
@@ -327,7 +329,7 @@ describe('transport details', () => {
     await expect(stream.closed).rejects.toMatchObject({ code: 'TRANSPORT_NO_LISTENER' });
     await expect(stream.write(new Uint8Array(1))).rejects.toMatchObject({ code: 'TRANSPORT_NO_LISTENER' });
     // Nobody listens there any more: the next open waits for the answer and rejects.
-    const third = m.mux.open('far', 'x');
+    const third = openOn(m.mux, 'far', 'x');
     const open3 = await m.next('open');
     expect(open3.c).toBeUndefined();
     m.post({ t: 'refuse', s: open3.s, c: 'TRANSPORT_NO_LISTENER', m: 'gone' });
@@ -339,10 +341,10 @@ describe('transport details', () => {
     const m = manualPair();
     await m.accepted({ w: 65536, m: 1024 * 1024, r: 1 });
     // One slot left: this open takes it optimistically, the next one has to wait.
-    await m.mux.open('far', 'x');
+    await openOn(m.mux, 'far', 'x');
     expect((await m.next('open')).c).toBe(65536);
     let settled = false;
-    const third = m.mux.open('far', 'x').finally(() => {
+    const third = openOn(m.mux, 'far', 'x').finally(() => {
       settled = true;
     });
     const open3 = await m.next('open');
@@ -360,14 +362,14 @@ describe('transport details', () => {
     await m.accepted({ w: 65536, m: 1024 * 1024, r: 5 });
     expect(vi.getTimerCount()).toBe(0);
     // Aborted before the accept came: the far side drops the stream and sends no accept.
-    const aborted = await m.mux.open('far', 'x');
+    const aborted = await openOn(m.mux, 'far', 'x');
     const open2 = await m.next('open');
     aborted.abort(new Error('changed my mind'));
     expect(await m.next('abort')).toMatchObject({ s: open2.s, i: 1 });
     expect(m.mux.stats).toMatchObject({ streams: 1, pendingOpens: 0 });
     expect(vi.getTimerCount()).toBe(0);
     // Ended and cancelled before the accept came: finished cleanly on both sides.
-    const ended = await m.mux.open('far', 'x');
+    const ended = await openOn(m.mux, 'far', 'x');
     const open3 = await m.next('open');
     await ended[Symbol.asyncIterator]().return?.();
     await ended.end();
@@ -385,9 +387,9 @@ describe('transport details', () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     const { near, far, close } = muxPair();
     const accepted: DuplexStream[] = [];
-    far.listen('x', (stream) => accepted.push(stream));
-    const first = await near.open('far', 'x');
-    const second = await near.open('far', 'x');
+    listenOn(far, 'x', (stream) => accepted.push(stream));
+    const first = await openOn(near, 'far', 'x');
+    const second = await openOn(near, 'far', 'x');
     second.abort(new Error('gone at once'));
     // The first stream's echo of a byte comes behind whatever the far side sent for the second.
     const reading = first[Symbol.asyncIterator]().next();
@@ -410,7 +412,7 @@ describe('transport details', () => {
         await stream.end();
       })().catch(() => {});
     };
-    const stop = far.listen('x', echo, { window: 1024 * 1024 });
+    const stop = listenOn(far, 'x', echo, { window: 1024 * 1024 });
     const roundTrip = async (stream: DuplexStream) => {
       await stream.write(new Uint8Array([1, 2, 3]));
       await stream.end();
@@ -418,13 +420,13 @@ describe('transport details', () => {
       for await (const chunk of stream) got.push(...chunk);
       return got;
     };
-    expect(await roundTrip(await near.open('far', 'x'))).toEqual([1, 2, 3]);
+    expect(await roundTrip(await openOn(near, 'far', 'x'))).toEqual([1, 2, 3]);
     stop();
-    far.listen('x', echo, { window: 64 * 1024 });
-    const optimistic = await near.open('far', 'x'); // resolves at once: the name is known
+    listenOn(far, 'x', echo, { window: 64 * 1024 });
+    const optimistic = await openOn(near, 'far', 'x'); // resolves at once: the name is known
     await expect(optimistic.closed).rejects.toMatchObject({ code: 'TRANSPORT_WINDOW_CHANGED' });
     // The next open waits for the answer and learns the new window.
-    const again = await near.open('far', 'x');
+    const again = await openOn(near, 'far', 'x');
     expect(await roundTrip(again)).toEqual([1, 2, 3]);
     expect(again.stats.remoteWindow).toBe(64 * 1024);
     close();
@@ -435,7 +437,7 @@ describe('transport details', () => {
     const m = manualPair();
     await m.accepted({ w: 65536, m: 1024 * 1024, r: 5 });
     const controller = new AbortController();
-    const stream = await m.mux.open('far', 'x', { signal: controller.signal, timeout: 50 });
+    const stream = await openOn(m.mux, 'far', 'x', { signal: controller.signal, timeout: 50 });
     const open2 = await m.next('open');
     expect(open2.c).toBe(65536);
     // Neither a timer nor an abort listener outlives open().
@@ -459,7 +461,7 @@ describe('transport details', () => {
     const channel = new MessageChannel();
     const mux = new Multiplexer(portLink(nodePort(channel.port1), { peer: 'opener' }));
     const accepted: DuplexStream[] = [];
-    mux.listen('small', (stream) => accepted.push(stream), { window: 4096 });
+    listenOn(mux, 'small', (stream) => accepted.push(stream), { window: 4096 });
     const frames: Record<string, unknown>[] = [];
     channel.port2.on('message', (frame) => frames.push(frame));
     const next = async (type: string, s: number): Promise<Record<string, unknown>> => {
@@ -500,9 +502,9 @@ describe('transport details', () => {
   it('opens optimistically within a small listener window, and both sides count the same window', async () => {
     const { near, far, close } = muxPair();
     const accepted: DuplexStream[] = [];
-    far.listen('small', (stream) => accepted.push(stream), { window: 4096 });
-    await near.open('far', 'small');
-    const stream = await near.open('far', 'small');
+    listenOn(far, 'small', (stream) => accepted.push(stream), { window: 4096 });
+    await openOn(near, 'far', 'small');
+    const stream = await openOn(near, 'far', 'small');
     // Before any answer: the credit assumed is the listener's window, not more.
     expect(stream.stats).toMatchObject({ remoteWindow: 4096, credit: 4096 });
     await stream.write(new Uint8Array(4096).fill(1));
@@ -554,18 +556,18 @@ describe('transport details', () => {
   it('refuses streams past maxStreams, and aborts the stream of a handler that rejects', async () => {
     const { near, far, close } = muxPair();
     const accepted: DuplexStream[] = [];
-    far.listen('limited', (stream) => accepted.push(stream), { maxStreams: 2 });
-    far.listen('failing', async () => {
+    listenOn(far, 'limited', (stream) => accepted.push(stream), { maxStreams: 2 });
+    listenOn(far, 'failing', async () => {
       await Promise.resolve();
       throw new Error('handler failed');
     });
-    const first = await near.open('far', 'limited');
-    await near.open('far', 'limited');
-    await expect(near.open('far', 'limited')).rejects.toMatchObject({ code: 'TRANSPORT_TOO_MANY_STREAMS' });
+    const first = await openOn(near, 'far', 'limited');
+    await openOn(near, 'far', 'limited');
+    await expect(openOn(near, 'far', 'limited')).rejects.toMatchObject({ code: 'TRANSPORT_TOO_MANY_STREAMS' });
     first.abort(new Error('make room'));
     await expect(accepted[0]!.closed).rejects.toMatchObject({ code: 'TRANSPORT_ABORTED' });
-    await near.open('far', 'limited');
-    const failing = await near.open('far', 'failing');
+    await openOn(near, 'far', 'limited');
+    const failing = await openOn(near, 'far', 'failing');
     await expect(failing.closed).rejects.toMatchObject({
       code: 'TRANSPORT_ABORTED',
       cause: { message: 'handler failed' },
@@ -575,8 +577,8 @@ describe('transport details', () => {
 
   it('accepts opens on a listener whose maxStreams is above what a frame can carry', async () => {
     const { near, far, close } = muxPair();
-    far.listen('wide', () => {}, { maxStreams: 2 ** 40 });
-    const stream = await near.open('far', 'wide', { timeout: 5_000 });
+    listenOn(far, 'wide', () => {}, { maxStreams: 2 ** 40 });
+    const stream = await openOn(near, 'far', 'wide', { timeout: 5_000 });
     expect(stream.name).toBe('wide');
     stream.abort(new Error('done'));
     close();
@@ -586,10 +588,10 @@ describe('transport details', () => {
     const channel = new MessageChannel();
     const mux = new Multiplexer(portLink(nodePort(channel.port1), { peer: 'silent' }));
     channel.port2.start(); // nobody answers there
-    await expect(mux.open('silent', 'x', { timeout: 20 })).rejects.toMatchObject({ code: 'TRANSPORT_OPEN_TIMEOUT' });
+    await expect(openOn(mux, 'silent', 'x', { timeout: 20 })).rejects.toMatchObject({ code: 'TRANSPORT_OPEN_TIMEOUT' });
     // One timer serves every pending open: a later, shorter timeout and an earlier, longer one.
-    const longer = mux.open('silent', 'x', { timeout: 60 });
-    const shorter = mux.open('silent', 'x', { timeout: 10 });
+    const longer = openOn(mux, 'silent', 'x', { timeout: 60 });
+    const shorter = openOn(mux, 'silent', 'x', { timeout: 10 });
     await expect(shorter).rejects.toMatchObject({
       code: 'TRANSPORT_OPEN_TIMEOUT',
       message: expect.stringContaining('10 ms'),
@@ -599,12 +601,12 @@ describe('transport details', () => {
       message: expect.stringContaining('60 ms'),
     });
     const controller = new AbortController();
-    const opening = mux.open('silent', 'x', { signal: controller.signal });
+    const opening = openOn(mux, 'silent', 'x', { signal: controller.signal });
     controller.abort(new Error('stop'));
     await expect(opening).rejects.toMatchObject({ code: 'TRANSPORT_ABORTED' });
-    await expect(mux.open('someone-else', 'x')).rejects.toMatchObject({ code: 'TRANSPORT_PEER_LOST' });
+    await expect(openOn(mux, 'someone-else', 'x')).rejects.toMatchObject({ code: 'TRANSPORT_PEER_LOST' });
     mux.close();
-    await expect(mux.open('silent', 'x')).rejects.toMatchObject({ code: 'TRANSPORT_CLOSED' });
+    await expect(openOn(mux, 'silent', 'x')).rejects.toMatchObject({ code: 'TRANSPORT_CLOSED' });
     channel.port1.close();
     channel.port2.close();
   });
