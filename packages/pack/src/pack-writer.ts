@@ -256,6 +256,11 @@ async function* packStream(
         // the bitmapped pack's objects by ranges, then the others
         const e = { objects: b.extra, edges: [], uninteresting: haves };
         const prefix = rangeReuse(store, b, { ...options, thin: options.thin === true && !filtered });
+        // every object of the bitmapped pack and nothing else: the pack goes out as it is
+        const whole = b.extra.length === 0 && b.count === b.pack.count && options.ofsDelta !== false;
+        if (whole && options.onStoredPack) {
+          options.onStoredPack(Array.from({ length: b.pack.count }, (_, p) => b.pack.oidAt(p)));
+        }
         yield* writeStream(store, e, b.extra, filtered, options, prefix);
         return;
       }
