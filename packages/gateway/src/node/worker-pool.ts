@@ -24,6 +24,7 @@ import { collect, once } from '../body.js';
 import { GatewayError } from '../errors.js';
 import type { RefUpdateEvent } from '../sse-hub.js';
 import { AdvertisementCache, adKey } from './advertisement-cache.js';
+import { releasable } from './released-buffers.js';
 import { RepositoryRoot } from './repository-root.js';
 import { WORKER_STATS, type WorkerStats } from './worker-stats.js';
 
@@ -126,6 +127,28 @@ function settling(
         await it.return?.().catch(() => {});
         await stopped;
       } else await finished;
+      return { done: true, value: undefined };
+    },
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+  };
+}
+
+/**
+ * `source`'s chunks, each marked releasable (freed once written); `return` goes straight to
+ * `source`, even while a `next` is pending.
+ */
+function releasing(source: AsyncIterable<Uint8Array>): AsyncIterableIterator<Uint8Array> {
+  const it = source[Symbol.asyncIterator]();
+  return {
+    async next() {
+      const step = await it.next();
+      if (!step.done) releasable(step.value);
+      return step;
+    },
+    async return() {
+      await it.return?.();
       return { done: true, value: undefined };
     },
     [Symbol.asyncIterator]() {
@@ -471,7 +494,9 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
           signal,
         );
         if (reply.status !== 200) return await failure(reply.status, reply.body);
-        return settling(reply.body, () => {
+        // the chunks that came as buffers of their own are this thread's alone: freed once
+        // written (released-buffers.ts)
+        return settling(releasing(reply.body), () => {
           // the push is over: its advertisements are stale whether or not its signal has arrived yet
           if (service === 'git-receive-pack') cache.drop(repo);
           finish();
