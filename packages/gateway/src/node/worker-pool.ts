@@ -48,7 +48,17 @@ export interface WorkerPoolOptions {
   restartBackoff?: { initialMs?: number; maxMs?: number };
   /** How long a new worker may take to connect (ms, default 60 000). */
   connectTimeoutMs?: number;
+  /**
+   * A worker's young generation (MB, V8's `maxYoungGenerationSizeMb`; default
+   * {@link DEFAULT_WORKER_YOUNG_GENERATION_MB}). The buffers a pack is read into die young, and
+   * their memory is returned only when the young generation is collected: a small one keeps
+   * what a clone holds near its working set.
+   */
+  youngGenerationMb?: number;
 }
+
+/** See `WorkerPoolOptions.youngGenerationMb`. */
+export const DEFAULT_WORKER_YOUNG_GENERATION_MB = 6;
 
 export interface WorkerPoolBackend extends GitBackend {
   readonly root: RepositoryRoot;
@@ -204,6 +214,7 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
   const backoffInitial = Math.max(1, options.restartBackoff?.initialMs ?? 100);
   const backoffMax = Math.max(backoffInitial, options.restartBackoff?.maxMs ?? 10_000);
   const connectTimeout = options.connectTimeoutMs ?? 60_000;
+  const youngGenerationMb = options.youngGenerationMb ?? DEFAULT_WORKER_YOUNG_GENERATION_MB;
   const inFlight = new Set<Promise<unknown>>();
   /** Per worker: requests it works on, and those it stopped on request. */
   const workCounts = slots.map(() => ({ inFlight: 0, stopped: 0 }));
@@ -214,7 +225,10 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
   const start = (slot: Slot): Promise<void> => {
     slot.starting ??= (async () => {
       const id = `gateway-worker-${slot.index}-${slot.generation++}`;
-      const worker = spawn(entry, { workerData: { id, root: options.root } });
+      const worker = spawn(entry, {
+        workerData: { id, root: options.root },
+        resourceLimits: { maxYoungGenerationSizeMb: youngGenerationMb },
+      });
       slot.worker = worker;
       worker.on('error', (error) => console.error(`gitport: worker ${id} failed`, error));
       const exited = new Promise<never>((_, reject) => {
