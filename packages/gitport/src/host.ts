@@ -299,12 +299,18 @@ const serveHttp: HostPart = ({ bus, registry, options, listenOptions, report, pu
     let counted = false;
     let work: string | undefined;
     let settle: (() => void) | undefined;
-    const reply = async (statusCode: number, headers: Record<string, string>, body: AsyncIterable<Uint8Array>) => {
+    const reply = async (
+      statusCode: number,
+      headers: Record<string, string>,
+      body: AsyncIterable<Uint8Array>,
+      given?: (chunk: Uint8Array) => boolean,
+    ) => {
       replied = true;
       await stream.write(encodeHead({ statusCode, statusMessage: statusText(statusCode), headers }));
       // the head goes now, not after the work that follows holds the thread for a while
       stream.flush();
-      for await (const chunk of body) await stream.write(chunk);
+      // a chunk the round gave up moves to the reader's thread; any other is copied
+      for await (const chunk of body) await stream.write(chunk, { transfer: given?.(chunk) === true });
       // the round's body ends once the round has settled: the stream's end says the work is over
       await stream.end();
     };
@@ -353,16 +359,21 @@ const serveHttp: HostPart = ({ bus, registry, options, listenOptions, report, pu
           ...options.uploadPack,
           protocol,
           signal,
+          writeSize: writeSizeOf(stream),
         });
         // A failed round already told the client in-band; it is only reported here.
         round = started.done.catch((error: unknown) => report(error, context));
-        await reply(200, rpcResultHeaders(head.path), started.body);
+        await reply(200, rpcResultHeaders(head.path), started.body, started.given);
         return;
       }
       if (head.method === 'POST' && head.path === 'git-receive-pack') {
         context.service = head.path;
         const signal = withSignal(controller.signal, options.receivePack?.signal);
-        const started = handleReceivePackHttp(yielding(repo), reader.rest(), { ...options.receivePack, signal });
+        const started = handleReceivePackHttp(yielding(repo), reader.rest(), {
+          ...options.receivePack,
+          signal,
+          writeSize: writeSizeOf(stream),
+        });
         const name = head.repository;
         round = started.result.then(
           (result) => {
@@ -371,7 +382,7 @@ const serveHttp: HostPart = ({ bus, registry, options, listenOptions, report, pu
           },
           (error: unknown) => report(error, context),
         );
-        await reply(200, rpcResultHeaders(head.path), started.body);
+        await reply(200, rpcResultHeaders(head.path), started.body, started.given);
         return;
       }
       return await text(405, 'method not allowed');

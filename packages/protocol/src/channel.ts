@@ -3,7 +3,9 @@
  * fewer than `highWaterMark` bytes wait for the consumer, otherwise when the consumer has taken
  * enough (so a slow HTTP client slows the pack writer down and memory stays bounded), `end` /
  * `fail` finish it, and a consumer that stops early (`return`) makes further writes reject with
- * `PROTOCOL_ABORTED` and drops what was queued.
+ * `PROTOCOL_ABORTED` and drops what was queued. A chunk written with `transfer` was given up by its
+ * writer: `given` tells the consumer it may move that chunk's buffer on (to another thread)
+ * instead of copying it.
  */
 import type { Connection } from './connection.js';
 import { ProtocolError } from './errors.js';
@@ -17,14 +19,17 @@ export class ByteChannel implements AsyncIterable<Uint8Array> {
   #ended = false;
   #error: unknown;
   #cancelled = false;
+  /** Chunks their writer gave up (written with `transfer`). */
+  readonly #given = new WeakSet<Uint8Array>();
 
   constructor(options: { highWaterMark?: number } = {}) {
     this.#highWaterMark = options.highWaterMark ?? 1024 * 1024;
   }
 
-  write(chunk: Uint8Array): Promise<void> {
+  write(chunk: Uint8Array, options?: { transfer?: boolean }): Promise<void> {
     if (this.#cancelled) return Promise.reject(new ProtocolError('PROTOCOL_ABORTED', 'the reader went away'));
     if (this.#ended) return Promise.reject(new ProtocolError('PROTOCOL_UNEXPECTED', 'write after end'));
+    if (options?.transfer === true) this.#given.add(chunk);
     const waiter = this.#waiter;
     if (waiter) {
       this.#waiter = undefined;
@@ -35,6 +40,11 @@ export class ByteChannel implements AsyncIterable<Uint8Array> {
     this.#queued += chunk.length;
     if (this.#queued < this.#highWaterMark) return Promise.resolve();
     return new Promise<void>((resolve, reject) => this.#drained.push({ resolve, reject }));
+  }
+
+  /** Whether the writer gave `chunk` up (wrote it with `transfer`): its reader may move its buffer. */
+  given(chunk: Uint8Array): boolean {
+    return this.#given.has(chunk);
   }
 
   async end(): Promise<void> {

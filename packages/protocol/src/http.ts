@@ -97,20 +97,34 @@ export function rpcResultHeaders(service: GitService): Record<string, string> {
   return { 'Content-Type': `application/x-${service}-result`, ...noCache };
 }
 
+/** How a round's body is best produced for its reader. */
+export interface RoundOptions {
+  /**
+   * Writes of about this many bytes travel best to the body's reader (a transport's flow-control
+   * batch): side-band frames are gathered into buffers this large.
+   */
+  writeSize?: number;
+}
+
 /**
  * `POST git-upload-pack`: one stateless round. The returned body streams as the pack is written
  * (backpressure: the pack writer waits for the reader). `done` settles when the round ends;
- * errors also reach the client in-band (`ERR` / side-band 3).
+ * errors also reach the client in-band (`ERR` / side-band 3). `given` tells which chunks of the
+ * body were given up by the server (buffers of their own, never touched again): the body's reader
+ * may move those to another thread instead of copying them.
  */
 export function handleUploadPackHttp(
   repo: Repository,
   body: AsyncIterable<Uint8Array>,
-  options: Omit<UploadPackOptions, 'stateless' | 'advertise'> = {},
-): { body: AsyncIterable<Uint8Array>; done: Promise<void> } {
-  const round = statelessRound(body, (connection) =>
-    serveUploadPack(repo, connection, { ...options, stateless: true, advertise: false }),
+  options: Omit<UploadPackOptions, 'stateless' | 'advertise'> & RoundOptions = {},
+): { body: AsyncIterable<Uint8Array>; done: Promise<void>; given(chunk: Uint8Array): boolean } {
+  const { writeSize, ...rest } = options;
+  const round = statelessRound(
+    body,
+    (connection) => serveUploadPack(repo, connection, { ...rest, stateless: true, advertise: false }),
+    writeSize,
   );
-  return { body: round.body, done: round.settled };
+  return { body: round.body, done: round.settled, given: round.given };
 }
 
 /**
@@ -120,12 +134,15 @@ export function handleUploadPackHttp(
 export function handleReceivePackHttp(
   repo: Repository,
   body: AsyncIterable<Uint8Array>,
-  options: Omit<ReceivePackOptions, 'stateless' | 'advertise'> = {},
-): { body: AsyncIterable<Uint8Array>; result: Promise<ReceivePackResult> } {
-  const round = statelessRound(body, (connection) =>
-    serveReceivePack(repo, connection, { ...options, stateless: true, advertise: false }),
+  options: Omit<ReceivePackOptions, 'stateless' | 'advertise'> & RoundOptions = {},
+): { body: AsyncIterable<Uint8Array>; result: Promise<ReceivePackResult>; given(chunk: Uint8Array): boolean } {
+  const { writeSize, ...rest } = options;
+  const round = statelessRound(
+    body,
+    (connection) => serveReceivePack(repo, connection, { ...rest, stateless: true, advertise: false }),
+    writeSize,
   );
-  return { body: round.body, result: round.settled };
+  return { body: round.body, result: round.settled, given: round.given };
 }
 
 /**
@@ -136,11 +153,18 @@ export function handleReceivePackHttp(
 function statelessRound<T>(
   body: AsyncIterable<Uint8Array>,
   serve: (connection: Connection) => Promise<T>,
-): { body: AsyncIterable<Uint8Array>; settled: Promise<T> } {
+  writeSize: number | undefined,
+): { body: AsyncIterable<Uint8Array>; settled: Promise<T>; given(chunk: Uint8Array): boolean } {
   const out = new ByteChannel();
-  const settled = serve({ input: body, write: (b) => out.write(b), end: () => out.end() }).finally(() => out.end());
+  const connection: Connection = {
+    input: body,
+    write: (b, options) => out.write(b, options),
+    end: () => out.end(),
+    ...(writeSize !== undefined ? { writeSize } : {}),
+  };
+  const settled = serve(connection).finally(() => out.end());
   settled.catch(() => {});
-  return { body: out, settled };
+  return { body: out, settled, given: (chunk) => out.given(chunk) };
 }
 
 export function httpError(status: number, message: string): ProtocolError {

@@ -35,6 +35,7 @@ export {
   handleUploadPackHttp,
   isGitService,
   protocolFromHeader,
+  type RoundOptions,
   rpcResultHeaders,
 } from './http.js';
 export {

@@ -12,6 +12,7 @@ import type { GatewayReply } from '../reply.js';
 import type { GatewayRequest } from '../request.js';
 import { refuseEvents } from '../response.js';
 import type { SseSink } from '../sse-hub.js';
+import { release } from './released-buffers.js';
 
 export interface NodeListenerOptions {
   /** Bytes an SSE client may have unsent before it is dropped (default: the hub's maxBufferedBytes). */
@@ -267,7 +268,12 @@ async function write(
         for (;;) {
           const step = await it.next();
           if (step.done) break;
-          if (!res.write(step.value) && !(await waitWritable(res))) {
+          const chunk = step.value;
+          // a chunk given up by its producer is freed once the socket has written it
+          const written = (error?: Error | null) => {
+            if (error == null) release(chunk);
+          };
+          if (!res.write(chunk, written) && !(await waitWritable(res))) {
             await it.return?.();
             return;
           }

@@ -24,6 +24,7 @@ import { collect, once } from '../body.js';
 import { GatewayError } from '../errors.js';
 import type { RefUpdateEvent } from '../sse-hub.js';
 import { AdvertisementCache, adKey } from './advertisement-cache.js';
+import { releasable } from './released-buffers.js';
 import { RepositoryRoot } from './repository-root.js';
 import { WORKER_STATS, type WorkerStats } from './worker-stats.js';
 
@@ -47,7 +48,17 @@ export interface WorkerPoolOptions {
   restartBackoff?: { initialMs?: number; maxMs?: number };
   /** How long a new worker may take to connect (ms, default 60 000). */
   connectTimeoutMs?: number;
+  /**
+   * A worker's young generation (MB, V8's `maxYoungGenerationSizeMb`; default
+   * {@link DEFAULT_WORKER_YOUNG_GENERATION_MB}). The buffers a pack is read into die young, and
+   * their memory is returned only when the young generation is collected: a small one keeps
+   * what a clone holds near its working set.
+   */
+  youngGenerationMb?: number;
 }
+
+/** See `WorkerPoolOptions.youngGenerationMb`. */
+export const DEFAULT_WORKER_YOUNG_GENERATION_MB = 6;
 
 export interface WorkerPoolBackend extends GitBackend {
   readonly root: RepositoryRoot;
@@ -134,6 +145,28 @@ function settling(
   };
 }
 
+/**
+ * `source`'s chunks, each marked releasable (freed once written); `return` goes straight to
+ * `source`, even while a `next` is pending.
+ */
+function releasing(source: AsyncIterable<Uint8Array>): AsyncIterableIterator<Uint8Array> {
+  const it = source[Symbol.asyncIterator]();
+  return {
+    async next() {
+      const step = await it.next();
+      if (!step.done) releasable(step.value);
+      return step;
+    },
+    async return() {
+      await it.return?.();
+      return { done: true, value: undefined };
+    },
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+  };
+}
+
 /** FNV-1a: a stable, well-spread hash of a repository name. */
 function hashName(name: string): number {
   let h = 0x811c9dc5;
@@ -181,6 +214,7 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
   const backoffInitial = Math.max(1, options.restartBackoff?.initialMs ?? 100);
   const backoffMax = Math.max(backoffInitial, options.restartBackoff?.maxMs ?? 10_000);
   const connectTimeout = options.connectTimeoutMs ?? 60_000;
+  const youngGenerationMb = options.youngGenerationMb ?? DEFAULT_WORKER_YOUNG_GENERATION_MB;
   const inFlight = new Set<Promise<unknown>>();
   /** Per worker: requests it works on, and those it stopped on request. */
   const workCounts = slots.map(() => ({ inFlight: 0, stopped: 0 }));
@@ -191,7 +225,10 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
   const start = (slot: Slot): Promise<void> => {
     slot.starting ??= (async () => {
       const id = `gateway-worker-${slot.index}-${slot.generation++}`;
-      const worker = spawn(entry, { workerData: { id, root: options.root } });
+      const worker = spawn(entry, {
+        workerData: { id, root: options.root },
+        resourceLimits: { maxYoungGenerationSizeMb: youngGenerationMb },
+      });
       slot.worker = worker;
       worker.on('error', (error) => console.error(`gitport: worker ${id} failed`, error));
       const exited = new Promise<never>((_, reject) => {
@@ -471,7 +508,9 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
           signal,
         );
         if (reply.status !== 200) return await failure(reply.status, reply.body);
-        return settling(reply.body, () => {
+        // the chunks that came as buffers of their own are this thread's alone: freed once
+        // written (released-buffers.ts)
+        return settling(releasing(reply.body), () => {
           // the push is over: its advertisements are stale whether or not its signal has arrived yet
           if (service === 'git-receive-pack') cache.drop(repo);
           finish();
