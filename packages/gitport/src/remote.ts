@@ -291,6 +291,9 @@ function busSession(bus: Bus, peer: string, name: string, remoteOptions: RemoteO
 
 /** Runs each operation over smart HTTP: one client (its credentials and redirected base) for all of them. */
 function httpSession(client: ReturnType<typeof smartHttpClient>): SessionRunner {
+  // the v2 capabilities the server advertised, read once: later operations of the remote (a
+  // partial clone's lazy fetches) start with their command
+  const discovered: NonNullable<Extract<Remote, { http: unknown }>['discovered']> = new Map();
   return async (_service, operation, fn) => {
     const { signal } = operation;
     if (signal?.aborted) throw new GitportError('ABORTED', 'aborted', { cause: signal.reason });
@@ -302,7 +305,7 @@ function httpSession(client: ReturnType<typeof smartHttpClient>): SessionRunner 
         : undefined,
     );
     try {
-      return await fn({ url: client.url, http }, signal);
+      return await fn({ url: client.url, http, discovered }, signal);
     } catch (error) {
       if (signal?.aborted) throw new GitportError('ABORTED', 'aborted', { cause: error });
       throw error;

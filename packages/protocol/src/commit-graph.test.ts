@@ -81,6 +81,36 @@ describe('CommitGraph reads commits and tags as the pack package parses them', (
     });
   }
 
+  it('reachableFrom walks for commits only: a tree target does not walk the history', async () => {
+    const store = new FsObjectStore(nodeFs, dir);
+    try {
+      const tree = parseCommit((await store.read(after))!.data).tree;
+      const reads: string[] = [];
+      const counting = new Proxy(store, {
+        get(target, key) {
+          const value = Reflect.get(target, key, target);
+          if (key !== 'read' || typeof value !== 'function')
+            return typeof value === 'function' ? value.bind(target) : value;
+          return (oid: string) => {
+            reads.push(oid);
+            return value.call(target, oid);
+          };
+        },
+      });
+      const graph = new CommitGraph(counting);
+      // a tree (even one the tip points at) is no commit on the walk: not found, `before` not read
+      expect(await graph.reachableFrom([tree], [after])).toEqual(new Set());
+      expect(reads).not.toContain(before);
+      // with a commit among the targets the walk goes on until it is found
+      expect(await graph.reachableFrom([tree, before], [after])).toEqual(new Set([before]));
+      // the tag is a target only as a tip
+      expect(await graph.reachableFrom([tag], [after])).toEqual(new Set());
+      expect(await graph.reachableFrom([tag], [tag])).toEqual(new Set([tag]));
+    } finally {
+      await store.close();
+    }
+  });
+
   it('refuses a malformed commit or tag with PROTOCOL_BAD_OBJECT', async () => {
     const store = new FsObjectStore(nodeFs, dir);
     try {

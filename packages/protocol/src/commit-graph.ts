@@ -149,14 +149,24 @@ export class CommitGraph {
       if (peeled.type === 'commit') starts.push(peeled.oid);
     }
     if (found.size === wanted.size) return found;
+    // the walk meets commits only: a target of another type (a tag, or the tree or blob of a
+    // partial clone's lazy fetch) is among the tips or nowhere on it, and keeps no walk going
+    const walked = new Set<ObjectId>();
+    for (const oid of wanted) {
+      if (found.has(oid)) continue;
+      const peeled = await this.peel(oid);
+      if (peeled?.oid === oid && peeled.type === 'commit') walked.add(oid);
+    }
+    if (walked.size === 0) return found;
+    let left = walked.size;
     let done = false;
     await this.walk(
       starts,
       (c) => {
         if (done) return false;
-        if (wanted.has(c.oid)) {
+        if (walked.has(c.oid) && !found.has(c.oid)) {
           found.add(c.oid);
-          if (found.size === wanted.size) done = true;
+          if (--left === 0) done = true;
         }
         return true;
       },

@@ -9,7 +9,7 @@
  *   asks for v2 on upload-pack.
  */
 import { type PacketReader, PktLineRemoteError } from '@gitport/pktline';
-import { type Advertisement, decodeAdvertisement } from './advertisement.js';
+import { type Advertisement, type AdvertisementV2, decodeAdvertisement } from './advertisement.js';
 import type { Connection } from './connection.js';
 import { newReader } from './connection.js';
 import { hasCode, ProtocolError } from './errors.js';
@@ -32,7 +32,20 @@ export interface HttpResponse {
 /** An HTTP client in the shape the gateway, isomorphic-git's plugin and tests can provide. */
 export type HttpFetch = (request: HttpRequest) => Promise<HttpResponse>;
 
-export type Remote = { connection: Connection } | { url: string; http: HttpFetch; headers?: Record<string, string> };
+export type Remote =
+  | { connection: Connection }
+  | {
+      url: string;
+      http: HttpFetch;
+      headers?: Record<string, string>;
+      /**
+       * Protocol v2 capability advertisements already read from this URL, by service: a later
+       * session of the same remote starts with its command, one round trip (the discovery GET)
+       * less, as git's remote-curl does for the requests of one process. A v2 advertisement
+       * lists no refs, so it does not go stale as refs move; v0 ones are never kept.
+       */
+      discovered?: Map<GitService, AdvertisementV2>;
+    };
 
 export interface ServiceSession {
   readonly stateless: boolean;
@@ -115,27 +128,9 @@ export async function openSession(
     }
     const base = remote.url.replace(/\/+$/, '');
     const extra = remote.headers ?? {};
-    const protocolHeader: Record<string, string> =
-      service === 'git-upload-pack' && options.protocol ? { 'Git-Protocol': `version=${options.protocol}` } : {};
-    const get = await remote.http({
-      url: `${base}/info/refs?service=${service}`,
-      method: 'GET',
-      headers: { ...extra, Accept: '*/*', ...protocolHeader },
-      ...(signal ? { signal } : {}),
-    });
-    if (get.status !== 200) {
-      const text = await drain(get.body).catch(() => '');
-      throw new ProtocolError('PROTOCOL_HTTP', `GET info/refs failed with HTTP ${get.status}: ${text.trim()}`, {
-        data: { status: get.status },
-      });
-    }
-    const type = mediaType(header(get.headers, 'content-type'));
-    if (type !== `application/x-${service}-advertisement`) {
-      throw new ProtocolError('PROTOCOL_HTTP', `not a smart HTTP server (content type ${type ?? 'missing'})`, {
-        data: { status: get.status },
-      });
-    }
-    const advertisement = await decodeAdvertisement(newReader(get.body, signal));
+    const known = options.protocol === 2 ? remote.discovered?.get(service) : undefined;
+    const advertisement = known ?? (await discover(remote, base, service, options.protocol, signal));
+    if (advertisement.version === 2 && options.protocol === 2) remote.discovered?.set(service, advertisement);
     return {
       stateless: true,
       advertisement,
@@ -173,4 +168,36 @@ export async function openSession(
   } catch (error) {
     throw remoteError(error);
   }
+}
+
+/** The discovery GET of smart HTTP: the service's advertisement. */
+async function discover(
+  remote: { http: HttpFetch; headers?: Record<string, string> },
+  base: string,
+  service: GitService,
+  protocol: 0 | 1 | 2 | undefined,
+  signal: AbortSignal | undefined,
+): Promise<Advertisement> {
+  const extra = remote.headers ?? {};
+  const protocolHeader: Record<string, string> =
+    service === 'git-upload-pack' && protocol ? { 'Git-Protocol': `version=${protocol}` } : {};
+  const get = await remote.http({
+    url: `${base}/info/refs?service=${service}`,
+    method: 'GET',
+    headers: { ...extra, Accept: '*/*', ...protocolHeader },
+    ...(signal ? { signal } : {}),
+  });
+  if (get.status !== 200) {
+    const text = await drain(get.body).catch(() => '');
+    throw new ProtocolError('PROTOCOL_HTTP', `GET info/refs failed with HTTP ${get.status}: ${text.trim()}`, {
+      data: { status: get.status },
+    });
+  }
+  const type = mediaType(header(get.headers, 'content-type'));
+  if (type !== `application/x-${service}-advertisement`) {
+    throw new ProtocolError('PROTOCOL_HTTP', `not a smart HTTP server (content type ${type ?? 'missing'})`, {
+      data: { status: get.status },
+    });
+  }
+  return decodeAdvertisement(newReader(get.body, signal));
 }

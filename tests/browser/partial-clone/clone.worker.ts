@@ -20,6 +20,17 @@ export interface CloneRequest {
   filter?: string;
   /** A file of HEAD's tree to open after the first view (partial mode). */
   open?: string;
+  /** Report the phases of the first view (`trace`): HTTP requests and file-system calls. */
+  trace?: boolean;
+}
+
+/** One phase of a traced first view, in ms from the clone's start. */
+export interface TraceEvent {
+  what: string;
+  start: number;
+  /** HTTP: when the response's first byte came. */
+  firstByte?: number;
+  end: number;
 }
 
 export interface CloneReport {
@@ -39,6 +50,39 @@ export interface CloneReport {
   lazyFetches?: number;
   config?: string;
   promisorFiles?: number;
+  /** With `trace`: the HTTP requests and file-system calls of the first view, in start order. */
+  trace?: TraceEvent[];
+}
+
+/** `fs` with each call of its `promises` recorded in `events` (times from `origin()`). */
+function tracedFs(fs: OpfsFs, events: TraceEvent[], origin: () => number): OpfsFs {
+  const promises = new Proxy(fs.promises, {
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver);
+      if (typeof value !== 'function') return value;
+      return async (...args: unknown[]) => {
+        const start = performance.now() - origin();
+        try {
+          return await value.apply(target, args);
+        } finally {
+          events.push({ what: `fs.${String(key)} ${String(args[0])}`, start, end: performance.now() - origin() });
+        }
+      };
+    },
+  });
+  return new Proxy(fs, { get: (target, key) => (key === 'promises' ? promises : Reflect.get(target, key)) });
+}
+
+/** The HTTP requests made since `origin` (Resource Timing), as trace events. */
+function httpEvents(origin: number): TraceEvent[] {
+  return (performance.getEntriesByType('resource') as PerformanceResourceTiming[])
+    .filter((e) => e.startTime >= origin)
+    .map((e) => ({
+      what: `http ${e.name.replace(/^.*\/git\//, '')}`,
+      start: e.startTime - origin,
+      firstByte: e.responseStart - origin,
+      end: e.responseEnd - origin,
+    }));
 }
 
 async function packBytes(fs: GitFs, gitDir: string): Promise<number> {
@@ -50,7 +94,9 @@ async function packBytes(fs: GitFs, gitDir: string): Promise<number> {
 }
 
 async function run(request: CloneRequest): Promise<CloneReport> {
-  const raw = new OpfsFs();
+  const events: TraceEvent[] = [];
+  let origin = 0;
+  const raw = request.trace ? tracedFs(new OpfsFs(), events, () => origin) : new OpfsFs();
   const fs = new GitFs(raw);
   const dir = `/partial-${request.mode}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}.git`;
   try {
@@ -69,7 +115,9 @@ async function run(request: CloneRequest): Promise<CloneReport> {
       };
     }
     let bytes = 0;
+    performance.clearResourceTimings();
     const start = performance.now();
+    origin = start;
     const repository = await remote(request.url).clone(fs, dir, {
       ...(request.mode === 'partial' ? { filter: request.filter ?? 'blob:none' } : {}),
       onProgress: (event) => {
@@ -80,6 +128,14 @@ async function run(request: CloneRequest): Promise<CloneReport> {
     const paths = await listFiles(repository, 'HEAD');
     const firstViewMs = performance.now() - start;
     const report: CloneReport = { firstViewMs, cloneMs, bytes, paths: paths.length, samplePaths: paths.slice(0, 5) };
+    if (request.trace) {
+      report.trace = [
+        ...events,
+        ...httpEvents(start),
+        { what: 'clone', start: 0, end: cloneMs },
+        { what: 'listFiles', start: cloneMs, end: firstViewMs },
+      ].sort((a, b) => a.start - b.start);
+    }
     if (request.mode === 'partial' && request.open !== undefined) {
       try {
         await readFile(repository, 'HEAD', request.open, { lazy: false });

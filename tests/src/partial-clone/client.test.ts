@@ -125,6 +125,26 @@ describe('gitport clones with a filter', () => {
     expect(text.decode(await readFile(again, 'main', 'big-0.txt', { lazy: false }))).toContain('x');
   }, 120_000);
 
+  it('a lazy fetch after a v2 clone over HTTP starts with its fetch: no second discovery GET', async () => {
+    const requests: string[] = [];
+    const counting: typeof globalThis.fetch = (input, init) => {
+      const url = input instanceof Request ? input.url : String(input);
+      requests.push(`${init?.method ?? 'GET'} ${url.slice(url.lastIndexOf('/') + 1)}`);
+      return globalThis.fetch(input, init);
+    };
+    const dir = sandbox.path('work-discovered');
+    const repository = await remote(`${serve.url}/repo.git`, { fetch: counting }).clone(nodeFs(), dir, {
+      bare: false,
+      filter: 'tree:0',
+    });
+    expect(await readNodeFile(join(dir, 'small.txt'), 'utf8')).toBe('line 5\n'.repeat(6));
+    expect(isPromisorStore(repository.objects) && repository.objects.fetches).toBeGreaterThan(0);
+    const gets = requests.filter((r) => r.startsWith('GET '));
+    expect(gets).toEqual(['GET refs?service=git-upload-pack']);
+    expect(requests.filter((r) => r === 'POST git-upload-pack').length).toBeGreaterThan(2);
+    await sandbox.git(['-C', dir, 'fsck', '--connectivity-only']);
+  }, 120_000);
+
   it('over git http-backend, a checkout also fetches its blobs in one request', async () => {
     const dir = sandbox.path('work-blobless-backend');
     const repository = await remote(`${backend.url}/repo.git`).clone(nodeFs(), dir, {
