@@ -13,6 +13,7 @@ import { BitmapIndex, bitmappedPack } from './bitmap-index.js';
 import { isPackError } from './errors.js';
 import { countBits, hasBit } from './ewah.js';
 import { PackIndex } from './idx.js';
+import { bytesToHex, hexToBytes } from './object.js';
 import { sha1 } from './sha1.js';
 import { fuzzParameters } from './test-fuzz.js';
 import { commitFiles } from './test-repo-files.js';
@@ -83,9 +84,16 @@ describe('BitmapIndex on bitmaps git wrote', () => {
       expect(index.hasLookupTable, name).toBe(name === 'lookup table' || name === 'both');
       const pack = bitmappedPack(order(f), index);
       expect(index.size).toBeGreaterThan(0);
-      // type bitmaps
+      // type bitmaps; binary-id lookups agree with hex ones, at any offset of the buffer
+      const raw = new Uint8Array(23);
       for (let p = 0; p < pack.count; p++) {
-        const type = types.get(pack.oidAt(p));
+        const oid = pack.oidAt(p);
+        expect(pack.position(oid)).toBe(p);
+        raw.set(hexToBytes(oid), 3);
+        expect(pack.positionRaw(raw, 3)).toBe(p);
+        raw[22] = raw[22]! ^ 1;
+        expect(pack.positionRaw(raw, 3)).toBe(pack.position(bytesToHex(raw, 3, 23)));
+        const type = types.get(oid);
         const bits = { commit: index.commits, tree: index.trees, blob: index.blobs, tag: index.tags }[type as 'commit'];
         expect(hasBit(bits, p), `${name} ${type}`).toBe(true);
       }
@@ -102,6 +110,8 @@ describe('BitmapIndex on bitmaps git wrote', () => {
         if (++checked >= 6) break;
       }
       expect(checked).toBeGreaterThan(0);
+      expect(pack.positionRaw(new Uint8Array(20), 0)).toBe(-1);
+      expect(() => pack.positionRaw(new Uint8Array(20), 1)).toThrow(/cut short/);
     }
   });
 

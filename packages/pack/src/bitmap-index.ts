@@ -217,6 +217,8 @@ export interface BitmappedPack {
   readonly source: PackSource;
   /** The pack-order position of `oid`, or -1 when the pack does not hold it. */
   position(oid: ObjectId): number;
+  /** `position` of the binary id `bytes[at..at+20]` (as trees hold ids). */
+  positionRaw(bytes: Uint8Array, at: number): number;
   oidAt(position: number): ObjectId;
   /** Where the entry at `position` starts. */
   offsetAt(position: number): number;
@@ -255,6 +257,10 @@ export function bitmappedPack(pack: PackOrder, bitmaps: BitmapIndex): BitmappedP
     source: pack.source,
     position(oid) {
       const i = index.find(oid);
+      return i < 0 ? -1 : inverse[i]!;
+    },
+    positionRaw(bytes, at) {
+      const i = index.findRaw(bytes, at);
       return i < 0 ? -1 : inverse[i]!;
     },
     oidAt: (p) => index.oidAt(positions[p]!),

@@ -198,8 +198,11 @@ export async function bitmapWalk(
       const children: { oid: ObjectId; hash: number; root: boolean }[] = [];
       forEachTreeEntryRaw(data, (mode, nameStart, nameEnd, idAt) => {
         if (mode === 0o160000) return;
+        // most entries are set already: look them up by their binary id, and build the hex id
+        // only for the others
+        const cp = pack.positionRaw(data, idAt);
+        if (cp >= 0 && (hasBit(side.bits, cp) || (stop !== undefined && hasBit(stop.bits, cp)))) return;
         const child = bytesToHex(data, idAt, idAt + 20);
-        const cp = pack.position(child);
         if (has(child, cp)) return;
         const hash = hashMore(t.hash, data, nameStart, nameEnd, !t.root);
         if (mode === 0o40000) children.push({ oid: child, hash, root: false });

@@ -247,17 +247,25 @@ export class PackIndex {
 
   /** The position of `oid` in the sorted table, or -1. */
   find(oid: ObjectId): number {
-    const first = Number.parseInt(oid.slice(0, 2), 16);
+    return this.findRaw(hexToBytes(oid), 0);
+  }
+
+  /**
+   * The position of the binary id `key[at..at+20]` in the sorted table, or -1: `find` without
+   * the hex round trip, for ids read from trees.
+   */
+  findRaw(key: Uint8Array, at: number): number {
+    if (at < 0 || at + 20 > key.length) throw new PackError('IDX_CORRUPT', 'object id cut short');
+    const first = key[at]!;
     let lo = first === 0 ? 0 : this.#view.getUint32(8 + (first - 1) * 4);
     let hi = this.#view.getUint32(8 + first * 4);
-    const key = hexToBytes(oid);
     const d = this.#data;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      const at = this.#oids + mid * 20;
+      const o = this.#oids + mid * 20;
       let c = 0;
       for (let k = 0; k < 20; k++) {
-        c = d[at + k]! - key[k]!;
+        c = d[o + k]! - key[at + k]!;
         if (c !== 0) break;
       }
       if (c === 0) return mid;
