@@ -88,6 +88,11 @@ export interface PackReaderOptions {
    */
   lendAbove?: number;
   /**
+   * Deltas are inflated into the lent buffer too (see `lendAbove`): their `data` is then valid
+   * only until the next entry is read. Default: false.
+   */
+  lendDeltas?: boolean;
+  /**
    * Receives every byte of the pack (trailer included) in order, as views valid during the call
    * only (the reader reuses its buffer): copy what you keep.
    */
@@ -106,6 +111,7 @@ export class PackReader {
   readonly #threshold: number;
   readonly #keepLarge: boolean;
   readonly #lendAbove: number;
+  readonly #lendDeltas: boolean;
   /** The buffer lent out for large whole objects (see `lendAbove`), grown as needed. */
   #lent: Uint8Array | undefined;
   readonly #onBytes: ((bytes: Uint8Array) => void) | undefined;
@@ -164,6 +170,7 @@ export class PackReader {
     this.#threshold = options.streamThreshold ?? 8 * 2 ** 20;
     this.#keepLarge = options.keepLarge ?? true;
     this.#lendAbove = options.lendAbove ?? Number.POSITIVE_INFINITY;
+    this.#lendDeltas = options.lendDeltas ?? false;
     this.#onBytes = options.onBytes;
   }
 
@@ -176,6 +183,11 @@ export class PackReader {
       this.#lent = new Uint8Array(Math.max(size + 1, Math.min(2 * (lent?.length ?? 0), this.#threshold + 1)));
     }
     return this.#lent;
+  }
+
+  /** Where a delta of `size` bytes is inflated (see `lendDeltas`). */
+  #deltaInto(size: number): Uint8Array | undefined {
+    return this.#lendDeltas && size <= this.#threshold ? this.#into(size) : undefined;
   }
 
   get count(): number {
@@ -421,7 +433,7 @@ export class PackReader {
     const baseOid = header.type === EntryType.REF_DELTA ? header.baseOid : undefined;
     // a stream that surely ends in the buffer goes through the one-shot inflate (Z_FINISH keeps
     // no sliding window); one that may go on past it is inflated so that it can be continued
-    const into = type ? this.#into(size) : undefined;
+    const into = type || this.#lendDeltas ? this.#into(size) : undefined;
     const r = inflateOne(buf.subarray(p), size, false, end - p < size + (size >>> 3) + 64, into);
     const dataOffset = offset + (p - start);
     if (r.kind !== 'done') {
@@ -512,7 +524,7 @@ export class PackReader {
     this.#offset += header.length;
     if (header.type === EntryType.OFS_DELTA) {
       const dataOffset = this.#offset;
-      const data = (await this.#inflate(size, true, undefined))!;
+      const data = (await this.#inflate(size, true, undefined, this.#deltaInto(size)))!;
       return {
         kind: 'ofs-delta',
         offset,
@@ -527,7 +539,7 @@ export class PackReader {
     if (header.type === EntryType.REF_DELTA) {
       const baseOid = header.baseOid;
       const dataOffset = this.#offset;
-      const data = (await this.#inflate(size, true, undefined))!;
+      const data = (await this.#inflate(size, true, undefined, this.#deltaInto(size)))!;
       return { kind: 'ref-delta', offset, dataOffset, end: this.#offset, crc32: this.#crcNow(), size, baseOid, data };
     }
     const type = CODE_TYPES[header.type]!;
