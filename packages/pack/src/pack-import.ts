@@ -34,9 +34,9 @@ export interface ImportOptions {
   /** Objects above this size are inflated in pieces (default 8 MiB). */
   streamThreshold?: number;
   /**
-   * Bytes of resolved objects kept for delta resolution (default 8 MiB: packs keep a delta near
-   * its base, and a larger cache costs more in garbage collection than the few bases it spares
-   * rebuilding); as much again may hold the latest results too large for that cache (the tips of
+   * Bytes of resolved objects kept for delta resolution (default 2 MiB: packs keep a delta near
+   * its base, mostly right after it, so a larger cache spares hardly any base rebuilt from the
+   * pack and costs private memory); as much again may hold the latest results too large for that cache (the tips of
    * delta chains), and always the last.
    */
   cacheBytes?: number;
@@ -69,7 +69,7 @@ export interface ImportResult {
 const WHOLE_CACHE_MAX = 32 * 1024;
 
 /** Resolved objects kept for delta resolution by default (see ImportOptions.cacheBytes). */
-const DEFAULT_CACHE_BYTES = 8 * 2 ** 20;
+const DEFAULT_CACHE_BYTES = 2 * 2 ** 20;
 
 export async function importPack(
   store: ObjectStore,
@@ -216,6 +216,17 @@ async function importWith(
       const base = slots.base[index]!;
       tips.set(index, data, base >= 0 ? base : undefined);
     }
+  };
+  /**
+   * Where a delta of the first pass is applied: a result the cache takes (a copy) goes into one
+   * reused buffer, not into slab memory that would be garbage right after; a larger one into
+   * the slabs (the tips keep it as it is).
+   */
+  let scratch = new Uint8Array(0);
+  const toCache = (size: number): Uint8Array => {
+    if (size > cache!.maxValue) return resultBuffer(size);
+    if (scratch.length < size) scratch = new Uint8Array(Math.max(size, Math.min(2 * scratch.length, cache!.maxValue)));
+    return scratch.subarray(0, size);
   };
   const cached = (index: number): Uint8Array | undefined =>
     held ? held[index] : (cache!.get(index) ?? tips.get(index));
@@ -382,7 +393,7 @@ async function importWith(
     }
     link(index, baseIndex);
     const apply = (baseData: Uint8Array, delta: Uint8Array) => {
-      const result = resolveDelta(baseData, delta, limits.maxDeltaResultSize);
+      const result = applyDelta(baseData, delta, limits.maxDeltaResultSize, cache ? toCache : resultBuffer);
       reader.addInflated(result.length);
       record(index, result, undefined);
     };
