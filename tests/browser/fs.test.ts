@@ -141,7 +141,7 @@ describe('OpfsFs writing large files in a dedicated worker', () => {
       });
       expect(answer).toEqual({
         ok: true,
-        checks: { large: true, shorter: true, longer: true, small: true },
+        checks: { large: true, shorter: true, longer: true, small: true, lock: true, 'lock-shorter': true, tmp: true },
         // the writable cannot open a file a sync access handle holds either: the error is the browser's
         heldOutcome: 'NoModificationAllowedError',
         syncHandles: true,
@@ -149,6 +149,41 @@ describe('OpfsFs writing large files in a dedicated worker', () => {
     } finally {
       worker.terminate();
     }
+  });
+});
+
+describe('OpfsFs keeping directory handles', () => {
+  it('sees a directory another context removed, and one it made again in its place', async () => {
+    const { dir } = await opfs();
+    const mine = new GitFs(new OpfsFs());
+    const theirs = new GitFs(new OpfsFs());
+    await mine.write(`${dir}/refs/heads/main`, 'one');
+    expect(await mine.readText(`${dir}/refs/heads/main`)).toBe('one');
+    // removed elsewhere: missing here too, and written again through fresh directories
+    await theirs.removeTree(`${dir}/refs`);
+    expect(await mine.read(`${dir}/refs/heads/main`)).toBeUndefined();
+    expect(await mine.list(`${dir}/refs/heads`)).toEqual([]);
+    await mine.write(`${dir}/refs/heads/main`, 'two');
+    expect(await theirs.readText(`${dir}/refs/heads/main`)).toBe('two');
+    // removed and made again elsewhere: read, listed and written here
+    await theirs.removeTree(`${dir}/refs`);
+    await theirs.write(`${dir}/refs/heads/other`, 'three');
+    expect(await mine.readText(`${dir}/refs/heads/other`)).toBe('three');
+    expect(await mine.list(`${dir}/refs/heads`)).toEqual(['other']);
+    await mine.write(`${dir}/refs/heads/main`, 'four');
+    expect(await theirs.list(`${dir}/refs/heads`)).toEqual(['main', 'other']);
+    expect(await theirs.readText(`${dir}/refs/heads/main`)).toBe('four');
+  });
+
+  it('forgets a directory it removed itself, and a file made in its place is a file', async () => {
+    const { fs, dir } = await opfs();
+    const g = new GitFs(fs);
+    await g.write(`${dir}/a/b/c`, 'x');
+    await g.removeTree(`${dir}/a/b`);
+    await g.write(`${dir}/a/b`, 'file now');
+    expect((await g.stat(`${dir}/a/b`))?.isFile()).toBe(true);
+    expect(await g.readText(`${dir}/a/b`)).toBe('file now');
+    await expect(fs.promises.readFile(`${dir}/a/b/c`)).rejects.toMatchObject({ code: 'ENOTDIR' });
   });
 });
 

@@ -30,6 +30,16 @@ self.onmessage = async (event: MessageEvent<{ dir: string }>) => {
       await fs.promises.writeFile(path, data);
       checks[name] = same((await fs.promises.readFile(path)) as Uint8Array, data);
     }
+    // scratch names (temporary files, locks) are written in place whatever their size
+    for (const [name, data] of [
+      ['lock', pattern(100, 6)],
+      ['lock-shorter', pattern(10, 7)],
+      ['tmp', pattern(5000, 8)],
+    ] as const) {
+      const scratch = name === 'tmp' ? `${dir}/tmp_obj_1` : `${dir}/packed-refs.lock`;
+      await fs.promises.writeFile(scratch, data);
+      checks[name] = same((await fs.promises.readFile(scratch)) as Uint8Array, data);
+    }
     // another handle holds the file: the write falls back to a writable, refused while it is held
     const root = await navigator.storage.getDirectory();
     const parent = await root.getDirectoryHandle(dir.slice(1));

@@ -2,13 +2,48 @@
  * An in-memory file system in isomorphic-git's shape (`fs.promises`), with the extras `GitFs`
  * uses: `rename` (atomic), `open(path, 'wx')` (exclusive create) and `readRange`. Errors carry
  * Node's codes (`ENOENT`, `EEXIST`, `ENOTDIR`, `ENOTEMPTY`, `EISDIR`). Bytes are copied in and
- * out, so callers never share buffers with the store.
+ * out, so callers never share buffers with the store; what is written through a handle is kept
+ * in the pieces written (copied once, never joined).
  */
 import type { FileHandleLike, FsLike, FsPromisesLike, FsStat } from './fs.js';
 
+/**
+ * A file's bytes: one array, or the pieces written through a handle, kept as written: every read
+ * copies out of them anyway, so joining them on close would be one more copy of the whole file.
+ */
+type Bytes = Uint8Array | readonly Uint8Array[];
+
 type Node =
-  | { kind: 'file'; data: Uint8Array; mtimeMs: number; ino: number }
+  | { kind: 'file'; data: Bytes; size: number; mtimeMs: number; ino: number }
   | { kind: 'dir'; mtimeMs: number; ino: number };
+
+/**
+ * Copies bytes `from` to `to` of `data` (clamped to its size, as `slice` does) into `into` at
+ * `at`, by default into a new array; answers the bytes copied.
+ */
+function copyOut(data: Bytes, size: number, from: number, to: number, into?: Uint8Array, at = 0): Uint8Array {
+  const start = Math.min(Math.max(from, 0), size);
+  const end = Math.max(Math.min(to, size), start);
+  if (data instanceof Uint8Array) {
+    if (!into) return data.slice(start, end);
+    into.set(data.subarray(start, end), at);
+    return into.subarray(at, at + end - start);
+  }
+  const out = into ?? new Uint8Array(end - start);
+  const base = into ? at : 0;
+  let pieceStart = 0;
+  for (const piece of data) {
+    const pieceEnd = pieceStart + piece.length;
+    if (pieceEnd > start && pieceStart < end) {
+      const a = Math.max(start, pieceStart);
+      const b = Math.min(end, pieceEnd);
+      out.set(piece.subarray(a - pieceStart, b - pieceStart), base + a - start);
+    }
+    if (pieceEnd >= end) break;
+    pieceStart = pieceEnd;
+  }
+  return into ? out.subarray(at, at + end - start) : out;
+}
 
 class FsError extends Error {
   constructor(
@@ -45,7 +80,7 @@ function statOf(node: Node): FsStat & Record<string, unknown> {
     isDirectory: () => node.kind === 'dir',
     isSymbolicLink: () => false,
     type: node.kind,
-    size: node.kind === 'file' ? node.data.byteLength : 0,
+    size: node.kind === 'file' ? node.size : 0,
     mtimeMs: node.mtimeMs,
     ctimeMs: node.mtimeMs,
     mode: node.kind === 'file' ? 0o100644 : 0o040755,
@@ -66,7 +101,7 @@ export class MemoryFs implements FsLike {
     this.promises = {
       readFile: async (path: string, options?: { encoding?: string } | string) => {
         const node = this.#file(path, 'open');
-        const copy = node.data.slice();
+        const copy = copyOut(node.data, node.size, 0, node.size);
         const encoding = typeof options === 'string' ? options : options?.encoding;
         return encoding === 'utf8' || encoding === 'utf-8' ? decoder.decode(copy) : copy;
       },
@@ -138,8 +173,7 @@ export class MemoryFs implements FsLike {
           const node = this.#file(path, 'open');
           return {
             read: async (buffer: Uint8Array, offset: number, length: number, position: number) => {
-              const part = node.data.subarray(position, position + length);
-              buffer.set(part, offset);
+              const part = copyOut(node.data, node.size, position, position + length, buffer, offset);
               return { bytesRead: part.byteLength };
             },
             write: async () => {
@@ -160,15 +194,10 @@ export class MemoryFs implements FsLike {
             return { bytesWritten: part.byteLength };
           },
           close: async () => {
-            const size = chunks.reduce((n, c) => n + c.byteLength, 0);
-            const all = new Uint8Array(size);
-            let at = 0;
-            for (const c of chunks) {
-              all.set(c, at);
-              at += c.byteLength;
-            }
             const node = this.#nodes.get(normalise(path));
-            if (node?.kind === 'file') node.data = all;
+            if (node?.kind !== 'file') return;
+            node.data = chunks.length === 1 ? chunks[0]! : chunks;
+            node.size = chunks.reduce((n, c) => n + c.byteLength, 0);
           },
         };
       },
@@ -179,8 +208,10 @@ export class MemoryFs implements FsLike {
       symlink: async (_target: string, path: string) => {
         throw new FsError('ENOSYS', 'symlink', path);
       },
-      readRange: async (path: string, offset: number, length: number) =>
-        this.#file(path, 'read').data.slice(offset, offset + length),
+      readRange: async (path: string, offset: number, length: number) => {
+        const node = this.#file(path, 'read');
+        return copyOut(node.data, node.size, offset, offset + length);
+      },
     };
   }
 
@@ -209,6 +240,12 @@ export class MemoryFs implements FsLike {
     const existing = this.#nodes.get(p);
     if (existing && exclusive) throw new FsError('EEXIST', 'open', path);
     if (existing?.kind === 'dir') throw new FsError('EISDIR', 'open', path);
-    this.#nodes.set(p, { kind: 'file', data, mtimeMs: this.#now(), ino: existing?.ino ?? ++this.#ino });
+    this.#nodes.set(p, {
+      kind: 'file',
+      data,
+      size: data.length,
+      mtimeMs: this.#now(),
+      ino: existing?.ino ?? ++this.#ino,
+    });
   }
 }

@@ -7,6 +7,10 @@
  * browser has it and copies otherwise; `readRange` slices the `File` (a positional read);
  * `readdirTypes` lists with each entry's kind, so a walk of refs need not open each entry to
  * find the directories.
+ * Directory handles are kept once looked up (each level of a path costs a round trip to the
+ * browser otherwise, for every operation); an operation that fails with NotFoundError through a
+ * kept handle is tried once more along a fresh walk, so a directory another context removed (and
+ * perhaps made again) is never taken for missing.
  * Exclusive creation is left to `GitFs`, which emulates it with Web Locks.
  */
 import { GitportError } from './errors.js';
@@ -38,6 +42,16 @@ type FileHandle = FileSystemFileHandle & {
  * renames them into place, so no reader sees one half written.
  */
 const SYNC_WRITE_MIN = 256 * 1024;
+
+/**
+ * Whether a file name is one gitport (as git) writes whole and then renames into place, or holds
+ * as a lock: `tmp_*` (object store files) and `*.lock`. Nobody reads such a file while it is
+ * written, so it is written in place through a sync access handle whatever its size.
+ */
+const isScratchName = (name: string) => name.startsWith('tmp_') || name.endsWith('.lock');
+
+/** Directory handles kept at most (the cache is emptied when full). */
+const DIR_CACHE_MAX = 4096;
 
 interface SyncAccessHandle {
   truncate(size: number): void;
@@ -81,8 +95,11 @@ function split(path: string): string[] {
   return path.split('/').filter((p) => p !== '' && p !== '.');
 }
 
+const errorName = (error: unknown) => (error as { name?: string } | undefined)?.name;
+
 const translate = (error: unknown, syscall: string, path: string): Error => {
-  const name = (error as { name?: string } | undefined)?.name;
+  if (error instanceof OpfsError) return error;
+  const name = errorName(error);
   if (name === 'NotFoundError') return new OpfsError('ENOENT', syscall, path, { cause: error });
   if (name === 'TypeMismatchError') return new OpfsError('ENOTDIR', syscall, path, { cause: error });
   if (name === 'InvalidModificationError') return new OpfsError('ENOTEMPTY', syscall, path, { cause: error });
@@ -91,6 +108,8 @@ const translate = (error: unknown, syscall: string, path: string): Error => {
 
 export class OpfsFs implements FsLike {
   readonly #root: Promise<FileSystemDirectoryHandle>;
+  /** Directory handles by path below the root (`a/b`), as looked up. */
+  readonly #dirs = new Map<string, FileSystemDirectoryHandle>();
   readonly promises: FsPromisesLike;
 
   /** `root` defaults to the origin's OPFS root directory. */
@@ -113,14 +132,19 @@ export class OpfsFs implements FsLike {
         const parts = split(path);
         const name = parts.pop();
         if (!name) throw new OpfsError('EISDIR', 'open', path);
-        const dir = await self.#dir(parts, 'open', path);
         let handle: FileSystemFileHandle;
         try {
-          handle = await dir.getFileHandle(name, { create: true });
+          handle = await self.#within(parts, 'open', path, (dir) => dir.getFileHandle(name, { create: true }));
         } catch (error) {
           throw translate(error, 'open', path);
         }
-        if (typeof data !== 'string' && data.length >= SYNC_WRITE_MIN && (await writeInPlace(handle, data))) return;
+        if (
+          typeof data !== 'string' &&
+          (data.length >= SYNC_WRITE_MIN || isScratchName(name)) &&
+          (await writeInPlace(handle, data))
+        ) {
+          return;
+        }
         const writable = await handle.createWritable();
         await writable.write(typeof data === 'string' ? data : (data as Uint8Array<ArrayBuffer>));
         await writable.close();
@@ -129,21 +153,36 @@ export class OpfsFs implements FsLike {
         const parts = split(path);
         const name = parts.pop()!;
         await self.#file(path, 'unlink');
-        const dir = await self.#dir(parts, 'unlink', path);
-        await dir.removeEntry(name);
+        try {
+          await self.#within(parts, 'unlink', path, (dir) => dir.removeEntry(name));
+        } catch (error) {
+          throw translate(error, 'unlink', path);
+        }
       },
       async readdir(path: string) {
-        const dir = await self.#dir(split(path), 'scandir', path);
-        const names: string[] = [];
-        for await (const name of (dir as DirHandle).keys()) names.push(name);
-        return names.sort();
+        try {
+          return await self.#within(split(path), 'scandir', path, async (dir) => {
+            const names: string[] = [];
+            for await (const name of (dir as DirHandle).keys()) names.push(name);
+            return names.sort();
+          });
+        } catch (error) {
+          throw translate(error, 'scandir', path);
+        }
       },
       async readdirTypes(path: string): Promise<DirEntry[]> {
-        const dir = await self.#dir(split(path), 'scandir', path);
-        const entries: DirEntry[] = [];
-        for await (const [name, handle] of (dir as DirHandle).entries()) {
-          const directory = handle.kind === 'directory';
-          entries.push({ name, isDirectory: () => directory, isFile: () => !directory });
+        let entries: DirEntry[];
+        try {
+          entries = await self.#within(split(path), 'scandir', path, async (dir) => {
+            const listed: DirEntry[] = [];
+            for await (const [name, handle] of (dir as DirHandle).entries()) {
+              const directory = handle.kind === 'directory';
+              listed.push({ name, isDirectory: () => directory, isFile: () => !directory });
+            }
+            return listed;
+          });
+        } catch (error) {
+          throw translate(error, 'scandir', path);
         }
         return entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
       },
@@ -151,35 +190,46 @@ export class OpfsFs implements FsLike {
         const parts = split(path);
         const name = parts.pop();
         if (!name) throw new OpfsError('EEXIST', 'mkdir', path);
-        const dir = await self.#dir(parts, 'mkdir', path);
-        try {
-          await dir.getDirectoryHandle(name);
-          throw new OpfsError('EEXIST', 'mkdir', path);
-        } catch (error) {
-          if (error instanceof OpfsError) throw error;
-          if ((error as { name?: string }).name === 'TypeMismatchError') throw new OpfsError('EEXIST', 'mkdir', path);
-        }
-        await dir.getDirectoryHandle(name, { create: true });
+        const made = await self
+          .#within(parts, 'mkdir', path, async (dir) => {
+            try {
+              await dir.getDirectoryHandle(name);
+              throw new OpfsError('EEXIST', 'mkdir', path);
+            } catch (error) {
+              if (error instanceof OpfsError) throw error;
+              if (errorName(error) === 'TypeMismatchError') throw new OpfsError('EEXIST', 'mkdir', path);
+            }
+            return dir.getDirectoryHandle(name, { create: true });
+          })
+          .catch((error: unknown) => {
+            throw translate(error, 'mkdir', path);
+          });
+        self.#keep([...parts, name].join('/'), made);
       },
       async rmdir(path: string) {
         const parts = split(path);
         const name = parts.pop();
         if (!name) throw new OpfsError('EBUSY', 'rmdir', path);
-        const parent = await self.#dir(parts, 'rmdir', path);
-        await self.#dir([...parts, name], 'rmdir', path);
         try {
-          await parent.removeEntry(name);
+          await self.#within(parts, 'rmdir', path, async (parent) => {
+            // a missing entry is ENOENT, a file ENOTDIR (as Node says)
+            await parent.getDirectoryHandle(name);
+            await parent.removeEntry(name);
+          });
         } catch (error) {
           throw translate(error, 'rmdir', path);
+        } finally {
+          self.#forget([...parts, name].join('/'));
         }
       },
       async stat(path: string): Promise<FsStat> {
         const parts = split(path);
         if (parts.length === 0) return dirStat();
         const name = parts.pop()!;
-        const dir = await self.#dir(parts, 'stat', path);
         try {
-          const file = await (await dir.getFileHandle(name)).getFile();
+          const file = await self.#within(parts, 'stat', path, async (dir) =>
+            (await dir.getFileHandle(name)).getFile(),
+          );
           return {
             isFile: () => true,
             isDirectory: () => false,
@@ -195,7 +245,7 @@ export class OpfsFs implements FsLike {
             gid: 1,
           } as FsStat;
         } catch (error) {
-          if ((error as { name?: string }).name !== 'TypeMismatchError') throw translate(error, 'stat', path);
+          if (errorName(error) !== 'TypeMismatchError') throw translate(error, 'stat', path);
         }
         return dirStat();
       },
@@ -206,9 +256,12 @@ export class OpfsFs implements FsLike {
         const handle = (await self.#file(from, 'rename')) as FileHandle;
         const parts = split(to);
         const name = parts.pop()!;
-        const target = await self.#dir(parts, 'rename', to);
         if (typeof handle.move === 'function') {
-          await handle.move(target, name);
+          try {
+            await self.#within(parts, 'rename', to, (target) => handle.move!(target, name));
+          } catch (error) {
+            throw translate(error, 'rename', to);
+          }
           return;
         }
         const bytes = (await self.promises.readFile(from)) as Uint8Array;
@@ -228,16 +281,75 @@ export class OpfsFs implements FsLike {
     };
   }
 
-  async #dir(parts: string[], syscall: string, path: string): Promise<FileSystemDirectoryHandle> {
+  #keep(key: string, dir: FileSystemDirectoryHandle): void {
+    if (this.#dirs.size >= DIR_CACHE_MAX) this.#dirs.clear();
+    this.#dirs.set(key, dir);
+  }
+
+  /** Drops the kept handles of `key` and of everything below it. */
+  #forget(key: string): void {
+    const below = `${key}/`;
+    for (const k of this.#dirs.keys()) if (k === key || k.startsWith(below)) this.#dirs.delete(k);
+  }
+
+  /**
+   * The directory at `parts` (browser errors as thrown), each level from the kept handles unless
+   * `fresh`; `used` learns whether a kept handle was taken.
+   */
+  async #walk(parts: string[], fresh: boolean, used?: { kept: boolean }): Promise<FileSystemDirectoryHandle> {
     let dir = await this.#root;
+    let key = '';
     for (const part of parts) {
+      key = key === '' ? part : `${key}/${part}`;
+      const kept = fresh ? undefined : this.#dirs.get(key);
+      if (kept) {
+        dir = kept;
+        if (used) used.kept = true;
+        continue;
+      }
       try {
         dir = await dir.getDirectoryHandle(part);
       } catch (error) {
-        throw translate(error, syscall, path);
+        // a fresh walk that finds a level missing: what was kept of it and below is stale
+        if (fresh) this.#forget(key);
+        throw error;
       }
+      this.#keep(key, dir);
     }
     return dir;
+  }
+
+  /**
+   * `fn` on the directory at `parts`: a failed walk throws the error translated for `syscall`,
+   * `fn`'s own errors go through as thrown. NotFoundError after a kept handle was taken may come
+   * from a directory another context removed (in browsers whose handles name an entry rather
+   * than a path, even once it is made again): the walk is then done afresh from the root,
+   * keeping the handles it finds, and `fn` runs once more on it. A missing entry so costs one
+   * walk, as every operation did before handles were kept.
+   */
+  async #within<T>(
+    parts: string[],
+    syscall: string,
+    path: string,
+    fn: (dir: FileSystemDirectoryHandle) => Promise<T>,
+  ): Promise<T> {
+    const used = { kept: false };
+    let dir: FileSystemDirectoryHandle | undefined;
+    try {
+      dir = await this.#walk(parts, false, used);
+      return await fn(dir);
+    } catch (error) {
+      if (!used.kept || errorName(error) !== 'NotFoundError') {
+        throw dir === undefined ? translate(error, syscall, path) : error;
+      }
+    }
+    let fresh: FileSystemDirectoryHandle;
+    try {
+      fresh = await this.#walk(parts, true);
+    } catch (error) {
+      throw translate(error, syscall, path);
+    }
+    return fn(fresh);
   }
 
   /**
@@ -251,7 +363,7 @@ export class OpfsFs implements FsLike {
       try {
         return new Uint8Array(await part(file).arrayBuffer());
       } catch (error) {
-        if ((error as { name?: string }).name !== 'NotReadableError' || attempt === READ_ATTEMPTS) {
+        if (errorName(error) !== 'NotReadableError' || attempt === READ_ATTEMPTS) {
           throw translate(error, syscall, path);
         }
       }
@@ -262,11 +374,10 @@ export class OpfsFs implements FsLike {
     const parts = split(path);
     const name = parts.pop();
     if (!name) throw new OpfsError('EISDIR', syscall, path);
-    const dir = await this.#dir(parts, syscall, path);
     try {
-      return await dir.getFileHandle(name);
+      return await this.#within(parts, syscall, path, (dir) => dir.getFileHandle(name));
     } catch (error) {
-      if ((error as { name?: string }).name === 'TypeMismatchError') throw new OpfsError('EISDIR', syscall, path);
+      if (errorName(error) === 'TypeMismatchError') throw new OpfsError('EISDIR', syscall, path);
       throw translate(error, syscall, path);
     }
   }

@@ -1,0 +1,20 @@
+import { crc32 as nodeCrc32 } from 'node:zlib';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { crc32 } from './zlib.js';
+
+describe('the web CRC-32', () => {
+  it('agrees with node:zlib on views at any offset, continued across any split', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 3000 }), fc.nat(7), fc.nat(3000), (data, shift, cut) => {
+        const backing = new Uint8Array(data.length + 8);
+        backing.set(data, shift);
+        const view = backing.subarray(shift, shift + data.length);
+        const at = Math.min(cut, data.length);
+        const expected = nodeCrc32(data);
+        expect(crc32(view)).toBe(expected);
+        expect(crc32(view.subarray(at), crc32(view.subarray(0, at)))).toBe(expected);
+      }),
+    );
+  });
+});
