@@ -188,7 +188,7 @@ async function importWith(
     ...(held ? {} : { lendAbove: 0, lendDeltas: true }),
     ...(options.streamThreshold !== undefined ? { streamThreshold: options.streamThreshold } : {}),
     ...(spool ? { onBytes: (b: Uint8Array) => spool.append(b) } : {}),
-    ...(buffer ? { onBytes: (b: Uint8Array) => buffer.append(b) } : {}),
+    ...(buffer ? { onBytes: (b: Uint8Array, owned: boolean) => buffer.append(b, owned) } : {}),
   });
   const limits = reader.limits;
   // one column per field: no object per entry (see import-slots.ts)

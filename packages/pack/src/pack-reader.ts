@@ -93,10 +93,11 @@ export interface PackReaderOptions {
    */
   lendDeltas?: boolean;
   /**
-   * Receives every byte of the pack (trailer included) in order, as views valid during the call
-   * only (the reader reuses its buffer): copy what you keep.
+   * Receives every byte of the pack (trailer included) in order. Views the reader's reused buffer
+   * are valid during the call only (copy what you keep); `owned` views lie in an input chunk,
+   * which the reader never writes to, and may be kept as they are.
    */
-  onBytes?: (bytes: Uint8Array) => void;
+  onBytes?: (bytes: Uint8Array, owned: boolean) => void;
 }
 
 /** The longest zlib stream accepted for `size` inflated bytes (stored blocks cost 5 bytes per 64 KiB). */
@@ -114,7 +115,7 @@ export class PackReader {
   readonly #lendDeltas: boolean;
   /** The buffer lent out for large whole objects (see `lendAbove`), grown as needed. */
   #lent: Uint8Array | undefined;
-  readonly #onBytes: ((bytes: Uint8Array) => void) | undefined;
+  readonly #onBytes: ((bytes: Uint8Array, owned: boolean) => void) | undefined;
   #buf: Uint8Array = new Uint8Array(0);
   /**
    * Where bytes that cross input chunks (an entry's zlib stream) are put together: one buffer,
@@ -224,7 +225,7 @@ export class PackReader {
       const view = this.#buf.subarray(this.#hashFrom, this.#pos);
       this.#hashFrom = this.#pos;
       this.#hash.update(view);
-      this.#onBytes?.(view);
+      this.#onBytes?.(view, this.#buf.buffer !== this.#joint.buffer);
     }
   }
 
@@ -354,7 +355,7 @@ export class PackReader {
     const expected = bytesToHex(this.#hash.digest());
     const trailer = this.#consume(20);
     this.#hashFrom = this.#pos;
-    this.#onBytes?.(trailer);
+    this.#onBytes?.(trailer, this.#buf.buffer !== this.#joint.buffer);
     const actual = bytesToHex(trailer);
     if (expected !== actual) {
       throw new PackError('PACK_BAD_CHECKSUM', `pack checksum mismatch: trailer ${actual}, content ${expected}`, {
