@@ -35,10 +35,14 @@ export class ImportSlots {
   /** 1 once the entry's id is known. */
   #known: Uint8Array;
   #ids: Uint8Array<ArrayBuffer>;
-  /** Id index: slot -> 1 + entry, 0 when empty; the first entry of an id wins. */
-  #table: Int32Array;
-  #mask: number;
+  /**
+   * Id index: slot -> 1 + entry, 0 when empty; the first entry of an id wins. Built on the first
+   * `find` (a pack of OFS deltas alone never looks an id up), kept up to date from then on.
+   */
+  #table: Int32Array = new Int32Array(0);
+  #mask = 0;
   #indexed = 0;
+  #indexing = false;
   readonly #scratch: Uint8Array<ArrayBuffer> = new Uint8Array(ID);
 
   /** Entries the pack declares: growth stops there first (a header may claim more than comes). */
@@ -57,10 +61,6 @@ export class ImportSlots {
     this.#type = new Uint8Array(n);
     this.#known = new Uint8Array(n);
     this.#ids = new Uint8Array(n * ID);
-    let t = 16;
-    while (t < n * 2) t *= 2;
-    this.#table = new Int32Array(t);
-    this.#mask = t - 1;
   }
 
   get length(): number {
@@ -133,6 +133,10 @@ export class ImportSlots {
   setOid(i: number, oid: ObjectId): void {
     hexToBytes(oid, this.#ids, i * ID);
     this.#known[i] = 1;
+    if (this.#indexing) this.#index(i);
+  }
+
+  #index(i: number): void {
     const s = this.#slot(this.#ids, i * ID);
     if (this.#table[s] !== 0) return;
     this.#table[s] = i + 1;
@@ -141,6 +145,15 @@ export class ImportSlots {
 
   /** The first entry with this id, if any. */
   find(oid: ObjectId): number | undefined {
+    if (!this.#indexing) {
+      this.#indexing = true;
+      let t = 16;
+      while (t < this.#length * 2) t *= 2;
+      this.#table = new Int32Array(t);
+      this.#mask = t - 1;
+      // in entry order: the first entry of an id wins
+      for (let i = 0; i < this.#length; i++) if (this.#known[i] === 1) this.#index(i);
+    }
     hexToBytes(oid, this.#scratch, 0);
     const e = this.#table[this.#slot(this.#scratch, 0)]!;
     return e === 0 ? undefined : e - 1;

@@ -123,18 +123,17 @@ export async function hashObject(type: ObjectType, data: Uint8Array): Promise<Ob
   return hashObjectSync(type, data);
 }
 
-let idScratch = new Uint8Array(64 * 1024);
+/** Where `hashObjectSync` writes `<type> <size>\0`: reused, at most 5 + 1 + 16 + 1 bytes. */
+const headerScratch = new Uint8Array(32);
 
 /**
- * The object id of `data` stored as `type`, synchronously. Up to 1 MiB, `<type> <size>\0` and
- * the data are laid out once in a reused scratch buffer and hashed in one call (no header array,
- * one copy); larger data is hashed in two parts.
+ * The object id of `data` stored as `type`, synchronously. `<type> <size>\0` is written into a
+ * reused buffer and hashed with the data as two parts: the data is not copied (the web hash reads
+ * both in place; node:crypto joins small inputs in its own scratch for a one-shot hash).
  */
 export function hashObjectSync(type: ObjectType, data: Uint8Array): ObjectId {
   const n = data.length;
-  if (n > 1 << 20) return sha1Hex(objectHeader(type, n), data);
-  if (idScratch.length < n + 32) idScratch = new Uint8Array(Math.max(n + 32, idScratch.length * 2));
-  const out = idScratch;
+  const out = headerScratch;
   const prefix = TYPE_BYTES[type];
   out.set(prefix);
   let o = prefix.length;
@@ -143,8 +142,7 @@ export function hashObjectSync(type: ObjectType, data: Uint8Array): ObjectId {
   for (let i = digits - 1, v = n; i >= 0; i--, v = Math.floor(v / 10)) out[o + i] = 48 + (v % 10);
   o += digits;
   out[o++] = 0;
-  out.set(data, o);
-  return sha1Hex(out.subarray(0, o + n));
+  return sha1Hex(out.subarray(0, o), data);
 }
 
 export { createSha1, sha1 };

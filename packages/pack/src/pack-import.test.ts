@@ -1,15 +1,20 @@
+import { execFileSync } from 'node:child_process';
 import * as nodeFs from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { createDelta } from './delta.js';
+import { EntryType, encodeEntryHeader } from './entry-header.js';
 import type { ObjectStoreFs } from './fs-like.js';
 import { FsObjectStore } from './fs-store.js';
-import { bytesToHex } from './object.js';
-import { importPack } from './pack-import.js';
+import { bytesToHex, concatBytes, hashObjectSync, hexToBytes } from './object.js';
+import { encodeWholeEntry, importPack } from './pack-import.js';
 import { PackReader } from './pack-reader.js';
 import { packObjects } from './pack-writer.js';
+import { sha1 } from './sha1.js';
 import { MemoryObjectStore, type PackSpool } from './store.js';
+import { deflate } from './zlib.js';
 
 describe('importPack into a store over .git', () => {
   // whole objects are inflated into the reader's reused buffer: what the cache keeps of them
@@ -87,5 +92,68 @@ describe('importPack into a store that takes objects', () => {
     });
     expect(aborted).toBe(1);
     expect(await target.has(oid)).toBe(false);
+  });
+});
+
+describe('importPack: deltas that arrive before their base', () => {
+  // REF deltas ahead of the base they name, a chain of them, and an OFS delta on one of them:
+  // all left for the second pass, which walks them from the base once it has come
+  const enc = new TextEncoder();
+  const texts: string[] = [];
+  let text = `base\n${'common line\n'.repeat(200)}`;
+  for (let i = 0; i < 5; i++) {
+    texts.push(text);
+    text += `edit ${i} ${'z'.repeat(i * 11)}\n`;
+  }
+  const datas = texts.map((t) => enc.encode(t));
+  const ids = datas.map((d) => hashObjectSync('blob', d));
+  const delta = (from: number, to: number) => createDelta(datas[from]!, datas[to]!)!;
+  const entry = (type: number, body: Uint8Array, base?: number | Uint8Array) =>
+    concatBytes([encodeEntryHeader(type as EntryType, body.length, base), deflate(body)]);
+  // pack order: 3 (REF on 2), 2 (REF on 1), 4 (OFS on 3), 1 (REF on 0), 0 (whole)
+  const e3 = entry(EntryType.REF_DELTA, delta(2, 3), hexToBytes(ids[2]!));
+  const e2 = entry(EntryType.REF_DELTA, delta(1, 2), hexToBytes(ids[1]!));
+  const e4 = entry(EntryType.OFS_DELTA, delta(3, 4), e3.length + e2.length);
+  const e1 = entry(EntryType.REF_DELTA, delta(0, 1), hexToBytes(ids[0]!));
+  const e0 = encodeWholeEntry('blob', datas[0]!).bytes;
+  const header = new Uint8Array([0x50, 0x41, 0x43, 0x4b, 0, 0, 0, 2, 0, 0, 0, 5]);
+  const body = concatBytes([header, e3, e2, e4, e1, e0]);
+  const pack = concatBytes([body, sha1(body)]);
+
+  it('resolves them into a store over .git, with the index git writes', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gitport-import-'));
+    try {
+      const store = new FsObjectStore(nodeFs.promises as unknown as ObjectStoreFs, dir);
+      // chunks of 7 bytes: every entry crosses chunks
+      const chunks: Uint8Array[] = [];
+      for (let o = 0; o < pack.length; o += 7) chunks.push(pack.slice(o, o + 7));
+      const r = await importPack(store, chunks, { cacheBytes: 1 });
+      expect([...r.objects].sort()).toEqual([...ids].sort());
+      for (let i = 0; i < 5; i++) expect(bytesToHex((await store.read(ids[i]!))!.data)).toBe(bytesToHex(datas[i]!));
+      await store.close();
+      const gitDir = join(dir, 'git');
+      execFileSync('git', ['init', '-q', '--bare', gitDir]);
+      execFileSync('git', ['--git-dir', gitDir, 'index-pack', '--stdin'], { input: pack });
+      const name = `pack-${r.hash}.idx`;
+      expect(nodeFs.readFileSync(join(dir, 'objects', 'pack', name))).toEqual(
+        nodeFs.readFileSync(join(gitDir, 'objects', 'pack', name)),
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('resolves them into a store that takes objects', async () => {
+    const target = new MemoryObjectStore();
+    const r = await importPack(target, [pack]);
+    expect(r.objects).toEqual([ids[3], ids[2], ids[4], ids[1], ids[0]]);
+    for (let i = 0; i < 5; i++) expect(bytesToHex((await target.read(ids[i]!))!.data)).toBe(bytesToHex(datas[i]!));
+  });
+
+  it('refuses a chain deeper than the limit, coded', async () => {
+    const target = new MemoryObjectStore();
+    await expect(importPack(target, [pack], { limits: { maxDeltaDepth: 3 } })).rejects.toMatchObject({
+      code: 'PACK_LIMIT_DEPTH',
+    });
   });
 });

@@ -34,9 +34,9 @@ export interface ImportOptions {
   /** Objects above this size are inflated in pieces (default 8 MiB). */
   streamThreshold?: number;
   /**
-   * Bytes of resolved objects kept for delta resolution (default 8 MiB: packs keep a delta near
-   * its base, and a larger cache costs more in garbage collection than the few bases it spares
-   * rebuilding); as much again may hold the latest results too large for that cache (the tips of
+   * Bytes of resolved objects kept for delta resolution (default 2 MiB: packs keep a delta near
+   * its base, mostly right after it, so a larger cache spares hardly any base rebuilt from the
+   * pack and costs private memory); as much again may hold the latest results too large for that cache (the tips of
    * delta chains), and always the last.
    */
   cacheBytes?: number;
@@ -69,7 +69,7 @@ export interface ImportResult {
 const WHOLE_CACHE_MAX = 32 * 1024;
 
 /** Resolved objects kept for delta resolution by default (see ImportOptions.cacheBytes). */
-const DEFAULT_CACHE_BYTES = 8 * 2 ** 20;
+const DEFAULT_CACHE_BYTES = 2 * 2 ** 20;
 
 export async function importPack(
   store: ObjectStore,
@@ -182,21 +182,27 @@ async function importWith(
     limits: options.limits,
     signal: options.signal,
     keepLarge: !keepPack,
-    // unless every object is held, whole objects are inflated into the reader's reused buffer
-    // (no new memory per object): they are hashed, and copied by the cache when kept (record)
-    ...(held ? {} : { lendAbove: 0 }),
+    // unless every object is held, whole objects and deltas are inflated into the reader's
+    // reused buffer (no new memory per entry): they are hashed or applied, and copied by the
+    // cache when kept (record)
+    ...(held ? {} : { lendAbove: 0, lendDeltas: true }),
     ...(options.streamThreshold !== undefined ? { streamThreshold: options.streamThreshold } : {}),
     ...(spool ? { onBytes: (b: Uint8Array) => spool.append(b) } : {}),
-    ...(buffer ? { onBytes: (b: Uint8Array) => buffer.append(b) } : {}),
+    ...(buffer ? { onBytes: (b: Uint8Array, owned: boolean) => buffer.append(b, owned) } : {}),
   });
   const limits = reader.limits;
   // one column per field: no object per entry (see import-slots.ts)
   let slots = new ImportSlots(1024);
-  /** Delta data of deltas waiting for their base. */
+  /**
+   * Deltas left for the second pass, as git index-pack leaves them: those whose base is not at
+   * hand when they arrive (a base that comes later, a delta on such a delta, a base no longer
+   * cached). Listed by their base's entry when it is known, else by the base's id (REF_DELTA);
+   * their data is read back from the pack then, except for a store that holds every object.
+   */
+  const childrenOf = new Map<number, number[]>();
+  const childrenOfId = new Map<ObjectId, number[]>();
+  /** Delta data of deferred deltas, when the pack is not kept to read it back from. */
   const deltas = new Map<number, Uint8Array>();
-  /** Deltas waiting for a base in the pack (by its entry) or named by id (REF_DELTA). */
-  const waitingOn = new Map<number, number[]>();
-  const waitingFor = new Map<ObjectId, number[]>();
   // copies in one arena (results are views into shared slabs, which a kept view would pin): a
   // view it returns is valid until the next `remember`
   const cacheBytes = options.cacheBytes ?? DEFAULT_CACHE_BYTES;
@@ -211,12 +217,22 @@ async function importWith(
       tips.set(index, data, base >= 0 ? base : undefined);
     }
   };
+  /**
+   * Where a delta of the first pass is applied: a result the cache takes (a copy) goes into one
+   * reused buffer, not into slab memory that would be garbage right after; a larger one into
+   * the slabs (the tips keep it as it is).
+   */
+  let scratch = new Uint8Array(0);
+  const toCache = (size: number): Uint8Array => {
+    if (size > cache!.maxValue) return resultBuffer(size);
+    if (scratch.length < size) scratch = new Uint8Array(Math.max(size, Math.min(2 * scratch.length, cache!.maxValue)));
+    return scratch.subarray(0, size);
+  };
   const cached = (index: number): Uint8Array | undefined =>
     held ? held[index] : (cache!.get(index) ?? tips.get(index));
   const collected: { oid: ObjectId; type: ObjectType; data: Uint8Array }[] = [];
 
-  const wait = (key: number | ObjectId, slot: number) => {
-    const map: Map<number | ObjectId, number[]> = typeof key === 'number' ? waitingOn : waitingFor;
+  const defer = <K>(map: Map<K, number[]>, key: K, slot: number) => {
     const list = map.get(key);
     if (list) list.push(slot);
     else map.set(key, [slot]);
@@ -267,44 +283,21 @@ async function importWith(
     return data;
   };
 
-  /** Records a resolved object and resolves everything waiting on it (iteratively). */
-  const resolved = (first: number, firstData: Uint8Array, firstOid: ObjectId | undefined) => {
-    // one object and nothing waiting on it (the common case) goes without the stack
-    const oid = record(first, firstData, firstOid);
-    if (oid === undefined) return;
-    const stack: [number, Uint8Array, ObjectId][] = [[first, firstData, oid]];
-    while (stack.length > 0) {
-      const [index, data, id] = stack.pop()!;
-      const byIndex = waitingOn.get(index);
-      const byId = waitingFor.get(id);
-      if (!byIndex && !byId) continue;
-      waitingOn.delete(index);
-      waitingFor.delete(id);
-      const type = slots.type(index);
-      for (const c of byIndex && byId ? [...byIndex, ...byId] : (byIndex ?? byId)!) {
-        slots.base[c] = index;
-        slots.setType(c, type);
-        const depth = slots.depth[index]! + 1;
-        slots.depth[c] = depth;
-        if (depth > limits.maxDeltaDepth) {
-          throw new PackError('PACK_LIMIT_DEPTH', `delta chain longer than ${limits.maxDeltaDepth}`, {
-            offset: slots.offset[c]!,
-          });
-        }
-        const result = resolveDelta(data, deltas.get(c)!, limits.maxDeltaResultSize);
-        reader.addInflated(result.length);
-        deltas.delete(c);
-        const childOid = record(c, result, undefined);
-        if (childOid !== undefined) stack.push([c, result, childOid]);
-      }
+  /** Takes a delta's base: its type and depth, the chain length checked. */
+  const link = (c: number, base: number) => {
+    slots.base[c] = base;
+    slots.setType(c, slots.type(base));
+    const depth = slots.depth[base]! + 1;
+    slots.depth[c] = depth;
+    if (depth > limits.maxDeltaDepth) {
+      throw new PackError('PACK_LIMIT_DEPTH', `delta chain longer than ${limits.maxDeltaDepth}`, {
+        offset: slots.offset[c]!,
+      });
     }
   };
 
-  /**
-   * Hashes (unless its id is given), caches and collects one resolved object; its id when
-   * deltas may wait on it.
-   */
-  const record = (index: number, data: Uint8Array, known: ObjectId | undefined): ObjectId | undefined => {
+  /** Hashes (unless its id is given), caches (unless told not to) and collects one resolved object. */
+  const record = (index: number, data: Uint8Array, known: ObjectId | undefined, keep = true): ObjectId => {
     const type = slots.type(index)!;
     const oid = known ?? hashObjectSync(type, data);
     if (!slots.hasOid(index)) slots.setOid(index, oid);
@@ -313,11 +306,45 @@ async function importWith(
     // delta results (the likely next bases) and small objects are kept. A whole object's data
     // is the reader's, lent until the next entry: the cache copies it, the tips would not
     if (held) held[index] = data;
+    else if (!keep) return oid;
     else if (slots.base[index] !== WHOLE) remember(index, data);
     else if (data.length <= WHOLE_CACHE_MAX) remember(index, data.length <= cache!.maxValue ? data : data.slice());
-    return (waitingOn.size > 0 && waitingOn.has(index)) || (waitingFor.size > 0 && waitingFor.has(oid))
-      ? oid
-      : undefined;
+    return oid;
+  };
+
+  /**
+   * Second pass, from one resolved base: its deferred deltas depth first, each applied to its
+   * base's data, hashed, then its own deferred deltas, so that only the chain being walked is
+   * in memory. `data` is the base's (owned: not a cache view).
+   */
+  const resolveFrom = async (root: number, data: Uint8Array): Promise<void> => {
+    const stack: { data: Uint8Array; kids: number[]; next: number }[] = [];
+    const push = (i: number, d: Uint8Array) => {
+      const byIndex = childrenOf.get(i);
+      const byId = childrenOfId.size > 0 && slots.hasOid(i) ? childrenOfId.get(slots.oid(i)) : undefined;
+      if (!byIndex && !byId) return;
+      childrenOf.delete(i);
+      if (byId) childrenOfId.delete(slots.oid(i));
+      const kids = byIndex && byId ? [...byIndex, ...byId] : (byIndex ?? byId)!;
+      for (const c of kids) link(c, i);
+      stack.push({ data: d, kids, next: 0 });
+    };
+    push(root, data);
+    while (stack.length > 0) {
+      throwIfAborted(options.signal);
+      const top = stack[stack.length - 1]!;
+      if (top.next === top.kids.length) {
+        stack.pop();
+        continue;
+      }
+      const c = top.kids[top.next++]!;
+      const delta = deltas.get(c) ?? (await reinflate(c));
+      deltas.delete(c);
+      const result = resolveDelta(top.data, delta, limits.maxDeltaResultSize);
+      reader.addInflated(result.length);
+      record(c, result, undefined, false);
+      push(c, result);
+    }
   };
 
   /** Slot of the entry starting at `offset` (entries are in increasing offset order). */
@@ -335,18 +362,20 @@ async function importWith(
     return undefined;
   };
 
-  /** Records one entry; a promise only when it must wait (a base read back, a streamed object). */
+  /**
+   * First pass, one entry: whole objects are hashed; a delta on a resolved base is applied at
+   * once (packs mostly put a delta right after its base, in the cache; a base no longer cached is
+   * rebuilt from the pack), one on a base not resolved yet is deferred. A promise only when it
+   * must wait for a base read back.
+   */
   const take = (e: PackEntry): Promise<void> | undefined => {
     const index = slots.add(e.offset, e.dataOffset, e.end, e.crc32, e.size);
     if (e.kind === 'whole') {
       slots.setType(index, e.type);
-      if (e.data) {
-        resolved(index, e.data, e.oid);
-        return undefined;
-      }
-      slots.setOid(index, e.oid);
-      // a streamed object kept in the pack only; anything waiting on it re-reads it
-      return flushWaiters(index, e.oid);
+      // a streamed object (no data) is kept in the pack only; its deltas re-read it
+      if (e.data) record(index, e.data, e.oid);
+      else slots.setOid(index, e.oid);
+      return undefined;
     }
     const baseIndex = e.kind === 'ofs-delta' ? slotAt(e.baseOffset) : slots.find(e.baseOid);
     if (e.kind === 'ofs-delta' && baseIndex === undefined) {
@@ -355,31 +384,27 @@ async function importWith(
       });
     }
     if (baseIndex === undefined || !slots.hasOid(baseIndex)) {
-      deltas.set(index, e.data);
+      // kept only when it cannot be read back from the pack (the reader lends it otherwise)
+      if (held) deltas.set(index, e.data);
       slots.base[index] = BASE_UNKNOWN;
-      wait(baseIndex ?? (e as { baseOid: ObjectId }).baseOid, index);
+      if (baseIndex !== undefined) defer(childrenOf, baseIndex, index);
+      else defer(childrenOfId, (e as { baseOid: ObjectId }).baseOid, index);
       return undefined;
     }
-    slots.base[index] = baseIndex;
-    slots.setType(index, slots.type(baseIndex));
-    const depth = slots.depth[baseIndex]! + 1;
-    slots.depth[index] = depth;
-    if (depth > limits.maxDeltaDepth) {
-      throw new PackError('PACK_LIMIT_DEPTH', `delta chain longer than ${limits.maxDeltaDepth}`, {
-        offset: e.offset,
-      });
-    }
-    const apply = (baseData: Uint8Array) => {
-      const result = resolveDelta(baseData, e.data, limits.maxDeltaResultSize);
+    link(index, baseIndex);
+    const apply = (baseData: Uint8Array, delta: Uint8Array) => {
+      const result = applyDelta(baseData, delta, limits.maxDeltaResultSize, cache ? toCache : resultBuffer);
       reader.addInflated(result.length);
-      resolved(index, result, undefined);
+      record(index, result, undefined);
     };
     const baseData = cached(baseIndex);
     if (baseData) {
-      apply(baseData);
+      apply(baseData, e.data);
       return undefined;
     }
-    return load(baseIndex).then(apply);
+    // the reader's data is lent until the next entry, which waits for this one
+    const delta = e.data;
+    return load(baseIndex).then((data) => apply(data, delta));
   };
 
   await reader.readHeader();
@@ -406,9 +431,19 @@ async function importWith(
     reader.close();
   }
 
-  async function flushWaiters(index: number, oid: ObjectId) {
-    // a copy: the children's results go to the cache, whose views change
-    if (waitingOn.has(index) || waitingFor.has(oid)) resolved(index, (await load(index)).slice(), oid);
+  // Second pass: the deferred deltas, from each resolved base they wait on (bases in pack order;
+  // a base that is itself deferred is reached through its own base)
+  const roots: number[] = [...childrenOf.keys()];
+  for (const oid of childrenOfId.keys()) {
+    const i = slots.find(oid);
+    if (i !== undefined) roots.push(i);
+  }
+  roots.sort((a, b) => a - b);
+  for (const root of roots) {
+    if (!slots.hasOid(root) || (!childrenOf.has(root) && !childrenOfId.has(slots.oid(root)))) continue;
+    // a copy: the cache's views change as the chain is rebuilt and walked
+    const data = await load(root);
+    await resolveFrom(root, held ? data : data.slice());
   }
 
   // Thin pack: bases named by REF deltas that the pack does not contain.
@@ -422,9 +457,9 @@ async function importWith(
         ? slots.end(slots.length - 1)
         : 12;
   const thinParts: Uint8Array[] = [];
-  for (const key of [...waitingFor.keys()]) {
+  for (const key of [...childrenOfId.keys()]) {
     throwIfAborted(options.signal);
-    if (!waitingFor.has(key)) continue;
+    if (!childrenOfId.has(key)) continue;
     const base = await store.read(key);
     if (!base || !options.fixThin) {
       throw new PackError(
@@ -446,16 +481,11 @@ async function importWith(
     thinParts.push(entry.bytes);
     appended.push({ oid: key, offset: thinLength, crc32: crc });
     thinLength += entry.bytes.length;
-    // already in the store: resolve waiters without storing the base again
-    const stack = waitingFor.get(key) ?? [];
-    waitingFor.delete(key);
-    const before = collected.length;
-    for (const c of stack) wait(index, c);
-    resolved(index, base.data, key);
-    if (!keepPack) collected.splice(before, 1);
+    // already in the store: its deltas are resolved without storing the base again
+    await resolveFrom(index, base.data);
   }
-  for (const list of [...waitingOn.values(), ...waitingFor.values()]) {
-    if (list.length > 0) throw new PackError('PACK_MISSING_BASE', 'unresolvable deltas (cycle or missing base)');
+  if (childrenOf.size > 0 || childrenOfId.size > 0) {
+    throw new PackError('PACK_MISSING_BASE', 'unresolvable deltas (cycle or missing base)');
   }
 
   let hash = reader.hash!;

@@ -88,10 +88,16 @@ export interface PackReaderOptions {
    */
   lendAbove?: number;
   /**
-   * Receives every byte of the pack (trailer included) in order, as views valid during the call
-   * only (the reader reuses its buffer): copy what you keep.
+   * Deltas are inflated into the lent buffer too (see `lendAbove`): their `data` is then valid
+   * only until the next entry is read. Default: false.
    */
-  onBytes?: (bytes: Uint8Array) => void;
+  lendDeltas?: boolean;
+  /**
+   * Receives every byte of the pack (trailer included) in order. Views the reader's reused buffer
+   * are valid during the call only (copy what you keep); `owned` views lie in an input chunk,
+   * which the reader never writes to, and may be kept as they are.
+   */
+  onBytes?: (bytes: Uint8Array, owned: boolean) => void;
 }
 
 /** The longest zlib stream accepted for `size` inflated bytes (stored blocks cost 5 bytes per 64 KiB). */
@@ -106,9 +112,10 @@ export class PackReader {
   readonly #threshold: number;
   readonly #keepLarge: boolean;
   readonly #lendAbove: number;
+  readonly #lendDeltas: boolean;
   /** The buffer lent out for large whole objects (see `lendAbove`), grown as needed. */
   #lent: Uint8Array | undefined;
-  readonly #onBytes: ((bytes: Uint8Array) => void) | undefined;
+  readonly #onBytes: ((bytes: Uint8Array, owned: boolean) => void) | undefined;
   #buf: Uint8Array = new Uint8Array(0);
   /**
    * Where bytes that cross input chunks (an entry's zlib stream) are put together: one buffer,
@@ -164,6 +171,7 @@ export class PackReader {
     this.#threshold = options.streamThreshold ?? 8 * 2 ** 20;
     this.#keepLarge = options.keepLarge ?? true;
     this.#lendAbove = options.lendAbove ?? Number.POSITIVE_INFINITY;
+    this.#lendDeltas = options.lendDeltas ?? false;
     this.#onBytes = options.onBytes;
   }
 
@@ -176,6 +184,11 @@ export class PackReader {
       this.#lent = new Uint8Array(Math.max(size + 1, Math.min(2 * (lent?.length ?? 0), this.#threshold + 1)));
     }
     return this.#lent;
+  }
+
+  /** Where a delta of `size` bytes is inflated (see `lendDeltas`). */
+  #deltaInto(size: number): Uint8Array | undefined {
+    return this.#lendDeltas && size <= this.#threshold ? this.#into(size) : undefined;
   }
 
   get count(): number {
@@ -212,7 +225,7 @@ export class PackReader {
       const view = this.#buf.subarray(this.#hashFrom, this.#pos);
       this.#hashFrom = this.#pos;
       this.#hash.update(view);
-      this.#onBytes?.(view);
+      this.#onBytes?.(view, this.#buf.buffer !== this.#joint.buffer);
     }
   }
 
@@ -342,7 +355,7 @@ export class PackReader {
     const expected = bytesToHex(this.#hash.digest());
     const trailer = this.#consume(20);
     this.#hashFrom = this.#pos;
-    this.#onBytes?.(trailer);
+    this.#onBytes?.(trailer, this.#buf.buffer !== this.#joint.buffer);
     const actual = bytesToHex(trailer);
     if (expected !== actual) {
       throw new PackError('PACK_BAD_CHECKSUM', `pack checksum mismatch: trailer ${actual}, content ${expected}`, {
@@ -421,7 +434,7 @@ export class PackReader {
     const baseOid = header.type === EntryType.REF_DELTA ? header.baseOid : undefined;
     // a stream that surely ends in the buffer goes through the one-shot inflate (Z_FINISH keeps
     // no sliding window); one that may go on past it is inflated so that it can be continued
-    const into = type ? this.#into(size) : undefined;
+    const into = type || this.#lendDeltas ? this.#into(size) : undefined;
     const r = inflateOne(buf.subarray(p), size, false, end - p < size + (size >>> 3) + 64, into);
     const dataOffset = offset + (p - start);
     if (r.kind !== 'done') {
@@ -512,7 +525,7 @@ export class PackReader {
     this.#offset += header.length;
     if (header.type === EntryType.OFS_DELTA) {
       const dataOffset = this.#offset;
-      const data = (await this.#inflate(size, true, undefined))!;
+      const data = (await this.#inflate(size, true, undefined, this.#deltaInto(size)))!;
       return {
         kind: 'ofs-delta',
         offset,
@@ -527,7 +540,7 @@ export class PackReader {
     if (header.type === EntryType.REF_DELTA) {
       const baseOid = header.baseOid;
       const dataOffset = this.#offset;
-      const data = (await this.#inflate(size, true, undefined))!;
+      const data = (await this.#inflate(size, true, undefined, this.#deltaInto(size)))!;
       return { kind: 'ref-delta', offset, dataOffset, end: this.#offset, crc32: this.#crcNow(), size, baseOid, data };
     }
     const type = CODE_TYPES[header.type]!;

@@ -12,8 +12,8 @@ import { bytesRead, bytesWritten, type StoreFiles } from './store-files.js';
 
 /** Size of the blocks a pack spool gathers appends in. */
 const SPOOL_BLOCK = 256 * 1024;
-/** Spare blocks a pool keeps (at most 2 MiB). */
-const SPARE_BLOCKS_MAX = 8;
+/** Spare blocks a pool keeps (at most 512 KiB: each is private memory held between packs). */
+const SPARE_BLOCKS_MAX = 2;
 
 /**
  * Full blocks of finished spools, reused by the next ones of the same store: a new block is
@@ -99,8 +99,9 @@ export async function openPackSpool(host: PackSpoolHost): Promise<PackSpool | un
     }
     return out;
   };
-  // appends gather in a block written as one; the last 2 MiB stay in memory too, since
-  // delta bases usually lie close behind their deltas (most reads need no file access)
+  // appends gather in a block written as one; the last block or two stay in memory too: the
+  // importer reads back only bases its cache dropped, and a delta's base lies mostly right
+  // before it, so a larger window spares few file reads and costs private memory
   let length = 0;
   const BLOCK = SPOOL_BLOCK;
   let tail = pool.take();
@@ -112,7 +113,7 @@ export async function openPackSpool(host: PackSpoolHost): Promise<PackSpool | un
     seg.dropped = true;
     if (seg.written) pool.give(seg.bytes);
   };
-  const RECENT_MAX = 2 * 2 ** 20;
+  const RECENT_MAX = SPOOL_BLOCK;
   let queue: Promise<void> = Promise.resolve();
   /** The writes queued before the latest block's (what `drain` waits for). */
   let earlier: Promise<void> = queue;

@@ -59,4 +59,22 @@ describe('RingCache', () => {
     // values not read again are gone after a turn of the ring
     expect(cache.get(0)).toBeUndefined();
   });
+
+  it('keeps many small values across the growth of its queue, refreshed ones included', () => {
+    const cache = new RingCache(64 * 1024);
+    const value = (k: number) => Uint8Array.of(k & 255, (k >>> 8) & 255, 1, 2, 3);
+    // large values first, so that the queue's oldest copies are gone when it grows
+    for (let k = -40; k < -20; k++) cache.set(k, new Uint8Array(16 * 1024));
+    expect(cache.get(-40)).toBeUndefined();
+    for (let k = 0; k < 3000; k++) {
+      cache.set(k, value(k));
+      // key 0 is read again and again: refreshed once it is old
+      expect(cache.get(0), `key 0 at ${k}`).toEqual(value(0));
+    }
+    // 3000 values of 8 bytes in a 64 KiB ring: all kept
+    for (let k = 0; k < 3000; k++) expect(cache.get(k), `key ${k}`).toEqual(value(k));
+    for (let k = 3000; k < 20_000; k++) cache.set(k, value(k));
+    expect(cache.get(5)).toBeUndefined();
+    expect(cache.get(19_999)).toEqual(value(19_999));
+  });
 });

@@ -14,16 +14,21 @@
 export class RingCache {
   #arena: Uint8Array;
   readonly #limit: number;
-  /** key -> arena position of its latest copy. */
-  readonly #at = new Map<number, number>();
-  /** key -> length of its value. */
-  readonly #length = new Map<number, number>();
-  /** Bytes written so far (ages of values), and each value's `#written` when it was written. */
+  /**
+   * key -> sequence number of its latest copy in the queue below. One index (a map of small
+   * integers) rather than one per field: fewer hash tables to grow and rehash as keys churn.
+   */
+  readonly #seq = new Map<number, number>();
+  /** Bytes written so far (ages of values). */
   #written = 0;
-  readonly #stamp = new Map<number, number>();
-  /** Copies in arena order, oldest first, as a queue of (key, position) in typed arrays. */
+  /**
+   * Copies in arena order, oldest first: a queue of (key, position, length, `#written` when
+   * written) in typed arrays; the copy numbered `s` lies at `s & (capacity - 1)`.
+   */
   #keys: Int32Array;
   #positions: Float64Array;
+  #lengths: Int32Array;
+  #stamps: Float64Array;
   #front = 0;
   #back = 0;
   /** Where the next value goes. */
@@ -37,15 +42,15 @@ export class RingCache {
     this.#arena = new Uint8Array(Math.min(this.#limit, 64 * 1024));
     this.#keys = new Int32Array(64);
     this.#positions = new Float64Array(64);
+    this.#lengths = new Int32Array(64);
+    this.#stamps = new Float64Array(64);
     this.#scratch = new Uint8Array(0);
   }
 
   /** Drops every value and the arena (the cache stays usable). */
   clear(): void {
     this.#arena = new Uint8Array(0);
-    this.#at.clear();
-    this.#length.clear();
-    this.#stamp.clear();
+    this.#seq.clear();
     this.#front = this.#back = this.#head = 0;
     this.#scratch = new Uint8Array(0);
   }
@@ -56,15 +61,17 @@ export class RingCache {
   }
 
   has(key: number): boolean {
-    return this.#at.has(key);
+    return this.#seq.has(key);
   }
 
   /** A view of the value (valid until the next `set`), or undefined. */
   get(key: number): Uint8Array | undefined {
-    const at = this.#at.get(key);
-    if (at === undefined) return undefined;
-    const n = this.#length.get(key)!;
-    if (this.#written - this.#stamp.get(key)! > this.#limit >>> 1) {
+    const seq = this.#seq.get(key);
+    if (seq === undefined) return undefined;
+    const i = seq & (this.#keys.length - 1);
+    const at = this.#positions[i]!;
+    const n = this.#lengths[i]!;
+    if (this.#written - this.#stamps[i]! > this.#limit >>> 1) {
       // old: copied to the newest end, through the scratch (the write may cover the old copy)
       if (this.#scratch.length < n) this.#scratch = new Uint8Array(Math.max(n, this.#scratch.length * 2));
       this.#scratch.set(this.#arena.subarray(at, at + n));
@@ -75,7 +82,7 @@ export class RingCache {
 
   /** Keeps a copy of `value` unless it is over `maxValue` or the key is kept already. */
   set(key: number, value: Uint8Array): void {
-    if (value.length > this.maxValue || this.#at.has(key)) return;
+    if (value.length > this.maxValue || this.#seq.has(key)) return;
     this.#put(key, value);
   }
 
@@ -95,11 +102,8 @@ export class RingCache {
     }
     this.#evictFrom(head, head + n);
     this.#arena.set(value, head);
-    this.#at.set(key, head);
-    this.#length.set(key, n);
     this.#written += n;
-    this.#stamp.set(key, this.#written);
-    this.#push(key, head);
+    this.#seq.set(key, this.#push(key, head, n, this.#written));
     // 8-byte steps keep every copy aligned
     this.#head = head + ((n + 7) & ~7);
     return this.#arena.subarray(head, head + n);
@@ -113,33 +117,39 @@ export class RingCache {
       if (p < from || p >= to) break;
       const key = this.#keys[i]!;
       // a key refreshed since has its latest copy elsewhere
-      if (this.#at.get(key) === p) {
-        this.#at.delete(key);
-        this.#length.delete(key);
-        this.#stamp.delete(key);
-      }
+      if (this.#seq.get(key) === this.#front) this.#seq.delete(key);
       this.#front++;
     }
   }
 
-  #push(key: number, position: number): void {
+  /** Queues a copy; its sequence number. */
+  #push(key: number, position: number, length: number, stamp: number): number {
     if (this.#back - this.#front === this.#keys.length) {
+      // twice the capacity: every queued copy keeps its number, at its place in the new arrays
       const n = this.#keys.length;
       const keys = new Int32Array(n * 2);
       const positions = new Float64Array(n * 2);
-      for (let k = 0; k < n; k++) {
-        const i = (this.#front + k) & (n - 1);
-        keys[k] = this.#keys[i]!;
-        positions[k] = this.#positions[i]!;
+      const lengths = new Int32Array(n * 2);
+      const stamps = new Float64Array(n * 2);
+      for (let s = this.#front; s < this.#back; s++) {
+        const i = s & (n - 1);
+        const j = s & (2 * n - 1);
+        keys[j] = this.#keys[i]!;
+        positions[j] = this.#positions[i]!;
+        lengths[j] = this.#lengths[i]!;
+        stamps[j] = this.#stamps[i]!;
       }
       this.#keys = keys;
       this.#positions = positions;
-      this.#back -= this.#front;
-      this.#front = 0;
+      this.#lengths = lengths;
+      this.#stamps = stamps;
     }
-    const i = this.#back & (this.#keys.length - 1);
+    const seq = this.#back++;
+    const i = seq & (this.#keys.length - 1);
     this.#keys[i] = key;
     this.#positions[i] = position;
-    this.#back++;
+    this.#lengths[i] = length;
+    this.#stamps[i] = stamp;
+    return seq;
   }
 }

@@ -137,24 +137,24 @@ export function inflateOne(
   // byte more, which an oversized stream produces (and a short input reports as an error)
   const lent = into !== undefined && into.length > expectedSize;
   const exact = !lent && expectedSize > SLAB_SIZE / 8;
-  const out = lent
-    ? into.subarray(0, expectedSize + 1)
-    : exact
-      ? allocateExact(expectedSize)
-      : allocate(expectedSize + 1);
+  // a lent buffer is written through its first `expectedSize + 1` bytes without a view of them
+  // (one object less per entry): only a resumable stream takes such a view
+  const out = lent ? into : exact ? allocateExact(expectedSize) : allocate(expectedSize + 1);
+  const outLength = lent ? expectedSize + 1 : out.length;
   if (resumable && !final) {
-    const r = stepNative(ctx, input, out, 0, exact);
+    const bounded = lent ? into.subarray(0, outLength) : out;
+    const r = stepNative(ctx, input, bounded, 0, exact);
     if (!r.ended) {
       // all input used, the stream goes on: the context and the output so far go to the rest,
       // and later calls here take another context
       native = undefined;
-      return { kind: 'need-more', rest: new NativeRest(ctx, out, r.written, expectedSize, exact) };
+      return { kind: 'need-more', rest: new NativeRest(ctx, bounded, r.written, expectedSize, exact) };
     }
     ctx.handle.reset();
-    return finished(out, r.written, expectedSize, exact, input.length - r.availIn);
+    return finished(bounded, r.written, expectedSize, exact, input.length - r.availIn);
   }
   ctx.error = undefined;
-  ctx.handle.writeSync(constants.Z_FINISH, input, 0, input.length, out, 0, out.length);
+  ctx.handle.writeSync(constants.Z_FINISH, input, 0, input.length, out, 0, outLength);
   const availOut = ctx.state[0]!;
   let availIn = ctx.state[1]!;
   let extra = 0;
@@ -174,7 +174,7 @@ export function inflateOne(
     }
     throw new PackError('PACK_CORRUPT_ZLIB', `zlib: ${error.message}`);
   }
-  return finished(out, out.length - availOut + extra, expectedSize, exact, input.length - availIn);
+  return finished(out, outLength - availOut + extra, expectedSize, exact, input.length - availIn);
 }
 
 /**
