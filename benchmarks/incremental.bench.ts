@@ -15,7 +15,7 @@ import * as fs from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createPack, FsObjectStore } from '@gitport/pack';
+import { bitmapServing, createPack, FsObjectStore } from '@gitport/pack';
 import { afterAll, bench, describe } from 'vitest';
 import { largeFileEdit, randomBlobHistory } from '../tests/src/pack/fixtures.js';
 import { median, record, sized } from './report.js';
@@ -48,7 +48,7 @@ const rev = async (gitDir: string, name: string) =>
   new TextDecoder().decode((await git(['--git-dir', gitDir, 'rev-parse', name])).stdout).trim();
 
 async function ours(gitDir: string, wants: string[], haves: string[]): Promise<{ pack: Uint8Array; ms: number }> {
-  const store = new FsObjectStore(fs, gitDir);
+  const store = new FsObjectStore(fs, gitDir, { bitmaps: bitmapServing });
   const start = performance.now();
   const parts: Uint8Array[] = [];
   let n = 0;

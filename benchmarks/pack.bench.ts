@@ -24,7 +24,7 @@ import * as fs from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createPack, FsObjectStore, importPack, MemoryObjectStore } from '@gitport/pack';
+import { bitmapServing, createPack, FsObjectStore, importPack, MemoryObjectStore } from '@gitport/pack';
 import * as isogit from 'isomorphic-git';
 import { afterAll, bench, describe } from 'vitest';
 import { ensureHistory } from '../tests/src/history.js';
@@ -239,7 +239,7 @@ for (const fx of fixtures) {
   const sizes = new Map<string, number>();
   describe(`pack.create ${fx.name}`, () => {
     const ours = async (name: string, reuse: boolean) => {
-      const store = new FsObjectStore(fs, fx.gitDir);
+      const store = new FsObjectStore(fs, fx.gitDir, { bitmaps: bitmapServing });
       const t = await timedHere(() => collect(createPack(store, { wants: fx.heads }, { reuse })));
       await store.close();
       sizes.set(name, t.result.length);
@@ -296,7 +296,7 @@ for (const fx of fixtures) {
   afterAll(async () => {
     // git must accept what we wrote: check one pack of each kind
     for (const reuse of [false, true]) {
-      const store = new FsObjectStore(fs, fx.gitDir);
+      const store = new FsObjectStore(fs, fx.gitDir, { bitmaps: bitmapServing });
       const pack = await collect(createPack(store, { wants: fx.heads }, { reuse }));
       await store.close();
       const dir = await freshRepo();

@@ -7,7 +7,7 @@
  * command has no option for (it always reuses stored deltas).
  */
 import * as fs from 'node:fs';
-import { createPack, FsObjectStore } from '@gitport/pack';
+import { bitmapServing, createPack, FsObjectStore } from '@gitport/pack';
 
 const [gitDir, reuse] = process.argv.slice(2);
 const chunks = [];
@@ -18,7 +18,7 @@ for (const line of Buffer.concat(chunks).toString('utf8').split('\n')) {
   if (line.startsWith('^')) haves.push(line.slice(1));
   else if (line) wants.push(line);
 }
-const store = new FsObjectStore(fs, gitDir);
+const store = new FsObjectStore(fs, gitDir, { bitmaps: bitmapServing });
 try {
   for await (const chunk of createPack(store, { wants, haves }, { reuse: reuse === '1' })) {
     if (!process.stdout.write(chunk)) await new Promise((r) => process.stdout.once('drain', r));

@@ -2,33 +2,48 @@
  * `gitport/node`: everything in `gitport`, plus Node's fs adapter and shortcuts that open and
  * create repositories on a Node path.
  */
+import { bitmapServing, FsObjectStore } from '@gitport/pack';
 import { type NodeFsOptions, nodeFs } from './fs.node.js';
 import { FsRepositoryRegistry } from './registry.js';
 import {
   type GitRepository,
   type InitOptions,
   initRepository,
+  type ObjectStoreFactory,
   type OpenOptions,
   openRepository,
+  packFs,
 } from './repository.js';
 
 export * from './index.js';
 export { type NodeFsOptions, nodeFs };
 
 /**
+ * The object store of the Node shortcuts below (unless `objects` is given): the default
+ * `FsObjectStore`, serving by reachability bitmaps where a pack has a `.bitmap` (see
+ * `@gitport/pack`'s `bitmapServing`; the browser default leaves them out).
+ */
+export const nodeObjects: ObjectStoreFactory = (fs, gitDir) =>
+  new FsObjectStore(packFs(fs), gitDir, { bitmaps: bitmapServing });
+
+function withNodeObjects<T extends OpenOptions>(options: T): T {
+  return { ...options, objects: options.objects ?? nodeObjects };
+}
+
+/**
  * Opens the repository at a Node path (a git directory, or a working tree holding `.git`).
  * `sync` as for nodeFs (default: synchronous calls in worker threads only).
  */
 export function openNodeRepository(path: string, options: OpenOptions & NodeFsOptions = {}): Promise<GitRepository> {
-  return openRepository(nodeFs({ sync: options.sync }), path, options);
+  return openRepository(nodeFs({ sync: options.sync }), path, withNodeObjects(options));
 }
 
 /** Creates a repository at a Node path (bare unless told); `sync` as for nodeFs. */
 export function initNodeRepository(path: string, options: InitOptions & NodeFsOptions = {}): Promise<GitRepository> {
-  return initRepository(nodeFs({ sync: options.sync }), path, options);
+  return initRepository(nodeFs({ sync: options.sync }), path, withNodeObjects(options));
 }
 
 /** Every bare repository `<root>/<name>.git` under a Node directory; `sync` as for nodeFs. */
 export function nodeRepositories(root: string, options: OpenOptions & NodeFsOptions = {}): FsRepositoryRegistry {
-  return new FsRepositoryRegistry(nodeFs({ sync: options.sync }), root, options);
+  return new FsRepositoryRegistry(nodeFs({ sync: options.sync }), root, withNodeObjects(options));
 }

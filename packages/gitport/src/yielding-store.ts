@@ -12,7 +12,7 @@
  * One wrapper per store (the wrapped store keeps its identity across requests, so caches keyed
  * by the store still hit); the time slice is the thread's, shared by every wrapper.
  */
-import type { ObjectStore } from '@gitport/pack';
+import type { BitmapServedStore, ObjectStore } from '@gitport/pack';
 
 /** Longest run of reads without a turn of the event loop, in ms. */
 const SLICE_MS = 10;
@@ -63,7 +63,8 @@ function giveTurn(): Promise<void> {
 export function yieldingStore(store: ObjectStore): ObjectStore {
   const known = wrappers.get(store);
   if (known !== undefined) return known;
-  const wrapped: ObjectStore = {
+  const { bitmaps } = store as BitmapServedStore;
+  const wrapped: BitmapServedStore = {
     async has(oid) {
       if (spent()) await giveTurn();
       return store.has(oid);
@@ -73,6 +74,7 @@ export function yieldingStore(store: ObjectStore): ObjectStore {
       return store.read(oid);
     },
     write: (type, data) => store.write(type, data),
+    ...(bitmaps !== undefined ? { bitmaps } : {}),
   };
   if (store.readSync !== undefined) {
     const readSync = store.readSync.bind(store);

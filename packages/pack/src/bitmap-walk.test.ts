@@ -8,6 +8,7 @@ import * as nodeFs from 'node:fs';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bitmapServing } from './bitmap-serving.js';
 import { bitmapObjects, bitmapWalk, tryBitmapWalk } from './bitmap-walk.js';
 import { FsObjectStore } from './fs-store.js';
 import { parseObjectFilter } from './object-filter.js';
@@ -78,8 +79,8 @@ describe('bitmap walk and range reuse on a repository git packed with a bitmap',
     (await sandbox.git(['for-each-ref', '--format=%(objectname)'], { cwd: repo })).split('\n').filter(Boolean);
 
   it('loads the bitmap git wrote', async () => {
-    const store = new FsObjectStore(nodeFs, gitDir);
-    const pack = await store.bitmappedPack();
+    const store = new FsObjectStore(nodeFs, gitDir, { bitmaps: bitmapServing });
+    const pack = await store.bitmappedPack?.();
     expect(pack).toBeDefined();
     expect(pack!.bitmaps.hasHashCache).toBe(true);
     expect(pack!.reachable(pack!.position(packed))).toBeDefined();
@@ -87,7 +88,7 @@ describe('bitmap walk and range reuse on a repository git packed with a bitmap',
   });
 
   it('selects what the commit walk does for a clone, and what git rev-list lists', async () => {
-    const store = new FsObjectStore(nodeFs, gitDir);
+    const store = new FsObjectStore(nodeFs, gitDir, { bitmaps: bitmapServing });
     const wants = await refs();
     const b = await tryBitmapWalk(store, { wants });
     expect(b).toBeDefined();
@@ -110,7 +111,7 @@ describe('bitmap walk and range reuse on a repository git packed with a bitmap',
   });
 
   it('excludes what the haves reach, exactly as git rev-list --use-bitmap-index', async () => {
-    const store = new FsObjectStore(nodeFs, gitDir);
+    const store = new FsObjectStore(nodeFs, gitDir, { bitmaps: bitmapServing });
     const cases: [string[], string[]][] = [
       [[tip], [packed]],
       [[tip], [await rev('HEAD~5')]],
@@ -137,7 +138,7 @@ describe('bitmap walk and range reuse on a repository git packed with a bitmap',
   });
 
   it('adds annotated tags with include-tag, and filters blob:none and object:type', async () => {
-    const store = new FsObjectStore(nodeFs, gitDir);
+    const store = new FsObjectStore(nodeFs, gitDir, { bitmaps: bitmapServing });
     const tags = [await rev('v1'), await rev('nested-tag')];
     const wants = [packed];
     const b = await tryBitmapWalk(store, { wants, haves: [await rev('HEAD~25')], tags });
@@ -161,7 +162,7 @@ describe('bitmap walk and range reuse on a repository git packed with a bitmap',
   });
 
   it('writes packs that git indexes and fscks, reusing the pack by ranges', async () => {
-    const store = new FsObjectStore(nodeFs, gitDir);
+    const store = new FsObjectStore(nodeFs, gitDir, { bitmaps: bitmapServing });
     const cases: { wants: string[]; haves: string[]; thin: boolean; ofsDelta: boolean }[] = [
       { wants: await refs(), haves: [], thin: false, ofsDelta: true },
       { wants: await refs(), haves: [], thin: false, ofsDelta: false },
@@ -199,8 +200,8 @@ describe('bitmap walk and range reuse on a repository git packed with a bitmap',
   });
 
   it('streams a clone as the whole bitmapped pack body, then the other objects', async () => {
-    const store = new FsObjectStore(nodeFs, gitDir);
-    const bitmapped = await store.bitmappedPack();
+    const store = new FsObjectStore(nodeFs, gitDir, { bitmaps: bitmapServing });
+    const bitmapped = await store.bitmappedPack?.();
     const name = (await readdir(`${gitDir}/objects/pack`)).find(
       (f) => f.endsWith('.bitmap') && nodeFs.existsSync(`${gitDir}/objects/pack/${f.replace('.bitmap', '.pack')}`),
     )!;
@@ -210,6 +211,51 @@ describe('bitmap walk and range reuse on a repository git packed with a bitmap',
     expect(Buffer.compare(pack.subarray(12, source.length - 20), source.subarray(12, source.length - 20))).toBe(0);
     expect(new DataView(pack.buffer, pack.byteOffset).getUint32(8)).toBeGreaterThan(bitmapped!.count);
     await store.close();
+  });
+
+  it('walks when the store is not given bitmap serving, and packs the same objects', async () => {
+    const plain = new FsObjectStore(nodeFs, gitDir);
+    expect(plain.bitmappedPack).toBeUndefined();
+    expect(plain.bitmaps).toBeUndefined();
+    const served = new FsObjectStore(nodeFs, gitDir, { bitmaps: bitmapServing });
+    expect(await served.bitmappedPack?.()).toBeDefined();
+    const requests = [
+      { wants: await refs(), haves: [] },
+      { wants: [tip], haves: [await rev('HEAD~6')] },
+    ];
+    let n = 0;
+    for (const request of requests) {
+      const objects: Set<string>[] = [];
+      for (const store of [plain, served]) {
+        const pack = await collect(createPack(store, request));
+        const target = sandbox.path(`unplugged-${n++}`);
+        await sandbox.git(['init', '--quiet', '--bare', target]);
+        if (request.haves.length > 0) {
+          // --strict checks links: the receiver has the haves
+          await sandbox.git(['fetch', '--quiet', repo, ...request.haves.map((h, i) => `${h}:refs/heads/have${i}`)], {
+            cwd: target,
+          });
+        }
+        // the pack's own objects, by its index
+        await writeFile(`${target}/sent.pack`, pack);
+        await sandbox.git(['index-pack', '--strict', 'sent.pack'], { cwd: target });
+        const index = await sandbox.git(['show-index'], { cwd: target, input: await readFile(`${target}/sent.idx`) });
+        objects.push(
+          new Set(
+            index
+              .split('\n')
+              .filter(Boolean)
+              .map((l) => l.split(' ')[1]!),
+          ),
+        );
+      }
+      // the walk sends what rev-list lists; the bitmaps may leave out more of what the haves reach
+      expect(objects[0]).toEqual(await revList([...request.wants, ...request.haves.map((h) => `^${h}`)]));
+      if (request.haves.length === 0) expect(objects[1]).toEqual(objects[0]);
+      else for (const oid of objects[1]!) expect(objects[0]!.has(oid)).toBe(true);
+    }
+    await plain.close();
+    await served.close();
   });
 
   it('ignores a corrupt or mismatched bitmap and walks instead', async () => {
@@ -228,8 +274,8 @@ describe('bitmap walk and range reuse on a repository git packed with a bitmap',
     ];
     for (const [what, bytes] of variants) {
       await writeFile(`${dir}/${bitmap}`, bytes);
-      const store = new FsObjectStore(nodeFs, copy);
-      expect(await store.bitmappedPack(), what).toBeUndefined();
+      const store = new FsObjectStore(nodeFs, copy, { bitmaps: bitmapServing });
+      expect(await store.bitmappedPack?.(), what).toBeUndefined();
       const pack = await collect(createPack(store, { wants }));
       const target = sandbox.path(`after-${what.replace(' ', '-')}`);
       await sandbox.git(['init', '--quiet', '--bare', target]);
@@ -240,8 +286,8 @@ describe('bitmap walk and range reuse on a repository git packed with a bitmap',
     }
     // and bitmapWalk on the good bitmap agrees with the walk
     await writeFile(`${dir}/${bitmap}`, good);
-    const store = new FsObjectStore(nodeFs, copy);
-    const pack = await store.bitmappedPack();
+    const store = new FsObjectStore(nodeFs, copy, { bitmaps: bitmapServing });
+    const pack = await store.bitmappedPack?.();
     const b = await bitmapWalk(store, pack!, { wants });
     const walked = await enumerateObjects(store, { wants });
     expect(new Set(bitmapObjects(b!).map((o) => o.oid))).toEqual(new Set(walked.objects.map((o) => o.oid)));

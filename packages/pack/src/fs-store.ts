@@ -15,7 +15,8 @@
  * their delta chains.
  */
 import { inflateOne } from '#zlib';
-import { BitmapIndex, type BitmappedPack, bitmappedPack } from './bitmap-index.js';
+import type { BitmappedPack } from './bitmap-index.js';
+import type { BitmapServedStore, BitmapServing } from './bitmap-serving.js';
 import { applyDelta } from './delta.js';
 import { ChainTips, DEFAULT_MAX_REBUILD_BYTES, rebuildBudget } from './delta-chain-cache.js';
 import { type EntryHeader, EntryType, isWholeEntry } from './entry-header.js';
@@ -36,7 +37,7 @@ import { ObjectCache } from './object-cache.js';
 import { type LoadedPack, PackFiles } from './pack-files.js';
 import { BlockPool, openPackSpool } from './pack-spool.js';
 import { DirectoryQuarantine } from './quarantine.js';
-import type { ObjectStore, PackFile, PackSpool, Quarantine, RawEntry, StoredPack } from './store.js';
+import type { PackFile, PackSpool, Quarantine, RawEntry, StoredPack } from './store.js';
 import { isEnoent, StoreFiles } from './store-files.js';
 import { locateEntries } from './stored-entries.js';
 import type { StoredEntries, StoredLocation } from './stored-location.js';
@@ -95,7 +96,7 @@ function inflateEntry(compressed: Uint8Array, size: number): Uint8Array {
   return r.data;
 }
 
-export class FsObjectStore implements ObjectStore {
+export class FsObjectStore implements BitmapServedStore {
   readonly gitDir: string;
   readonly #files: StoreFiles;
   readonly #loose: LooseObjects;
@@ -109,6 +110,9 @@ export class FsObjectStore implements ObjectStore {
   readonly #maxRebuild: number;
   /** Packs whose `.bitmap` was looked at: the bitmapped pack, or null (none, or ignored). */
   readonly #bitmaps = new Map<string, BitmappedPack | null>();
+  /** Given with the `bitmaps` option only. */
+  readonly bitmaps?: BitmapServing;
+  readonly bitmappedPack?: () => Promise<BitmappedPack | undefined>;
 
   /**
    * `cacheBytes`: objects kept (default 32 MiB; as much again for the latest objects rebuilt from
@@ -120,8 +124,19 @@ export class FsObjectStore implements ObjectStore {
   constructor(
     fs: ObjectStoreFs | { promises: ObjectStoreFs } | FsLike | FsPromisesLike,
     gitDir: string,
-    options: { cacheBytes?: number; pageCacheBytes?: number; maxRebuildBytes?: number } = {},
+    options: {
+      cacheBytes?: number;
+      pageCacheBytes?: number;
+      maxRebuildBytes?: number;
+      /** Serve by the packs' reachability bitmaps (`bitmapServing`); without it, by the walk. */
+      bitmaps?: BitmapServing;
+    } = {},
   ) {
+    if (options.bitmaps) {
+      const bitmaps = options.bitmaps;
+      this.bitmaps = bitmaps;
+      this.bitmappedPack = () => this.#bitmappedPack(bitmaps);
+    }
     const raw = 'promises' in fs ? fs.promises : fs;
     if (typeof raw.rename !== 'function') throw new PackError('STORE_IO', 'the fs has no rename');
     this.#files = new StoreFiles(raw as ObjectStoreFs);
@@ -410,7 +425,7 @@ export class FsObjectStore implements ObjectStore {
    * The first pack (in the directory's order) with a usable `pack-H.bitmap`. A bitmap that does
    * not parse or names another pack is ignored, as git ignores it: the walk is taken instead.
    */
-  async bitmappedPack(): Promise<BitmappedPack | undefined> {
+  async #bitmappedPack(bitmaps: BitmapServing): Promise<BitmappedPack | undefined> {
     await this.#packs.ensureScanned();
     for (const pack of this.#packs.list) {
       let found = this.#bitmaps.get(pack.name);
@@ -418,8 +433,7 @@ export class FsObjectStore implements ObjectStore {
         found = null;
         try {
           const bytes = await this.#files.readBytes(`${this.#packs.dir}/${pack.name}.bitmap`);
-          const index = new BitmapIndex(bytes, { count: pack.index.count, packHash: pack.index.packHash });
-          found = bitmappedPack(pack, index);
+          found = bitmaps.load(pack, bytes);
         } catch (error) {
           if (!isEnoent(error) && !isPackError(error)) throw error;
         }

@@ -5,6 +5,7 @@
 
 export { createSha1, type Sha1, sha1 } from '#sha1';
 export { BitmapIndex, type BitmappedPack } from './bitmap-index.js';
+export { type BitmapServedStore, type BitmapServing, bitmapServing } from './bitmap-serving.js';
 export { type Commit, type Person, parseCommit, parseCommitLinks, serializeCommit } from './commit.js';
 export { applyDelta, createDelta } from './delta.js';
 export { isPackError, PackError } from './errors.js';

@@ -7,6 +7,7 @@
 import * as nodeFs from 'node:fs';
 import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bitmapServing } from './bitmap-serving.js';
 import { bitmapWalk } from './bitmap-walk.js';
 import { FsObjectStore } from './fs-store.js';
 import { rangeReuse } from './pack-range-reuse.js';
@@ -57,8 +58,8 @@ describe('rangeReuse', () => {
   const rev = (name: string) => sandbox.git(['rev-parse', name], { cwd: repo });
 
   it('copies the whole pack body in bounded chunks, at any chunk size', async () => {
-    const store = new FsObjectStore(nodeFs, `${repo}/.git`);
-    const pack = (await store.bitmappedPack())!;
+    const store = new FsObjectStore(nodeFs, `${repo}/.git`, { bitmaps: bitmapServing });
+    const pack = (await store.bitmappedPack?.())!;
     const e = (await bitmapWalk(store, pack, { wants: [await rev('HEAD')] }))!;
     expect(e.count).toBe(pack.count);
     const source = nodeFs.readFileSync(
@@ -90,8 +91,8 @@ describe('rangeReuse', () => {
     ['not thin', { thin: false, ofsDelta: true }],
   ] as const) {
     it(`writes a fetch's entries with gaps that git indexes (${label})`, async () => {
-      const store = new FsObjectStore(nodeFs, `${repo}/.git`);
-      const pack = (await store.bitmappedPack())!;
+      const store = new FsObjectStore(nodeFs, `${repo}/.git`, { bitmaps: bitmapServing });
+      const pack = (await store.bitmappedPack?.())!;
       // an older tip: the newer objects, which git makes the bases, are not sent (gaps, rebuilt deltas)
       for (const [want, have, chunkBytes] of [
         ['HEAD', 'HEAD~15', 64],

@@ -15,14 +15,14 @@
 import { remoteDeltaSearch } from '#delta-worker';
 import { createSha1 } from '#sha1';
 import { deflate } from '#zlib';
-import { bitmapHaves, bitmapObjects, tryBitmapWalk } from './bitmap-walk.js';
+import type { BitmapServedStore } from './bitmap-serving.js';
 import { type DeltaIndex, DeltaWindow } from './delta.js';
 import type { RemoteDeltaJob, RemoteDeltaObject } from './delta-worker.js';
 import { EntryType, encodeEntryHeader, encodeOfsOffset, isWholeEntryType } from './entry-header.js';
 import { PackError, throwIfAborted } from './errors.js';
 import { CODE_TYPES, hexToBytes, type ObjectId, type ObjectType, TYPE_CODES } from './object.js';
 import type { ObjectFilter } from './object-filter.js';
-import { type PackPrefix, rangeReuse } from './pack-range-reuse.js';
+import type { PackPrefix } from './pack-range-reuse.js';
 import type { ObjectStore } from './store.js';
 import type { PackSource, StoredEntries } from './stored-location.js';
 import { type CommitCache, type Enumeration, enumerateObjects, type PackObject } from './walk.js';
@@ -61,7 +61,8 @@ export interface PackEncoding {
   reuse?: boolean;
   /**
    * Enumerate with the store's reachability bitmaps and copy its bitmapped pack by ranges, where
-   * it has one and the request allows (default true; see bitmap-walk.ts, pack-range-reuse.ts).
+   * the store serves by bitmaps (its `bitmaps`, see bitmap-serving.ts), has a bitmapped pack and
+   * the request allows (default true).
    */
   bitmaps?: boolean;
   window?: number;
@@ -240,8 +241,9 @@ async function* packStream(
   options: PackEncoding,
 ): AsyncGenerator<Uint8Array> {
   const filtered = selection.filter !== undefined;
-  if (options.bitmaps !== false) {
-    const b = await tryBitmapWalk(store, {
+  const serving = (store as BitmapServedStore).bitmaps;
+  if (serving && options.bitmaps !== false) {
+    const b = await serving.walk(store, {
       wants: selection.wants,
       haves: selection.haves,
       shallow: selection.shallow,
@@ -251,11 +253,11 @@ async function* packStream(
       cache: selection.cache,
     });
     if (b) {
-      const haves = bitmapHaves(b);
+      const haves = serving.haves(b);
       if (options.reuse !== false && options.deltas !== false) {
         // the bitmapped pack's objects by ranges, then the others
         const e = { objects: b.extra, edges: [], uninteresting: haves };
-        const prefix = rangeReuse(store, b, { ...options, thin: options.thin === true && !filtered });
+        const prefix = serving.rangeReuse(store, b, { ...options, thin: options.thin === true && !filtered });
         // every object of the bitmapped pack and nothing else: the pack goes out as it is
         const whole = b.extra.length === 0 && b.count === b.pack.count && options.ofsDelta !== false;
         if (whole && options.onStoredPack) {
@@ -264,7 +266,7 @@ async function* packStream(
         yield* writeStream(store, e, b.extra, filtered, options, prefix);
         return;
       }
-      const objects = bitmapObjects(b);
+      const objects = serving.objects(b);
       yield* writeStream(store, { objects, edges: [], uninteresting: haves }, objects, filtered, options);
       return;
     }
