@@ -433,92 +433,72 @@ describe(`scale (${preset})`, () => {
     return new DataView(bytes.buffer, bytes.byteOffset + 8, 4).getUint32(0);
   };
 
+  /**
+   * `gitport pack-objects --all` next to `git pack-objects --revs --all` on `gitDir` (git with
+   * `gitConfig`), both checked to hold every object: wall, CPU, memory and pack bytes.
+   */
+  async function packAll(gitDir: string, gitConfig: string[], row: string, peer: string, what: string) {
+    await setup();
+    const counted = async (argv: string[]) => {
+      const cost = await runCommand(argv, { keepStdout: true });
+      const count = packObjectCount(cost.stdout);
+      if (count !== objects) throw new Error(`${argv.join(' ')}: ${count} of ${objects} objects`);
+      cost.stdout = new Uint8Array(0);
+      return cost;
+    };
+    const r = await alternate(
+      RUNS,
+      () =>
+        counted([process.execPath, ...nodeArgs, gitportBin, 'pack-objects', '--git-dir', gitDir, '--all', '--stdout']),
+      () =>
+        counted([
+          'git',
+          ...gitConfig,
+          '--git-dir',
+          gitDir,
+          'pack-objects',
+          '--revs',
+          '--all',
+          '--stdout',
+          '-q',
+          '--delta-base-offset',
+        ]),
+    );
+    recordCommand(row, peer, what, r);
+    record({
+      id: `scale.${row}.size`,
+      value: med(r.ours, (c) => c.stdoutBytes) / MB,
+      unit: 'MB',
+      peer,
+      peerValue: med(r.git, (c) => c.stdoutBytes) / MB,
+      better: 'lower',
+      note: `pack bytes; ${what}; ${shape}`,
+    });
+  }
+
   bench(
     'pack-objects reusing deltas',
-    async () => {
-      await setup();
-      const counted = async (argv: string[]) => {
-        const cost = await runCommand(argv, { keepStdout: true });
-        const count = packObjectCount(cost.stdout);
-        if (count !== objects) throw new Error(`${argv.join(' ')}: ${count} of ${objects} objects`);
-        cost.stdout = new Uint8Array(0);
-        return cost;
-      };
-      const r = await alternate(
-        RUNS,
-        () =>
-          counted([process.execPath, ...nodeArgs, gitportBin, 'pack-objects', '--git-dir', repo, '--all', '--stdout']),
-        () =>
-          counted([
-            'git',
-            '--git-dir',
-            repo,
-            'pack-objects',
-            '--revs',
-            '--all',
-            '--stdout',
-            '-q',
-            '--delta-base-offset',
-          ]),
-      );
-      const what = 'every ref, reusing stored deltas (a clone)';
-      recordCommand('pack-objects.reuse', 'git pack-objects --revs --all', what, r);
-      record({
-        id: 'scale.pack-objects.reuse.size',
-        value: med(r.ours, (c) => c.stdoutBytes) / MB,
-        unit: 'MB',
-        peer: 'git pack-objects --revs --all',
-        peerValue: med(r.git, (c) => c.stdoutBytes) / MB,
-        better: 'lower',
-        note: `pack bytes; ${what}; ${shape}`,
-      });
-    },
+    () =>
+      packAll(
+        repo,
+        [],
+        'pack-objects.reuse',
+        'git pack-objects --revs --all',
+        'every ref, reusing stored deltas (a clone)',
+      ),
     once,
   );
 
   bench(
     'pack-objects reusing deltas, no bitmap',
-    async () => {
-      await setup();
-      const counted = async (argv: string[]) => {
-        const cost = await runCommand(argv, { keepStdout: true });
-        const count = packObjectCount(cost.stdout);
-        if (count !== objects) throw new Error(`${argv.join(' ')}: ${count} of ${objects} objects`);
-        cost.stdout = new Uint8Array(0);
-        return cost;
-      };
-      const r = await alternate(
-        RUNS,
-        () =>
-          counted([process.execPath, ...nodeArgs, gitportBin, 'pack-objects', '--git-dir', plain, '--all', '--stdout']),
-        () =>
-          counted([
-            'git',
-            '-c',
-            'pack.useBitmaps=false',
-            '--git-dir',
-            plain,
-            'pack-objects',
-            '--revs',
-            '--all',
-            '--stdout',
-            '-q',
-            '--delta-base-offset',
-          ]),
-      );
-      const what = 'every ref, reusing stored deltas, on a copy of the repository without its .bitmap';
-      const peer = 'git -c pack.useBitmaps=false pack-objects --revs --all';
-      recordCommand('pack-objects.reuse-nobitmap', peer, what, r);
-      record({
-        id: 'scale.pack-objects.reuse-nobitmap.size',
-        value: med(r.ours, (c) => c.stdoutBytes) / MB,
-        unit: 'MB',
-        peer,
-        peerValue: med(r.git, (c) => c.stdoutBytes) / MB,
-        better: 'lower',
-        note: `pack bytes; ${what}; ${shape}`,
-      });
-    },
+    () =>
+      packAll(
+        plain,
+        ['-c', 'pack.useBitmaps=false'],
+        'pack-objects.reuse-nobitmap',
+        'git -c pack.useBitmaps=false pack-objects --revs --all',
+        'every ref, reusing stored deltas, on a copy of the repository without its .bitmap',
+      ),
     once,
   );
 

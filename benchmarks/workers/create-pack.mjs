@@ -8,16 +8,10 @@
  */
 import * as fs from 'node:fs';
 import { bitmapServing, createPack, FsObjectStore } from '@gitport/pack';
+import { readRevs } from './revs-from-stdin.mjs';
 
 const [gitDir, reuse] = process.argv.slice(2);
-const chunks = [];
-for await (const c of process.stdin) chunks.push(c);
-const wants = [];
-const haves = [];
-for (const line of Buffer.concat(chunks).toString('utf8').split('\n')) {
-  if (line.startsWith('^')) haves.push(line.slice(1));
-  else if (line) wants.push(line);
-}
+const { wants, haves } = await readRevs();
 const store = new FsObjectStore(fs, gitDir, { bitmaps: bitmapServing });
 try {
   for await (const chunk of createPack(store, { wants, haves }, { reuse: reuse === '1' })) {
