@@ -25,7 +25,7 @@ import type { ObjectFilter } from './object-filter.js';
 import type { ObjectStore } from './store.js';
 import { parseTag } from './tag.js';
 import { forEachTreeEntryRaw } from './tree.js';
-import { type CommitCache, CommitQueue, type PackObject } from './walk.js';
+import { CommitQueue, type EnumerateOptions, type PackObject } from './walk.js';
 
 /** What the bitmap walk selected. */
 export interface BitmapEnumeration {
@@ -40,15 +40,8 @@ export interface BitmapEnumeration {
   count: number;
 }
 
-export interface BitmapWalkOptions {
-  wants: readonly ObjectId[];
-  haves?: readonly ObjectId[];
-  shallow?: readonly ObjectId[];
-  tags?: readonly ObjectId[];
-  filter?: ObjectFilter;
-  signal?: AbortSignal;
-  cache?: CommitCache;
-}
+/** What the object walk takes, less its thin-pack edges (the bitmaps give what the receiver has). */
+export type BitmapWalkOptions = Omit<EnumerateOptions, 'edges' | 'edgeCommits'>;
 
 /** The types a filter keeps, when it is one the bitmaps answer exactly; null when they do not. */
 function keptTypes(filter: ObjectFilter | undefined): Set<ObjectType> | null {

@@ -242,16 +242,17 @@ async function* packStream(
 ): AsyncGenerator<Uint8Array> {
   const filtered = selection.filter !== undefined;
   const serving = (store as BitmapServedStore).bitmaps;
+  const walk = {
+    wants: selection.wants,
+    haves: selection.haves,
+    shallow: selection.shallow,
+    tags: selection.includeTags ? selection.tags : undefined,
+    filter: selection.filter,
+    signal: options.signal,
+    cache: selection.cache,
+  };
   if (serving && options.bitmaps !== false) {
-    const b = await serving.walk(store, {
-      wants: selection.wants,
-      haves: selection.haves,
-      shallow: selection.shallow,
-      tags: selection.includeTags ? selection.tags : undefined,
-      filter: selection.filter,
-      signal: options.signal,
-      cache: selection.cache,
-    });
+    const b = await serving.walk(store, walk);
     if (b) {
       const haves = serving.haves(b);
       if (options.reuse !== false && options.deltas !== false) {
@@ -272,16 +273,10 @@ async function* packStream(
     }
   }
   const e = await enumerateObjects(store, {
-    wants: selection.wants,
-    haves: selection.haves,
-    shallow: selection.shallow,
-    tags: selection.includeTags ? selection.tags : undefined,
+    ...walk,
     // under a filter the client lacks what the filter left out, even below boundary commits
     edges: options.thin === true && options.deltas !== false && !filtered,
     edgeCommits: options.window ?? 10,
-    filter: selection.filter,
-    signal: options.signal,
-    cache: selection.cache,
   });
   // git's pack reuse: the objects are exactly a stored pack's, which goes out as it is
   if (store.findPack && options.reuse !== false && options.deltas !== false) {
