@@ -14,6 +14,7 @@ import type { IncomingRequest } from './incoming-request.js';
 import type { Link, LinkOwner } from './link.js';
 import { originMatcher } from './origin.js';
 import { PendingTable } from './pending-table.js';
+import { messageSize } from './size.js';
 import type { Envelope } from './wire.js';
 
 /** Peer ids are 1 to MAX_ID_LENGTH characters. */
@@ -118,6 +119,25 @@ export abstract class BusState implements LinkOwner {
   abstract undeliverable(link: Link, envelope: Envelope, cause: unknown): void;
   /** Runs the deferred work of this task once its microtasks are done (bus.ts). */
   abstract queueTick(): void;
+
+  /** Posts what every scheduled link holds. */
+  flush(): void {
+    const links = this.toFlush;
+    while (links.length > 0) links.pop()!.post();
+  }
+
+  /** The message's size (see messageSize); throws BUS_MESSAGE_TOO_LARGE above maxMessageSize. */
+  checkSize(name: string, payload: unknown): number {
+    const size = messageSize(payload, this.maxMessageSize) + name.length;
+    if (size > this.maxMessageSize) {
+      throw new BusError(
+        'BUS_MESSAGE_TOO_LARGE',
+        `message "${name}" is larger than maxMessageSize (${this.maxMessageSize})`,
+        { data: { size, limit: this.maxMessageSize } },
+      );
+    }
+    return size;
+  }
 
   /** Whether a message may be taken from its origin (see `allowedOrigins`). */
   checkOrigin(event: BusMessageEvent): boolean {

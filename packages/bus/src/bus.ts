@@ -32,7 +32,7 @@ import type { ChannelEndpoint, Endpoint } from './endpoint.js';
 import { BusError } from './errors.js';
 import { connect } from './handshake.js';
 import { handle } from './incoming.js';
-import { checkSize, enqueue, envelopeTo, flushScheduled, type Link } from './link.js';
+import type { Link } from './link.js';
 import { disconnect, forget, lose, sendBye } from './peers.js';
 import { route } from './routing.js';
 import { clearIdleTimer, request, settle, undeliverable } from './rpc.js';
@@ -86,17 +86,17 @@ class BusImpl extends BusState implements Bus {
   send(peer: string, event: string, payload: unknown, options?: { transfer?: Transferable[] }): void {
     if (typeof event !== 'string') throw new BusError('BUS_INVALID_ARGUMENT', 'an event name must be a string');
     const link = route(this, peer);
-    const size = checkSize(this, event, payload);
-    enqueue(this, link, envelopeTo(this, link, peer, Kind.event, event, undefined, payload), options?.transfer, size);
+    const size = this.checkSize(event, payload);
+    link.enqueue(link.envelope(peer, Kind.event, event, undefined, payload), options?.transfer, size);
   }
 
   signal(event: string, payload: unknown): void {
     if (typeof event !== 'string') throw new BusError('BUS_INVALID_ARGUMENT', 'an event name must be a string');
     if (this.closed) throw new BusError('BUS_CLOSED', 'the bus is closed');
     if (this.routes.size === 0) return;
-    const size = checkSize(this, event, payload);
+    const size = this.checkSize(event, payload);
     for (const [peer, link] of this.routes) {
-      enqueue(this, link, envelopeTo(this, link, peer, Kind.event, event, undefined, payload), undefined, size);
+      link.enqueue(link.envelope(peer, Kind.event, event, undefined, payload), undefined, size);
     }
   }
 
@@ -123,10 +123,6 @@ class BusImpl extends BusState implements Bus {
     return channelEndpoint(this, peer, channel);
   }
 
-  flush(): void {
-    flushScheduled(this);
-  }
-
   close(): void {
     if (this.closed) return;
     this.closed = true;
@@ -134,7 +130,7 @@ class BusImpl extends BusState implements Bus {
     for (const handshake of [...this.handshakes]) handshake.fail(error);
     for (const link of [...this.links.values()]) {
       try {
-        sendBye(this, link);
+        sendBye(link);
       } catch {
         // a peer that cannot hear the bye finds out by its port closing or its heartbeats
       }
@@ -177,10 +173,11 @@ class BusImpl extends BusState implements Bus {
   /** The deferred work of a task: flush what was queued, and clear the request timer if idle. */
   private readonly tick = (): void => {
     this.tickQueued = false;
-    flushScheduled(this);
+    this.flush();
     if (this.idleCheck) {
       this.idleCheck = false;
-      clearIdleTimer(this);
+      // (usually a next request is pending by now, and the timer stays)
+      if (this.pending.size === 0) clearIdleTimer(this);
     }
   };
 }

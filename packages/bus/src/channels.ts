@@ -6,7 +6,6 @@
 import type { BusState } from './bus-state.js';
 import type { AnyMessageListener, BusMessageEvent, ChannelEndpoint, MessageListener } from './endpoint.js';
 import { BusError } from './errors.js';
-import { checkSize, enqueue, envelopeTo } from './link.js';
 import { route } from './routing.js';
 import { messageSize } from './size.js';
 import { type Envelope, Kind, Slot } from './wire.js';
@@ -24,8 +23,8 @@ export function channelEndpoint(bus: BusState, peer: string, channel: string): C
   return {
     postMessage: (message, transfer) => {
       const link = route(bus, peer);
-      const size = checkSize(bus, channel, message);
-      enqueue(bus, link, envelopeTo(bus, link, peer, Kind.channel, channel, undefined, message), transfer, size);
+      const size = bus.checkSize(channel, message);
+      link.enqueue(link.envelope(peer, Kind.channel, channel, undefined, message), transfer, size);
     },
     addEventListener: (type, listener) => {
       if (type !== 'message') return;

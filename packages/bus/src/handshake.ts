@@ -34,6 +34,9 @@ export function connect(
     let retry: ReturnType<typeof setTimeout> | undefined;
     let delay = 20;
     const hello = { [TAG]: 'hello', id: bus.id, v: PROTOCOL_VERSION, hub: bus.isHub };
+    // Every message of the link goes to receive: kept in a local, so a message reaches it without a
+    // module binding (a getter call each under a module loader such as vitest's).
+    const deliver = receive;
     const cleanup = (): void => {
       settled = true;
       bus.handshakes.delete(handshake);
@@ -61,7 +64,7 @@ export function connect(
     };
     const listener: MessageListener = (event) => {
       if (link !== undefined) {
-        receive(bus, link, event);
+        deliver(bus, link, event);
         return;
       }
       if (settled || (bus.originAllowed !== undefined && !bus.checkOrigin(event))) return;
@@ -112,7 +115,7 @@ export function connect(
       }
       if (kind !== 'ack') return; // connected once they have accepted us too
       cleanup();
-      link = new Link(id, endpoint, frame.hub === true, listener);
+      link = new Link(bus, id, endpoint, frame.hub === true, listener);
       resolve(establish(bus, link));
     };
     const deadline = setTimeout(

@@ -7,7 +7,7 @@ import type { BusState } from './bus-state.js';
 import type { Handler } from './bus-types.js';
 import { BusError, errorToWire, type WireError } from './errors.js';
 import { IncomingRequest } from './incoming-request.js';
-import { checkSize, enqueue, envelopeTo, type Link } from './link.js';
+import type { Link } from './link.js';
 import { type RequestId, validId } from './request-id.js';
 import { messageSize } from './size.js';
 import { Transferring } from './transferring.js';
@@ -88,12 +88,12 @@ function respond(bus: BusState, to: string, id: RequestId, result: unknown, link
   }
   let size: number;
   try {
-    size = checkSize(bus, '', value);
+    size = bus.checkSize('', value);
   } catch (error) {
     respondError(bus, link, to, id, error);
     return;
   }
-  enqueue(bus, link, envelopeTo(bus, link, to, Kind.response, undefined, id, value), transfer, size);
+  link.enqueue(link.envelope(to, Kind.response, undefined, id, value), transfer, size);
 }
 
 function respondError(bus: BusState, link: Link, to: string, id: RequestId, error: unknown): void {
@@ -108,7 +108,7 @@ function respondError(bus: BusState, link: Link, to: string, id: RequestId, erro
       code: 'BUS_REMOTE_ERROR',
     };
   }
-  enqueue(bus, link, envelopeTo(bus, link, to, Kind.errorResponse, undefined, id, wire));
+  link.enqueue(link.envelope(to, Kind.errorResponse, undefined, id, wire));
 }
 
 /** A cancel from the requester: abort its handler call. */

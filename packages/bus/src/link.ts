@@ -2,15 +2,35 @@
  * Links: one per directly connected peer, with the batching of what is sent on it. Everything
  * queued on a link in one microtask goes out in one postMessage (a lone envelope as it is, several
  * as an array of them); a batch is posted at once when it reaches BATCH_BYTES or BATCH_MESSAGES.
+ *
+ * What every message does on its way out (build its envelope, queue, post) is a method of the
+ * link: the other concept files reach it through the link they hold, so a message crosses no module
+ * binding per step (a module loader that wraps each binding in a getter, as vitest's does, would
+ * otherwise charge every call for each).
  */
 import type { Endpoint, MessageListener } from './endpoint.js';
 import { BusError } from './errors.js';
-import { messageSize } from './size.js';
 import { type Envelope, Slot, TRANSFER } from './wire.js';
 
 /** A batch is posted at once when it reaches this many bytes (messageSize) or messages. */
 const BATCH_BYTES = 256 * 1024;
 const BATCH_MESSAGES = 1024;
+
+/** What the links need of the bus that owns them. */
+export interface LinkOwner {
+  readonly id: string;
+  readonly maxHops: number;
+  /** Links with envelopes waiting: flushed once the frame being received is done, else at the next tick. */
+  readonly toFlush: Link[];
+  /** True while a received frame is dispatched. */
+  readonly receiving: boolean;
+  /** Runs the deferred work of this task (see BusState.flush) once its microtasks are done. */
+  queueTick(): void;
+  /** The link is gone (its endpoint cannot post). */
+  lose(link: Link, reason: BusError): void;
+  /** Structured clone refused `envelope`. */
+  undeliverable(link: Link, envelope: Envelope, cause: unknown): void;
+}
 
 export class Link {
   /** Envelopes waiting for the next flush: `first` alone while there is one (no array for a lone call), else `queue`. */
@@ -28,151 +48,99 @@ export class Link {
   heartbeat: ReturnType<typeof setInterval> | undefined;
   offClose: (() => void) | undefined;
   constructor(
+    readonly owner: LinkOwner,
     readonly peer: string,
     readonly endpoint: Endpoint,
     readonly remoteHub: boolean,
     readonly listener: MessageListener,
   ) {}
-}
 
-/** What the links need of the bus that owns them. */
-export interface LinkOwner {
-  readonly id: string;
-  readonly maxHops: number;
-  readonly maxMessageSize: number;
-  /** Links with envelopes waiting: flushed once the frame being received is done, else at the next tick. */
-  readonly toFlush: Link[];
-  /** True while a received frame is dispatched. */
-  readonly receiving: boolean;
-  /** Runs the deferred work of this task (see flushScheduled) once its microtasks are done. */
-  queueTick(): void;
-  /** The link is gone (its endpoint cannot post). */
-  lose(link: Link, reason: BusError): void;
-  /** Structured clone refused `envelope`. */
-  undeliverable(link: Link, envelope: Envelope, cause: unknown): void;
-}
-
-/** An envelope to `target` over `link`: source, target and hops only when `link` leads to a hub. */
-export function envelopeTo(
-  bus: LinkOwner,
-  link: Link,
-  target: string,
-  kind: number,
-  name: unknown,
-  id: unknown,
-  payload: unknown,
-): Envelope {
-  return link.peer === target
-    ? [kind, 0, name, id, payload]
-    : [kind, 0, name, id, payload, bus.id, target, bus.maxHops];
-}
-
-/** The message's size (see messageSize); throws BUS_MESSAGE_TOO_LARGE above maxMessageSize. */
-export function checkSize(bus: LinkOwner, name: string, payload: unknown): number {
-  const size = messageSize(payload, bus.maxMessageSize) + name.length;
-  if (size > bus.maxMessageSize) {
-    throw new BusError(
-      'BUS_MESSAGE_TOO_LARGE',
-      `message "${name}" is larger than maxMessageSize (${bus.maxMessageSize})`,
-      {
-        data: { size, limit: bus.maxMessageSize },
-      },
-    );
+  /** An envelope to `target` over this link: source, target and hops only when it leads to a hub. */
+  envelope(target: string, kind: number, name: unknown, id: unknown, payload: unknown): Envelope {
+    return this.peer === target
+      ? [kind, 0, name, id, payload]
+      : [kind, 0, name, id, payload, this.owner.id, target, this.owner.maxHops];
   }
-  return size;
-}
 
-/** Queues an envelope on a link; everything queued in one microtask goes out in one postMessage. */
-export function enqueue(bus: LinkOwner, link: Link, envelope: Envelope, transfer?: Transferable[], size = 0): void {
-  if (link.dead) return;
-  envelope[Slot.sequence] = ++link.seqOut;
-  const queued = link.queued++;
-  if (queued === 0) link.first = envelope;
-  else if (queued === 1) link.queue = [link.first!, envelope];
-  else link.queue!.push(envelope);
-  if (transfer !== undefined && transfer.length > 0) {
-    envelope[TRANSFER] = transfer;
-    if (link.transfers === null) link.transfers = transfer.slice();
-    else for (const t of transfer) link.transfers.push(t);
+  /** Queues an envelope; everything queued in one microtask goes out in one postMessage. */
+  enqueue(envelope: Envelope, transfer?: Transferable[], size = 0): void {
+    if (this.dead) return;
+    envelope[Slot.sequence] = ++this.seqOut;
+    const queued = this.queued++;
+    if (queued === 0) this.first = envelope;
+    else if (queued === 1) this.queue = [this.first!, envelope];
+    else this.queue!.push(envelope);
+    if (transfer !== undefined && transfer.length > 0) {
+      envelope[TRANSFER] = transfer;
+      if (this.transfers === null) this.transfers = transfer.slice();
+      else for (const t of transfer) this.transfers.push(t);
+    }
+    this.queuedBytes += size;
+    if (this.queuedBytes >= BATCH_BYTES || this.queued >= BATCH_MESSAGES) {
+      // Big batches cost more to clone than they save: post this one now.
+      this.post();
+      return;
+    }
+    if (!this.scheduled) {
+      this.scheduled = true;
+      // While a frame is being received, what it causes goes out once it is done; otherwise
+      // everything queued in this task goes out in one postMessage per link at the next tick.
+      const owner = this.owner;
+      owner.toFlush.push(this);
+      if (!owner.receiving) owner.queueTick();
+    }
   }
-  link.queuedBytes += size;
-  if (link.queuedBytes >= BATCH_BYTES || link.queued >= BATCH_MESSAGES) {
-    // Big batches cost more to clone than they save: post this one now.
-    post(bus, link);
-    return;
-  }
-  if (!link.scheduled) {
-    link.scheduled = true;
-    // While a frame is being received, what it causes goes out once it is done; otherwise
-    // everything queued in this task goes out in one postMessage per link at the next tick.
-    bus.toFlush.push(link);
-    if (!bus.receiving) bus.queueTick();
-  }
-}
 
-/** Posts what `link` holds (one envelope as it is, a batch as an array of them). */
-export function post(bus: LinkOwner, link: Link): void {
-  link.scheduled = false;
-  link.queuedBytes = 0;
-  const queued = link.queued;
-  if (queued === 0 || link.dead) return;
-  // A lone envelope goes as it is (one array less to clone), a batch as an array of envelopes.
-  const frame = queued === 1 ? link.first! : link.queue!;
-  const transfers = link.transfers;
-  link.queued = 0;
-  link.first = undefined;
-  link.queue = null;
-  link.transfers = null;
-  try {
-    postOn(bus, link, frame, transfers);
-  } catch (error) {
-    if (queued === 1) bus.undeliverable(link, frame, error);
-    else {
-      // One bad envelope must not sink the batch: post them one by one.
-      for (const envelope of frame as Envelope[]) {
-        try {
-          if (postOn(bus, link, envelope, envelope[TRANSFER]) !== undefined) return; // the peer is gone
-        } catch (cause) {
-          bus.undeliverable(link, envelope, cause);
+  /** Posts what the link holds (one envelope as it is, a batch as an array of them). */
+  post(): void {
+    this.scheduled = false;
+    this.queuedBytes = 0;
+    const queued = this.queued;
+    if (queued === 0 || this.dead) return;
+    // A lone envelope goes as it is (one array less to clone), a batch as an array of envelopes.
+    const frame = queued === 1 ? this.first! : this.queue!;
+    const transfers = this.transfers;
+    this.clear();
+    try {
+      this.postOn(frame, transfers);
+    } catch (error) {
+      if (queued === 1) this.owner.undeliverable(this, frame, error);
+      else {
+        // One bad envelope must not sink the batch: post them one by one.
+        for (const envelope of frame as Envelope[]) {
+          try {
+            if (this.postOn(envelope, envelope[TRANSFER]) !== undefined) return; // the peer is gone
+          } catch (cause) {
+            this.owner.undeliverable(this, envelope, cause);
+          }
         }
       }
     }
   }
-}
 
-/**
- * Posts `frame` on `link`. An endpoint that cannot post at all (a closed port or channel) means the
- * peer is gone: the link is lost, and the reason returned. A DataCloneError is thrown to the caller,
- * which knows what the frame held.
- */
-export function postOn(
-  bus: LinkOwner,
-  link: Link,
-  frame: unknown,
-  transfers: Transferable[] | null | undefined,
-): BusError | undefined {
-  try {
-    if (transfers == null || transfers.length === 0) link.endpoint.postMessage(frame);
-    else link.endpoint.postMessage(frame, transfers);
-    return undefined;
-  } catch (error) {
-    if ((error as { name?: unknown } | null)?.name === 'DataCloneError') throw error;
-    const lost = new BusError('BUS_PEER_LOST', `cannot post to ${JSON.stringify(link.peer)}`, { cause: error });
-    bus.lose(link, lost);
-    return lost;
+  /**
+   * Posts `frame`. An endpoint that cannot post at all (a closed port or channel) means the peer is
+   * gone: the link is lost, and the reason returned. A DataCloneError is thrown to the caller, which
+   * knows what the frame held.
+   */
+  postOn(frame: unknown, transfers: Transferable[] | null | undefined): BusError | undefined {
+    try {
+      if (transfers == null || transfers.length === 0) this.endpoint.postMessage(frame);
+      else this.endpoint.postMessage(frame, transfers);
+      return undefined;
+    } catch (error) {
+      if ((error as { name?: unknown } | null)?.name === 'DataCloneError') throw error;
+      const lost = new BusError('BUS_PEER_LOST', `cannot post to ${JSON.stringify(this.peer)}`, { cause: error });
+      this.owner.lose(this, lost);
+      return lost;
+    }
   }
-}
 
-/** Posts what every scheduled link holds. */
-export function flushScheduled(bus: LinkOwner): void {
-  const links = bus.toFlush;
-  while (links.length > 0) post(bus, links.pop()!);
-}
-
-/** Forgets what a lost link still holds. */
-export function clearQueue(link: Link): void {
-  link.queued = 0;
-  link.first = undefined;
-  link.queue = null;
-  link.transfers = null;
+  /** Forgets what the link holds. */
+  clear(): void {
+    this.queued = 0;
+    this.first = undefined;
+    this.queue = null;
+    this.transfers = null;
+  }
 }

@@ -6,7 +6,7 @@
 import type { BusState } from './bus-state.js';
 import type { Peer } from './bus-types.js';
 import { BusError } from './errors.js';
-import { clearQueue, enqueue, type Link, post } from './link.js';
+import type { Link } from './link.js';
 import { announceJoined, announceLeft } from './routing.js';
 import { settle } from './rpc.js';
 import { unref } from './timer.js';
@@ -52,20 +52,20 @@ function beat(bus: BusState, link: Link): void {
     return;
   }
   link.alive = false;
-  enqueue(bus, link, [Kind.ping, 0]);
+  link.enqueue([Kind.ping, 0]);
 }
 
 export function disconnect(bus: BusState, peer: string): void {
   const link = bus.links.get(peer);
   if (link === undefined) return;
-  sendBye(bus, link);
+  sendBye(link);
   lose(bus, link, new BusError('BUS_PEER_LOST', `disconnected from ${JSON.stringify(peer)}`));
 }
 
 /** Tells the peer we are leaving, and posts it with whatever the link still holds at once. */
-export function sendBye(bus: BusState, link: Link): void {
-  enqueue(bus, link, [Kind.bye, 0]);
-  post(bus, link);
+export function sendBye(link: Link): void {
+  link.enqueue([Kind.bye, 0]);
+  link.post();
 }
 
 /** A direct link is gone: forget it and every peer reached through it. */
@@ -75,7 +75,7 @@ export function lose(bus: BusState, link: Link, reason: BusError): void {
   link.endpoint.removeEventListener('message', link.listener);
   clearInterval(link.heartbeat);
   link.offClose?.();
-  clearQueue(link);
+  link.clear();
   const id = link.peer;
   if (bus.links.get(id) === link) bus.links.delete(id);
   const gone: string[] = [];
@@ -83,7 +83,7 @@ export function lose(bus: BusState, link: Link, reason: BusError): void {
   for (const peer of gone) forget(bus, peer, reason);
   if (bus.isHub && !bus.closed) {
     for (const other of bus.links.values()) {
-      announceLeft(bus, other, gone);
+      announceLeft(other, gone);
     }
   }
 }

@@ -1,4 +1,5 @@
 /** The requests this bus is waiting on: who was asked, how to settle the caller, and by when. */
+import { randomId } from './request-id.js';
 
 export class Pending {
   /** performance.now() deadline, or Infinity. */
@@ -22,6 +23,8 @@ export class PendingTable {
   private loneId = Number.NaN;
   private lone: Pending | undefined;
   private readonly more = new Map<number, Pending>();
+  /** The id source, kept at hand: called per request, it is reached through the table, not a module binding. */
+  private readonly draw = randomId;
 
   get size(): number {
     return (this.lone === undefined ? 0 : 1) + this.more.size;
@@ -31,14 +34,29 @@ export class PendingTable {
     return id === this.loneId ? this.lone : this.more.get(id);
   }
 
-  /** Adds a request under an id not pending (see request). */
-  add(id: number, pending: Pending): void {
+  /** An id for a new request: random, and not one still pending (as the lone slot assumes). */
+  newId(): number {
+    let id = this.draw();
+    while (this.get(id) !== undefined) id = this.draw();
+    return id;
+  }
+
+  /** Adds a request under an id not pending (see newId). */
+  add(
+    id: number,
+    peer: string,
+    resolve: (value: never) => void,
+    reject: (error: unknown) => void,
+    signal: AbortSignal | undefined,
+  ): Pending {
+    const pending = new Pending(peer, resolve, reject, signal);
     if (this.lone === undefined) {
       this.loneId = id;
       this.lone = pending;
     } else {
       this.more.set(id, pending);
     }
+    return pending;
   }
 
   delete(id: number): void {

@@ -10,7 +10,7 @@ import type { BusMessageEvent } from './endpoint.js';
 import { BusError } from './errors.js';
 import { isHandshake, PROTOCOL_VERSION, TAG } from './handshake-frame.js';
 import { onCancel, onRequest } from './incoming.js';
-import { enqueue, flushScheduled, type Link } from './link.js';
+import type { Link } from './link.js';
 import { lose } from './peers.js';
 import { forward, onAnnounce } from './routing.js';
 import { answer } from './rpc.js';
@@ -33,7 +33,7 @@ export function receive(bus: BusState, link: Link, event: BusMessageEvent): void
     } finally {
       bus.receiving = false;
       // (a flush may post to an endpoint that delivers at once, whose receive drains this list too)
-      flushScheduled(bus);
+      bus.flush();
     }
   } else if (isHandshake(data) && data[TAG] === 'refuse' && data.id === link.peer) {
     lose(bus, link, new BusError('BUS_HANDSHAKE', `the peer dropped the connection: ${String(data.message)}`));
@@ -125,7 +125,7 @@ function dispatch(bus: BusState, link: Link, envelope: Envelope): void {
         onAnnounce(bus, link, envelope);
       return;
     case Kind.ping:
-      enqueue(bus, link, [Kind.pong, 0]);
+      link.enqueue([Kind.pong, 0]);
       return;
     case Kind.bye:
       if (from === link.peer) {

@@ -5,7 +5,7 @@
  */
 import type { BusState } from './bus-state.js';
 import { BusError, errorToWire } from './errors.js';
-import { enqueue, type Link } from './link.js';
+import type { Link } from './link.js';
 import { messageSize } from './size.js';
 import { type Envelope, Kind, Slot } from './wire.js';
 
@@ -37,13 +37,13 @@ export function forward(bus: BusState, from: Link, envelope: Envelope, source: s
     // Only the wire slots go on (never more than a sender could put there), source filled in.
     const payload = envelope[Slot.payload];
     const next: Envelope = [kind, 0, envelope[Slot.name], envelope[Slot.id], payload, source, to, (hops as number) - 1];
-    enqueue(bus, target!, next, collectTransferables(payload));
+    target!.enqueue(next, collectTransferables(payload));
     return;
   }
   if (kind === Kind.request && typeof envelope[Slot.id] === 'string') {
     // Answer in the target's name: the requester reached it through us, so it trusts our word.
     const answer = errorToWire(refusal);
-    enqueue(bus, from, [Kind.errorResponse, 0, undefined, envelope[Slot.id], answer, to, source, bus.maxHops]);
+    from.enqueue([Kind.errorResponse, 0, undefined, envelope[Slot.id], answer, to, source, bus.maxHops]);
   } else {
     bus.drops.report(refusal);
   }
@@ -55,12 +55,12 @@ export function forward(bus: BusState, from: Link, envelope: Envelope, source: s
  */
 export function announceJoined(bus: BusState, link: Link, ids: string[]): void {
   const distances = ids.map((id) => bus.distance.get(id) ?? 1);
-  enqueue(bus, link, [Kind.peersJoined, 0, distances, undefined, ids]);
+  link.enqueue([Kind.peersJoined, 0, distances, undefined, ids]);
 }
 
 /** Tells `link` that we no longer reach `ids`. */
-export function announceLeft(bus: BusState, link: Link, ids: string[]): void {
-  enqueue(bus, link, [Kind.peersLeft, 0, undefined, undefined, ids]);
+export function announceLeft(link: Link, ids: string[]): void {
+  link.enqueue([Kind.peersLeft, 0, undefined, undefined, ids]);
 }
 
 /**
@@ -123,7 +123,7 @@ export function onAnnounce(bus: BusState, link: Link, envelope: Envelope): void 
   for (const other of bus.links.values()) {
     if (other === link) continue;
     if (joined && changed.length > 0) announceJoined(bus, other, changed);
-    if (left.length > 0) announceLeft(bus, other, left);
+    if (left.length > 0) announceLeft(other, left);
   }
 }
 

@@ -5,9 +5,9 @@
  */
 import type { BusState } from './bus-state.js';
 import { BusError, errorFromWire, errorToWire } from './errors.js';
-import { checkSize, enqueue, envelopeTo, type Link, postOn } from './link.js';
-import { Pending } from './pending-table.js';
-import { type RequestId, randomId } from './request-id.js';
+import type { Link } from './link.js';
+import type { Pending } from './pending-table.js';
+import type { RequestId } from './request-id.js';
 import { route } from './routing.js';
 import { messageSize } from './size.js';
 import { unref } from './timer.js';
@@ -39,22 +39,23 @@ export function request<T = unknown>(
   let size: number;
   try {
     if (typeof name !== 'string') throw new BusError('BUS_INVALID_ARGUMENT', 'a handler name must be a string');
-    link = route(bus, peer);
+    // The route map read here (per request, a call to route would cross a module binding); route
+    // itself only when there is none, to throw the right error.
+    link = (bus.closed ? undefined : bus.routes.get(peer)) ?? route(bus, peer);
     if (bus.pending.size >= bus.maxPending) {
       throw new BusError('BUS_TOO_MANY_PENDING', `maxPendingRequests (${bus.maxPending}) reached`);
     }
     if (options?.signal?.aborted) {
       throw new BusError('BUS_ABORTED', 'request aborted', { cause: options.signal.reason });
     }
-    size = checkSize(bus, name, payload);
+    size = bus.checkSize(name, payload);
   } catch (error) {
     return Promise.reject(error);
   }
-  let id = randomId();
-  while (bus.pending.get(id) !== undefined) id = randomId();
+  const id = bus.pending.newId();
   const signal = options?.signal;
   const timeout = options?.timeout ?? bus.requestTimeout;
-  const envelope = envelopeTo(bus, link, peer, Kind.request, name, id, payload);
+  const envelope = link.envelope(peer, Kind.request, name, id, payload);
   // The only request in flight, made outside a received frame with nothing else queued on its link
   // (one call at a time), is posted at once, before its bookkeeping, so the round trip starts
   // first and the rest overlaps it. Requests made while others are pending go out together, one
@@ -66,7 +67,7 @@ export function request<T = unknown>(
     bus.postingId = id;
     bus.postingPeer = peer;
     try {
-      const lost = postOn(bus, link, envelope, options?.transfer);
+      const lost = link.postOn(envelope, options?.transfer);
       if (lost !== undefined) return Promise.reject(lost);
     } catch (error) {
       return Promise.reject(cannotClone(Kind.request, link.peer, error));
@@ -78,15 +79,14 @@ export function request<T = unknown>(
   }
   // The shared executor hands out the resolving functions: no closure made per request.
   const promise = new Promise<T>(capture);
-  const pending = new Pending(peer, captured.resolve!, captured.reject!, signal);
+  const pending = bus.pending.add(id, peer, captured.resolve!, captured.reject!, signal);
   captured.resolve = captured.reject = undefined;
   if (timeout > 0 && timeout !== Number.POSITIVE_INFINITY) {
     pending.deadline = performance.now() + timeout;
     pending.name = name;
   }
   if (signal !== undefined) watch(bus, id, pending, signal);
-  bus.pending.add(id, pending);
-  if (!lone) enqueue(bus, link, envelope, options?.transfer, size);
+  if (!lone) link.enqueue(envelope, options?.transfer, size);
   else if (early !== undefined) {
     answer(bus, id, pending, early);
     return promise;
@@ -149,7 +149,7 @@ function expire(bus: BusState): void {
 
 function cancelRemote(bus: BusState, peer: string, id: number): void {
   const link = bus.routes.get(peer);
-  if (link !== undefined) enqueue(bus, link, envelopeTo(bus, link, peer, Kind.cancel, undefined, id, undefined));
+  if (link !== undefined) link.enqueue(link.envelope(peer, Kind.cancel, undefined, id, undefined));
 }
 
 export function settle(bus: BusState, id: number, pending: Pending, ok: boolean, value: unknown): void {
@@ -185,7 +185,7 @@ export function undeliverable(bus: BusState, link: Link, envelope: Envelope, cau
     if (pending !== undefined) settle(bus, id as number, pending, false, error);
   } else if (kind === Kind.response) {
     const to = (envelope[Slot.target] as string | undefined) ?? link.peer;
-    enqueue(bus, link, envelopeTo(bus, link, to, Kind.errorResponse, undefined, id, errorToWire(error)));
+    link.enqueue(link.envelope(to, Kind.errorResponse, undefined, id, errorToWire(error)));
   } else {
     bus.reportError(error);
   }
