@@ -24,6 +24,22 @@ async function lightning(): Promise<{ fs: FsLike; dir: string }> {
   return { fs, dir: '/repo.git' };
 }
 
+describe('OpfsFs mkdir', () => {
+  it('recursive: makes missing parents, finds an existing directory, refuses a file (EEXIST, ENOTDIR)', async () => {
+    const { fs, dir } = await opfs();
+    await fs.promises.mkdir(`${dir}/a/b/c`, { recursive: true });
+    await fs.promises.mkdir(`${dir}/a/b/c`, { recursive: true });
+    await fs.promises.mkdir(`${dir}/a/b`, { recursive: true });
+    expect(await fs.promises.readdir(`${dir}/a/b`)).toEqual(['c']);
+    await fs.promises.writeFile(`${dir}/a/f`, 'x');
+    await expect(fs.promises.mkdir(`${dir}/a/f`, { recursive: true })).rejects.toMatchObject({ code: 'EEXIST' });
+    await expect(fs.promises.mkdir(`${dir}/a/f/g`, { recursive: true })).rejects.toMatchObject({ code: 'ENOTDIR' });
+    // without recursive, as before: an existing directory is EEXIST, a missing parent ENOENT
+    await expect(fs.promises.mkdir(`${dir}/a/b`)).rejects.toMatchObject({ code: 'EEXIST' });
+    await expect(fs.promises.mkdir(`${dir}/x/y`)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+});
+
 const backends: [string, () => Promise<{ fs: FsLike; dir: string }>][] = [
   ['OPFS', opfs],
   ['lightning-fs', lightning],
@@ -49,6 +65,18 @@ for (const [name, make] of backends) {
       expect(await g.readText(`${dir}/a/d.txt`)).toBe('hello');
       await g.removeTree(`${dir}/a`);
       expect(await g.exists(`${dir}/a`)).toBe(false);
+    });
+
+    it('mkdirIn makes a directory or finds it; a file in its place is left alone', async () => {
+      const { fs, dir } = await make();
+      const g = new GitFs(fs);
+      await g.mkdirIn(`${dir}/made`);
+      await g.mkdirIn(`${dir}/made`);
+      await g.write(`${dir}/made/file`, 'x');
+      expect(await g.list(`${dir}/made`)).toEqual(['file']);
+      await g.mkdirIn(`${dir}/made/file`);
+      expect(await g.readText(`${dir}/made/file`)).toBe('x');
+      expect((await g.stat(`${dir}/made`))?.isDirectory()).toBe(true);
     });
 
     it('creates a file exclusively: of many concurrent creators exactly one wins', async () => {

@@ -206,6 +206,19 @@ export class GitFs {
     }
   }
 
+  /**
+   * Creates `dir` (an existing one is fine) through the file system's recursive mkdir, which an
+   * fs that asks before it creates (OPFS) does in one call. A missing parent is made by Node's
+   * fs and OPFS; others fail with ENOENT (`mkdirp` then).
+   */
+  async mkdirIn(dir: string): Promise<void> {
+    try {
+      await this.raw.mkdir(dir, { recursive: true });
+    } catch (error) {
+      if (errorCode(error) !== 'EEXIST') throw error;
+    }
+  }
+
   /** Creates one directory whose parent exists (an existing one is fine). */
   async mkdir(dir: string): Promise<void> {
     try {

@@ -186,10 +186,35 @@ export class OpfsFs implements FsLike {
         }
         return entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
       },
-      async mkdir(path: string) {
+      async mkdir(path: string, options?: { recursive?: boolean }) {
         const parts = split(path);
         const name = parts.pop();
-        if (!name) throw new OpfsError('EEXIST', 'mkdir', path);
+        if (!name) {
+          if (options?.recursive) return;
+          throw new OpfsError('EEXIST', 'mkdir', path);
+        }
+        if (options?.recursive) {
+          // as Node's: an existing directory is fine, so one call makes it or finds it; a
+          // missing parent is made first
+          const create = () =>
+            self
+              .#within(parts, 'mkdir', path, (dir) => dir.getDirectoryHandle(name, { create: true }))
+              .catch((error: unknown) => {
+                // the walk's own errors come translated; the entry itself a file: it exists
+                if (errorName(error) === 'TypeMismatchError') throw new OpfsError('EEXIST', 'mkdir', path);
+                throw translate(error, 'mkdir', path);
+              });
+          let made: FileSystemDirectoryHandle;
+          try {
+            made = await create();
+          } catch (error) {
+            if ((error as { code?: string }).code !== 'ENOENT' || parts.length === 0) throw error;
+            await self.promises.mkdir(parts.join('/'), { recursive: true });
+            made = await create();
+          }
+          self.#keep([...parts, name].join('/'), made);
+          return;
+        }
         const made = await self
           .#within(parts, 'mkdir', path, async (dir) => {
             try {

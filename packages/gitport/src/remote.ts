@@ -56,7 +56,7 @@ import { encodeGitRequest, GIT_STREAM, type GitService } from './host.js';
 import { type HttpRemoteOptions, smartHttpClient } from './http-remote.js';
 import { checkFilter, markPromisorPack, planFetchFilter, registerPromisor } from './partial-clone.js';
 import { PromisorObjectStore } from './promisor.js';
-import { type GitRepository, type InitOptions, initRepository } from './repository.js';
+import { createRepository, type GitRepository, type InitOptions } from './repository.js';
 
 export interface ProgressEvent {
   /**
@@ -433,8 +433,10 @@ function operations(remoteUrl: string, session: SessionRunner, partial?: Partial
     const filter = rest.filter === undefined ? undefined : partial ? partial.check(rest.filter) : refuseFilter();
     // the repository is created once the fetch request is on its way, while the host prepares the pack
     let creating: Promise<GitRepository> | undefined;
+    const origin = url ?? remoteUrl;
     const create = () => {
-      creating = initRepository(fs, dir, { bare, ...(objects ? { objects } : {}) });
+      // a bare clone's config is whole from the start: its one `remote.origin.url`
+      creating = createRepository(fs, dir, { bare, ...(objects ? { objects } : {}) }, bare ? originLines(origin) : []);
       creating.catch(() => {});
       return creating;
     };
@@ -453,7 +455,7 @@ function operations(remoteUrl: string, session: SessionRunner, partial?: Partial
       repository = await creating!;
       // a new repository has no shallow file to remove
       if (result.shallow.length > 0) await writeShallow(repository, result.shallow);
-      await setUpOrigin(repository, url ?? remoteUrl);
+      if (!bare) await setUpOrigin(repository, origin);
       if (partial && filter !== undefined) {
         // as git clone --filter: recorded even when the server ignored the filter
         await partial.register(repository, 'origin', filter);
@@ -591,7 +593,7 @@ async function setUpOrigin(repository: GitRepository, url: string): Promise<void
   const { fs, gitDir, refs } = repository;
   const head = await refs.read('HEAD');
   const branch = head.kind === 'symbolic' ? head.target.replace(/^refs\/heads\//, '') : undefined;
-  const lines = ['[remote "origin"]', `\turl = ${configValue(url)}`];
+  const lines = originLines(url);
   if (!repository.bare) {
     lines.push('\tfetch = +refs/heads/*:refs/remotes/origin/*');
     const headOid = await refs.resolve('HEAD');
@@ -651,6 +653,11 @@ async function updateTracking(local: Repository, url: string, result: PushResult
   } catch {
     // the push itself succeeded; the tracking refs catch up at the next fetch
   }
+}
+
+/** The `[remote "origin"]` section of a clone from `url`, as far as a bare clone has it. */
+function originLines(url: string): string[] {
+  return ['[remote "origin"]', `\turl = ${configValue(url)}`];
 }
 
 /** The remotes of a git config whose `url` is `url` and whose fetch refspec is the default one. */

@@ -15,7 +15,7 @@
 import { FsObjectStore, type ObjectStore } from '@gitport/pack';
 import { isValidRefName } from '@gitport/protocol';
 import { GitportError } from './errors.js';
-import { type FsLike, type FsPromisesLike, GitFs, joinPath } from './fs.js';
+import { errorCode, type FsLike, type FsPromisesLike, GitFs, joinPath } from './fs.js';
 import { FsRefStore } from './fs-ref-store.js';
 import { PromisorObjectStore, type PromisorRemote, type PromisorStoreOptions } from './promisor.js';
 
@@ -100,10 +100,23 @@ function toGitFs(fs: FsLike | FsPromisesLike | GitFs): GitFs {
 }
 
 /** Creates a repository (refusing a directory that already holds one) and opens it. */
-export async function initRepository(
+export function initRepository(
   fsIn: FsLike | FsPromisesLike | GitFs,
   dir: string,
   options: InitOptions = {},
+): Promise<GitRepository> {
+  return createRepository(fsIn, dir, options);
+}
+
+/**
+ * `initRepository`, with `configLines` added to the new config (a clone's `[remote "origin"]`,
+ * written with the rest of the layout rather than read back and rewritten afterwards).
+ */
+export async function createRepository(
+  fsIn: FsLike | FsPromisesLike | GitFs,
+  dir: string,
+  options: InitOptions,
+  configLines: readonly string[] = [],
 ): Promise<GitRepository> {
   const fs = toGitFs(fsIn);
   const bare = options.bare ?? true;
@@ -112,22 +125,29 @@ export async function initRepository(
     throw new GitportError('REF_INVALID_NAME', `invalid default branch ${JSON.stringify(branch)}`);
   }
   const gitDir = bare ? dir.replace(/\/+$/, '') : joinPath(dir, '.git');
-  if (await fs.exists(joinPath(gitDir, 'HEAD'))) {
-    throw new GitportError('REPO_EXISTS', `a repository already exists at ${gitDir}`);
-  }
-  // each level at once: the directories, then what goes in them
-  await fs.mkdirp(gitDir);
-  await Promise.all(['objects', 'refs', 'info'].map((sub) => fs.mkdir(joinPath(gitDir, sub))));
+  // each level at once: the directory (made, or found when a repository is there already,
+  // which is then refused), the directories in it, then what goes in them
+  const [exists] = await Promise.all([
+    fs.exists(joinPath(gitDir, 'HEAD')),
+    fs.mkdirIn(gitDir).catch((error: unknown) => {
+      // a file system whose mkdir makes no parents
+      if (errorCode(error) !== 'ENOENT') throw error;
+      return fs.mkdirp(gitDir);
+    }),
+  ]);
+  if (exists) throw new GitportError('REPO_EXISTS', `a repository already exists at ${gitDir}`);
+  await Promise.all(['objects', 'refs', 'info'].map((sub) => fs.mkdirIn(joinPath(gitDir, sub))));
   const config = [
     '[core]',
     '\trepositoryformatversion = 0',
     '\tfilemode = true',
     `\tbare = ${bare}`,
     ...(bare ? [] : ['\tlogallrefupdates = true']),
+    ...configLines,
     '',
   ].join('\n');
   await Promise.all([
-    ...['objects/info', 'objects/pack', 'refs/heads', 'refs/tags'].map((sub) => fs.mkdir(joinPath(gitDir, sub))),
+    ...['objects/info', 'objects/pack', 'refs/heads', 'refs/tags'].map((sub) => fs.mkdirIn(joinPath(gitDir, sub))),
     fs.write(joinPath(gitDir, 'config'), config),
     fs.write(
       joinPath(gitDir, 'description'),

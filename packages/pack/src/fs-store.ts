@@ -390,14 +390,20 @@ export class FsObjectStore implements BitmapServedStore {
   }
 
   async writePack(pack: PackFile): Promise<void> {
-    await this.#packs.ensureScanned();
+    const dir = this.#packs.dir;
+    // the directory is made (or found) while its packs are listed
+    await Promise.all([this.#packs.ensureScanned(), this.#files.mkdir(dir)]);
     const base = `pack-${pack.hash}`;
     if (this.#packs.has(base)) return;
-    const dir = this.#packs.dir;
-    await this.#files.mkdir(dir);
     const idx = writeIdx(pack.entries, pack.hash, { strict: true });
-    await this.#files.atomicWrite(`${dir}/${base}.pack`, pack.chunks, dir);
-    await this.#files.atomicWrite(`${dir}/${base}.idx`, idx, dir);
+    // both written at once, the pack renamed into place before its index (as git does)
+    await this.#files.atomicWriteAll(
+      [
+        { path: `${dir}/${base}.pack`, data: pack.chunks },
+        { path: `${dir}/${base}.idx`, data: idx },
+      ],
+      dir,
+    );
     this.#packs.add(base, new PackIndex(idx), pack.length);
   }
 

@@ -81,6 +81,37 @@ export class StoreFiles {
     }
   }
 
+  /**
+   * `atomicWrite` of several files at once: every temporary file is written concurrently (a
+   * browser file system takes each write as a round trip of its own), then each is renamed into
+   * place in the order given, so a reader that needs the first to use the second (a pack before
+   * its index) never sees the second alone. A failure removes the temporary files not renamed.
+   */
+  async atomicWriteAll(files: readonly { path: string; data: Uint8Array | readonly Uint8Array[] }[], dir: string) {
+    const tmps = files.map(() => this.tmpName(dir, 'obj'));
+    /** The file being written or renamed when a step fails. */
+    let at = 0;
+    let renamed = 0;
+    try {
+      const written = await Promise.allSettled(
+        files.map(async ({ data }, i) => {
+          if (data instanceof Uint8Array || !(await this.#writeChunks(tmps[i]!, data))) {
+            await this.fs.writeFile(tmps[i]!, data instanceof Uint8Array ? data : concatBytes(data));
+          }
+        }),
+      );
+      at = written.findIndex((outcome) => outcome.status === 'rejected');
+      if (at >= 0) throw (written[at] as PromiseRejectedResult).reason;
+      for (; renamed < files.length; renamed++) {
+        at = renamed;
+        await this.fs.rename(tmps[renamed]!, files[renamed]!.path);
+      }
+    } catch (error) {
+      await Promise.all(tmps.slice(renamed).map((tmp) => this.fs.unlink(tmp).catch(() => undefined)));
+      throw new PackError('STORE_IO', `cannot write ${files[at]!.path}`, { cause: error });
+    }
+  }
+
   /** Writes chunks one by one through a file handle when the fs has one; false otherwise. */
   async #writeChunks(path: string, chunks: readonly Uint8Array[]): Promise<boolean> {
     if (!this.fs.open) return false;

@@ -189,6 +189,45 @@ describe.each(stores)('ObjectStore conformance: %s', (_name, make) => {
   });
 });
 
+describe('FsObjectStore.writePack', () => {
+  it('writes the pack and its index at once; one that fails leaves neither, nor a temporary file', async () => {
+    const source = new MemoryObjectStore();
+    const oids = [await source.write('blob', enc.encode('a')), await source.write('blob', enc.encode('b'))];
+    const pack = await collect(packObjects(source, oids));
+    const fs = memoryFs();
+    const writeFile = fs.writeFile.bind(fs);
+    const started: string[] = [];
+    let release!: () => void;
+    const bothStarted = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let failIdx = true;
+    fs.writeFile = async (path, data) => {
+      started.push(path);
+      if (started.length === 2) release();
+      // each write waits for the other to start: they run at once
+      await bothStarted;
+      const isIdx = (data as Uint8Array)[0] === 0xff && (data as Uint8Array)[1] === 0x74;
+      if (isIdx && failIdx) throw Object.assign(new Error('disk full'), { code: 'ENOSPC' });
+      return writeFile(path, data);
+    };
+    const store = new FsObjectStore(fs, '/repo.git');
+    await expect(importPack(store, pack)).rejects.toMatchObject({ code: 'STORE_IO', message: /\.idx$/ });
+    expect(started).toHaveLength(2);
+    expect(await fs.readdir('/repo.git/objects/pack')).toEqual([]);
+    expect(await store.has(oids[0]!)).toBe(false);
+    failIdx = false;
+    started.length = 0;
+    const stored = new FsObjectStore(fs, '/repo.git');
+    await importPack(stored, pack);
+    expect((await fs.readdir('/repo.git/objects/pack')).sort()).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^pack-[0-9a-f]{40}\.idx$/), expect.stringMatching(/\.pack$/)]),
+    );
+    expect(await fs.readdir('/repo.git/objects/pack')).toHaveLength(2);
+    expect(await new FsObjectStore(fs, '/repo.git').has(oids[1]!)).toBe(true);
+  });
+});
+
 describe('FsObjectStore.readSync', () => {
   it('serves packed objects (deltas included) without awaiting once their pack is held whole, equal to read', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'gitport-store-'));

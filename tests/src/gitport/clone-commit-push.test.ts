@@ -105,6 +105,23 @@ describe('clone, commit and push as a new user meets them', () => {
     await sandbox.git(['fsck', '--strict'], { cwd: dir });
   });
 
+  it('a bare clone records remote.origin.url as git clone --bare does, and real git fetches from it', async () => {
+    const dir = sandbox.path('bare.git');
+    await remote(buses.right, 'host', 'demo').clone(nodeFs(), dir, { url: source });
+    expect(await sandbox.git(['--git-dir', dir, 'config', 'remote.origin.url'])).toBe(source);
+    expect(await sandbox.git(['--git-dir', dir, 'config', 'core.bare'])).toBe('true');
+    expect(await sandbox.git(['--git-dir', dir, 'config', '--get-regexp', '^remote\\.'])).toBe(
+      `remote.origin.url ${source}`,
+    );
+    await sandbox.git(['--git-dir', dir, 'fetch', '-q', 'origin', '+refs/heads/*:refs/heads/*']);
+    await sandbox.git(['--git-dir', dir, 'fsck', '--strict']);
+    const defaultUrl = sandbox.path('default.git');
+    await remote(buses.right, 'host', 'demo').clone(nodeFs(), defaultUrl);
+    expect(await sandbox.git(['--git-dir', defaultUrl, 'config', 'remote.origin.url'])).toBe(
+      'http://host.gitport/demo.git',
+    );
+  });
+
   it('a non-bare clone sets up origin as git clone does: real git pulls and pushes to it', async () => {
     const dir = sandbox.path('work');
     const repo = await remote(buses.right, 'host', 'demo').clone(nodeFs(), dir, { bare: false, url: source });
