@@ -50,8 +50,10 @@ import {
 } from '@gitport/protocol';
 import { type DuplexStream, open } from '@gitport/transport';
 import { checkoutCommit } from './checkout.js';
+import { listFiles } from './commit-files.js';
 import { GitportError, isGitportError, toGitportError } from './errors.js';
 import { type FsLike, type FsPromisesLike, type GitFs, joinPath } from './fs.js';
+import { type HeadView, type HeadViewCollector, headViewCollector } from './head-view.js';
 import { encodeGitRequest, GIT_STREAM, type GitService } from './host.js';
 import { type HttpRemoteOptions, smartHttpClient } from './http-remote.js';
 import { checkFilter, markPromisorPack, planFetchFilter, registerPromisor } from './partial-clone.js';
@@ -95,6 +97,18 @@ export interface CloneOptions extends Omit<RemoteFetchOptions, 'refspecs' | 'tag
   objects?: InitOptions['objects'];
   /** `remote.origin.url` in the clone's config; default the remote's `url`. */
   url?: string;
+  /**
+   * The clone's first view (head-view.ts): called once with HEAD's commit and every tree under
+   * it, as soon as the pack has brought them, while the clone goes on (`early: true`; the clone
+   * still checks, indexes and stores the pack, and writes refs and config), so that
+   * `listFiles(view, 'HEAD')` shows HEAD's files before the clone resolves. When the pack does
+   * not bring them early (a `tree:0` filter), or for a remote of `busRemote`/`httpRemote`, the
+   * finished clone is the view (`early: false`), handed over just before the clone resolves
+   * (its `paths` listed then, fetching a partial clone's missing trees). Not called for a remote
+   * without a HEAD. What it throws is reported as an uncaught error; the clone goes on. A clone
+   * that fails after an early view still fails (and leaves nothing behind).
+   */
+  onHeadView?: (view: HeadView) => void;
 }
 
 /**
@@ -324,6 +338,8 @@ interface PartialClone {
   mark: typeof markPromisorPack;
   /** The cloned repository, reading the objects it lacks from this remote. */
   promisor(repository: GitRepository): GitRepository;
+  /** The first view of a clone, from its pack (`onHeadView`). */
+  headView: typeof headViewCollector;
 }
 
 const protocolOf = (options: OperationOptions) => (options.protocolV2 === false ? 0 : 2) as 0 | 2;
@@ -339,6 +355,7 @@ function allOperations(remoteUrl: string, session: SessionRunner): RemoteOperati
       ...repository,
       objects: new PromisorObjectStore(repository.objects, repository, full),
     }),
+    headView: headViewCollector,
   };
   const full: RemoteOperations = {
     ...operations(remoteUrl, session, partial),
@@ -366,6 +383,18 @@ function allOperations(remoteUrl: string, session: SessionRunner): RemoteOperati
     await markPromisorPack(local, result);
     return result;
   }
+}
+
+/** `onHeadView` for the remotes without the early view: the finished clone is the view. */
+function finishedView(deliver: (view: HeadView) => void): Pick<HeadViewCollector, 'finish'> {
+  return {
+    async finish(repository) {
+      const head = await repository.refs.resolve('HEAD');
+      if (head === undefined) return;
+      const paths = await listFiles(repository, 'HEAD');
+      deliver({ objects: repository.objects, refs: repository.refs, head, paths, early: false });
+    },
+  };
 }
 
 /** The partial-clone plan of a remote without partial clone: a filter is refused. */
@@ -429,7 +458,7 @@ function operations(remoteUrl: string, session: SessionRunner, partial?: Partial
     dir: string,
     options: CloneOptions,
   ): Promise<GitRepository> {
-    const { signal: _s, onProgress: _p, protocolV2: _v, bare = true, objects, url, ...rest } = options;
+    const { signal: _s, onProgress: _p, protocolV2: _v, bare = true, objects, url, onHeadView, ...rest } = options;
     const filter = rest.filter === undefined ? undefined : partial ? partial.check(rest.filter) : refuseFilter();
     // the repository is created once the fetch request is on its way, while the host prepares the pack
     let creating: Promise<GitRepository> | undefined;
@@ -438,11 +467,15 @@ function operations(remoteUrl: string, session: SessionRunner, partial?: Partial
       creating.catch(() => {});
       return creating;
     };
+    // the first view: from the pack with remote()'s remotes, else the finished clone
+    const view: (Pick<HeadViewCollector, 'finish'> & Partial<HeadViewCollector>) | undefined =
+      onHeadView && (partial ? partial.headView(onHeadView) : finishedView(onHeadView));
     let repository: GitRepository | undefined;
     try {
       const result = await session('git-upload-pack', options, (remote, signal) =>
         cloneInto(create, remote, {
           ...rest,
+          ...(view?.onRefs && view.onObject ? { onRefs: view.onRefs, onObject: view.onObject } : {}),
           bare,
           protocol: protocolOf(options),
           pipelineLsRefs: rest.pipelineLsRefs ?? protocolOf(options) === 2,
@@ -467,6 +500,7 @@ function operations(remoteUrl: string, session: SessionRunner, partial?: Partial
           await checkoutCommit(repository, head);
         }
       }
+      await view?.finish(repository);
     } catch (error) {
       // A failed clone leaves nothing behind, as git does; a repository that could not be
       // created (one already there, say) is left alone, and that is the error reported.
