@@ -58,7 +58,7 @@ import { encodeGitRequest, GIT_STREAM, type GitService } from './host.js';
 import { type HttpRemoteOptions, smartHttpClient } from './http-remote.js';
 import { checkFilter, markPromisorPack, planFetchFilter, registerPromisor } from './partial-clone.js';
 import { PromisorObjectStore } from './promisor.js';
-import { type GitRepository, type InitOptions, initRepository } from './repository.js';
+import { type GitRepository, type InitOptions, initRepositoryEarly } from './repository.js';
 
 export interface ProgressEvent {
   /**
@@ -460,12 +460,13 @@ function operations(remoteUrl: string, session: SessionRunner, partial?: Partial
   ): Promise<GitRepository> {
     const { signal: _s, onProgress: _p, protocolV2: _v, bare = true, objects, url, onHeadView, ...rest } = options;
     const filter = rest.filter === undefined ? undefined : partial ? partial.check(rest.filter) : refuseFilter();
-    // the repository is created once the fetch request is on its way, while the host prepares the pack
+    // the repository is created once the fetch request is on its way, while the host prepares the
+    // pack; the pack's import starts as it comes, its stores' calls waiting for the layout
     let creating: Promise<GitRepository> | undefined;
     const create = () => {
-      creating = initRepository(fs, dir, { bare, ...(objects ? { objects } : {}) });
-      creating.catch(() => {});
-      return creating;
+      const { early, ready } = initRepositoryEarly(fs, dir, { bare, ...(objects ? { objects } : {}) });
+      creating = ready;
+      return Promise.resolve(early);
     };
     // the first view: from the pack with remote()'s remotes, else the finished clone
     const view: (Pick<HeadViewCollector, 'finish'> & Partial<HeadViewCollector>) | undefined =
