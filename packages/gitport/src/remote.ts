@@ -56,7 +56,7 @@ import { type FsLike, type FsPromisesLike, type GitFs, joinPath } from './fs.js'
 import { type HeadView, type HeadViewCollector, headViewCollector } from './head-view.js';
 import { encodeGitRequest, GIT_STREAM, type GitService } from './host.js';
 import { type HttpRemoteOptions, smartHttpClient } from './http-remote.js';
-import { checkFilter, markPromisorPack, planFetchFilter, registerPromisor } from './partial-clone.js';
+import { checkFilter, markPromisorPack, planFetchFilter, registerPromisor, withPromisor } from './partial-clone.js';
 import { PromisorObjectStore } from './promisor.js';
 import { type GitRepository, type InitOptions, initRepositoryEarly } from './repository.js';
 
@@ -340,6 +340,8 @@ interface PartialClone {
   promisor(repository: GitRepository): GitRepository;
   /** The first view of a clone, from its pack (`onHeadView`). */
   headView: typeof headViewCollector;
+  /** A clone's config text with its promisor remote recorded (what `register` writes). */
+  configure: typeof withPromisor;
 }
 
 const protocolOf = (options: OperationOptions) => (options.protocolV2 === false ? 0 : 2) as 0 | 2;
@@ -356,6 +358,7 @@ function allOperations(remoteUrl: string, session: SessionRunner): RemoteOperati
       objects: new PromisorObjectStore(repository.objects, repository, full),
     }),
     headView: headViewCollector,
+    configure: withPromisor,
   };
   const full: RemoteOperations = {
     ...operations(remoteUrl, session, partial),
@@ -487,13 +490,15 @@ function operations(remoteUrl: string, session: SessionRunner, partial?: Partial
       repository = await creating!;
       // a new repository has no shallow file to remove
       if (result.shallow.length > 0) await writeShallow(repository, result.shallow);
-      await setUpOrigin(repository, url ?? remoteUrl);
-      if (partial && filter !== undefined) {
-        // as git clone --filter: recorded even when the server ignored the filter
-        await partial.register(repository, 'origin', filter);
-        await partial.mark(repository, result);
-        repository = partial.promisor(repository);
-      }
+      // one write of the config: the origin and, as git clone --filter, the promisor remote
+      // (recorded even when the server ignored the filter), the pack's .promisor meanwhile
+      const promisor = partial && filter !== undefined ? partial : undefined;
+      const cloned = repository;
+      await Promise.all([
+        setUpOrigin(cloned, url ?? remoteUrl, promisor && ((config) => promisor.configure(config, 'origin', filter!))),
+        promisor?.mark(cloned, result),
+      ]);
+      if (promisor) repository = promisor.promisor(cloned);
       if (!bare) {
         const head = await repository.refs.resolve('HEAD');
         if (head !== undefined) {
@@ -620,9 +625,9 @@ async function* counted(
  * What `git clone` records about where it cloned from: `remote.origin.url` (and, in a non-bare
  * clone, the fetch refspec, `branch.<HEAD's branch>.remote`/`merge`, the remote's branches moved
  * to `refs/remotes/origin/*` with `refs/remotes/origin/HEAD`, and only HEAD's branch left under
- * `refs/heads/`).
+ * `refs/heads/`). `extend` makes a last change to the config's text, in the same write.
  */
-async function setUpOrigin(repository: GitRepository, url: string): Promise<void> {
+async function setUpOrigin(repository: GitRepository, url: string, extend?: (config: string) => string): Promise<void> {
   const { fs, gitDir, refs } = repository;
   const head = await refs.read('HEAD');
   const branch = head.kind === 'symbolic' ? head.target.replace(/^refs\/heads\//, '') : undefined;
@@ -658,10 +663,8 @@ async function setUpOrigin(repository: GitRepository, url: string): Promise<void
     }
   }
   const config = (await fs.readText(joinPath(gitDir, 'config'))) ?? '';
-  await fs.write(
-    joinPath(gitDir, 'config'),
-    `${config}${config === '' || config.endsWith('\n') ? '' : '\n'}${lines.join('\n')}\n`,
-  );
+  const origin = `${config}${config === '' || config.endsWith('\n') ? '' : '\n'}${lines.join('\n')}\n`;
+  await fs.write(joinPath(gitDir, 'config'), extend ? extend(origin) : origin);
 }
 
 /**
