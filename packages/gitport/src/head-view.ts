@@ -11,9 +11,8 @@
  *
  * The remote's listing names HEAD's commit before any pack comes; from then on each object the
  * import resolves is looked at once: HEAD's commit names the root tree, each wanted tree names
- * its subtrees. Commits and trees that come before anything wants them (a delta resolved in the
- * import's second pass may come before its parent tree) are kept up to a budget, the rest are
- * not copied. Once nothing wanted is missing, the view is handed over: its objects are in memory
+ * its subtrees. Trees that come before anything wants them (a delta resolved in the import's
+ * second pass may come before its parent tree) are kept up to a budget; nothing else is copied. Once nothing wanted is missing, the view is handed over: its objects are in memory
  * (a `MemoryObjectStore`, blobs absent), its refs are the remote's (`MemoryRefStore`, HEAD
  * pointing at the remote's HEAD branch).
  *
@@ -63,7 +62,7 @@ export interface HeadView {
   readonly early: boolean;
 }
 
-/** Bytes of commits and trees kept ahead of being wanted (see the module header). */
+/** Bytes of trees kept ahead of being wanted (see the module header). */
 const SPARE_BUDGET = 16 * 2 ** 20;
 
 /** The hooks a clone gives the fetch, and what it calls once done. */
@@ -143,7 +142,8 @@ export function headViewCollector(deliver: (view: HeadView) => void, budget = SP
           const refs = new MemoryRefStore({ refs: refList, ...(branch !== undefined ? { head: branch } : {}) });
           hand({ objects: view, refs, head: head!, paths: pathsOf(view, head!), early: true });
         }
-      } else if ((type === 'tree' || type === 'commit') && spareBytes + data.length <= budget) {
+      } else if (type === 'tree' && spareBytes + data.length <= budget) {
+        // (no other commit than HEAD's is ever wanted: only trees are kept ahead)
         spare.set(oid, { type, data: data.slice() });
         spareBytes += data.length;
       }
