@@ -30,7 +30,41 @@ import {
   parseTree,
 } from '@gitport/pack';
 import { type AdvertisedRef, MemoryRefStore, type RefStore } from '@gitport/protocol';
-import { listFiles } from './commit-files.js';
+import { GitportError } from './errors.js';
+
+/**
+ * The file paths under `commit`'s tree, read from `objects` (a partial clone's fetch what it
+ * lacks), as listFiles walks them: its own small walk, so that the remotes without the early view
+ * carry no more than this.
+ */
+async function readPaths(objects: ObjectStore, commit: ObjectId): Promise<string[]> {
+  const read = async (oid: ObjectId, type: ObjectType) => {
+    const object = await objects.read(oid);
+    if (object?.type !== type) throw new GitportError('OBJECT_NOT_FOUND', `${type} ${oid} is missing`);
+    return object.data;
+  };
+  const out: string[] = [];
+  const walk = async (tree: ObjectId, prefix: string): Promise<void> => {
+    for (const entry of parseTree(await read(tree, 'tree'))) {
+      if (entry.type === 'tree') await walk(entry.oid, `${prefix}${entry.name}/`);
+      else if (entry.type === 'blob') out.push(prefix + entry.name);
+    }
+  };
+  await walk(parseCommit(await read(commit, 'commit')).tree, '');
+  return out;
+}
+
+/** `onHeadView` for the remotes without the early view: the finished clone is the view. */
+export function finishedView(deliver: (view: HeadView) => void): Pick<HeadViewCollector, 'finish'> {
+  return {
+    async finish(repository) {
+      const head = await repository.refs.resolve('HEAD');
+      if (head === undefined) return;
+      const paths = await readPaths(repository.objects, head);
+      deliver({ objects: repository.objects, refs: repository.refs, head, paths, early: false });
+    },
+  };
+}
 
 /** The file paths under `commit`'s tree, from objects at hand (as listFiles walks them). */
 function pathsOf(objects: MemoryObjectStore, commit: ObjectId): string[] {
@@ -154,7 +188,7 @@ export function headViewCollector(deliver: (view: HeadView) => void, budget = SP
       if (delivered) return;
       const resolved = await repository.refs.resolve('HEAD');
       if (resolved === undefined) return;
-      const paths = await listFiles(repository, 'HEAD');
+      const paths = await readPaths(repository.objects, resolved);
       hand({ objects: repository.objects, refs: repository.refs, head: resolved, paths, early: false });
     },
   };

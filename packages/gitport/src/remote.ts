@@ -50,10 +50,9 @@ import {
 } from '@gitport/protocol';
 import { type DuplexStream, open } from '@gitport/transport';
 import { checkoutCommit } from './checkout.js';
-import { listFiles } from './commit-files.js';
 import { GitportError, isGitportError, toGitportError } from './errors.js';
 import { type FsLike, type FsPromisesLike, type GitFs, joinPath } from './fs.js';
-import { type HeadView, type HeadViewCollector, headViewCollector } from './head-view.js';
+import { finishedView, type HeadView, type HeadViewCollector, headViewCollector } from './head-view.js';
 import { encodeGitRequest, GIT_STREAM, type GitService } from './host.js';
 import { type HttpRemoteOptions, smartHttpClient } from './http-remote.js';
 import { checkFilter, markPromisorPack, planFetchFilter, registerPromisor, withPromisor } from './partial-clone.js';
@@ -386,18 +385,6 @@ function allOperations(remoteUrl: string, session: SessionRunner): RemoteOperati
     await markPromisorPack(local, result);
     return result;
   }
-}
-
-/** `onHeadView` for the remotes without the early view: the finished clone is the view. */
-function finishedView(deliver: (view: HeadView) => void): Pick<HeadViewCollector, 'finish'> {
-  return {
-    async finish(repository) {
-      const head = await repository.refs.resolve('HEAD');
-      if (head === undefined) return;
-      const paths = await listFiles(repository, 'HEAD');
-      deliver({ objects: repository.objects, refs: repository.refs, head, paths, early: false });
-    },
-  };
 }
 
 /** The partial-clone plan of a remote without partial clone: a filter is refused. */
