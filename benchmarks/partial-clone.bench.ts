@@ -10,8 +10,9 @@
  *
  * Then a browser: a module Web Worker in headless Chromium clones the same history from `gitport
  * serve` into OPFS and lists HEAD's tree; time to that first view for gitport's `blob:none` and
- * `tree:0` clones and gitport's full clone, next to isomorphic-git's full clone (it has no
- * partial clone).
+ * `tree:0` clones and gitport's full clone (the clone's `onHeadView`: HEAD's trees as soon as the
+ * pack brought them, while the clone goes on), next to isomorphic-git's full clone (it has no
+ * partial clone), listed once its clone is done.
  */
 import { cp, rm } from 'node:fs/promises';
 import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
@@ -235,7 +236,7 @@ describe('partial clone', () => {
           const paths = new Set(modes.map((mode) => samples[mode][0]!.paths));
           if (paths.size !== 1) throw new Error(`the clones list different trees: ${[...paths]}`);
           const peer = median(samples['isomorphic-git'].map((s) => s.ms));
-          const note = `a module Web Worker in headless Chromium clones ensureHistory({ commits: ${COMMITS}, seed: 1 }) from gitport serve over HTTP into OPFS and lists HEAD's ${[...paths][0]} files; from the clone's start to the list, median of ${BROWSER_RUNS}${QUICK ? ' (quick)' : ''}; isomorphic-git: clone without checkout, then listFiles`;
+          const note = `a module Web Worker in headless Chromium clones ensureHistory({ commits: ${COMMITS}, seed: 1 }) from gitport serve over HTTP into OPFS and lists HEAD's ${[...paths][0]} files; from the clone's start to the list, median of ${BROWSER_RUNS}${QUICK ? ' (quick)' : ''}; gitport: the paths of the clone's onHeadView (HEAD's trees from the pack while the clone goes on; the finished clone's listing when the pack has no trees), checked against the finished clone's; isomorphic-git: clone without checkout, then listFiles`;
           record({
             id: 'clone.browser-first-view-partial.ms',
             value: median(samples.partial.map((s) => s.ms)),

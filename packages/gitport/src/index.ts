@@ -34,6 +34,7 @@ export {
   type GitFsOptions,
 } from './fs.js';
 export { FsRefStore, type FsRefStoreOptions } from './fs-ref-store.js';
+export type { HeadView } from './head-view.js';
 export {
   encodeGitRequest,
   GIT_STREAM,

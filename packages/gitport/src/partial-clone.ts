@@ -81,9 +81,16 @@ export async function readPartialClone(repository: Repository): Promise<PartialC
 /** Records `remote` as the repository's promisor remote with `filter`, as `git clone --filter` does. */
 export async function registerPromisor(repository: GitRepository, remote: string, filter: string): Promise<void> {
   const path = joinPath(repository.gitDir, 'config');
-  let config = (await repository.fs.readText(path)) ?? '';
+  const config = (await repository.fs.readText(path)) ?? '';
+  const registered = withPromisor(config, remote, filter);
+  if (registered !== config) await repository.fs.write(path, registered);
+}
+
+/** A config's text with `remote` recorded as the promisor remote with `filter` (the same text when it is). */
+export function withPromisor(configIn: string, remote: string, filter: string): string {
+  let config = configIn;
   const known = partialCloneConfig(config);
-  if (known?.remote === remote && known.filter === filter) return;
+  if (known?.remote === remote && known.filter === filter) return config;
   if (/^\s*repositoryformatversion\s*=\s*0\s*$/im.test(config)) {
     config = config.replace(/^(\s*repositoryformatversion\s*=\s*)0(\s*)$/im, '$11$2');
   } else if (!/^\s*repositoryformatversion\s*=/im.test(config)) {
@@ -96,10 +103,7 @@ export async function registerPromisor(repository: GitRepository, remote: string
     '\tpromisor = true',
     `\tpartialclonefilter = ${filter}`,
   ];
-  await repository.fs.write(
-    path,
-    `${config}${config === '' || config.endsWith('\n') ? '' : '\n'}${lines.join('\n')}\n`,
-  );
+  return `${config}${config === '' || config.endsWith('\n') ? '' : '\n'}${lines.join('\n')}\n`;
 }
 
 /**

@@ -52,11 +52,12 @@ import { type DuplexStream, open } from '@gitport/transport';
 import { checkoutCommit } from './checkout.js';
 import { GitportError, isGitportError, toGitportError } from './errors.js';
 import { type FsLike, type FsPromisesLike, type GitFs, joinPath } from './fs.js';
+import { finishedView, type HeadView, type HeadViewCollector, headViewCollector } from './head-view.js';
 import { encodeGitRequest, GIT_STREAM, type GitService } from './host.js';
 import { type HttpRemoteOptions, smartHttpClient } from './http-remote.js';
-import { checkFilter, markPromisorPack, planFetchFilter, registerPromisor } from './partial-clone.js';
+import { checkFilter, markPromisorPack, planFetchFilter, registerPromisor, withPromisor } from './partial-clone.js';
 import { PromisorObjectStore } from './promisor.js';
-import { createRepository, type GitRepository, type InitOptions } from './repository.js';
+import { type GitRepository, type InitOptions, initRepositoryEarly } from './repository.js';
 
 export interface ProgressEvent {
   /**
@@ -95,6 +96,18 @@ export interface CloneOptions extends Omit<RemoteFetchOptions, 'refspecs' | 'tag
   objects?: InitOptions['objects'];
   /** `remote.origin.url` in the clone's config; default the remote's `url`. */
   url?: string;
+  /**
+   * The clone's first view (head-view.ts): called once with HEAD's commit and every tree under
+   * it, as soon as the pack has brought them, while the clone goes on (`early: true`; the clone
+   * still checks, indexes and stores the pack, and writes refs and config), so that
+   * `listFiles(view, 'HEAD')` shows HEAD's files before the clone resolves. When the pack does
+   * not bring them early (a `tree:0` filter), or for a remote of `busRemote`/`httpRemote`, the
+   * finished clone is the view (`early: false`), handed over just before the clone resolves
+   * (its `paths` listed then, fetching a partial clone's missing trees). Not called for a remote
+   * without a HEAD. What it throws is reported as an uncaught error; the clone goes on. A clone
+   * that fails after an early view still fails (and leaves nothing behind).
+   */
+  onHeadView?: (view: HeadView) => void;
 }
 
 /**
@@ -324,6 +337,10 @@ interface PartialClone {
   mark: typeof markPromisorPack;
   /** The cloned repository, reading the objects it lacks from this remote. */
   promisor(repository: GitRepository): GitRepository;
+  /** The first view of a clone, from its pack (`onHeadView`). */
+  headView: typeof headViewCollector;
+  /** A clone's config text with its promisor remote recorded (what `register` writes). */
+  configure: typeof withPromisor;
 }
 
 const protocolOf = (options: OperationOptions) => (options.protocolV2 === false ? 0 : 2) as 0 | 2;
@@ -339,6 +356,8 @@ function allOperations(remoteUrl: string, session: SessionRunner): RemoteOperati
       ...repository,
       objects: new PromisorObjectStore(repository.objects, repository, full),
     }),
+    headView: headViewCollector,
+    configure: withPromisor,
   };
   const full: RemoteOperations = {
     ...operations(remoteUrl, session, partial),
@@ -429,22 +448,32 @@ function operations(remoteUrl: string, session: SessionRunner, partial?: Partial
     dir: string,
     options: CloneOptions,
   ): Promise<GitRepository> {
-    const { signal: _s, onProgress: _p, protocolV2: _v, bare = true, objects, url, ...rest } = options;
+    const { signal: _s, onProgress: _p, protocolV2: _v, bare = true, objects, url, onHeadView, ...rest } = options;
     const filter = rest.filter === undefined ? undefined : partial ? partial.check(rest.filter) : refuseFilter();
-    // the repository is created once the fetch request is on its way, while the host prepares the pack
+    // the repository is created once the fetch request is on its way, while the host prepares the
+    // pack; the pack's import starts as it comes, its stores' calls waiting for the layout
     let creating: Promise<GitRepository> | undefined;
     const origin = url ?? remoteUrl;
     const create = () => {
-      // a bare clone's config is whole from the start: its one `remote.origin.url`
-      creating = createRepository(fs, dir, { bare, ...(objects ? { objects } : {}) }, bare ? originLines(origin) : []);
-      creating.catch(() => {});
-      return creating;
+      const { early, ready } = initRepositoryEarly(
+        fs,
+        dir,
+        { bare, ...(objects ? { objects } : {}) },
+        // a bare clone's config is whole from the start: its one `remote.origin.url`
+        bare ? originLines(origin) : [],
+      );
+      creating = ready;
+      return Promise.resolve(early);
     };
+    // the first view: from the pack with remote()'s remotes, else the finished clone
+    const view: (Pick<HeadViewCollector, 'finish'> & Partial<HeadViewCollector>) | undefined =
+      onHeadView && (partial ? partial.headView(onHeadView) : finishedView(onHeadView));
     let repository: GitRepository | undefined;
     try {
       const result = await session('git-upload-pack', options, (remote, signal) =>
         cloneInto(create, remote, {
           ...rest,
+          ...(view?.onRefs && view.onObject ? { onRefs: view.onRefs, onObject: view.onObject } : {}),
           bare,
           protocol: protocolOf(options),
           pipelineLsRefs: rest.pipelineLsRefs ?? protocolOf(options) === 2,
@@ -455,13 +484,16 @@ function operations(remoteUrl: string, session: SessionRunner, partial?: Partial
       repository = await creating!;
       // a new repository has no shallow file to remove
       if (result.shallow.length > 0) await writeShallow(repository, result.shallow);
-      if (!bare) await setUpOrigin(repository, origin);
-      if (partial && filter !== undefined) {
-        // as git clone --filter: recorded even when the server ignored the filter
-        await partial.register(repository, 'origin', filter);
-        await partial.mark(repository, result);
-        repository = partial.promisor(repository);
-      }
+      // one write of the config at most: the origin (a bare clone's is in it from the start) and,
+      // as git clone --filter, the promisor remote (recorded even when the server ignored the
+      // filter), the pack's .promisor meanwhile
+      const promisor = partial && filter !== undefined ? partial : undefined;
+      const cloned = repository;
+      await Promise.all([
+        setUpOrigin(cloned, origin, promisor && ((config) => promisor.configure(config, 'origin', filter!))),
+        promisor?.mark(cloned, result),
+      ]);
+      if (promisor) repository = promisor.promisor(cloned);
       if (!bare) {
         const head = await repository.refs.resolve('HEAD');
         if (head !== undefined) {
@@ -469,6 +501,7 @@ function operations(remoteUrl: string, session: SessionRunner, partial?: Partial
           await checkoutCommit(repository, head);
         }
       }
+      await view?.finish(repository);
     } catch (error) {
       // A failed clone leaves nothing behind, as git does; a repository that could not be
       // created (one already there, say) is left alone, and that is the error reported.
@@ -587,48 +620,48 @@ async function* counted(
  * What `git clone` records about where it cloned from: `remote.origin.url` (and, in a non-bare
  * clone, the fetch refspec, `branch.<HEAD's branch>.remote`/`merge`, the remote's branches moved
  * to `refs/remotes/origin/*` with `refs/remotes/origin/HEAD`, and only HEAD's branch left under
- * `refs/heads/`).
+ * `refs/heads/`); a bare clone's url is in its config from its creation. `extend` makes a last
+ * change to the config's text, in the same write.
  */
-async function setUpOrigin(repository: GitRepository, url: string): Promise<void> {
+async function setUpOrigin(repository: GitRepository, url: string, extend?: (config: string) => string): Promise<void> {
   const { fs, gitDir, refs } = repository;
+  if (repository.bare) {
+    // a bare clone's `[remote "origin"]` was written with its layout
+    if (extend) {
+      const config = (await fs.readText(joinPath(gitDir, 'config'))) ?? '';
+      await fs.write(joinPath(gitDir, 'config'), extend(config));
+    }
+    return;
+  }
   const head = await refs.read('HEAD');
   const branch = head.kind === 'symbolic' ? head.target.replace(/^refs\/heads\//, '') : undefined;
-  const lines = originLines(url);
-  if (!repository.bare) {
-    lines.push('\tfetch = +refs/heads/*:refs/remotes/origin/*');
-    const headOid = await refs.resolve('HEAD');
-    if (branch !== undefined && headOid !== undefined) {
-      lines.push(
-        `[branch "${branch.replace(/["\\]/g, '\\$&')}"]`,
-        '\tremote = origin',
-        `\tmerge = refs/heads/${branch}`,
+  const lines = [...originLines(url), '\tfetch = +refs/heads/*:refs/remotes/origin/*'];
+  const headOid = await refs.resolve('HEAD');
+  if (branch !== undefined && headOid !== undefined) {
+    lines.push(`[branch "${branch.replace(/["\\]/g, '\\$&')}"]`, '\tremote = origin', `\tmerge = refs/heads/${branch}`);
+  }
+  const heads = await refs.list('refs/heads/');
+  const updates = heads.flatMap((ref) => {
+    const tracking = { name: `refs/remotes/origin/${ref.name.slice('refs/heads/'.length)}`, old: null, new: ref.oid };
+    return ref.name === (head.kind === 'symbolic' ? head.target : '')
+      ? [tracking]
+      : [tracking, { name: ref.name, old: ref.oid, new: null }];
+  });
+  if (updates.length > 0) {
+    const results = await refs.update(updates, { atomic: true });
+    const refused = results.find((r) => r.status === 'rejected');
+    if (refused)
+      throw new GitportError(
+        'REF_LOCKED',
+        `cannot set up refs/remotes/origin: ${refused.name}: ${refused.status === 'rejected' ? refused.message : ''}`,
       );
-    }
-    const heads = await refs.list('refs/heads/');
-    const updates = heads.flatMap((ref) => {
-      const tracking = { name: `refs/remotes/origin/${ref.name.slice('refs/heads/'.length)}`, old: null, new: ref.oid };
-      return ref.name === (head.kind === 'symbolic' ? head.target : '')
-        ? [tracking]
-        : [tracking, { name: ref.name, old: ref.oid, new: null }];
-    });
-    if (updates.length > 0) {
-      const results = await refs.update(updates, { atomic: true });
-      const refused = results.find((r) => r.status === 'rejected');
-      if (refused)
-        throw new GitportError(
-          'REF_LOCKED',
-          `cannot set up refs/remotes/origin: ${refused.name}: ${refused.status === 'rejected' ? refused.message : ''}`,
-        );
-    }
-    if (branch !== undefined && heads.some((r) => r.name === `refs/heads/${branch}`)) {
-      await refs.setSymbolic('refs/remotes/origin/HEAD', `refs/remotes/origin/${branch}`);
-    }
+  }
+  if (branch !== undefined && heads.some((r) => r.name === `refs/heads/${branch}`)) {
+    await refs.setSymbolic('refs/remotes/origin/HEAD', `refs/remotes/origin/${branch}`);
   }
   const config = (await fs.readText(joinPath(gitDir, 'config'))) ?? '';
-  await fs.write(
-    joinPath(gitDir, 'config'),
-    `${config}${config === '' || config.endsWith('\n') ? '' : '\n'}${lines.join('\n')}\n`,
-  );
+  const origin = `${config}${config === '' || config.endsWith('\n') ? '' : '\n'}${lines.join('\n')}\n`;
+  await fs.write(joinPath(gitDir, 'config'), extend ? extend(origin) : origin);
 }
 
 /**

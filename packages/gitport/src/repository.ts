@@ -100,31 +100,69 @@ function toGitFs(fs: FsLike | FsPromisesLike | GitFs): GitFs {
 }
 
 /** Creates a repository (refusing a directory that already holds one) and opens it. */
-export function initRepository(
+export async function initRepository(
   fsIn: FsLike | FsPromisesLike | GitFs,
   dir: string,
   options: InitOptions = {},
 ): Promise<GitRepository> {
-  return createRepository(fsIn, dir, options);
+  const fs = toGitFs(fsIn);
+  const { gitDir, bare } = initTarget(dir, options);
+  await writeLayout(fs, gitDir, bare, options);
+  return openGitDir(fs, gitDir, bare, options);
 }
 
 /**
- * `initRepository`, with `configLines` added to the new config (a clone's `[remote "origin"]`,
- * written with the rest of the layout rather than read back and rewritten afterwards).
+ * `initRepository` for a clone that has its pack on the way: the repository's stores at once,
+ * each call of theirs (but `readSync`) waiting for the layout, which is written meanwhile
+ * (`ready`: the repository itself, or the error initRepository would have thrown). The pack's
+ * import starts as its first bytes come, not once the file system wrote the layout.
+ * `configLines` go into the new config (a clone's `[remote "origin"]`, written with the rest of
+ * the layout rather than read back and rewritten afterwards).
  */
-export async function createRepository(
+export function initRepositoryEarly(
   fsIn: FsLike | FsPromisesLike | GitFs,
   dir: string,
-  options: InitOptions,
+  options: InitOptions = {},
   configLines: readonly string[] = [],
-): Promise<GitRepository> {
+): { early: Pick<GitRepository, 'objects' | 'refs'>; ready: Promise<GitRepository> } {
   const fs = toGitFs(fsIn);
+  const { gitDir, bare } = initTarget(dir, options);
+  const repository = openGitDir(fs, gitDir, bare, options);
+  const laid = writeLayout(fs, gitDir, bare, options, configLines);
+  const ready = laid.then(() => repository);
+  ready.catch(() => {});
+  return { early: { objects: afterLayout(repository.objects, laid), refs: afterLayout(repository.refs, laid) }, ready };
+}
+
+/** `target` with each method but `readSync` called once `laid` resolved (rejecting as it did). */
+function afterLayout<T extends object>(target: T, laid: Promise<void>): T {
+  return new Proxy(target, {
+    get(object, key) {
+      const value = Reflect.get(object, key, object);
+      if (typeof value !== 'function' || key === 'readSync' || key === 'constructor') return value;
+      return (...args: unknown[]) => laid.then(() => value.apply(object, args));
+    },
+  });
+}
+
+function initTarget(dir: string, options: InitOptions): { gitDir: string; bare: boolean } {
   const bare = options.bare ?? true;
   const branch = options.defaultBranch ?? 'main';
   if (!isValidRefName(`refs/heads/${branch}`)) {
     throw new GitportError('REF_INVALID_NAME', `invalid default branch ${JSON.stringify(branch)}`);
   }
-  const gitDir = bare ? dir.replace(/\/+$/, '') : joinPath(dir, '.git');
+  return { gitDir: bare ? dir.replace(/\/+$/, '') : joinPath(dir, '.git'), bare };
+}
+
+/** The new repository's directories and files (refusing a directory that already holds one). */
+async function writeLayout(
+  fs: GitFs,
+  gitDir: string,
+  bare: boolean,
+  options: InitOptions,
+  configLines: readonly string[] = [],
+): Promise<void> {
+  const branch = options.defaultBranch ?? 'main';
   // each level at once: the directory (made, or found when a repository is there already,
   // which is then refused), the directories in it, then what goes in them
   const [exists] = await Promise.all([
@@ -157,7 +195,6 @@ export async function createRepository(
   ]);
   // HEAD last: its presence is what makes the directory a repository.
   await fs.write(joinPath(gitDir, 'HEAD'), `ref: refs/heads/${branch}\n`);
-  return openGitDir(fs, gitDir, bare, options);
 }
 
 /**

@@ -143,6 +143,22 @@ describe('importPack: deltas that arrive before their base', () => {
     }
   });
 
+  it('tells onObject of each object as it is resolved, in resolution order, before storing', async () => {
+    const target = new MemoryObjectStore();
+    const told: string[] = [];
+    await importPack(target, [pack], {
+      onObject: (oid, type, data) => {
+        expect(type).toBe('blob');
+        expect(hashObjectSync(type, data)).toBe(oid);
+        told.push(oid);
+        // nothing is stored before the whole pack checked out
+        expect(target.size).toBe(0);
+      },
+    });
+    // the whole object first, then its deltas depth first from it
+    expect(told).toEqual([ids[0], ids[1], ids[2], ids[3], ids[4]]);
+  });
+
   it('resolves them into a store that takes objects', async () => {
     const target = new MemoryObjectStore();
     const r = await importPack(target, [pack]);

@@ -47,6 +47,14 @@ export interface ImportOptions {
    * `importPack` then owns it: it commits it, or aborts it when the import fails.
    */
   spool?: Promise<PackSpool | undefined>;
+  /**
+   * Told of each object as soon as it is resolved (in pack order for whole objects and deltas on
+   * resolved bases, later for deferred deltas), before the pack is checked, indexed and stored:
+   * what a caller shows early (a clone's first view) reads it here. `data` is lent until the
+   * callback returns (copy what is kept); a large object streamed into the pack has no data and
+   * is not told. An import that fails after this was called stores nothing all the same.
+   */
+  onObject?: (oid: ObjectId, type: ObjectType, data: Uint8Array) => void;
 }
 
 export interface ImportResult {
@@ -231,6 +239,7 @@ async function importWith(
   const cached = (index: number): Uint8Array | undefined =>
     held ? held[index] : (cache!.get(index) ?? tips.get(index));
   const collected: { oid: ObjectId; type: ObjectType; data: Uint8Array }[] = [];
+  const onObject = options.onObject;
 
   const defer = <K>(map: Map<K, number[]>, key: K, slot: number) => {
     const list = map.get(key);
@@ -301,6 +310,7 @@ async function importWith(
     const type = slots.type(index)!;
     const oid = known ?? hashObjectSync(type, data);
     if (!slots.hasOid(index)) slots.setOid(index, oid);
+    onObject?.(oid, type, data);
     if (!keepPack) collected.push({ oid, type, data });
     // large objects stored whole are read back when a delta needs them (as git index-pack does);
     // delta results (the likely next bases) and small objects are kept. A whole object's data

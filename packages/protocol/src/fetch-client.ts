@@ -9,6 +9,7 @@
  * acknowledged, as the server keeps no state between POSTs.
  */
 import {
+  type ImportOptions,
   importPack,
   isPackError,
   type ObjectId,
@@ -96,6 +97,13 @@ export interface FetchOptions {
   limits?: PackLimits;
   signal?: AbortSignal;
   onProgress?: (text: string) => void;
+  /** Told the remote's refs (and HEAD's target) as soon as they are listed, before any pack. */
+  onRefs?: (refs: readonly AdvertisedRef[], head: string | undefined) => void;
+  /**
+   * Told of each object of the pack as soon as it is resolved, before the pack is indexed and
+   * stored (importPack's `onObject`: `data` is lent until the callback returns).
+   */
+  onObject?: ImportOptions['onObject'];
 }
 
 export interface FetchResult {
@@ -257,6 +265,7 @@ async function fetchInto(
   let prepared: Promise<PreparedRefs | undefined> | undefined;
   try {
     const { refs, head } = await remoteRefs(session, agent, prefixes, early !== undefined);
+    options.onRefs?.(refs, head);
     const selected: Want[] = [];
     for (const ref of refs) {
       for (const spec of specs) {
@@ -953,6 +962,7 @@ class FetchExchange {
       fixThin: true,
       ...(early.spool ? { spool: early.spool } : {}),
       ...(this.#plan.options.limits ? { limits: this.#plan.options.limits } : {}),
+      ...(this.#plan.options.onObject ? { onObject: this.#plan.options.onObject } : {}),
       ...(signal ? { signal } : {}),
     });
     return { pack: { hash: imported.hash, objects: imported.count, bytes } };

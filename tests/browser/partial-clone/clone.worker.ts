@@ -5,7 +5,9 @@
  *   - `full`: gitport, a whole clone;
  *   - `isomorphic-git`: isomorphic-git's clone (it has no partial clone) without checkout, then
  *     its `listFiles` of HEAD.
- * `firstViewMs` runs from the clone's start to the tree's paths in hand.
+ * `firstViewMs` runs from the clone's start to the tree's paths in hand: gitport lists them from
+ * the clone's `onHeadView` (from the pack, while the clone goes on), then checks that the
+ * finished clone lists the same.
  */
 import '../worker-globals.js';
 import { GitFs, isGitportError, isPromisorStore, listFiles, OpfsFs, readFile, remote } from 'gitport';
@@ -42,6 +44,10 @@ export interface CloneReport {
   bytes?: number;
   paths?: number;
   samplePaths?: string[];
+  /** gitport: whether the clone's view came from the pack (`onHeadView`'s `early`). */
+  viewEarly?: boolean;
+  /** gitport: whether HEAD's files were listed before the clone resolved. */
+  viewBeforeClone?: boolean;
   /** partial: the code of a read of `open` with `{ lazy: false }` before it was fetched. */
   missingCode?: string;
   /** partial: the opened file's text, and how long its lazy fetch took. */
@@ -118,22 +124,48 @@ async function run(request: CloneRequest): Promise<CloneReport> {
     performance.clearResourceTimings();
     const start = performance.now();
     origin = start;
+    // the first view: HEAD's files as the clone's view gives them (from the pack while the
+    // clone goes on, or from the finished clone when the pack has no trees)
+    let shown: { paths: readonly string[]; at: number; early: boolean; listed: Promise<string[]> } | undefined;
     const repository = await remote(request.url).clone(fs, dir, {
       ...(request.mode === 'partial' ? { filter: request.filter ?? 'blob:none' } : {}),
       onProgress: (event) => {
         if (event.phase === 'transfer' && event.loaded !== undefined) bytes = event.loaded;
       },
+      onHeadView: (view) => {
+        shown = {
+          paths: view.paths,
+          at: performance.now() - start,
+          early: view.early,
+          listed: listFiles(view, 'HEAD'),
+        };
+      },
     });
     const cloneMs = performance.now() - start;
+    if (shown === undefined) throw new Error('the clone gave no view of HEAD');
+    const view = shown;
+    const firstViewMs = view.at;
+    // the view's own listing and the finished clone's list the same files
     const paths = await listFiles(repository, 'HEAD');
-    const firstViewMs = performance.now() - start;
-    const report: CloneReport = { firstViewMs, cloneMs, bytes, paths: paths.length, samplePaths: paths.slice(0, 5) };
+    const listed = await view.listed;
+    if (paths.join('\n') !== view.paths.join('\n') || listed.join('\n') !== view.paths.join('\n')) {
+      throw new Error('the first view and the clone list different files');
+    }
+    const report: CloneReport = {
+      firstViewMs,
+      cloneMs,
+      bytes,
+      paths: paths.length,
+      samplePaths: paths.slice(0, 5),
+      viewEarly: view.early,
+      viewBeforeClone: view.at < cloneMs,
+    };
     if (request.trace) {
       report.trace = [
         ...events,
         ...httpEvents(start),
         { what: 'clone', start: 0, end: cloneMs },
-        { what: 'listFiles', start: cloneMs, end: firstViewMs },
+        { what: 'first view', start: view.at, end: view.at },
       ].sort((a, b) => a.start - b.start);
     }
     if (request.mode === 'partial' && request.open !== undefined) {

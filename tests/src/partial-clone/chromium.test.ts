@@ -1,7 +1,7 @@
 /**
  * Partial clone in real Chromium: a module Web Worker clones `blob:none` from `gitport serve`
- * over smart HTTP into OPFS, lists HEAD's tree at once (no blob needed), and fetches one file's
- * blob when it is read.
+ * over smart HTTP into OPFS, lists HEAD's tree at once (no blob needed; from the pack through
+ * `onHeadView`, before the clone resolves), and fetches one file's blob when it is read.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -41,6 +41,9 @@ it('a worker clones blob:none into OPFS, lists HEAD at once and fetches a blob w
     const partial = await run({ mode: 'partial', repository: 'repo.git', open: 'docs/part-2/notes.md' });
     expect(partial.error).toBeUndefined();
     expect(partial.paths).toBe(9);
+    // the first view came from the pack (onHeadView), before the clone resolved
+    expect(partial.viewEarly).toBe(true);
+    expect(partial.viewBeforeClone).toBe(true);
     expect(partial.samplePaths).toEqual([
       'README.md',
       'docs/part-0/notes.md',
@@ -58,6 +61,13 @@ it('a worker clones blob:none into OPFS, lists HEAD at once and fetches a blob w
     const full = await run({ mode: 'full', repository: 'repo.git' });
     expect(full.error).toBeUndefined();
     expect(full.paths).toBe(9);
+    expect(full.viewEarly).toBe(true);
+    expect(full.viewBeforeClone).toBe(true);
+    // tree:0 brings no tree: the view is the finished clone, its trees fetched lazily
+    const tree0 = await run({ mode: 'partial', filter: 'tree:0', repository: 'repo.git' });
+    expect(tree0.error).toBeUndefined();
+    expect(tree0.viewEarly).toBe(false);
+    expect(tree0.samplePaths).toEqual(partial.samplePaths);
     // the four large blobs of history stayed on the server
     expect(partial.bytes).toBeLessThan(full.bytes! / 2);
     // the peer of the benchmark lists the same tree

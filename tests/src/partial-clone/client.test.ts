@@ -12,7 +12,18 @@ import { createBus } from '@gitport/bus';
 import { nodeEndpoint } from '@gitport/bus/node';
 import type { GitSandbox } from '@gitport/test-helpers/git';
 import { closedPort } from '@gitport/test-helpers/ports';
-import { host, isGitportError, isPromisorStore, readFile, remote } from 'gitport';
+import {
+  type CloneOptions,
+  type FetchRemote,
+  type HeadView,
+  host,
+  httpRemote,
+  isGitportError,
+  isPromisorStore,
+  listFiles,
+  readFile,
+  remote,
+} from 'gitport';
 import { nodeFs, nodeRepositories, openNodeRepository } from 'gitport/node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { objectSet as objectSetOf, type PartialCloneServers, startPartialCloneServers } from './fixture.js';
@@ -175,6 +186,78 @@ describe('gitport clones with a filter', () => {
     expect(warnings).toEqual(['filtering not recognized by server, ignoring']);
     expect((await objectSet(dir)).filter((l) => l.startsWith('?'))).toEqual([]);
   });
+});
+
+describe("a clone's first view (onHeadView)", () => {
+  /** Clones with `onHeadView`; what the view said, and whether it came before the clone resolved. */
+  async function cloneWithView(origin: FetchRemote, dir: string, options: CloneOptions) {
+    let view: HeadView | undefined;
+    let resolved = false;
+    let viewBeforeClone: boolean | undefined;
+    let listed: Promise<string[]> | undefined;
+    const repository = await origin
+      .clone(nodeFs(), dir, {
+        ...options,
+        onHeadView: (given) => {
+          view = given;
+          viewBeforeClone = !resolved;
+          listed = listFiles(given, 'HEAD');
+        },
+      })
+      .then((r) => {
+        resolved = true;
+        return r;
+      });
+    if (view === undefined) throw new Error('no view');
+    return { repository, view, viewBeforeClone, listed: await listed!, files: await listFiles(repository, 'HEAD') };
+  }
+
+  for (const server of ['gitport serve', 'git http-backend'] as const) {
+    for (const filter of ['blob:none', undefined]) {
+      it(`${server}, ${filter ?? 'full clone'}: HEAD's tree from the pack, before the clone resolves`, async () => {
+        const url = `${server === 'gitport serve' ? serve.url : backend.url}/repo.git`;
+        const dir = sandbox.path(`view-${server.replace(/\W/g, '')}-${filter ?? 'full'}.git`);
+        const { repository, view, viewBeforeClone, listed, files } = await cloneWithView(remote(url), dir, {
+          ...(filter ? { filter } : {}),
+        });
+        expect(view.early).toBe(true);
+        expect(viewBeforeClone).toBe(true);
+        expect(view.head).toBe(await repository.refs.resolve('HEAD'));
+        expect(await view.refs.resolve('HEAD')).toBe(view.head);
+        expect(files).toEqual([
+          'big-0.txt',
+          'big-1.txt',
+          'big-2.txt',
+          'small.txt',
+          'src/deep/d0/code.ts',
+          'src/deep/d1/code.ts',
+        ]);
+        expect(view.paths).toEqual(files);
+        expect(listed).toEqual(files);
+        // the view holds HEAD's commit and trees, no blob
+        expect((await view.objects.read(view.head))?.type).toBe('commit');
+        expect(await readFile(view, 'HEAD', 'small.txt').catch((e: { code?: string }) => e.code)).toBe(
+          'OBJECT_NOT_FOUND',
+        );
+        // the clone itself is complete
+        await sandbox.git(['--git-dir', dir, 'fsck', '--connectivity-only']);
+      }, 60_000);
+    }
+  }
+
+  it('tree:0, or a remote without the early view: the finished clone is the view', async () => {
+    const tree0 = await cloneWithView(remote(`${serve.url}/repo.git`), sandbox.path('view-tree0.git'), {
+      filter: 'tree:0',
+    });
+    expect(tree0.view.early).toBe(false);
+    expect(tree0.viewBeforeClone).toBe(true);
+    expect(tree0.view.paths).toEqual(tree0.files);
+    expect(tree0.view.objects).toBe(tree0.repository.objects);
+    const lean = await cloneWithView(httpRemote(`${serve.url}/repo.git`), sandbox.path('view-lean.git'), {});
+    expect(lean.view.early).toBe(false);
+    expect(lean.view.paths).toEqual(lean.files);
+    expect(lean.listed).toEqual(lean.files);
+  }, 60_000);
 });
 
 describe('gitport reads a partial clone', () => {
