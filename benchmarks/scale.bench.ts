@@ -12,6 +12,10 @@
  * - the same with four clones at once;
  * - an incremental fetch of the last N first-parent commits of main into a clone that has the
  *   rest: wall, bytes the server sent, server CPU and memory;
+ * - a library clone between two worker threads of one Node process (benchmarks/workers/
+ *   library-clone.mjs: one worker hosts the repository opened with `openNodeRepository`, bitmaps
+ *   on, the other clones it bare to disk with `busRemote(...).clone`) next to
+ *   `git clone --bare --no-local` of the same repository: wall, CPU, peak RssAnon;
  * - `gitport index-pack --stdin` next to `git index-pack --stdin` on the repository's pack;
  * - `gitport pack-objects --all` next to `git pack-objects --revs --all` (reusing stored deltas,
  *   what a server does on a clone), the same on a copy of the repository without its `.bitmap`
@@ -43,7 +47,7 @@ import { ensureHistory, HISTORY_PRESETS, type HistoryPreset } from '@gitport/tes
 import { afterAll, bench, describe } from 'vitest';
 import { type ByteCountingProxy, startByteCountingProxy } from './byte-counting-proxy.js';
 import { type CommandCost, type Cost, measureServer, runCommand } from './process-tree.js';
-import { median, QUICK, record } from './report.js';
+import { type Goal, median, QUICK, record } from './report.js';
 
 const once = { iterations: 1, warmupIterations: 0, time: 0, warmupTime: 0 };
 const MB = 1e6;
@@ -60,6 +64,11 @@ const profileDir = process.env.GITPORT_BENCH_CPU_PROF;
 const here = fileURLToPath(new URL('.', import.meta.url));
 const gitportBin = join(here, '..', 'packages', 'cli', 'bin', 'gitport.js');
 const nodeArgs = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
+/** A ratio goal of issue 26 (gitport over git, at most `max`). */
+const atMost = (max: number): Goal => ({ max, on: 'ratio', source: 'issue 26' });
+/** Goals of a group of rows, by the suffix of their id (`ms`, `server-cpu-s`, `mem.mb`, ...). */
+type Goals = Partial<Record<string, Goal>>;
+const goalOf = (goals: Goals, suffix: string) => (goals[suffix] ? { goal: goals[suffix] } : {});
 
 interface Server {
   name: string;
@@ -222,6 +231,7 @@ describe(`scale (${preset})`, () => {
     id: string,
     what: string,
     r: { ours: (Cost & { bytes?: number })[]; git: (Cost & { bytes?: number })[] },
+    goals: Goals = {},
   ) {
     const note = `${what}; ${shape}; median of ${r.ours.length}${QUICK ? ' (quick)' : ''}`;
     const peer = 'git http-backend';
@@ -232,6 +242,7 @@ describe(`scale (${preset})`, () => {
       peer,
       peerValue: med(r.git, (c) => c.wallMs),
       better: 'lower',
+      ...goalOf(goals, 'ms'),
       note: `wall, seen by the client; ${note}`,
     });
     record({
@@ -241,6 +252,7 @@ describe(`scale (${preset})`, () => {
       peer,
       peerValue: med(r.git, (c) => c.cpuMs) / 1000,
       better: 'lower',
+      ...goalOf(goals, 'server-cpu-s'),
       note: `server CPU-seconds (user + system of the server process and the processes it started); ${note}`,
     });
     const growth = (c: Cost) => (c.peakBytes - c.baseBytes) / MB;
@@ -252,6 +264,7 @@ describe(`scale (${preset})`, () => {
       peer,
       peerValue: med(r.git, growth),
       better: 'lower',
+      ...goalOf(goals, 'server-mem.mb'),
       note: `server private memory: peak RssAnon of the server's process tree over its figure just before (memory the server kept from earlier runs of this row counts in that figure, servers start afresh for each row: gitport ${idle(r.ours)} MB, git's node:http bridge ${idle(r.git)} MB); ${note}`,
     });
     record({
@@ -261,6 +274,7 @@ describe(`scale (${preset})`, () => {
       peer,
       peerValue: med(r.git, (c) => c.peakBytes) / MB,
       better: 'lower',
+      ...goalOf(goals, 'server-peak.mb'),
       note: `server private memory: peak RssAnon of the server's process tree (gitport serve: its process with its workers; git: the node:http CGI bridge, git http-backend, upload-pack, pack-objects); ${note}`,
     });
     if (r.ours[0]?.bytes !== undefined) {
@@ -271,6 +285,7 @@ describe(`scale (${preset})`, () => {
         peer,
         peerValue: med(r.git, (c) => c.bytes ?? 0) / MB,
         better: 'lower',
+        ...goalOf(goals, 'sent.mb'),
         note: `bytes the server sent (HTTP responses, through a counting proxy); ${note}`,
       });
     }
@@ -286,7 +301,11 @@ describe(`scale (${preset})`, () => {
         await check(server, cost.result);
         return { ...cost, bytes: server.proxy.received - before };
       });
-      recordServer('clone', 'git clone --bare (protocol v2) through gitport serve (2 workers)', r);
+      recordServer('clone', 'git clone --bare (protocol v2) through gitport serve (2 workers)', r, {
+        ms: atMost(1),
+        'server-cpu-s': atMost(1.5),
+        'server-peak.mb': atMost(1),
+      });
     },
     once,
   );
@@ -305,7 +324,7 @@ describe(`scale (${preset})`, () => {
         for (const dest of cost.result) await check(server, dest);
         return { ...cost, bytes };
       });
-      recordServer('clone-4x', '4 concurrent git clone --bare through gitport serve (2 workers)', r);
+      recordServer('clone-4x', '4 concurrent git clone --bare through gitport serve (2 workers)', r, { ms: atMost(1) });
     },
     once,
   );
@@ -350,13 +369,20 @@ describe(`scale (${preset})`, () => {
         `fetch-${FETCH_COMMITS}`,
         `git fetch of main from main~${FETCH_COMMITS} (first parent, merged topics included) through gitport serve`,
         r,
+        { ms: atMost(1.2), 'sent.mb': atMost(1.05), 'server-peak.mb': atMost(1.5) },
       );
     },
     once,
   );
 
   /** Three figures of a command side by side: wall, CPU, peak memory (and output size). */
-  function recordCommand(id: string, peer: string, what: string, r: { ours: CommandCost[]; git: CommandCost[] }) {
+  function recordCommand(
+    id: string,
+    peer: string,
+    what: string,
+    r: { ours: CommandCost[]; git: CommandCost[] },
+    goals: Goals = {},
+  ) {
     const note = `${what}; ${shape}; median of ${r.ours.length}${QUICK ? ' (quick)' : ''}`;
     record({
       id: `scale.${id}.ms`,
@@ -365,6 +391,7 @@ describe(`scale (${preset})`, () => {
       peer,
       peerValue: med(r.git, (c) => c.wallMs),
       better: 'lower',
+      ...goalOf(goals, 'ms'),
       note: `wall, process start included; ${note}`,
     });
     record({
@@ -374,6 +401,7 @@ describe(`scale (${preset})`, () => {
       peer,
       peerValue: med(r.git, (c) => c.cpuMs) / 1000,
       better: 'lower',
+      ...goalOf(goals, 'cpu-s'),
       note: `CPU-seconds (user + system); ${note}`,
     });
     record({
@@ -383,6 +411,7 @@ describe(`scale (${preset})`, () => {
       peer,
       peerValue: med(r.git, (c) => c.peakBytes) / MB,
       better: 'lower',
+      ...goalOf(goals, 'mem.mb'),
       note: `peak RssAnon of the process (private memory, not the mapped pack); ${note}`,
     });
   }
@@ -403,6 +432,34 @@ describe(`scale (${preset})`, () => {
   }
 
   bench(
+    'library clone between workers to disk',
+    async () => {
+      await setup();
+      const cloned = async (argv: (dest: string) => string[]) => {
+        const dest = fresh('library-clone');
+        const cost = await runCommand(argv(dest));
+        const count = Number(await sandbox.git(['--git-dir', dest, 'rev-list', '--all', '--count']));
+        if (count !== commits) throw new Error(`${argv(dest).join(' ')}: clone has ${count} of ${commits} commits`);
+        await rm(dest, { recursive: true, force: true });
+        return cost;
+      };
+      const r = await alternate(
+        RUNS,
+        () => cloned((dest) => [process.execPath, ...nodeArgs, join(here, 'workers', 'library-clone.mjs'), repo, dest]),
+        () => cloned((dest) => ['git', 'clone', '--bare', '--no-local', '--quiet', repo, dest]),
+      );
+      recordCommand(
+        'library-clone',
+        'git clone --bare --no-local',
+        'a Node process whose one worker thread hosts the repository (openNodeRepository, bitmaps on, hostGit) and whose other clones it bare to disk over a MessageChannel (busRemote(...).clone, protocol v2; built packages)',
+        r,
+        { ms: atMost(1), 'mem.mb': atMost(1.5) },
+      );
+    },
+    once,
+  );
+
+  bench(
     'index-pack',
     async () => {
       await setup();
@@ -421,7 +478,10 @@ describe(`scale (${preset})`, () => {
         () => index((dir) => [process.execPath, ...nodeArgs, gitportBin, 'index-pack', '--git-dir', dir, '--stdin']),
         () => index((dir) => ['git', '--git-dir', dir, 'index-pack', '--stdin']),
       );
-      recordCommand('index-pack', 'git index-pack --stdin', 'index-pack --stdin of the repository pack', r);
+      recordCommand('index-pack', 'git index-pack --stdin', 'index-pack --stdin of the repository pack', r, {
+        ms: atMost(1),
+        'mem.mb': atMost(2),
+      });
     },
     once,
   );
@@ -437,7 +497,14 @@ describe(`scale (${preset})`, () => {
    * `gitport pack-objects --all` next to `git pack-objects --revs --all` on `gitDir` (git with
    * `gitConfig`), both checked to hold every object: wall, CPU, memory and pack bytes.
    */
-  async function packAll(gitDir: string, gitConfig: string[], row: string, peer: string, what: string) {
+  async function packAll(
+    gitDir: string,
+    gitConfig: string[],
+    row: string,
+    peer: string,
+    what: string,
+    goals: Goals = {},
+  ) {
     await setup();
     const counted = async (argv: string[]) => {
       const cost = await runCommand(argv, { keepStdout: true });
@@ -464,7 +531,7 @@ describe(`scale (${preset})`, () => {
           '--delta-base-offset',
         ]),
     );
-    recordCommand(row, peer, what, r);
+    recordCommand(row, peer, what, r, goals);
     record({
       id: `scale.${row}.size`,
       value: med(r.ours, (c) => c.stdoutBytes) / MB,
@@ -485,6 +552,7 @@ describe(`scale (${preset})`, () => {
         'pack-objects.reuse',
         'git pack-objects --revs --all',
         'every ref, reusing stored deltas (a clone)',
+        { ms: atMost(1.5) },
       ),
     once,
   );
@@ -582,7 +650,9 @@ describe(`scale (${preset})`, () => {
           ? `the whole history (${counts[0]} objects), every object re-deflated and every delta searched`
           : `main~${COMPUTE_COMMITS}..main (${counts[0]} objects), every object re-deflated and every delta searched`;
       const peer = 'git pack-objects --no-reuse-object';
-      recordCommand('pack-objects.compute', peer, `createPack({ reuse: false }) (built) for ${what}`, r);
+      recordCommand('pack-objects.compute', peer, `createPack({ reuse: false }) (built) for ${what}`, r, {
+        ms: atMost(1.5),
+      });
       record({
         id: 'scale.pack-objects.compute.size',
         value: med(r.ours, (c) => c.stdoutBytes) / MB,
@@ -590,6 +660,7 @@ describe(`scale (${preset})`, () => {
         peer,
         peerValue: med(r.git, (c) => c.stdoutBytes) / MB,
         better: 'lower',
+        goal: atMost(1.02),
         note: `pack bytes; ${what}; ${shape}`,
       });
     },

@@ -38,7 +38,10 @@ export interface WorkerPoolOptions {
   revalidateMs?: number;
   /** Starts one worker; the default runs the built entry, or the TypeScript one through tsx. */
   spawn?: SpawnWorker;
-  /** Transport receive window per stream. */
+  /**
+   * Transport receive window per stream: what a worker may send ahead of the socket (default
+   * {@link DEFAULT_STREAM_WINDOW}).
+   */
   window?: number;
   /**
    * A worker that dies before it connects (or fails to connect within `connectTimeoutMs`) is
@@ -56,6 +59,15 @@ export interface WorkerPoolOptions {
    */
   youngGenerationMb?: number;
 }
+
+/**
+ * See `WorkerPoolOptions.window`. A response (a pack) leaves the worker in writes of a quarter of
+ * the window; with the transport's default of 1 MiB the worker runs at most 1 MiB ahead of the
+ * socket, so whenever either thread waits for a core (a busy machine, clients indexing on the
+ * same cores) the other soon stalls too. 2 MiB lets both keep working; 4 MiB gained no more and
+ * held more private memory on the gateway's thread.
+ */
+export const DEFAULT_STREAM_WINDOW = 2 * 2 ** 20;
 
 /** See `WorkerPoolOptions.youngGenerationMb`. */
 export const DEFAULT_WORKER_YOUNG_GENERATION_MB = 6;
@@ -215,6 +227,7 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
   const backoffMax = Math.max(backoffInitial, options.restartBackoff?.maxMs ?? 10_000);
   const connectTimeout = options.connectTimeoutMs ?? 60_000;
   const youngGenerationMb = options.youngGenerationMb ?? DEFAULT_WORKER_YOUNG_GENERATION_MB;
+  const streamWindow = options.window ?? DEFAULT_STREAM_WINDOW;
   const inFlight = new Set<Promise<unknown>>();
   /** Per worker: requests it works on, and those it stopped on request. */
   const workCounts = slots.map(() => ({ inFlight: 0, stopped: 0 }));
@@ -337,10 +350,7 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
   ): Promise<{ status: number; body: AsyncIterable<Uint8Array> }> {
     const index = workerOf(repo);
     const peer = await peerFor(repo);
-    const stream = await open(bus, peer, HTTP_STREAM, {
-      signal,
-      ...(options.window !== undefined ? { window: options.window } : {}),
-    });
+    const stream = await open(bus, peer, HTTP_STREAM, { signal, window: streamWindow });
     const work = `${++workSeq}`;
     const counter = workCounts[index]!;
     counter.inFlight++;
