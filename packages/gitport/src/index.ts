@@ -44,6 +44,7 @@ export {
   HTTP_STOP,
   host,
   hostGit,
+  hostReadOnly,
   parseGitRequest,
 } from './host.js';
 export {

@@ -67,6 +67,7 @@ export class PromisorObjectStore implements ObjectStore {
   beginPack?: ObjectStore['beginPack'];
   findPack?: ObjectStore['findPack'];
   beginQuarantine?: ObjectStore['beginQuarantine'];
+  quarantineHost?: ObjectStore['quarantineHost'];
   remove?: ObjectStore['remove'];
 
   /**
@@ -87,6 +88,7 @@ export class PromisorObjectStore implements ObjectStore {
     if (local.beginPack) this.beginPack = local.beginPack.bind(local);
     if (local.findPack) this.findPack = local.findPack.bind(local);
     if (local.beginQuarantine) this.beginQuarantine = local.beginQuarantine.bind(local);
+    if (local.quarantineHost) this.quarantineHost = local.quarantineHost.bind(local);
     if (local.remove) this.remove = local.remove.bind(local);
   }
 

@@ -8,7 +8,7 @@
  * `.pack` first, then `.idx`, each through a temporary file and a rename, as git does; loose
  * objects likewise. An incoming pack (`beginPack`, used by `importPack`) is written to
  * `objects/pack/tmp_pack_*` as it arrives and renamed into place once verified (pack-spool.ts).
- * A push's objects go to a quarantine, `objects/tmp_objdir-incoming-*` (`beginQuarantine`, see
+ * A push's objects go to a quarantine, `objects/tmp_objdir-incoming-*` (`quarantineHost`, see
  * quarantine.ts), until it is accepted.
  *
  * This file composes them, keeps the objects read in caches, and rebuilds packed objects along
@@ -36,8 +36,7 @@ import {
 import { ObjectCache } from './object-cache.js';
 import { type LoadedPack, PackFiles } from './pack-files.js';
 import { BlockPool, openPackSpool } from './pack-spool.js';
-import { DirectoryQuarantine } from './quarantine.js';
-import type { PackFile, PackSpool, Quarantine, RawEntry, StoredPack } from './store.js';
+import type { DirectoryQuarantineHost, PackFile, PackSpool, RawEntry, StoredPack } from './store.js';
 import { isEnoent, StoreFiles } from './store-files.js';
 import { locateEntries } from './stored-entries.js';
 import type { StoredEntries, StoredLocation } from './stored-location.js';
@@ -153,10 +152,10 @@ export class FsObjectStore implements BitmapServedStore {
     return `${this.gitDir}/objects`;
   }
 
-  /** A quarantine in `objects/tmp_objdir-incoming-*` (see quarantine.ts). */
-  async beginQuarantine(): Promise<Quarantine> {
+  /** What a quarantine in `objects/tmp_objdir-incoming-*` needs of this store (see quarantine.ts). */
+  quarantineHost(): DirectoryQuarantineHost {
     const fs = this.#files.fs;
-    return DirectoryQuarantine.create({
+    return {
       fs,
       objectsDir: this.#objects,
       store: this,
@@ -169,7 +168,7 @@ export class FsObjectStore implements BitmapServedStore {
       forgetPack: async (name) => {
         if (await this.#packs.forget(name)) this.#cache.clear();
       },
-    });
+    };
   }
 
   /** Re-reads the pack directory (packs added by others, e.g. real git). */

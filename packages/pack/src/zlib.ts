@@ -185,6 +185,19 @@ export function deflate(data: Uint8Array, level = 6): Uint8Array {
   return zlibSync(data, { level: level as 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 });
 }
 
+/**
+ * Deflates one object where the caller can wait (a loose object, a thin pack's appended base):
+ * through the platform's CompressionStream (zlib's default level; `level` is for the Node path),
+ * so that code writing only a few objects does not carry a deflate of its own into a bundle.
+ */
+export async function deflateAsync(data: Uint8Array, _level?: number): Promise<Uint8Array> {
+  const stream = new CompressionStream('deflate');
+  const writer = stream.writable.getWriter();
+  void writer.write(data as Uint8Array<ArrayBuffer>).catch(() => {});
+  void writer.close().catch(() => {});
+  return new Uint8Array(await new Response(stream.readable).arrayBuffer());
+}
+
 /** Inflates a whole zlib stream (a loose object), through the shared context, growing the output as needed. */
 export function inflateAll(input: Uint8Array, maxSize: number): Uint8Array {
   const inflater = reusedInflater();
