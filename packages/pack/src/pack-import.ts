@@ -22,6 +22,7 @@ import { BASE_UNKNOWN, ImportSlots, WHOLE } from './import-slots.js';
 import { bytesToHex, hashObjectSync, type ObjectId, type ObjectType, objectHeader, TYPE_CODES } from './object.js';
 import { PackBuffer } from './pack-buffer.js';
 import { type PackEntry, type PackLimits, PackReader } from './pack-reader.js';
+import { beginPack, spoolsPacks } from './pack-spool.js';
 import { RingCache } from './ring-cache.js';
 import { slabAllocator } from './slab.js';
 import type { ObjectStore, PackSpool } from './store.js';
@@ -79,11 +80,7 @@ export async function importPack(
   // stores over a .git directory take the pack on disk as it arrives (memory bounded by the
   // objects, not the pack); others get it from memory
   const spool =
-    options.spool !== undefined
-      ? await options.spool
-      : typeof store.writePack === 'function' && store.beginPack
-        ? await store.beginPack()
-        : undefined;
+    options.spool !== undefined ? await options.spool : spoolsPacks(store) ? await beginPack(store) : undefined;
   if (!spool) return importWith(store, pack, options, undefined);
   if (typeof store.writePack !== 'function') {
     await spool.abort();

@@ -19,6 +19,7 @@
 import { PackError } from './errors.js';
 import { type IndexEntries, indexIds } from './idx.js';
 import type { GitObject, ObjectId, ObjectType } from './object.js';
+import { beginPack } from './pack-spool.js';
 import {
   type DirectoryQuarantineHost,
   MemoryObjectStore,
@@ -228,7 +229,7 @@ export class DirectoryQuarantine extends QuarantineBase {
 
   async beginPack(): Promise<PackSpool | undefined> {
     this.ensureOpen();
-    const spool = await this.#innerStore.beginPack?.();
+    const spool = await beginPack(this.#innerStore);
     if (!spool) return undefined;
     const written = this.written;
     // the spool as it is, with `commit` recording what the pack holds

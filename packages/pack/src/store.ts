@@ -4,8 +4,9 @@
 import type { BitmappedPack } from './bitmap-index.js';
 import { PackError } from './errors.js';
 import type { ObjectStoreFs } from './fs-like.js';
-import type { IndexEntries } from './idx.js';
+import type { IndexEntries, PackIndex } from './idx.js';
 import { type GitObject, hashObjectSync, isObjectId, type ObjectId, type ObjectType } from './object.js';
+import type { StoreFiles } from './store-files.js';
 import type { StoredEntries, StoredLocation } from './stored-location.js';
 
 /** A packed object's stored representation, for reuse by `createPack` without recompressing. */
@@ -60,6 +61,11 @@ export interface ObjectStore {
    * cannot (then `writePack` gets the pack from memory).
    */
   beginPack?(): Promise<PackSpool | undefined>;
+  /**
+   * What a store over a pack directory lends the spools of incoming packs (`beginPack(store)` of
+   * pack-spool.ts opens one, so that stores that never import packs do not carry the spool's code).
+   */
+  packSpoolHost?(): Promise<PackSpoolHost | undefined>;
   /**
    * A stored pack holding exactly these objects, streamed verbatim (git's pack reuse): what a
    * server sends on a clone of a freshly repacked repository.
@@ -215,4 +221,17 @@ export interface DirectoryQuarantineHost {
   refresh(): Promise<void>;
   /** Stops reading a pack (closes it, forgets its objects) before its files go. */
   forgetPack(name: string): Promise<void>;
+}
+
+/** What a store lends the spools it opens. */
+export interface PackSpoolHost {
+  files: StoreFiles;
+  /** The pack directory (`objects/pack`). */
+  dir: string;
+  /** Blocks reused across the store's spools (`BlockPool`). */
+  pool: { take(): Uint8Array; give(block: Uint8Array): void };
+  /** Whether the store has the pack `pack-<hash>` already. */
+  hasPack(base: string): boolean;
+  /** Makes a pack just moved into place readable, with its index. */
+  addPack(base: string, index: PackIndex, size: number): void;
 }

@@ -9,12 +9,14 @@
  * acknowledged, as the server keeps no state between POSTs.
  */
 import {
+  beginPack,
   importPack,
   isPackError,
   type ObjectId,
   type PackLimits,
   type PackSpool,
   parseObjectFilter,
+  spoolsPacks,
 } from '@gitport/pack';
 import { demuxSideband, FLUSH, type PacketReader, packetText } from '@gitport/pktline';
 import { ACKNOWLEDGMENTS_SECTION, decodeAcknowledgment, decodeAcknowledgments } from './acknowledgments.js';
@@ -794,7 +796,7 @@ class FetchExchange {
 
   #beginPack(local: Repository): Promise<PackSpool | undefined> | undefined {
     const objects = local.objects;
-    const spool = typeof objects.writePack === 'function' && objects.beginPack ? objects.beginPack() : undefined;
+    const spool = spoolsPacks(objects) ? beginPack(objects) : undefined;
     spool?.catch(() => {});
     return spool;
   }
