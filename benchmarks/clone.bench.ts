@@ -348,7 +348,7 @@ describe('clone between worker threads', () => {
           peer: nodeReferenceMbps === undefined ? null : 'gitport between Node worker threads (same run)',
           peerValue: nodeReferenceMbps ?? null,
           better: 'higher',
-          note: `headless Chromium (${/HeadlessChrome\/[\d.]+/.exec(outcome.userAgent)?.[0] ?? 'Chromium'}): host worker with the corpus (${commits} commits of 50 KB random blobs) in a MemoryFs repository packed once before timing (as git repack -adq packs the repository the Node clone serves), client worker cloning bare into ${storage === 'opfs' ? 'OPFS' : 'a MemoryFs'} over a MessageChannel; pako and JS SHA-1 (DecompressionStream measured slower per entry, not used); ${(bytes / MB).toFixed(2)} MB pack, median of ${runs}${QUICK ? ' (quick)' : ''}`,
+          note: `headless Chromium (${/HeadlessChrome\/[\d.]+/.exec(outcome.userAgent)?.[0] ?? 'Chromium'}): host worker with the corpus (${commits} commits of 50 KB random blobs) in a MemoryFs repository packed once before timing (as git repack -adq packs the repository the Node clone serves), client worker cloning bare into ${storage === 'opfs' ? 'OPFS' : 'a MemoryFs'} over a MessageChannel; gitport's own inflate and JS SHA-1 (DecompressionStream measured slower per entry, not used); ${(bytes / MB).toFixed(2)} MB pack, median of ${runs}${QUICK ? ' (quick)' : ''}`,
         });
       }
     },

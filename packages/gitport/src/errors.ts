@@ -12,6 +12,7 @@
  *   REMOTE_ERROR                        the remote refused the request (its message, said once)
  *   PUSH_REJECTED                       the remote or a local check refused refs (data: the report)
  *   PUSH_NOTHING                        a push without refspecs or updates
+ *   PUSH_NOT_ACCEPTED                   the host serves clones and fetches only (`hostReadOnly`)
  *   OBJECT_NOT_FOUND                    an object the operation needs is missing
  *   OBJECT_MISSING                      a partial clone lacks the object and the read said
  *                                       `lazy: false` (data: { oid })
@@ -47,6 +48,7 @@ export type GitportErrorCode =
   | 'REMOTE_INVALID'
   | 'PUSH_REJECTED'
   | 'PUSH_NOTHING'
+  | 'PUSH_NOT_ACCEPTED'
   | 'OBJECT_NOT_FOUND'
   | 'OBJECT_MISSING'
   | 'FILTER_INVALID'

@@ -128,7 +128,13 @@ export function host(
   repositories: RepositoryRegistry | Record<string, HostedRepository>,
   options: HostOptions = {},
 ): Host {
-  return serve(bus, repositories, options, options.control === false ? [serveHttp] : [serveHttp, serveControl]);
+  return serve(
+    bus,
+    repositories,
+    options,
+    options.control === false ? [serveHttp] : [serveHttp, serveControl],
+    receiveGit,
+  );
 }
 
 /**
@@ -142,8 +148,40 @@ export function hostGit(
   repositories: RepositoryRegistry | Record<string, HostedRepository>,
   options: HostOptions = {},
 ): Host {
-  return serve(bus, repositories, options, []);
+  return serve(bus, repositories, options, [], receiveGit);
 }
+
+/**
+ * `hostGit` that serves clones and fetches only: a push (`git-receive-pack`) is refused with
+ * `PUSH_NOT_ACCEPTED` before anything is read, and receive-pack with its object checks, pack
+ * import and quarantine stays out of the bundle. `receivePack` is not read; `onRefUpdate`
+ * reports nothing (refs change only through the repository's own API).
+ */
+export function hostReadOnly(
+  bus: Bus,
+  repositories: RepositoryRegistry | Record<string, HostedRepository>,
+  options: Omit<HostOptions, 'receivePack' | 'control' | 'manage'> = {},
+): Host {
+  return serve(bus, repositories, options, [], undefined);
+}
+
+/** The push side of a stateful session: receive-pack, its failures reported, its ref updates published. */
+type ReceiveService = (
+  repo: Repository,
+  conn: Connection,
+  options: HostOptions,
+  context: HostContext,
+  where: { peer: string; service: string; repository: string },
+) => Promise<void>;
+
+type Connection = Parameters<typeof serveUploadPack>[1];
+
+const receiveGit: ReceiveService = async (repo, conn, options, context, where) => {
+  const result = await serveReceivePack(repo, conn, { ...options.receivePack });
+  if (result.unpackError !== undefined) context.report(result.unpackError, where);
+  for (const error of result.errors ?? []) context.report(error, where);
+  context.published(where.repository, result.updated);
+};
 
 /** What a part of a host (smart HTTP, the control API) gets to work with. */
 interface HostContext {
@@ -175,6 +213,7 @@ function serve(
   repositories: RepositoryRegistry | Record<string, HostedRepository>,
   options: HostOptions,
   parts: HostPart[],
+  receive: ReceiveService | undefined,
 ): Host {
   const registry: RepositoryRegistry =
     typeof (repositories as RepositoryRegistry).open === 'function' &&
@@ -225,6 +264,9 @@ function serve(
       const request = parseGitRequest(line);
       context.service = request.service;
       context.repository = request.repository;
+      if (request.service === 'git-receive-pack' && !receive) {
+        throw new GitportError('PUSH_NOT_ACCEPTED', `this host does not accept pushes to ${request.repository}`);
+      }
       const repo = await registry.open(request.repository);
       if (!repo) throw new GitportError('REPO_NOT_FOUND', `repository ${request.repository} not found`);
       const conn = {
@@ -238,13 +280,11 @@ function serve(
         const protocol = request.parameters.includes('version=2') ? 2 : 0;
         await serveUploadPack(repo as Repository, conn, { ...options.uploadPack, protocol });
       } else {
-        const result = await serveReceivePack(repo as Repository, conn, { ...options.receivePack });
-        if (result.unpackError !== undefined) report(result.unpackError, context);
-        for (const error of result.errors ?? []) report(error, context);
-        published(request.repository, result.updated);
+        await receive!(repo as Repository, conn, options, hostContext, context);
       }
     } catch (error) {
-      if ((error as { code?: string }).code !== 'REPO_NOT_FOUND') report(error, context);
+      const code = (error as { code?: string }).code;
+      if (code !== 'REPO_NOT_FOUND' && code !== 'PUSH_NOT_ACCEPTED') report(error, context);
       // Once the service runs, it reports its own errors in-band (ERR, side-band 3). The peer
       // gets typed errors' safe messages only; the detail goes to onError.
       const message = started ? undefined : encodeText(`ERR ${peerErrorMessage(error)}`);
@@ -260,8 +300,8 @@ function serve(
       listeners.delete(listener);
     };
   };
-  const context: HostContext = { bus, registry, options, listenOptions, report, published, onRefUpdate };
-  const started = parts.map((part) => part(context));
+  const hostContext: HostContext = { bus, registry, options, listenOptions, report, published, onRefUpdate };
+  const started = parts.map((part) => part(hostContext));
   const stops = [listen(bus, GIT_STREAM, (stream) => void serveGit(stream), listenOptions)];
   for (const part of started) stops.push(part.stop);
   return {

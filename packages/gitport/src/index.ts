@@ -45,6 +45,7 @@ export {
   HTTP_STOP,
   host,
   hostGit,
+  hostReadOnly,
   parseGitRequest,
 } from './host.js';
 export {

@@ -1,6 +1,6 @@
 /**
- * The lighter entry points: `hostGit` (no control API), `busRemote` (lsRefs, fetch and clone
- * only) and `push(remote, ...)`, which together do what `host` and `remote(...)` do for an app
+ * The lighter entry points: `hostGit` (no control API), `hostReadOnly` (no push), `busRemote`
+ * (lsRefs, fetch and clone only) and `push(remote, ...)`, which together do what `host` and `remote(...)` do for an app
  * that needs no more, and refuse with a typed error what they leave out.
  */
 import { MessageChannel } from 'node:worker_threads';
@@ -9,7 +9,7 @@ import { nodeEndpoint } from '@gitport/bus/node';
 import { open } from '@gitport/transport';
 import { afterEach, describe, expect, it } from 'vitest';
 import { commit, readFile } from './commit-files.js';
-import { GIT_STREAM, host, hostGit } from './host.js';
+import { GIT_STREAM, type HostOptions, host, hostGit, hostReadOnly } from './host.js';
 import { HTTP_STREAM } from './http-plugin.js';
 import { MemoryFs } from './memory-fs.js';
 import type { RefUpdateEvent } from './ref-events.js';
@@ -26,14 +26,14 @@ afterEach(() => {
 });
 
 /** A repository with one commit, hosted by `hostGit` (or `host`) on one bus; a client bus linked to it. */
-async function hosted(serve: typeof hostGit = hostGit) {
+async function hosted(serve: typeof hostGit = hostGit, options: HostOptions = {}) {
   const channel = new MessageChannel();
   const server = createBus({ id: 'server' });
   const client = createBus({ id: 'client' });
   await Promise.all([server.connect(nodeEndpoint(channel.port1)), client.connect(nodeEndpoint(channel.port2))]);
   const served = await initRepository(new MemoryFs(), '/served');
   const first = await commit(served, { message: 'first', author, files: { 'README.md': '# notes\n' } });
-  const hosting = serve(server, staticRepositories({ notes: served }));
+  const hosting = serve(server, staticRepositories({ notes: served }), options);
   const updates: RefUpdateEvent[] = [];
   hosting.onRefUpdate((event) => updates.push(event));
   cleanup = () => {
@@ -136,5 +136,33 @@ describe('busRemote on a hostGit host', () => {
     const full = await hosted(host);
     const http = await open(full.client, 'server', HTTP_STREAM);
     http.abort(new Error('done'));
+  });
+});
+
+describe('hostReadOnly', () => {
+  it('serves clones and fetches, and refuses a push with PUSH_NOT_ACCEPTED, the repository untouched', async () => {
+    const errors: unknown[] = [];
+    const { client, served, first, updates } = await hosted(hostReadOnly, { onError: (error) => errors.push(error) });
+    const origin = busRemote(client, 'server', 'notes');
+    const fs = new MemoryFs();
+    const repo = await origin.clone(fs, '/clone', { bare: false });
+    expect(await text(repo, 'README.md')).toBe('# notes\n');
+    const second = await commit(served, { message: 'second', author, files: { 'b.txt': 'b\n' } });
+    await origin.fetch(repo, { refspecs: ['+refs/heads/*:refs/remotes/origin/*'] });
+    expect(await repo.refs.resolve('refs/remotes/origin/main')).toBe(second.oid);
+
+    await repo.refs.update([{ name: 'refs/heads/main', new: second.oid }]);
+    await commit(repo, { message: 'third', author, files: { 'c.txt': 'c\n' } });
+    for (const pusher of [origin, remote(client, 'server', 'notes')]) {
+      await expect(push(pusher, repo, { refspecs: ['main:main'] })).rejects.toMatchObject({
+        code: 'PUSH_NOT_ACCEPTED',
+        message: 'this host does not accept pushes to notes',
+      });
+    }
+    expect(await served.refs.resolve('refs/heads/main')).toBe(second.oid);
+    expect(await served.objects.has(first)).toBe(true);
+    expect(updates).toEqual([]);
+    // a refusal by design is no failure of the host's
+    expect(errors).toEqual([]);
   });
 });

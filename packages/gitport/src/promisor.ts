@@ -65,8 +65,10 @@ export class PromisorObjectStore implements ObjectStore {
   writeHashed?: ObjectStore['writeHashed'];
   writePack?: ObjectStore['writePack'];
   beginPack?: ObjectStore['beginPack'];
+  packSpoolHost?: ObjectStore['packSpoolHost'];
   findPack?: ObjectStore['findPack'];
   beginQuarantine?: ObjectStore['beginQuarantine'];
+  quarantineHost?: ObjectStore['quarantineHost'];
   remove?: ObjectStore['remove'];
 
   /**
@@ -85,8 +87,10 @@ export class PromisorObjectStore implements ObjectStore {
     if (local.writeHashed) this.writeHashed = local.writeHashed.bind(local);
     if (local.writePack) this.writePack = local.writePack.bind(local);
     if (local.beginPack) this.beginPack = local.beginPack.bind(local);
+    if (local.packSpoolHost) this.packSpoolHost = local.packSpoolHost.bind(local);
     if (local.findPack) this.findPack = local.findPack.bind(local);
     if (local.beginQuarantine) this.beginQuarantine = local.beginQuarantine.bind(local);
+    if (local.quarantineHost) this.quarantineHost = local.quarantineHost.bind(local);
     if (local.remove) this.remove = local.remove.bind(local);
   }
 

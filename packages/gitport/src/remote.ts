@@ -559,7 +559,8 @@ function pushRejected(result: PushResult): GitportError {
 
 /**
  * The error a user-facing call rejects with: a GitportError, the remote's refusal said once,
- * `REPO_NOT_FOUND` for a repository the host does not have.
+ * `REPO_NOT_FOUND` for a repository the host does not have, `PUSH_NOT_ACCEPTED` for a push to a
+ * read-only host.
  */
 async function userFacing<T>(work: Promise<T>): Promise<T> {
   try {
@@ -572,12 +573,15 @@ async function userFacing<T>(work: Promise<T>): Promise<T> {
 const REMOTE_ERROR_PREFIX = /^(?:\s*(?:remote error|ERR)\s*:?\s*)+/i;
 /** What the gitport host (and git daemon) say about a repository that is not there. */
 const NOT_FOUND = /^repository .* not found$|not found|does not exist|not exported|no such repository/i;
+/** What a read-only gitport host (`hostReadOnly`) says to a push. */
+const NOT_ACCEPTED = /^this host does not accept pushes/;
 
 export function asRemoteError(error: unknown): GitportError {
   if (isGitportError(error)) return error;
   const code = (error as { code?: unknown } | null)?.code;
   if (code === 'PROTOCOL_REMOTE_ERROR' || code === 'PKTLINE_REMOTE_ERROR') {
     const message = String((error as Error).message ?? '').replace(REMOTE_ERROR_PREFIX, '');
+    if (NOT_ACCEPTED.test(message)) return new GitportError('PUSH_NOT_ACCEPTED', message, { cause: error });
     if (NOT_FOUND.test(message)) return new GitportError('REPO_NOT_FOUND', message, { cause: error });
     return new GitportError('REMOTE_ERROR', `remote error: ${message}`, { cause: error });
   }

@@ -49,7 +49,8 @@ export interface OpenOptions {
   promisorFilter?: PromisorStoreOptions['filter'];
 }
 
-export interface InitOptions extends OpenOptions {
+/** A new repository has no promisor remote: a partial clone wraps its store once it is set up. */
+export interface InitOptions extends Omit<OpenOptions, 'promisor' | 'promisorFilter'> {
   /** Default true. */
   bare?: boolean;
   /** The branch HEAD points at; default `main`. */
@@ -209,7 +210,9 @@ export async function openRepository(
   const fs = toGitFs(fsIn);
   const clean = path.replace(/\/+$/, '') || '/';
   const nested = joinPath(clean, '.git');
-  if ((await fs.stat(joinPath(nested, 'HEAD')))?.isFile()) return openGitDir(fs, nested, false, options);
+  if ((await fs.stat(joinPath(nested, 'HEAD')))?.isFile()) {
+    return withPromisor(openGitDir(fs, nested, false, options), options);
+  }
   const head = await fs.stat(joinPath(clean, 'HEAD'));
   const objects = await fs.stat(joinPath(clean, 'objects'));
   if (!head?.isFile() || !objects?.isDirectory()) {
@@ -217,23 +220,28 @@ export async function openRepository(
   }
   const config = (await fs.readText(joinPath(clean, 'config'))) ?? '';
   const bare = !/^\s*bare\s*=\s*false\s*$/im.test(config);
-  return openGitDir(fs, clean, bare, options);
+  return withPromisor(openGitDir(fs, clean, bare, options), options);
 }
 
-function openGitDir(fs: GitFs, gitDir: string, bare: boolean, options: OpenOptions): GitRepository {
-  const own = (options.objects ?? defaultObjects)(fs, gitDir);
+function openGitDir(fs: GitFs, gitDir: string, bare: boolean, options: InitOptions): GitRepository {
+  const objects = (options.objects ?? defaultObjects)(fs, gitDir);
   const refs = new FsRefStore(
     fs,
     gitDir,
     options.staleAfterMs === undefined ? {} : { staleAfterMs: options.staleAfterMs },
   );
-  const objects = options.promisor
-    ? new PromisorObjectStore(
-        own,
-        { refs, fs, gitDir },
-        options.promisor,
-        options.promisorFilter === undefined ? {} : { filter: options.promisorFilter },
-      )
-    : own;
   return { objects, refs, fs, gitDir, bare };
+}
+
+/** `repository` reading the objects it lacks from `options.promisor`, if given (only `openRepository` does). */
+function withPromisor(repository: GitRepository, options: OpenOptions): GitRepository {
+  if (!options.promisor) return repository;
+  const { refs, fs, gitDir } = repository;
+  const objects = new PromisorObjectStore(
+    repository.objects,
+    { refs, fs, gitDir },
+    options.promisor,
+    options.promisorFilter === undefined ? {} : { filter: options.promisorFilter },
+  );
+  return { ...repository, objects };
 }

@@ -6,9 +6,9 @@
  *
  * The fs is injected in the shape isomorphic-git uses (fs-like.ts). New packs are written
  * `.pack` first, then `.idx`, each through a temporary file and a rename, as git does; loose
- * objects likewise. An incoming pack (`beginPack`, used by `importPack`) is written to
- * `objects/pack/tmp_pack_*` as it arrives and renamed into place once verified (pack-spool.ts).
- * A push's objects go to a quarantine, `objects/tmp_objdir-incoming-*` (`beginQuarantine`, see
+ * objects likewise. An incoming pack (`packSpoolHost`, for `beginPack` of pack-spool.ts) is
+ * written to `objects/pack/tmp_pack_*` as it arrives and renamed into place once verified.
+ * A push's objects go to a quarantine, `objects/tmp_objdir-incoming-*` (`quarantineHost`, see
  * quarantine.ts), until it is accepted.
  *
  * This file composes them, keeps the objects read in caches, and rebuilds packed objects along
@@ -35,9 +35,8 @@ import {
 } from './object.js';
 import { ObjectCache } from './object-cache.js';
 import { type LoadedPack, PackFiles } from './pack-files.js';
-import { BlockPool, openPackSpool } from './pack-spool.js';
-import { DirectoryQuarantine } from './quarantine.js';
-import type { PackFile, PackSpool, Quarantine, RawEntry, StoredPack } from './store.js';
+import { BlockPool } from './pack-spool.js';
+import type { DirectoryQuarantineHost, PackFile, PackSpoolHost, RawEntry, StoredPack } from './store.js';
 import { isEnoent, StoreFiles } from './store-files.js';
 import { locateEntries } from './stored-entries.js';
 import type { StoredEntries, StoredLocation } from './stored-location.js';
@@ -153,10 +152,10 @@ export class FsObjectStore implements BitmapServedStore {
     return `${this.gitDir}/objects`;
   }
 
-  /** A quarantine in `objects/tmp_objdir-incoming-*` (see quarantine.ts). */
-  async beginQuarantine(): Promise<Quarantine> {
+  /** What a quarantine in `objects/tmp_objdir-incoming-*` needs of this store (see quarantine.ts). */
+  quarantineHost(): DirectoryQuarantineHost {
     const fs = this.#files.fs;
-    return DirectoryQuarantine.create({
+    return {
       fs,
       objectsDir: this.#objects,
       store: this,
@@ -169,7 +168,7 @@ export class FsObjectStore implements BitmapServedStore {
       forgetPack: async (name) => {
         if (await this.#packs.forget(name)) this.#cache.clear();
       },
-    });
+    };
   }
 
   /** Re-reads the pack directory (packs added by others, e.g. real git). */
@@ -407,12 +406,13 @@ export class FsObjectStore implements BitmapServedStore {
     this.#packs.add(base, new PackIndex(idx), pack.length);
   }
 
-  async beginPack(): Promise<PackSpool | undefined> {
+  /** What a spool of an incoming pack in `objects/pack` needs of this store (see pack-spool.ts). */
+  async packSpoolHost(): Promise<PackSpoolHost | undefined> {
     if (!this.#files.fs.open) return undefined;
     await this.#packs.ensureScanned();
     const packs = this.#packs;
     await this.#files.mkdir(packs.dir);
-    return openPackSpool({
+    return {
       files: this.#files,
       dir: packs.dir,
       pool: this.#blocks,
@@ -420,7 +420,7 @@ export class FsObjectStore implements BitmapServedStore {
       addPack: (base, index, size) => {
         packs.add(base, index, size);
       },
-    });
+    };
   }
 
   findPack(oids: readonly ObjectId[]): Promise<StoredPack | undefined> {

@@ -39,6 +39,7 @@ export {
 } from './object-filter.js';
 export { type ImportOptions, type ImportResult, importPack } from './pack-import.js';
 export { DEFAULT_LIMITS, type PackEntry, type PackLimits, PackReader, type PackReaderOptions } from './pack-reader.js';
+export { beginPack, type PackSpoolHost, spoolsPacks } from './pack-spool.js';
 export { createPack, type PackEncoding, type PackSelection, packObjects } from './pack-writer.js';
 export {
   DirectoryQuarantine,

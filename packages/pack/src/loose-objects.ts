@@ -2,7 +2,7 @@
  * Loose objects of an objects directory (gitrepository-layout): `objects/xx/yyyy…`, each
  * zlib("<type> <size>\0<data>"), written to a temporary file and renamed into place.
  */
-import { deflate, inflateAll } from '#zlib';
+import { deflateAsync, inflateAll } from '#zlib';
 import { PackError } from './errors.js';
 import { type GitObject, type ObjectId, type ObjectType, objectHeader } from './object.js';
 import { isEnoent, type StoreFiles } from './store-files.js';
@@ -61,6 +61,6 @@ export class LooseObjects {
     raw.set(data, header.length);
     const dir = `${this.#dir}/${oid.slice(0, 2)}`;
     await this.#files.mkdir(dir);
-    await this.#files.atomicWrite(this.#path(oid), deflate(raw, 1), dir);
+    await this.#files.atomicWrite(this.#path(oid), await deflateAsync(raw, 1), dir);
   }
 }

@@ -12,7 +12,7 @@
  * only once the pack checks out, and removed otherwise.
  */
 import { createSha1 } from '#sha1';
-import { crc32, deflate, inflateOne } from '#zlib';
+import { crc32, deflate, deflateAsync, inflateOne } from '#zlib';
 import { applyDelta } from './delta.js';
 import { ChainTips } from './delta-chain-cache.js';
 import { encodeEntryHeader } from './entry-header.js';
@@ -22,6 +22,7 @@ import { BASE_UNKNOWN, ImportSlots, WHOLE } from './import-slots.js';
 import { bytesToHex, hashObjectSync, type ObjectId, type ObjectType, objectHeader, TYPE_CODES } from './object.js';
 import { PackBuffer } from './pack-buffer.js';
 import { type PackEntry, type PackLimits, PackReader } from './pack-reader.js';
+import { beginPack, spoolsPacks } from './pack-spool.js';
 import { RingCache } from './ring-cache.js';
 import { slabAllocator } from './slab.js';
 import type { ObjectStore, PackSpool } from './store.js';
@@ -87,11 +88,7 @@ export async function importPack(
   // stores over a .git directory take the pack on disk as it arrives (memory bounded by the
   // objects, not the pack); others get it from memory
   const spool =
-    options.spool !== undefined
-      ? await options.spool
-      : typeof store.writePack === 'function' && store.beginPack
-        ? await store.beginPack()
-        : undefined;
+    options.spool !== undefined ? await options.spool : spoolsPacks(store) ? await beginPack(store) : undefined;
   if (!spool) return importWith(store, pack, options, undefined);
   if (typeof store.writePack !== 'function') {
     await spool.abort();
@@ -477,7 +474,8 @@ async function importWith(
         base ? `thin pack: base ${key} is not in the pack (use fixThin)` : `delta base ${key} is missing`,
       );
     }
-    const entry = encodeWholeEntry(base.type, base.data);
+    // deflated where the platform does it (a thin pack appends a few bases)
+    const entry = wholeEntry(base.type, base.data, await deflateAsync(base.data));
     const crc = crc32(entry.bytes);
     const index = slots.add(
       thinLength,
@@ -611,8 +609,12 @@ export function encodeWholeEntry(
   data: Uint8Array,
   level?: number,
 ): { bytes: Uint8Array; headerLength: number } {
+  return wholeEntry(type, data, deflate(data, level));
+}
+
+/** A whole-object pack entry: header + the zlib data `z` of `data`. */
+function wholeEntry(type: ObjectType, data: Uint8Array, z: Uint8Array): { bytes: Uint8Array; headerLength: number } {
   const header = encodeEntryHeader(TYPE_CODES[type], data.length);
-  const z = deflate(data, level);
   const bytes = new Uint8Array(header.length + z.length);
   bytes.set(header);
   bytes.set(z, header.length);

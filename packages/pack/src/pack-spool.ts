@@ -7,8 +7,8 @@
 import { PackError } from './errors.js';
 import type { FileHandleLike } from './fs-like.js';
 import { type IndexEntries, PackIndex, writeIdx } from './idx.js';
-import type { PackSpool } from './store.js';
-import { bytesRead, bytesWritten, type StoreFiles } from './store-files.js';
+import type { ObjectStore, PackSpool, PackSpoolHost } from './store.js';
+import { bytesRead, bytesWritten } from './store-files.js';
 
 /** Size of the blocks a pack spool gathers appends in. */
 const SPOOL_BLOCK = 256 * 1024;
@@ -43,16 +43,22 @@ interface Segment {
   dropped: boolean;
 }
 
-/** What a store lends the spools it opens. */
-export interface PackSpoolHost {
-  files: StoreFiles;
-  /** The pack directory (`objects/pack`). */
-  dir: string;
-  pool: BlockPool;
-  /** Whether the store has the pack `pack-<hash>` already. */
-  hasPack(base: string): boolean;
-  /** Makes a pack just moved into place readable, with its index. */
-  addPack(base: string, index: PackIndex, size: number): void;
+export type { PackSpoolHost };
+
+/**
+ * A spool for an incoming pack into `store`: its own `beginPack`, or one over a temporary file
+ * in the pack directory it lends (`packSpoolHost`); undefined for a store that keeps no packs
+ * or an fs without positional writes (the caller then gathers the pack in memory).
+ */
+export async function beginPack(store: ObjectStore): Promise<PackSpool | undefined> {
+  if (store.beginPack) return store.beginPack();
+  const host = await store.packSpoolHost?.();
+  return host ? openPackSpool(host) : undefined;
+}
+
+/** Whether `store` can spool an incoming pack (`beginPack` gives a spool or undefined). */
+export function spoolsPacks(store: ObjectStore): boolean {
+  return typeof store.writePack === 'function' && (store.beginPack !== undefined || store.packSpoolHost !== undefined);
 }
 
 /**

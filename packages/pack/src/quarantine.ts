@@ -17,22 +17,29 @@
  * overlay in memory whose objects are written to the store on migration.
  */
 import { PackError } from './errors.js';
-import type { ObjectStoreFs } from './fs-like.js';
 import { type IndexEntries, indexIds } from './idx.js';
 import type { GitObject, ObjectId, ObjectType } from './object.js';
+import { beginPack } from './pack-spool.js';
 import {
+  type DirectoryQuarantineHost,
   MemoryObjectStore,
   type Migration,
   type ObjectStore,
   type PackFile,
   type PackSpool,
   type Quarantine,
+  type QuarantineFs,
   type RawEntry,
 } from './store.js';
 
-/** A store's quarantine: its own when it has `beginQuarantine`, an overlay in memory otherwise. */
+/**
+ * A store's quarantine: its own when it has `beginQuarantine`, a directory beside its objects
+ * when it lends one (`quarantineHost`), an overlay in memory otherwise.
+ */
 export async function openQuarantine(store: ObjectStore): Promise<Quarantine> {
   if (store.beginQuarantine) return store.beginQuarantine();
+  const host = store.quarantineHost?.();
+  if (host) return DirectoryQuarantine.create(host);
   return new OverlayQuarantine(store, store.remove ? (oids) => store.remove!(oids) : undefined);
 }
 
@@ -165,25 +172,7 @@ export class OverlayQuarantine extends QuarantineBase {
   }
 }
 
-/** The part of an fs (Node's `fs.promises` and the like) a directory quarantine needs. */
-export type QuarantineFs = Pick<ObjectStoreFs, 'readdir' | 'rename' | 'unlink' | 'mkdir' | 'rmdir'>;
-
-/** What a store over an objects directory lends its quarantine (see FsObjectStore). */
-export interface DirectoryQuarantineHost {
-  fs: QuarantineFs;
-  /** The store's objects directory. */
-  objectsDir: string;
-  /** The store itself (what reads fall back on). */
-  store: ObjectStore;
-  /** A store of the same kind over another directory (its objects in `<dir>/objects`). */
-  open(dir: string): ObjectStore & { close?(): Promise<void> };
-  /** Whether the store has this pack (`pack-<hash>`) already. */
-  hasPack(name: string): Promise<boolean>;
-  /** Makes packs moved into the objects directory readable. */
-  refresh(): Promise<void>;
-  /** Stops reading a pack (closes it, forgets its objects) before its files go. */
-  forgetPack(name: string): Promise<void>;
-}
+export type { DirectoryQuarantineHost, QuarantineFs };
 
 let counter = 0;
 
@@ -240,7 +229,7 @@ export class DirectoryQuarantine extends QuarantineBase {
 
   async beginPack(): Promise<PackSpool | undefined> {
     this.ensureOpen();
-    const spool = await this.#innerStore.beginPack?.();
+    const spool = await beginPack(this.#innerStore);
     if (!spool) return undefined;
     const written = this.written;
     // the spool as it is, with `commit` recording what the pack holds

@@ -16,6 +16,7 @@ import { writeIdx } from './idx.js';
 import { bytesToHex, hashObject, TYPE_CODES } from './object.js';
 import { importPack } from './pack-import.js';
 import { type PackEntry, PackReader } from './pack-reader.js';
+import { beginPack } from './pack-spool.js';
 import { createPack, packObjects } from './pack-writer.js';
 import { sha1 } from './sha1.js';
 import { MemoryObjectStore, type ObjectStore } from './store.js';
@@ -315,7 +316,7 @@ describe('FsObjectStore.readSync', () => {
 describe('FsObjectStore pack spool', () => {
   it('patch changes what read returns, for bytes held in memory and on file alike', async () => {
     const store = await diskStore();
-    const spool = (await store.beginPack())!;
+    const spool = (await beginPack(store))!;
     expect(spool).toBeDefined();
     // 3 MiB: the first blocks leave memory (only the last 2 MiB stay), the last ones stay
     const total = 3 * 2 ** 20;
@@ -354,7 +355,7 @@ describe('FsObjectStore pack spools in a row', () => {
   it('a spool after another (blocks reused) reads and writes its own bytes', async () => {
     const store = await diskStore();
     for (const seed of [11, 12, 13]) {
-      const spool = (await store.beginPack())!;
+      const spool = (await beginPack(store))!;
       const total = 1_500_000 + seed;
       const bytes = seededBlob(seed, total);
       appendInPieces(spool, bytes, 70_000);
@@ -381,11 +382,11 @@ describe('FsObjectStore pack spool once closed', () => {
         return (error as { code?: string }).code;
       }
     };
-    const late = (await store.beginPack())!;
+    const late = (await beginPack(store))!;
     late.append(seededBlob(21, 600_000));
     await late.abort();
     // the next spool takes the blocks the aborted one gave back
-    const next = (await store.beginPack())!;
+    const next = (await beginPack(store))!;
     const bytes = seededBlob(22, 600_000);
     next.append(bytes);
     expect(await closedCode(() => late.append(new Uint8Array(300_000).fill(0xee)))).toBe('STORE_CLOSED');
@@ -402,7 +403,7 @@ describe('FsObjectStore pack spool once closed', () => {
     const source = new MemoryObjectStore();
     const oid = await source.write('blob', enc.encode('committed spool'));
     const pack = concat(await collect(packObjects(source, [oid], { deltas: false })));
-    const spool = (await store.beginPack())!;
+    const spool = (await beginPack(store))!;
     spool.append(pack);
     const reader = new PackReader([pack]);
     const entries: { oid: string; offset: number; crc32: number }[] = [];
@@ -482,7 +483,7 @@ describe('importPack with the pack on disk', () => {
     async (step) => {
       const { pack, a, c, small, a2 } = displacedBasePack();
       const store = await diskStore();
-      const result = await importPack(store, pieces(pack, step), { spool: store.beginPack() });
+      const result = await importPack(store, pieces(pack, step), { spool: beginPack(store) });
       const expected = await Promise.all([a, c, small, a2].map((d) => hashObject('blob', d)));
       expect(result.objects).toEqual(expected);
       const fresh = new FsObjectStore(nodeFs, store.gitDir);

@@ -3,8 +3,10 @@
  */
 import type { BitmappedPack } from './bitmap-index.js';
 import { PackError } from './errors.js';
-import type { IndexEntries } from './idx.js';
+import type { ObjectStoreFs } from './fs-like.js';
+import type { IndexEntries, PackIndex } from './idx.js';
 import { type GitObject, hashObjectSync, isObjectId, type ObjectId, type ObjectType } from './object.js';
+import type { StoreFiles } from './store-files.js';
 import type { StoredEntries, StoredLocation } from './stored-location.js';
 
 /** A packed object's stored representation, for reuse by `createPack` without recompressing. */
@@ -60,6 +62,11 @@ export interface ObjectStore {
    */
   beginPack?(): Promise<PackSpool | undefined>;
   /**
+   * What a store over a pack directory lends the spools of incoming packs (`beginPack(store)` of
+   * pack-spool.ts opens one, so that stores that never import packs do not carry the spool's code).
+   */
+  packSpoolHost?(): Promise<PackSpoolHost | undefined>;
+  /**
    * A stored pack holding exactly these objects, streamed verbatim (git's pack reuse): what a
    * server sends on a clone of a freshly repacked repository.
    */
@@ -75,6 +82,11 @@ export interface ObjectStore {
    * memory from `openQuarantine`.
    */
   beginQuarantine?(): Promise<Quarantine>;
+  /**
+   * What a store over an objects directory lends a quarantine beside its objects (`openQuarantine`
+   * makes it, so that stores that never receive pushes do not carry the quarantine's code).
+   */
+  quarantineHost?(): DirectoryQuarantineHost;
   /** Takes objects out again (a migrated quarantine's, see `Migration.revert`). */
   remove?(oids: readonly ObjectId[]): Promise<void>;
 }
@@ -189,4 +201,37 @@ export class MemoryObjectStore implements ObjectStore {
   keys(): IterableIterator<ObjectId> {
     return this.#objects.keys();
   }
+}
+
+/** The part of an fs (Node's `fs.promises` and the like) a directory quarantine needs. */
+export type QuarantineFs = Pick<ObjectStoreFs, 'readdir' | 'rename' | 'unlink' | 'mkdir' | 'rmdir'>;
+
+/** What a store over an objects directory lends its quarantine (see FsObjectStore). */
+export interface DirectoryQuarantineHost {
+  fs: QuarantineFs;
+  /** The store's objects directory. */
+  objectsDir: string;
+  /** The store itself (what reads fall back on). */
+  store: ObjectStore;
+  /** A store of the same kind over another directory (its objects in `<dir>/objects`). */
+  open(dir: string): ObjectStore & { close?(): Promise<void> };
+  /** Whether the store has this pack (`pack-<hash>`) already. */
+  hasPack(name: string): Promise<boolean>;
+  /** Makes packs moved into the objects directory readable. */
+  refresh(): Promise<void>;
+  /** Stops reading a pack (closes it, forgets its objects) before its files go. */
+  forgetPack(name: string): Promise<void>;
+}
+
+/** What a store lends the spools it opens. */
+export interface PackSpoolHost {
+  files: StoreFiles;
+  /** The pack directory (`objects/pack`). */
+  dir: string;
+  /** Blocks reused across the store's spools (`BlockPool`). */
+  pool: { take(): Uint8Array; give(block: Uint8Array): void };
+  /** Whether the store has the pack `pack-<hash>` already. */
+  hasPack(base: string): boolean;
+  /** Makes a pack just moved into place readable, with its index. */
+  addPack(base: string, index: PackIndex, size: number): void;
 }

@@ -358,6 +358,11 @@ function deflateWith(
   return out.subarray(0, bound - availOut);
 }
 
+/** `deflate` for callers that can wait (the web path deflates these through CompressionStream). */
+export async function deflateAsync(data: Uint8Array, level = 6): Promise<Uint8Array> {
+  return deflate(data, level);
+}
+
 export function deflate(data: Uint8Array, level = 6): Uint8Array {
   const ctx = nativeDeflater(level);
   const out = ctx ? deflateWith(ctx, data) : undefined;

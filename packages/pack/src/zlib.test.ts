@@ -1,7 +1,7 @@
-import { crc32 as nodeCrc32 } from 'node:zlib';
+import { inflateSync, crc32 as nodeCrc32 } from 'node:zlib';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { crc32 } from './zlib.js';
+import { crc32, deflateAsync, inflateOne } from './zlib.js';
 
 describe('the web CRC-32', () => {
   it('agrees with node:zlib on views at any offset, continued across any split', () => {
@@ -15,6 +15,20 @@ describe('the web CRC-32', () => {
         expect(crc32(view)).toBe(expected);
         expect(crc32(view.subarray(at), crc32(view.subarray(0, at)))).toBe(expected);
       }),
+    );
+  });
+});
+
+describe('the web deflate of a few objects (CompressionStream)', () => {
+  it('gives zlib streams node:zlib and the web inflate read back, empty data included', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.uint8Array({ maxLength: 70_000 }), async (data) => {
+        const z = await deflateAsync(data, 1);
+        expect(new Uint8Array(inflateSync(z))).toEqual(data);
+        const r = inflateOne(z, data.length, true);
+        expect(r.kind === 'done' && r.consumed).toBe(z.length);
+      }),
+      { numRuns: 30 },
     );
   });
 });

@@ -1,28 +1,23 @@
-/// <reference path="./pako-lowlevel.d.ts" />
 /**
- * zlib (RFC 1950/1951) for pack entries on the web: pako's low-level inflate (zlib's inflate.c
- * ported) and fflate's deflate. Node selects `zlib.node.ts` (node:zlib) through the package's
- * `#zlib` import condition.
+ * zlib (RFC 1950/1951) for pack entries on the web: the package's own inflate (`inflate.ts`)
+ * and fflate's deflate. Node selects `zlib.node.ts` (node:zlib) through the package's `#zlib`
+ * import condition.
  *
  * `inflateOne` inflates one zlib stream that starts at `input[0]` and may be followed by other
- * bytes (the next pack entry); it reports how many input bytes the stream used. pako's
- * low-level stream says so exactly (`avail_in` left over); fflate's inflate is smaller but its
- * public API does not tell where a stream ended, and finding the Adler-32 trailer by search
- * needs a second inflate to rule out an earlier match, so inflating stays on pako. Deflating
- * needs no such position, and fflate's deflate is a fraction of pako's in a bundle, so it
- * deflates. Only pako's low-level inflate modules are imported: its `Inflate` class and its
- * deflate stay out of the bundle.
+ * bytes (the next pack entry); it reports how many input bytes the stream used, which
+ * general-purpose inflaters (fflate's, the platform's DecompressionStream) do not say, and
+ * continues a stream cut by the end of its input piece where it stopped. Deflating needs no
+ * such position, and fflate's deflate is small in a bundle, so it deflates.
  *
  * Every call is synchronous (the pack reader inflates entries as it parses), so one inflate
- * context is set up once and reset per call. DecompressionStream is no match per entry: it is
- * asynchronous, and it rejects bytes after the end of a stream, so it cannot say where the next
- * entry begins.
+ * context (its code tables) is kept and reset per call. DecompressionStream is no match per
+ * entry: it is asynchronous, and it rejects bytes after the end of a stream, so it cannot say
+ * where the next entry begins.
  */
 
 import { zlibSync } from 'fflate';
-import pakoInflate from 'pako/lib/zlib/inflate.js';
-import ZStream from 'pako/lib/zlib/zstream.js';
 import { PackError } from './errors.js';
+import { InflateError, Inflater } from './inflate.js';
 
 /**
  * `need-more` may carry `rest`: the stream inflated so far, to be continued with the input that
@@ -42,21 +37,9 @@ export interface InflateRest {
 
 /** Entries up to this size get their declared size at once (and may be resumed); larger ones output that grows. */
 const REUSED_MAX = 1 << 20;
-let reused: ZStream | undefined;
-
-/** Points a reset pako stream at `input` and `output`, both from their start. */
-function bindStream(strm: ZStream, input: Uint8Array, output: Uint8Array): void {
-  strm.input = input;
-  strm.next_in = 0;
-  strm.avail_in = input.length;
-  strm.output = output;
-  strm.next_out = 0;
-  strm.avail_out = output.length;
-  strm.msg = '';
-}
-
+let reused: Inflater | undefined;
 /** Contexts given back by finished `InflateRest`s. */
-const idle: ZStream[] = [];
+const idle: Inflater[] = [];
 /** `InflateRest`s holding a context (not yet done, failed or closed). */
 let openRests = 0;
 
@@ -66,79 +49,16 @@ export function openInflateRests(): number {
 }
 
 /** The inflate context shared by every call (calls are synchronous, never nested). */
-function reusedInflater(): ZStream {
-  if (!reused) reused = idle.pop();
-  if (!reused) {
-    const strm = new ZStream();
-    if (pakoInflate.inflateInit(strm) !== 0) throw new PackError('PACK_CORRUPT_ZLIB', 'zlib: cannot set up inflate');
-    headMode ??= tablesKept(strm) ? (strm as unknown as { state: InflateStateFields }).state.mode : -1;
-    reused = strm;
-  }
+function reusedInflater(): Inflater {
+  reused ??= idle.pop() ?? new Inflater();
   return reused;
 }
 
-/** The fields of pako's inflate state that a reset sets (zlib's `inflateReset`). */
-interface InflateStateFields {
-  mode: number;
-  wrap: number;
-  total: number;
-  last: number;
-  havedict: number;
-  flags: number;
-  dmax: number;
-  head: unknown;
-  hold: number;
-  bits: number;
-  lencode: unknown;
-  distcode: unknown;
-  lendyn: unknown;
-  distdyn: unknown;
-  sane: number;
-  back: number;
-  wsize: number;
-  whave: number;
-  wnext: number;
-}
-
-/** The mode of a freshly reset inflate state (waiting for the zlib header); -1 if the state is not as expected. */
-let headMode: number | undefined;
-
-/** Whether the state holds the code tables a reset may keep, as zlib's own state does. */
-function tablesKept(strm: ZStream): boolean {
-  const state = (strm as unknown as { state?: Partial<InflateStateFields> }).state;
-  return state?.lendyn instanceof Int32Array && state.distdyn instanceof Int32Array && typeof state.mode === 'number';
-}
-
-/**
- * zlib's `inflateReset` keeping the code tables, as zlib does: pako's reset allocates two new
- * tables per call, which dominates for small entries. Falls back to pako's reset should its
- * state not look as expected.
- */
-function resetInflate(strm: ZStream): void {
-  if (headMode === undefined || headMode < 0 || !tablesKept(strm)) {
-    pakoInflate.inflateReset(strm);
-    return;
-  }
-  const s = (strm as unknown as { state: InflateStateFields }).state;
-  const z = strm as unknown as { total_in: number; total_out: number; adler: number };
-  z.total_in = z.total_out = s.total = 0;
-  strm.msg = '';
-  if (s.wrap) z.adler = s.wrap & 1;
-  s.wsize = 0;
-  s.whave = 0;
-  s.wnext = 0;
-  s.mode = headMode;
-  s.last = 0;
-  s.havedict = 0;
-  s.flags = -1;
-  s.dmax = 32768;
-  s.head = null;
-  s.hold = 0;
-  s.bits = 0;
-  s.lencode = s.lendyn;
-  s.distcode = s.distdyn;
-  s.sane = 1;
-  s.back = -1;
+/** The pack error for an inflate error: a corrupt stream, or output past `limit` as `code`. */
+function packError(error: unknown, code: string, message: string): unknown {
+  if (!(error instanceof InflateError)) return error;
+  if (error.kind === 'limit') return new PackError(code, message);
+  return new PackError('PACK_CORRUPT_ZLIB', error.message);
 }
 
 /**
@@ -154,90 +74,82 @@ export function inflateOne(
   resumable = false,
   into?: Uint8Array,
 ): InflateOutcome {
-  if (expectedSize <= REUSED_MAX) return inflateReused(input, expectedSize, final, resumable, into);
+  if (expectedSize <= REUSED_MAX) {
+    const out =
+      into !== undefined && into.length > expectedSize ? into.subarray(0, expectedSize) : new Uint8Array(expectedSize);
+    return inflateStep(input, expectedSize, final, out, 'exact', resumable);
+  }
   return inflateWithInflate(input, expectedSize, final);
 }
 
 /**
- * One zlib stream through a context reset per entry, inflating straight into a buffer one byte
- * longer than declared (so that too much data shows).
+ * One zlib stream through the shared context into `out` (`exact`: the declared size; `grow`: a
+ * start, doubled up to the declared size); on `need-more` the context goes to a rest when `resumable`.
  */
-function inflateReused(
+function inflateStep(
   input: Uint8Array,
   expectedSize: number,
   final: boolean,
+  out: Uint8Array,
+  mode: 'exact' | 'grow',
   resumable: boolean,
-  into: Uint8Array | undefined,
 ): InflateOutcome {
-  const strm = reusedInflater();
-  resetInflate(strm);
-  const out =
-    into !== undefined && into.length > expectedSize
-      ? into.subarray(0, expectedSize + 1)
-      : new Uint8Array(expectedSize + 1);
-  bindStream(strm, input, out);
-  const r = inflateStep(strm, input, expectedSize, final);
+  const inflater = reusedInflater();
+  inflater.reset(out, expectedSize, mode);
+  let r: InflateOutcome;
+  try {
+    r = finish(inflater, runChecked(inflater, input, expectedSize), expectedSize, final);
+  } catch (error) {
+    inflater.release();
+    throw error;
+  }
   if (r.kind === 'need-more' && resumable) {
     // the context and the output so far go to the rest; later calls take another context
     reused = undefined;
-    strm.output = out;
-    return { kind: 'need-more', rest: new PakoRest(strm, expectedSize) };
+    return { kind: 'need-more', rest: new Rest(inflater, expectedSize) };
   }
+  if (r.kind === 'done' || !resumable) inflater.release();
   return r;
 }
 
-/** One inflate call over `input` (bound to `strm`), output going on where it stands. */
-function inflateStep(strm: ZStream, input: Uint8Array, expectedSize: number, final: boolean): InflateOutcome {
-  const out = strm.output as Uint8Array;
-  let ret: number;
-  try {
-    ret = pakoInflate.inflate(strm, 0);
-  } finally {
-    // do not keep the caller's buffers alive
-    strm.input = null;
-    strm.output = null;
+/** The outcome of one `run`: the data once the stream ended at its declared size. */
+function finish(inflater: Inflater, ended: boolean, expectedSize: number, final: boolean): InflateOutcome {
+  if (!ended) {
+    if (final) throw new PackError('PACK_TRUNCATED', 'pack ends inside a zlib stream');
+    return { kind: 'need-more' };
   }
-  const produced = strm.next_out;
-  if (produced > expectedSize) {
-    throw new PackError('PACK_SIZE_MISMATCH', `inflated data exceeds declared ${expectedSize}`);
+  if (inflater.written !== expectedSize) {
+    throw new PackError('PACK_SIZE_MISMATCH', `inflated ${inflater.written} bytes, header declared ${expectedSize}`);
   }
-  if (ret === 1) {
-    if (produced !== expectedSize) {
-      throw new PackError('PACK_SIZE_MISMATCH', `inflated ${produced} bytes, header declared ${expectedSize}`);
-    }
-    return { kind: 'done', data: out.subarray(0, expectedSize), consumed: input.length - strm.avail_in };
-  }
-  if (ret !== 0 && ret !== -5) throw new PackError('PACK_CORRUPT_ZLIB', `zlib: ${strm.msg || ret}`);
-  if (strm.avail_in > 0) throw new PackError('PACK_CORRUPT_ZLIB', 'zlib: stream stopped early');
-  if (final) throw new PackError('PACK_TRUNCATED', 'pack ends inside a zlib stream');
-  return { kind: 'need-more' };
+  return { kind: 'done', data: inflater.out.subarray(0, expectedSize), consumed: inflater.consumed };
 }
 
-/** A stream continued across input pieces on its own pako context. */
-class PakoRest implements InflateRest {
-  #strm: ZStream | undefined;
-  readonly #out: Uint8Array;
+/** Runs `inflater` over `input`, its errors as pack errors (output past the declared size: PACK_SIZE_MISMATCH). */
+function runChecked(inflater: Inflater, input: Uint8Array, expectedSize: number): boolean {
+  try {
+    return inflater.run(input);
+  } catch (error) {
+    throw packError(error, 'PACK_SIZE_MISMATCH', `inflated data exceeds declared ${expectedSize}`);
+  }
+}
+
+/** A stream continued across input pieces on its own context. */
+class Rest implements InflateRest {
+  #inflater: Inflater | undefined;
   readonly #size: number;
 
-  constructor(strm: ZStream, size: number) {
-    this.#strm = strm;
-    this.#out = strm.output as Uint8Array;
-    strm.output = null;
+  constructor(inflater: Inflater, size: number) {
+    this.#inflater = inflater;
     this.#size = size;
     openRests++;
   }
 
   push(input: Uint8Array, final: boolean): InflateOutcome {
-    const strm = this.#strm;
-    if (!strm) throw new PackError('PACK_CORRUPT_ZLIB', 'zlib: stream already finished');
-    strm.input = input;
-    strm.next_in = 0;
-    strm.avail_in = input.length;
-    strm.output = this.#out;
-    strm.avail_out = this.#out.length - strm.next_out;
+    const inflater = this.#inflater;
+    if (!inflater) throw new PackError('PACK_CORRUPT_ZLIB', 'zlib: stream already finished');
     let r: InflateOutcome;
     try {
-      r = inflateStep(strm, input, this.#size, final);
+      r = finish(inflater, runChecked(inflater, input, this.#size), this.#size, final);
     } catch (error) {
       this.close();
       throw error;
@@ -247,11 +159,12 @@ class PakoRest implements InflateRest {
   }
 
   close(): void {
-    const strm = this.#strm;
-    if (!strm) return;
-    this.#strm = undefined;
+    const inflater = this.#inflater;
+    if (!inflater) return;
+    this.#inflater = undefined;
     openRests--;
-    if (idle.length < 4) idle.push(strm);
+    inflater.release();
+    if (idle.length < 4) idle.push(inflater);
   }
 }
 
@@ -260,70 +173,8 @@ class PakoRest implements InflateRest {
  * declared size is not allocated up front: a hostile header may declare any size).
  */
 export function inflateWithInflate(input: Uint8Array, expectedSize: number, final: boolean): InflateOutcome {
-  const strm = inflateGrowing(
-    input,
-    expectedSize,
-    'PACK_SIZE_MISMATCH',
-    `inflated data exceeds declared ${expectedSize}`,
-  );
-  const produced = strm.next_out;
-  const out = strm.output as Uint8Array;
-  strm.output = null;
-  if (!strm.ended) {
-    if (final) throw new PackError('PACK_TRUNCATED', 'pack ends inside a zlib stream');
-    return { kind: 'need-more' };
-  }
-  if (produced !== expectedSize) {
-    throw new PackError('PACK_SIZE_MISMATCH', `inflated ${produced} bytes, header declared ${expectedSize}`);
-  }
-  return { kind: 'done', data: out.subarray(0, produced), consumed: input.length - strm.avail_in };
-}
-
-/** A pako stream after `inflateGrowing`: `ended` when the zlib stream ended, its output left bound. */
-interface GrownStream extends ZStream {
-  ended?: boolean;
-}
-
-/**
- * Inflates `input` through the shared context, output from a modest size doubling up to
- * `maxSize + 1` bytes; more than `maxSize` throws `code`. Returns with the output still bound
- * (the caller takes it) and `ended` set when the stream ended within `input`.
- */
-function inflateGrowing(
-  input: Uint8Array,
-  maxSize: number,
-  code: 'PACK_SIZE_MISMATCH' | 'PACK_LIMIT_OBJECT_SIZE',
-  message: string,
-): GrownStream {
-  const strm = reusedInflater() as GrownStream;
-  resetInflate(strm);
-  let out = new Uint8Array(Math.min(maxSize + 1, Math.max(256, input.length * 4)));
-  bindStream(strm, input, out);
-  strm.ended = false;
-  try {
-    for (;;) {
-      const ret = pakoInflate.inflate(strm, 0);
-      if (strm.next_out > maxSize) throw new PackError(code, message);
-      if (ret === 1) {
-        strm.ended = true;
-        break;
-      }
-      if (ret !== 0 && ret !== -5) throw new PackError('PACK_CORRUPT_ZLIB', `zlib: ${strm.msg || ret}`);
-      // input used up with room left in the output: the stream goes on past `input`
-      if (strm.avail_out > 0) break;
-      const grown = new Uint8Array(Math.min(maxSize + 1, out.length * 2));
-      grown.set(out);
-      out = grown;
-      strm.output = out;
-      strm.avail_out = out.length - strm.next_out;
-    }
-  } catch (error) {
-    strm.output = null;
-    throw error;
-  } finally {
-    strm.input = null;
-  }
-  return strm;
+  const out = new Uint8Array(Math.min(expectedSize, Math.max(256, input.length * 4)));
+  return inflateStep(input, expectedSize, final, out, 'grow', false);
 }
 
 /** zlib's defaults (a 32 KiB window, the default strategy) at `level`, through fflate. */
@@ -334,13 +185,31 @@ export function deflate(data: Uint8Array, level = 6): Uint8Array {
   return zlibSync(data, { level: level as 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 });
 }
 
+/**
+ * Deflates one object where the caller can wait (a loose object, a thin pack's appended base):
+ * through the platform's CompressionStream (zlib's default level; `level` is for the Node path),
+ * so that code writing only a few objects does not carry a deflate of its own into a bundle.
+ */
+export async function deflateAsync(data: Uint8Array, _level?: number): Promise<Uint8Array> {
+  const stream = new CompressionStream('deflate');
+  const writer = stream.writable.getWriter();
+  void writer.write(data as Uint8Array<ArrayBuffer>).catch(() => {});
+  void writer.close().catch(() => {});
+  return new Uint8Array(await new Response(stream.readable).arrayBuffer());
+}
+
 /** Inflates a whole zlib stream (a loose object), through the shared context, growing the output as needed. */
 export function inflateAll(input: Uint8Array, maxSize: number): Uint8Array {
-  const strm = inflateGrowing(input, maxSize, 'PACK_LIMIT_OBJECT_SIZE', `inflated data exceeds ${maxSize} bytes`);
-  const out = strm.output as Uint8Array;
-  strm.output = null;
-  if (!strm.ended) throw new PackError('PACK_CORRUPT_ZLIB', `zlib: ${strm.msg || 'truncated'}`);
-  return out.subarray(0, strm.next_out);
+  const inflater = reusedInflater();
+  inflater.reset(new Uint8Array(Math.min(maxSize, Math.max(256, input.length * 4))), maxSize, 'grow');
+  try {
+    if (!inflater.run(input)) throw new PackError('PACK_CORRUPT_ZLIB', 'zlib: truncated');
+    return inflater.out.subarray(0, inflater.written);
+  } catch (error) {
+    throw packError(error, 'PACK_LIMIT_OBJECT_SIZE', `inflated data exceeds ${maxSize} bytes`);
+  } finally {
+    inflater.release();
+  }
 }
 
 /** CRC-32 tables for slicing by 8: `tables[k * 256 + b]` is the CRC of byte b followed by k zero bytes. */
@@ -394,7 +263,5 @@ export function crc32(data: Uint8Array, crc = 0): number {
 }
 
 export function zlibImplementation(): string {
-  reusedInflater();
-  const reset = headMode !== undefined && headMode >= 0 ? 'code tables kept across resets' : "pako's reset";
-  return `pako low-level inflate (${reset}), fflate deflate`;
+  return "gitport's inflate (reports the input each stream used), fflate deflate";
 }

@@ -46,7 +46,7 @@ export function throwIfAborted(signal: AbortSignal | undefined): void {
  * state. Other errors may carry local detail (paths, stacks, a dependency's text).
  */
 const PEER_SAFE_CODE =
-  /^(?:(?:PROTOCOL|PKTLINE|PACK|IDX|PARSE)_[A-Z0-9_]+|OBJECT_(?:NOT_FOUND|BAD_ID|BAD_TYPE|HASH_MISMATCH)|REF_INVALID_NAME|REPO_NOT_FOUND|HTTP_BAD_REQUEST)$/;
+  /^(?:(?:PROTOCOL|PKTLINE|PACK|IDX|PARSE)_[A-Z0-9_]+|OBJECT_(?:NOT_FOUND|BAD_ID|BAD_TYPE|HASH_MISMATCH)|REF_INVALID_NAME|REPO_NOT_FOUND|PUSH_NOT_ACCEPTED|HTTP_BAD_REQUEST)$/;
 /** Stable error codes, which may be named to a peer. */
 const ERROR_CODE = /^[A-Z][A-Z0-9_]{0,63}$/;
 

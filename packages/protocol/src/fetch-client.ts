@@ -9,6 +9,7 @@
  * acknowledged, as the server keeps no state between POSTs.
  */
 import {
+  beginPack,
   type ImportOptions,
   importPack,
   isPackError,
@@ -16,6 +17,7 @@ import {
   type PackLimits,
   type PackSpool,
   parseObjectFilter,
+  spoolsPacks,
 } from '@gitport/pack';
 import { demuxSideband, FLUSH, type PacketReader, packetText } from '@gitport/pktline';
 import { ACKNOWLEDGMENTS_SECTION, decodeAcknowledgment, decodeAcknowledgments } from './acknowledgments.js';
@@ -803,7 +805,7 @@ class FetchExchange {
 
   #beginPack(local: Repository): Promise<PackSpool | undefined> | undefined {
     const objects = local.objects;
-    const spool = typeof objects.writePack === 'function' && objects.beginPack ? objects.beginPack() : undefined;
+    const spool = spoolsPacks(objects) ? beginPack(objects) : undefined;
     spool?.catch(() => {});
     return spool;
   }

@@ -3,7 +3,7 @@
  * interop suite of tests/src/pack, where real git reads what gitport writes (index-pack --strict,
  * verify-pack, fsck) and object ids are compared, never pack bytes (Bun's deflate output differs
  * from Node's); and the pack package's own suites of the paths Bun takes through the `node`
- * condition: node:zlib's reused native contexts (checked against pako on every cut), node:crypto
+ * condition: node:zlib's reused native contexts (checked against the web inflate on every cut), node:crypto
  * hashing (object ids in the codec and store suites), the delta search on a worker thread. Every
  * case must pass there.
  */

@@ -4,7 +4,7 @@
  * typechecked with a plain `lib: ES2022` and built with Vite's defaults, then run in Chromium:
  * one worker hosts a repository, another clones it into memory and OPFS, commits and pushes; a
  * third clones, commits and pushes over HTTP through `gitport serve` (the packed CLI, `--cors`).
- * Workers that only clone or only host stay within a size budget.
+ * Workers that only clone or only host (read-only) stay within a size budget.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -29,10 +29,10 @@ const budgetSources = fileURLToPath(new URL('../../packaging/budget', import.met
 /**
  * The most a worker that clones, or one that hosts, with MemoryFs may weigh once built with
  * Vite's defaults and gzipped (what a browser downloads), every chunk it loads included, using
- * the lighter entry points (`busRemote`, `hostGit`): a ceiling that only comes down as the
+ * the lighter entry points (`busRemote`, `hostReadOnly`): a ceiling that only comes down as the
  * packages lose weight.
  */
-const WORKER_BUDGETS: Record<string, number> = { clone: 69 * 1024, host: 79 * 1024 };
+const WORKER_BUDGETS: Record<string, number> = { clone: 60 * 1024, host: 60 * 1024 };
 const require = createRequire(import.meta.url);
 
 interface Tarball {
