@@ -404,7 +404,9 @@ async function* writeStream(
         reused.bytes.set(n, raw.compressed);
       }
     } else {
-      const h = store.readHeader ? await store.readHeader(item.oid) : await store.read(item.oid);
+      const h =
+        store.readHeaderSync?.(item.oid) ??
+        (store.readHeader ? await store.readHeader(item.oid) : await store.read(item.oid));
       if (!h) throw new PackError('OBJECT_NOT_FOUND', `object ${item.oid} is missing`);
       item.type = h.type;
       item.size = 'size' in h ? h.size : h.data.length;
