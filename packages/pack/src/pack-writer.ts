@@ -573,7 +573,7 @@ async function* writeStream(
             toCompress.push({ i: c, data: found.delta.slice(), delta: true });
             toCompressBytes += found.delta.length;
           }
-        } else if (remote && !target.whole && data.length >= 2048) {
+        } else if (remote && !target.whole) {
           // to be written whole: the worker deflates it meanwhile
           toCompress.push({ i: c, data: data.slice() });
           toCompressBytes += data.length;
@@ -583,6 +583,32 @@ async function* writeStream(
       }
       window.clear();
       flushCompress();
+    };
+    /**
+     * Objects written whole that no search reads (commits, tags, small objects), deflated by the
+     * worker meanwhile: numbered after the candidates in its results.
+     */
+    const extras: Item[] = [];
+    const sendExtras = async (job: RemoteDeltaJob) => {
+      const searched = new Uint8Array(order.length);
+      for (const c of candidates) if (c.n >= 0) searched[c.n] = 1;
+      let batch: { i: number; data: Uint8Array }[] = [];
+      let batchBytes = 0;
+      for (const item of order) {
+        if (searched[item.n] || reused.kind[item.n] !== REUSE_NONE || item.base !== undefined) continue;
+        throwIfAborted(signal);
+        // a copy: the store's bytes may be views of its caches, and the copy is transferred
+        const data = (await readData(item)).slice();
+        batch.push({ i: candidates.length + extras.length, data });
+        extras.push(item);
+        batchBytes += data.length;
+        if (batchBytes >= 1 << 20) {
+          job.compress(batch);
+          batch = [];
+          batchBytes = 0;
+        }
+      }
+      if (batch.length > 0) job.compress(batch);
     };
     const given: [number, number][] = [];
     try {
@@ -594,6 +620,7 @@ async function* writeStream(
           given.push(chunks[--back]!);
           await sendChunk(remote, chunks[back]!);
         }
+        await sendExtras(remote);
       }
       while (front < back) {
         if (remote) {
@@ -621,7 +648,7 @@ async function* writeStream(
         for (const [from, to] of given) await searchHere(from, to);
       }
       for (const r of results ?? []) {
-        const item = candidates[r.i]!;
+        const item = r.i < candidates.length ? candidates[r.i]! : extras[r.i - candidates.length]!;
         if (r.base >= 0) {
           item.base = candidates[r.base]!.oid;
           item.baseItem = candidates[r.base];
