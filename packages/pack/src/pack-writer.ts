@@ -485,6 +485,8 @@ async function* writeStream(
         (a.edge === b.edge ? 0 : a.edge ? -1 : 1),
     );
     for (const c of candidates) c.whole = reused.of(c) === REUSE_WHOLE;
+    /** The object's bytes without awaiting where the store can (most reads here). */
+    const readNow = (item: Item): Uint8Array | undefined => store.readSync?.(item.oid)?.data;
     const readData = async (item: Item): Promise<Uint8Array> => {
       const obj = store.readSync?.(item.oid) ?? (await store.read(item.oid));
       if (!obj) throw new PackError('OBJECT_NOT_FOUND', `object ${item.oid} is missing`);
@@ -532,7 +534,7 @@ async function* writeStream(
         throwIfAborted(signal);
         const c = candidates[i]!;
         // a copy: the store's bytes may be views of its caches, and the copy is transferred
-        const data = (await readData(c)).slice();
+        const data = (readNow(c) ?? (await readData(c))).slice();
         batch.push({ i, type: c.type, size: c.size, whole: c.whole === true, edge: c.edge === true, data });
         batchBytes += data.length;
         if (batch.length >= 256 || batchBytes >= 1 << 20) {
@@ -561,8 +563,10 @@ async function* writeStream(
           window.push(target, undefined, undefined);
           continue;
         }
-        const data = await readData(target);
-        for (const base of window.unindexed(target, data.length)) window.provide(base, await readData(base));
+        const data = readNow(target) ?? (await readData(target));
+        for (const base of window.unindexed(target, data.length)) {
+          window.provide(base, readNow(base) ?? (await readData(base)));
+        }
         const found = window.search(target, data);
         if (found) {
           target.base = found.base.oid;
@@ -598,7 +602,7 @@ async function* writeStream(
         if (searched[item.n] || reused.kind[item.n] !== REUSE_NONE || item.base !== undefined) continue;
         throwIfAborted(signal);
         // a copy: the store's bytes may be views of its caches, and the copy is transferred
-        const data = (await readData(item)).slice();
+        const data = (readNow(item) ?? (await readData(item))).slice();
         batch.push({ i: candidates.length + extras.length, data });
         extras.push(item);
         batchBytes += data.length;
