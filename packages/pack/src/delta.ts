@@ -160,6 +160,8 @@ export class IndexTablePool {
   /** A table of `length` entries (a view of a larger one, at its start); its contents are left over. */
   take(length: number): Int32Array {
     const c = length <= 1 ? 0 : 32 - Math.clz32(length - 1);
+    // a table too large to be kept is made to measure
+    if (2 ** c * 4 > this.maxBytes) return new Int32Array(length);
     const t = this.#free[c]?.pop();
     if (t === undefined) return new Int32Array(2 ** c).subarray(0, length);
     this.#bytes -= t.byteLength;
@@ -215,6 +217,8 @@ export class DeltaIndex {
   readonly base: Uint8Array;
   /** The base as 32-bit words (block starts are multiples of 16, so a match starts on a word). */
   readonly #words: Int32Array;
+  /** Whether `#words` is a copy from the pool (given back on release). */
+  readonly #ownWords: boolean;
   readonly #mask: number;
   readonly #heads: Int32Array;
   readonly #next: Int32Array;
@@ -224,14 +228,21 @@ export class DeltaIndex {
 
   constructor(base: Uint8Array, pool?: IndexTablePool) {
     this.#pool = pool;
-    // the base in a buffer of its own at a word boundary (the bytes given may be a view anywhere)
-    const wordCount = (base.length + 3) >>> 2;
-    const words = pool ? pool.take(Math.max(1, wordCount)) : new Int32Array(Math.max(1, wordCount));
-    const aligned = new Uint8Array(words.buffer, words.byteOffset, base.length);
-    aligned.set(base);
-    this.#words = words;
-    this.base = aligned;
-    base = aligned;
+    if (base.byteOffset % 4 === 0) {
+      // whole words of the base where they lie (a last partial word is compared byte by byte)
+      this.#words = new Int32Array(base.buffer, base.byteOffset, base.length >>> 2);
+      this.#ownWords = false;
+    } else {
+      // a view off a word boundary: the base is copied to one
+      const count = Math.max(1, (base.length + 3) >>> 2);
+      const words = pool ? pool.take(count) : new Int32Array(count);
+      const aligned = new Uint8Array(words.buffer, words.byteOffset, base.length);
+      aligned.set(base);
+      this.#words = words;
+      this.#ownWords = true;
+      base = aligned;
+    }
+    this.base = base;
     const blocks = Math.floor(base.length / BLOCK);
     let size = 16;
     while (size < blocks * 2) size <<= 1;
@@ -261,7 +272,7 @@ export class DeltaIndex {
     pool.give(this.#heads);
     pool.give(this.#next);
     pool.give(this.#hashes);
-    pool.give(this.#words);
+    if (this.#ownWords) pool.give(this.#words);
   }
 
   /**
