@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { sha1Implementation } from '#sha1';
 import { zlibImplementation } from '#zlib';
 import { parseCommit, serializeCommit } from './commit.js';
-import { applyDelta, createDelta, DeltaIndex } from './delta.js';
+import { applyDelta, createDelta, DeltaIndex, DeltaWindow } from './delta.js';
 import { indexColumns, indexIds, PackIndex, readIdx, writeIdx } from './idx.js';
 import { StreamInflater } from './inflate-stream.js';
 import { bytesToHex, hashObject } from './object.js';
@@ -292,6 +292,72 @@ describe('deltas', () => {
       ),
       { numRuns: 300 },
     );
+  });
+
+  it('bases and targets at any byte offset of their buffers give the delta their copies give', () => {
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ minLength: 0, maxLength: 3000 }),
+        fc.array(fc.tuple(fc.nat(3000), fc.uint8Array({ minLength: 1, maxLength: 40 })), { maxLength: 6 }),
+        fc.nat(7),
+        fc.nat(7),
+        (base, edits, baseAt, targetAt) => {
+          const target = base.slice();
+          for (const [at, bytes] of edits)
+            target.set(bytes.subarray(0, Math.max(0, target.length - at)), Math.min(at, target.length));
+          const view = (bytes: Uint8Array, at: number) => {
+            const buffer = new Uint8Array(bytes.length + at + 5).fill(0xa5);
+            buffer.set(bytes, at);
+            return buffer.subarray(at, at + bytes.length);
+          };
+          const delta = createDelta(view(base, baseAt), view(target, targetAt))!;
+          expect(bytesToHex(delta)).toBe(bytesToHex(createDelta(base.slice(), target.slice())!));
+          expect(bytesToHex(applyDelta(base, delta))).toBe(bytesToHex(target));
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('a delta window over objects of varied sizes (tables and target words reused) gives deltas that apply', () => {
+    const rand = (seed: number, n: number) => {
+      const out = new Uint8Array(n);
+      let s = seed;
+      for (let i = 0; i < n; i++) {
+        s = (Math.imul(s, 1103515245) + 12345) >>> 0;
+        out[i] = 97 + ((s >>> 24) % 8);
+      }
+      return out;
+    };
+    interface Obj {
+      type: string;
+      size: number;
+      depth: number;
+      data: Uint8Array;
+      index?: DeltaIndex;
+    }
+    const window = new DeltaWindow<Obj>(4, 10);
+    let prev = rand(1, 200_000);
+    let found = 0;
+    for (let i = 0; i < 60; i++) {
+      // large objects, then small ones, then large again: pooled tables and target buffers change size
+      const size = i < 20 ? 200_000 - i * 1000 : i < 40 ? 300 + i * 7 : 60_000 + i;
+      const data = new Uint8Array(size);
+      data.set(prev.subarray(0, size));
+      if (size > prev.length) data.set(rand(i, size - prev.length), prev.length);
+      data.set(rand(1000 + i, 12), (i * 37) % (size - 12));
+      const o: Obj = { type: 'blob', size, depth: 0, data };
+      for (const b of window.unindexed(o, size)) window.provide(b, b.data);
+      const r = window.search(o, data);
+      if (r) {
+        found++;
+        expect(bytesToHex(applyDelta(r.base.data, r.delta))).toBe(bytesToHex(data));
+      }
+      window.push(o, data, r?.base);
+      prev = data;
+    }
+    window.clear();
+    expect(found).toBeGreaterThan(40);
   });
 
   it('finds copies: a small edit to a large buffer gives a small delta', () => {

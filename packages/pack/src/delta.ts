@@ -148,40 +148,77 @@ function blockHash(data: Uint8Array, at: number): number {
 
 /**
  * Recycled index tables: a delta window builds one index per object and drops one per object,
- * so a pool shared by the window's indexes keeps memory flat instead of churning. Bounded.
+ * so a pool shared by the window's indexes keeps memory flat instead of churning. Tables come in
+ * power-of-two capacities, one free list per capacity, so that taking one is a pop. Bounded.
  */
 export class IndexTablePool {
-  readonly #free: Int32Array[] = [];
+  /** Free tables by log2 of their capacity. */
+  readonly #free: Int32Array[][] = [];
   #bytes = 0;
   constructor(readonly maxBytes = 4 << 20) {}
 
+  /** A table of `length` entries (a view of a larger one, at its start); its contents are left over. */
   take(length: number): Int32Array {
-    const free = this.#free;
-    // the smallest table that fits, so that small indexes do not take the large ones
-    let pick = -1;
-    for (let i = 0; i < free.length; i++) {
-      const cap = free[i]!.length;
-      if (cap >= length && (pick < 0 || cap < free[pick]!.length)) pick = i;
-    }
-    if (pick < 0 || free[pick]!.length > length * 4 + 1024) return new Int32Array(length);
-    const t = free[pick]!;
-    free[pick] = free[free.length - 1]!;
-    free.pop();
+    const c = length <= 1 ? 0 : 32 - Math.clz32(length - 1);
+    // a table too large to be kept is made to measure
+    if (2 ** c * 4 > this.maxBytes) return new Int32Array(length);
+    const t = this.#free[c]?.pop();
+    if (t === undefined) return new Int32Array(2 ** c).subarray(0, length);
     this.#bytes -= t.byteLength;
     return t.length === length ? t : t.subarray(0, length);
   }
 
   give(t: Int32Array): void {
     const whole = t.byteLength === t.buffer.byteLength ? t : new Int32Array(t.buffer);
-    if (whole.byteLength < 4096 || this.#bytes + whole.byteLength > this.maxBytes) return;
-    this.#free.push(whole);
+    const c = 31 - Math.clz32(whole.length);
+    // only tables this pool made (power-of-two capacities)
+    if (whole.length !== 2 ** c || this.#bytes + whole.byteLength > this.maxBytes) return;
+    (this.#free[c] ??= []).push(whole);
     this.#bytes += whole.byteLength;
   }
 }
 
+/**
+ * A target's bytes as 32-bit words at each of the four byte alignments (`words[k][w]` holds bytes
+ * `k + 4w` to `k + 4w + 3`), so that a match against a base is compared four bytes at a time
+ * wherever it starts in the target. Built once per target and shared by its tries; the buffers are
+ * reused from one target to the next (a delta search is synchronous).
+ */
+export class DeltaTarget {
+  readonly words: Int32Array[] = [];
+  #bytes: Uint8Array[] = [];
+  data: Uint8Array = new Uint8Array(0);
+
+  /** Makes this the target `data` (valid until the next call). */
+  set(data: Uint8Array): this {
+    const n = data.length;
+    const have = this.#bytes.length === 0 ? 0 : this.#bytes[0]!.length;
+    // a large target's buffers are not kept for small ones
+    if (have < n + 4 || (have > 1 << 20 && n <= 64 * 1024)) {
+      const size = (Math.max(n + 4, 4096) + 3) & ~3;
+      this.#bytes = [];
+      this.words.length = 0;
+      for (let k = 0; k < 4; k++) {
+        const buffer = new ArrayBuffer(size);
+        this.#bytes.push(new Uint8Array(buffer));
+        this.words.push(new Int32Array(buffer));
+      }
+    }
+    for (let k = 0; k < 4; k++) this.#bytes[k]!.set(k === 0 ? data : data.subarray(Math.min(k, n)));
+    this.data = data;
+    return this;
+  }
+}
+
+let sharedTarget: DeltaTarget | undefined;
+
 /** An index of a delta base, reusable for several targets. */
 export class DeltaIndex {
   readonly base: Uint8Array;
+  /** The base as 32-bit words (block starts are multiples of 16, so a match starts on a word). */
+  readonly #words: Int32Array;
+  /** Whether `#words` is a copy from the pool (given back on release). */
+  readonly #ownWords: boolean;
   readonly #mask: number;
   readonly #heads: Int32Array;
   readonly #next: Int32Array;
@@ -190,8 +227,22 @@ export class DeltaIndex {
   readonly #pool: IndexTablePool | undefined;
 
   constructor(base: Uint8Array, pool?: IndexTablePool) {
-    this.base = base;
     this.#pool = pool;
+    if (base.byteOffset % 4 === 0) {
+      // whole words of the base where they lie (a last partial word is compared byte by byte)
+      this.#words = new Int32Array(base.buffer, base.byteOffset, base.length >>> 2);
+      this.#ownWords = false;
+    } else {
+      // a view off a word boundary: the base is copied to one
+      const count = Math.max(1, (base.length + 3) >>> 2);
+      const words = pool ? pool.take(count) : new Int32Array(count);
+      const aligned = new Uint8Array(words.buffer, words.byteOffset, base.length);
+      aligned.set(base);
+      this.#words = words;
+      this.#ownWords = true;
+      base = aligned;
+    }
+    this.base = base;
     const blocks = Math.floor(base.length / BLOCK);
     let size = 16;
     while (size < blocks * 2) size <<= 1;
@@ -221,11 +272,18 @@ export class DeltaIndex {
     pool.give(this.#heads);
     pool.give(this.#next);
     pool.give(this.#hashes);
+    if (this.#ownWords) pool.give(this.#words);
   }
 
-  /** A delta turning the base into `target`, or undefined if it would exceed `maxSize` bytes. */
-  createDelta(target: Uint8Array, maxSize = Number.MAX_SAFE_INTEGER): Uint8Array | undefined {
+  /**
+   * A delta turning the base into `target`, or undefined if it would exceed `maxSize` bytes.
+   * `prepared`: the target already set in a DeltaTarget (a search trying several bases).
+   */
+  createDelta(target: Uint8Array, maxSize = Number.MAX_SAFE_INTEGER, prepared?: DeltaTarget): Uint8Array | undefined {
+    if (prepared?.data !== target) prepared = (sharedTarget ??= new DeltaTarget()).set(target);
+    const tw = prepared.words;
     const base = this.base;
+    const bw = this.#words;
     const blen = base.length;
     const out = scratchWriter(Math.min(maxSize, target.length + 64) + 32);
     out.varint(blen);
@@ -251,8 +309,15 @@ export class DeltaIndex {
         tries++;
         if (hashes[b] === h) {
           const off = b * BLOCK;
-          let len = 0;
           const maxLen = Math.min(blen - off, n - i);
+          // four bytes at a time, then the last few one by one
+          const words = tw[i & 3]!;
+          const wb = off >>> 2;
+          const wt = i >>> 2;
+          const maxWords = maxLen >>> 2;
+          let w = 0;
+          while (w < maxWords && bw[wb + w] === words[wt + w]) w++;
+          let len = w << 2;
           while (len < maxLen && base[off + len] === target[i + len]) len++;
           if (len > bestLen) {
             bestLen = len;
@@ -313,6 +378,7 @@ export interface DeltaObject {
 export class DeltaWindow<T extends DeltaObject> {
   readonly slots: T[] = [];
   readonly #pool = new IndexTablePool();
+  readonly #target = new DeltaTarget();
   constructor(
     readonly size: number,
     readonly maxDepth: number,
@@ -357,6 +423,7 @@ export class DeltaWindow<T extends DeltaObject> {
    */
   search(target: T, data: Uint8Array): { base: T; delta: Uint8Array } | undefined {
     const n = data.length;
+    let prepared: DeltaTarget | undefined;
     let best: Uint8Array | undefined;
     let bestBase: T | undefined;
     const slots = this.slots;
@@ -369,7 +436,8 @@ export class DeltaWindow<T extends DeltaObject> {
       // never more than the best delta so far
       if (best && best.length - 1 < max) max = best.length - 1;
       if (max <= 0 || Math.abs(n - bsize) >= max) continue;
-      const d = base.index.createDelta(data, max);
+      prepared ??= this.#target.set(data);
+      const d = base.index.createDelta(data, max, prepared);
       if (d && (!best || d.length < best.length)) {
         best = d;
         bestBase = base;

@@ -17,7 +17,7 @@
 import { inflateOne } from '#zlib';
 import type { BitmappedPack } from './bitmap-index.js';
 import type { BitmapServedStore, BitmapServing } from './bitmap-serving.js';
-import { applyDelta } from './delta.js';
+import { applyDelta, readDeltaSizes } from './delta.js';
 import { ChainTips, DEFAULT_MAX_REBUILD_BYTES, rebuildBudget } from './delta-chain-cache.js';
 import { type EntryHeader, EntryType, isWholeEntry } from './entry-header.js';
 import { isPackError, PackError } from './errors.js';
@@ -338,11 +338,97 @@ export class FsObjectStore implements BitmapServedStore {
   async readHeader(oid: ObjectId): Promise<{ type: ObjectType; size: number } | undefined> {
     const loc = await this.#locate(oid);
     if (loc) {
-      const header = await this.#packs.header(loc.pack, loc.offset, this.#packs.entryEnd(loc.pack, loc.offset));
-      if (isWholeEntry(header)) return { type: CODE_TYPES[header.type]!, size: header.size };
+      const steps = this.#packedHeader(loc.pack, loc.offset);
+      let step = steps.next();
+      while (!step.done) {
+        const want = step.value;
+        step = steps.next(
+          this.#packs.view(want.pack, want.position, want.length, true) ??
+            (await this.#packs.readAt(want.pack, want.position, want.length)),
+        );
+      }
+      if (step.value) return step.value;
     }
     const obj = await this.read(oid);
     return obj && { type: obj.type, size: obj.data.length };
+  }
+
+  /**
+   * The type and size when they can be had without awaiting (packed, in packs held whole or in
+   * pages of the page cache); undefined means "use `readHeader`", not "missing".
+   */
+  readHeaderSync(oid: ObjectId): { type: ObjectType; size: number } | undefined {
+    if (!this.#packs.scanned || oid.length !== 40) return undefined;
+    const loc = this.#packs.find(oid);
+    if (!loc) return undefined;
+    const steps = this.#packedHeader(loc.pack, loc.offset);
+    let step = steps.next();
+    while (!step.done) {
+      const want = step.value;
+      const bytes = this.#packs.view(want.pack, want.position, want.length, true);
+      if (!bytes) return undefined;
+      step = steps.next(bytes);
+    }
+    return step.value;
+  }
+
+  /**
+   * Type and size of a packed object without rebuilding it (git's packed_object_info): a delta's
+   * size is the result size at the start of its data, its type that of the whole entry at the
+   * bottom of its chain, found header by header and remembered per entry (`LoadedPack.types`).
+   * Yields the ranges of packs it reads, to be sent back; returns undefined when the chain
+   * leaves the packs (a base stored loose): `read` then.
+   */
+  *#packedHeader(
+    pack: LoadedPack,
+    offset: number,
+  ): Generator<
+    { pack: LoadedPack; position: number; length: number },
+    { type: ObjectType; size: number } | undefined,
+    Uint8Array
+  > {
+    const packs = this.#packs;
+    const end = packs.entryEnd(pack, offset);
+    const header = packs.decodeHeader(
+      pack,
+      offset,
+      yield { pack, position: offset, length: packs.headerRange(offset, end) },
+    );
+    if (isWholeEntry(header)) return { type: CODE_TYPES[header.type]!, size: header.size };
+    const dataOffset = offset + header.length;
+    const compressed = yield { pack, position: dataOffset, length: end - dataOffset };
+    const size = readDeltaSizes(inflateEntry(compressed, header.size)).resultSize;
+    // down the chain to a whole entry or one whose type is known
+    const path: { pack: LoadedPack; n: number }[] = [{ pack, n: packs.entryNumber(pack, offset) }];
+    let at = pack;
+    let h: EntryHeader = header;
+    let code = 0;
+    for (let steps = 0; !isWholeEntry(h); steps++) {
+      if (steps > MAX_CHAIN_STEPS) throw new PackError('OBJECT_CORRUPT', 'delta chain too long or cyclic');
+      let baseOffset: number;
+      if (h.type === EntryType.OFS_DELTA) {
+        baseOffset = h.baseOffset;
+      } else {
+        const base = packs.find(h.baseOid);
+        if (!base) return undefined;
+        at = base.pack;
+        baseOffset = base.offset;
+      }
+      const n = packs.entryNumber(at, baseOffset);
+      if (n < 0) throw new PackError('OBJECT_CORRUPT', `no entry at offset ${baseOffset} in ${at.name}.pack`);
+      code = at.types?.[n] ?? 0;
+      if (code !== 0) break;
+      const baseEnd = packs.entryEnd(at, baseOffset);
+      h = packs.decodeHeader(
+        at,
+        baseOffset,
+        yield { pack: at, position: baseOffset, length: packs.headerRange(baseOffset, baseEnd) },
+      );
+      path.push({ pack: at, n });
+      code = h.type;
+    }
+    for (const p of path) if (p.n >= 0) (p.pack.types ??= new Uint8Array(p.pack.offsets.length))[p.n] = code;
+    return { type: CODE_TYPES[code]!, size };
   }
 
   async readRaw(oid: ObjectId): Promise<RawEntry | undefined> {

@@ -40,6 +40,11 @@ export interface LoadedPack {
   source: PackSource;
   /** Tells its pages apart from other packs' in the page cache. */
   serial: number;
+  /**
+   * The object type of each entry once worked out (by entry number in offset order; 0 unknown):
+   * a delta's is its chain's, which would otherwise take a walk down the chain each time.
+   */
+  types?: Uint8Array;
 }
 
 export class PackFiles {
@@ -190,6 +195,20 @@ export class PackFiles {
       else hi = mid;
     }
     return lo < o.length ? o[lo]! : pack.size - 20;
+  }
+
+  /** The number of the entry at `offset` in offset order, or -1 when no entry starts there. */
+  entryNumber(pack: LoadedPack, offset: number): number {
+    const o = pack.offsets;
+    let lo = 0;
+    let hi = o.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      if (o[mid] === offset) return mid;
+      if (o[mid]! < offset) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return -1;
   }
 
   /** The id of the object whose entry starts at `offset` (an OFS_DELTA's base). */

@@ -404,7 +404,9 @@ async function* writeStream(
         reused.bytes.set(n, raw.compressed);
       }
     } else {
-      const h = store.readHeader ? await store.readHeader(item.oid) : await store.read(item.oid);
+      const h =
+        store.readHeaderSync?.(item.oid) ??
+        (store.readHeader ? await store.readHeader(item.oid) : await store.read(item.oid));
       if (!h) throw new PackError('OBJECT_NOT_FOUND', `object ${item.oid} is missing`);
       item.type = h.type;
       item.size = 'size' in h ? h.size : h.data.length;
@@ -483,6 +485,8 @@ async function* writeStream(
         (a.edge === b.edge ? 0 : a.edge ? -1 : 1),
     );
     for (const c of candidates) c.whole = reused.of(c) === REUSE_WHOLE;
+    /** The object's bytes without awaiting where the store can (most reads here). */
+    const readNow = (item: Item): Uint8Array | undefined => store.readSync?.(item.oid)?.data;
     const readData = async (item: Item): Promise<Uint8Array> => {
       const obj = store.readSync?.(item.oid) ?? (await store.read(item.oid));
       if (!obj) throw new PackError('OBJECT_NOT_FOUND', `object ${item.oid} is missing`);
@@ -530,7 +534,7 @@ async function* writeStream(
         throwIfAborted(signal);
         const c = candidates[i]!;
         // a copy: the store's bytes may be views of its caches, and the copy is transferred
-        const data = (await readData(c)).slice();
+        const data = (readNow(c) ?? (await readData(c))).slice();
         batch.push({ i, type: c.type, size: c.size, whole: c.whole === true, edge: c.edge === true, data });
         batchBytes += data.length;
         if (batch.length >= 256 || batchBytes >= 1 << 20) {
@@ -559,8 +563,10 @@ async function* writeStream(
           window.push(target, undefined, undefined);
           continue;
         }
-        const data = await readData(target);
-        for (const base of window.unindexed(target, data.length)) window.provide(base, await readData(base));
+        const data = readNow(target) ?? (await readData(target));
+        for (const base of window.unindexed(target, data.length)) {
+          window.provide(base, readNow(base) ?? (await readData(base)));
+        }
         const found = window.search(target, data);
         if (found) {
           target.base = found.base.oid;
@@ -571,7 +577,7 @@ async function* writeStream(
             toCompress.push({ i: c, data: found.delta.slice(), delta: true });
             toCompressBytes += found.delta.length;
           }
-        } else if (remote && !target.whole && data.length >= 2048) {
+        } else if (remote && !target.whole) {
           // to be written whole: the worker deflates it meanwhile
           toCompress.push({ i: c, data: data.slice() });
           toCompressBytes += data.length;
@@ -581,6 +587,32 @@ async function* writeStream(
       }
       window.clear();
       flushCompress();
+    };
+    /**
+     * Objects written whole that no search reads (commits, tags, small objects), deflated by the
+     * worker meanwhile: numbered after the candidates in its results.
+     */
+    const extras: Item[] = [];
+    const sendExtras = async (job: RemoteDeltaJob) => {
+      const searched = new Uint8Array(order.length);
+      for (const c of candidates) if (c.n >= 0) searched[c.n] = 1;
+      let batch: { i: number; data: Uint8Array }[] = [];
+      let batchBytes = 0;
+      for (const item of order) {
+        if (searched[item.n] || reused.kind[item.n] !== REUSE_NONE || item.base !== undefined) continue;
+        throwIfAborted(signal);
+        // a copy: the store's bytes may be views of its caches, and the copy is transferred
+        const data = (readNow(item) ?? (await readData(item))).slice();
+        batch.push({ i: candidates.length + extras.length, data });
+        extras.push(item);
+        batchBytes += data.length;
+        if (batchBytes >= 1 << 20) {
+          job.compress(batch);
+          batch = [];
+          batchBytes = 0;
+        }
+      }
+      if (batch.length > 0) job.compress(batch);
     };
     const given: [number, number][] = [];
     try {
@@ -592,6 +624,7 @@ async function* writeStream(
           given.push(chunks[--back]!);
           await sendChunk(remote, chunks[back]!);
         }
+        await sendExtras(remote);
       }
       while (front < back) {
         if (remote) {
@@ -619,7 +652,7 @@ async function* writeStream(
         for (const [from, to] of given) await searchHere(from, to);
       }
       for (const r of results ?? []) {
-        const item = candidates[r.i]!;
+        const item = r.i < candidates.length ? candidates[r.i]! : extras[r.i - candidates.length]!;
         if (r.base >= 0) {
           item.base = candidates[r.base]!.oid;
           item.baseItem = candidates[r.base];

@@ -100,6 +100,10 @@ abstract class QuarantineBase implements Quarantine {
     return this.#from(oid).readSync?.(oid);
   }
 
+  readHeaderSync(oid: ObjectId): { type: ObjectType; size: number } | undefined {
+    return this.#from(oid).readHeaderSync?.(oid);
+  }
+
   async readHeader(oid: ObjectId): Promise<{ type: ObjectType; size: number } | undefined> {
     const store = this.#from(oid);
     if (store.readHeader) return store.readHeader(oid);

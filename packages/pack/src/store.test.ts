@@ -164,6 +164,16 @@ describe.each(stores)('ObjectStore conformance: %s', (_name, make) => {
       const sync = store.readSync?.(oid);
       if (sync) expect(bytesToHex(sync.data)).toBe(bytesToHex((await store.read(oid))!.data));
     }
+    // headers of whole objects and deltas, newest first and then in order, agree with the data
+    const fresh = await make();
+    await importPack(fresh, pack);
+    for (const oid of [...blobs].reverse().concat(blobs, [tree, commit])) {
+      const a = (await source.read(oid))!;
+      expect(await fresh.readHeader?.(oid)).toEqual({ type: a.type, size: a.data.length });
+      const sync = fresh.readHeaderSync?.(oid);
+      if (sync) expect(sync).toEqual({ type: a.type, size: a.data.length });
+    }
+    await fresh.close?.();
     // and out again, reusing whatever the store keeps
     const again = await collect(packObjects(store, [commit, tree, ...blobs]));
     const third = new MemoryObjectStore();
@@ -529,6 +539,42 @@ describe('FsObjectStore.findPack stream', () => {
   });
 });
 
+describe('FsObjectStore.readHeader of deltas', () => {
+  it('gives the type at the bottom of each chain and the size the delta makes, without awaiting once pages are cached', async () => {
+    const source = new MemoryObjectStore();
+    // trees over trees and blobs over blobs: chains of both types in one pack
+    const all: string[] = [];
+    let body = seededBlob(3, 4_000);
+    const entries: { mode: string; name: string; oid: string; type: 'blob' }[] = [];
+    for (let i = 0; i < 10; i++) {
+      body = body.slice(0, 4_000 + i * 10);
+      body.set(enc.encode(`version ${i}`), (i * 331) % 3_900);
+      const blob = await source.write('blob', body);
+      entries.push({ mode: '100644', name: `file-${i}`, oid: blob, type: 'blob' });
+      all.push(blob, await source.write('tree', serializeTree(entries.slice())));
+    }
+    const pack = await collect(packObjects(source, all));
+    const dir = await mkdtemp(join(tmpdir(), 'gitport-store-'));
+    temps.push(dir);
+    const writer = new FsObjectStore(nodeFs, dir);
+    await importPack(writer, pack);
+    let deltas = 0;
+    for (const oid of all) if ((await writer.readRaw(oid))?.kind === 'delta') deltas++;
+    expect(deltas).toBeGreaterThan(10);
+    await writer.close();
+    for (const order of [all, [...all].reverse()]) {
+      const store = new FsObjectStore(nodeFs, dir);
+      for (const oid of order) {
+        const a = (await source.read(oid))!;
+        expect(await store.readHeader(oid)).toEqual({ type: a.type, size: a.data.length });
+        expect(store.readHeaderSync(oid)).toEqual({ type: a.type, size: a.data.length });
+      }
+      expect(store.readHeaderSync('ab'.repeat(20))).toBeUndefined();
+      await store.close();
+    }
+  });
+});
+
 describe('FsObjectStore reading a stored pack with bad entry headers', () => {
   /** A pack and its .idx written straight into `objects/pack` (no import checks them), one blob first. */
   async function storeWith(badAt: (offset: number) => Uint8Array) {
@@ -570,6 +616,7 @@ describe('FsObjectStore reading a stored pack with bad entry headers', () => {
     expect(await codeOf(store.read(ids.bad))).toBe('PACK_BAD_BASE_OFFSET');
     expect(await codeOf(store.readRaw(ids.bad))).toBe('PACK_BAD_BASE_OFFSET');
     expect(() => store.readSync(ids.bad)).toThrow(expect.objectContaining({ code: 'PACK_BAD_BASE_OFFSET' }));
+    expect(await codeOf(store.readHeader(ids.bad))).toBe('PACK_BAD_BASE_OFFSET');
     // the sound entry beside it still reads
     expect((await store.read(ids.blob))?.data).toEqual(enc.encode('x'));
   });

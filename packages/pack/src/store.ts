@@ -43,6 +43,11 @@ export interface ObjectStore {
   readSync?(oid: ObjectId): GitObject | undefined;
   /** Type and size without the data where the store can tell cheaply. */
   readHeader?(oid: ObjectId): Promise<{ type: ObjectType; size: number } | undefined>;
+  /**
+   * `readHeader` when the store can answer without awaiting; undefined means "ask
+   * `readHeader`", not "missing".
+   */
+  readHeaderSync?(oid: ObjectId): { type: ObjectType; size: number } | undefined;
   /** The stored (packed) form of an object, for delta and compression reuse. */
   readRaw?(oid: ObjectId): Promise<RawEntry | undefined>;
   /**
@@ -175,6 +180,10 @@ export class MemoryObjectStore implements ObjectStore {
   }
 
   async readHeader(oid: ObjectId): Promise<{ type: ObjectType; size: number } | undefined> {
+    return this.readHeaderSync(oid);
+  }
+
+  readHeaderSync(oid: ObjectId): { type: ObjectType; size: number } | undefined {
     const o = this.#objects.get(oid);
     return o && { type: o.type, size: o.data.length };
   }
