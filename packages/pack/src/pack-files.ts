@@ -15,8 +15,14 @@ import type { StoredPack } from './store.js';
 import { bytesRead, isEnoent, type StoreFiles } from './store-files.js';
 import type { PackSource } from './stored-location.js';
 
-/** Pack page size for positional reads. */
-const PAGE = 256 * 1024;
+/**
+ * Pack page size for positional reads. Small: the entries a walk reads (trees, and the bases of
+ * their deltas) lie scattered over the pack, and every byte of a page read stays in memory for
+ * as long as the page is cached.
+ */
+const PAGE = 16 * 1024;
+/** The least page cache (a budget below it gets it). */
+const MIN_PAGE_CACHE = 2 << 20;
 /** The pieces a stored pack goes out in, and how many spare buffers of that size a store keeps. */
 const STREAM_PIECE = 1 << 20;
 const MAX_STREAM_SPARES = 4;
@@ -62,7 +68,7 @@ export class PackFiles {
   constructor(files: StoreFiles, dir: string, pageCacheBytes: number) {
     this.#files = files;
     this.dir = dir;
-    this.#maxPages = Math.max(4, Math.floor(pageCacheBytes / PAGE));
+    this.#maxPages = Math.max(MIN_PAGE_CACHE / PAGE, Math.floor(pageCacheBytes / PAGE));
     this.#pages = new ObjectCache(this.#maxPages * PAGE, (page) => page.length);
   }
 
@@ -224,8 +230,8 @@ export class PackFiles {
   }
 
   /**
-   * A view of `length` bytes at `position` without awaiting: of a pack held whole, or with
-   * `pages`, of a page in the cache; undefined when they need a read.
+   * `length` bytes at `position` without awaiting: a view of a pack held whole, or with `pages`,
+   * of a page in the cache (a copy when they lie across two); undefined when they need a read.
    */
   view(pack: LoadedPack, position: number, length: number, pages: boolean): Uint8Array | undefined {
     if (position < 0 || position + length > pack.size) {
@@ -234,11 +240,19 @@ export class PackFiles {
     if (pack.bytes) return pack.bytes.subarray(position, position + length);
     if (!pages || !pack.handle || length === 0) return undefined;
     const first = Math.floor(position / PAGE);
-    if (first !== Math.floor((position + length - 1) / PAGE)) return undefined;
+    const last = Math.floor((position + length - 1) / PAGE);
+    if (last - first > 1) return undefined;
     const page = this.#pages.get(pack.serial * 2 ** 32 + first);
     if (!page) return undefined;
     const from = position - first * PAGE;
-    return page.subarray(from, from + length);
+    if (first === last) return page.subarray(from, from + length);
+    // across two cached pages: a copy
+    const next = this.#pages.get(pack.serial * 2 ** 32 + last);
+    if (!next) return undefined;
+    const out = new Uint8Array(length);
+    out.set(page.subarray(from));
+    out.set(next.subarray(0, length - (page.length - from)), page.length - from);
+    return out;
   }
 
   /** `length` bytes of a pack at `position` (a view: not to be written to). */
@@ -249,7 +263,7 @@ export class PackFiles {
     if (pack.bytes) return pack.bytes.subarray(position, position + length);
     // a pack that fits in half the page budget is read whole once: one read instead of many
     // page misses, and every later read is a view
-    if (!pack.handle && (pack.loading || this.#wholeBytes + pack.size <= (this.#maxPages * PAGE) / 2)) {
+    if (this.#heldWhole(pack)) {
       if (!pack.loading) {
         this.#wholeBytes += pack.size;
         // a failed read is not kept: the next read tries again
@@ -281,27 +295,45 @@ export class PackFiles {
     return out;
   }
 
+  /**
+   * Whether `pack` is (or is to be) read whole once, later reads being views of it: a pack that
+   * fits in half the page budget, which one read brings instead of many page misses.
+   */
+  #heldWhole(pack: LoadedPack): boolean {
+    return (
+      pack.bytes !== undefined ||
+      (!pack.handle && (pack.loading !== undefined || this.#wholeBytes + pack.size <= (this.#maxPages * PAGE) / 2))
+    );
+  }
+
   #path(pack: LoadedPack): string {
     return `${this.dir}/${pack.name}.pack`;
   }
 
   /**
-   * Copies a range of a pack into `into`: small ranges through the page cache, large ones by a
-   * positional read straight into it.
+   * Copies a range of a pack into `into`: from the page cache when its pages are there, else by
+   * a positional read straight into it. The pages such reads would bring are not cached: what is
+   * copied out (a pack being sent) is read once, and would only push out what walks read again.
    */
   async #readInto(pack: LoadedPack, position: number, into: Uint8Array): Promise<void> {
     const length = into.length;
     if (position < 0 || position + length > pack.size) {
       throw new PackError('OBJECT_CORRUPT', `read outside ${pack.name}.pack`);
     }
-    if (!pack.bytes && !pack.handle && !pack.loading && length > PAGE) {
-      pack.handle = await this.#files.openForRead(this.#path(pack));
-    }
-    if (!pack.bytes && pack.handle && length > PAGE) {
-      await this.#readDirect(pack, position, length, into);
+    if (length === 0) return;
+    // a pack held whole (or small enough to be) is read through readAt, which decides
+    if (this.#heldWhole(pack)) {
+      into.set(await this.readAt(pack, position, length));
       return;
     }
-    into.set(await this.readAt(pack, position, length));
+    if (!pack.handle) pack.handle = await this.#files.openForRead(this.#path(pack));
+    if (!pack.handle) {
+      into.set(await this.readAt(pack, position, length));
+      return;
+    }
+    const cached = this.view(pack, position, length, true);
+    if (cached) into.set(cached);
+    else await this.#readDirect(pack, position, length, into);
   }
 
   async #readWhole(pack: LoadedPack): Promise<Uint8Array> {
