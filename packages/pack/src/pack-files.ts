@@ -9,6 +9,7 @@ import { decodeEntryHeader, type EntryHeader, EntryType, entryTypeOf } from './e
 import { PackError } from './errors.js';
 import type { FileHandleLike } from './fs-like.js';
 import { PackIndex } from './idx.js';
+import { readPackIndex } from './idx-read.js';
 import type { ObjectId } from './object.js';
 import { ObjectCache } from './object-cache.js';
 import type { StoredPack } from './store.js';
@@ -21,6 +22,8 @@ import type { PackSource } from './stored-location.js';
  * as long as the page is cached.
  */
 const PAGE = 16 * 1024;
+/** Pages read at once when reads go through a pack in order (see #page). */
+const READ_AHEAD = 16;
 /** The least page cache (a budget below it gets it). */
 const MIN_PAGE_CACHE = 2 << 20;
 /** The pieces a stored pack goes out in, and how many spare buffers of that size a store keeps. */
@@ -32,8 +35,7 @@ const HEADER_READ = 32;
 export interface LoadedPack {
   name: string;
   index: PackIndex;
-  /** Sorted entry offsets (for entry ends) and the idx position of each. */
-  offsets: Float64Array;
+  /** The idx position of each entry in pack order (by offset: git's reverse index). */
   positions: Uint32Array;
   size: number;
   handle?: FileHandleLike & Pick<Required<FileHandleLike>, 'read'>;
@@ -60,6 +62,8 @@ export class PackFiles {
   readonly #pages: ObjectCache<number, Uint8Array>;
   readonly #maxPages: number;
   #serials = 0;
+  /** The key of the last page read (see #page). */
+  #lastRead = -1;
   /** Bytes of packs held whole (small packs, read in one go): at most half the page cache budget. */
   #wholeBytes = 0;
   /** Buffers of borrowed stored-pack streams, kept for the next (see `stream`). */
@@ -117,29 +121,41 @@ export class PackFiles {
   }
 
   async #load(base: string): Promise<LoadedPack> {
-    const [idx, st] = await Promise.all([
-      this.#files.readBytes(`${this.dir}/${base}.idx`),
-      this.#files.fs.stat(`${this.dir}/${base}.pack`),
-    ]);
-    return this.add(base, new PackIndex(idx, { verify: true }), st.size);
+    const path = `${this.dir}/${base}.idx`;
+    const [index, st] = await Promise.all([this.#readIndex(path), this.#files.fs.stat(`${this.dir}/${base}.pack`)]);
+    return this.add(base, index, st.size);
+  }
+
+  /** A pack's index, in columns when the fs reads at positions (see idx-read.ts), else whole. */
+  async #readIndex(path: string): Promise<PackIndex> {
+    const handle = await this.#files.openForRead(path);
+    if (!handle) return new PackIndex(await this.#files.readBytes(path), { verify: true });
+    try {
+      const size = (await this.#files.fs.stat(path)).size;
+      return await readPackIndex(size, async (position, into) => {
+        let got = 0;
+        while (got < into.length) {
+          const n = bytesRead(await handle.read(into, got, into.length - got, position + got));
+          if (n <= 0) throw new PackError('IDX_TRUNCATED', `${path} is shorter than it was`);
+          got += n;
+        }
+      });
+    } finally {
+      await handle.close();
+    }
   }
 
   /** Makes a pack whose index is parsed readable. */
   add(base: string, index: PackIndex, size: number): LoadedPack {
     const n = index.count;
     const order = new Uint32Array(n);
-    const sorted = new Float64Array(n);
     if (n < 2 ** 21 && size < 2 ** 32) {
       // offset and idx position packed in one number (offset above 21 bits of position): the
       // typed array's own numeric sort, no comparator
-      for (let i = 0; i < n; i++) sorted[i] = index.offsetAt(i) * 2 ** 21 + i;
-      sorted.sort();
-      for (let i = 0; i < n; i++) {
-        const key = sorted[i]!;
-        const position = key % 2 ** 21;
-        order[i] = position;
-        sorted[i] = (key - position) / 2 ** 21;
-      }
+      const keys = new Float64Array(n);
+      for (let i = 0; i < n; i++) keys[i] = index.offsetAt(i) * 2 ** 21 + i;
+      keys.sort();
+      for (let i = 0; i < n; i++) order[i] = keys[i]! % 2 ** 21;
     } else {
       const offs = new Float64Array(n);
       for (let i = 0; i < n; i++) {
@@ -147,12 +163,10 @@ export class PackFiles {
         offs[i] = index.offsetAt(i);
       }
       order.sort((a, b) => offs[a]! - offs[b]!);
-      for (let i = 0; i < n; i++) sorted[i] = offs[order[i]!]!;
     }
     const pack: LoadedPack = {
       name: base,
       index,
-      offsets: sorted,
       positions: order,
       size,
       source: { readInto: (position, into) => this.#readInto(pack, position, into) },
@@ -187,26 +201,27 @@ export class PackFiles {
 
   /** Where the entry at `offset` ends: the next entry, or the trailer. */
   entryEnd(pack: LoadedPack, offset: number): number {
-    const o = pack.offsets;
+    const { index, positions } = pack;
     let lo = 0;
-    let hi = o.length;
+    let hi = positions.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (o[mid]! <= offset) lo = mid + 1;
+      if (index.offsetAt(positions[mid]!) <= offset) lo = mid + 1;
       else hi = mid;
     }
-    return lo < o.length ? o[lo]! : pack.size - 20;
+    return lo < positions.length ? index.offsetAt(positions[lo]!) : pack.size - 20;
   }
 
   /** The id of the object whose entry starts at `offset` (an OFS_DELTA's base). */
   oidAtOffset(pack: LoadedPack, offset: number): ObjectId {
-    const o = pack.offsets;
+    const { index, positions } = pack;
     let lo = 0;
-    let hi = o.length - 1;
+    let hi = positions.length - 1;
     while (lo <= hi) {
       const mid = (lo + hi) >>> 1;
-      if (o[mid] === offset) return pack.index.oidAt(pack.positions[mid]!);
-      if (o[mid]! < offset) lo = mid + 1;
+      const o = index.offsetAt(positions[mid]!);
+      if (o === offset) return index.oidAt(positions[mid]!);
+      if (o < offset) lo = mid + 1;
       else hi = mid - 1;
     }
     throw new PackError('OBJECT_CORRUPT', `no entry at offset ${offset} in ${pack.name}.pack`);
@@ -350,7 +365,23 @@ export class PackFiles {
     const hit = this.#pages.get(key);
     if (hit) return hit;
     const start = index * PAGE;
-    const page = await this.#readDirect(pack, start, Math.min(PAGE, pack.size - start));
+    // a miss right after the page before it was read: reads go through the pack in order (a
+    // walk of every object, the headers of a pack being copied), so the next pages are read
+    // with this one, in one read, as long as none of them is cached
+    let count = 1;
+    if (this.#lastRead === key - 1) {
+      const pages = Math.ceil(pack.size / PAGE);
+      while (count < READ_AHEAD && index + count < pages && !this.#pages.has(key + count)) count++;
+    }
+    const bytes = await this.#readDirect(pack, start, Math.min(count * PAGE, pack.size - start));
+    this.#lastRead = key + count - 1;
+    if (count === 1) {
+      this.#pages.set(key, bytes);
+      return bytes;
+    }
+    // each page a buffer of its own (copied out), so that the cache drops them one by one
+    for (let k = count - 1; k > 0; k--) this.#pages.set(key + k, bytes.slice(k * PAGE, (k + 1) * PAGE));
+    const page = bytes.slice(0, PAGE);
     this.#pages.set(key, page);
     return page;
   }
@@ -409,8 +440,8 @@ export class PackFiles {
 
   /** Whether any entry of the pack is an OFS_DELTA (as the first byte of its header says). */
   async #hasOfsDeltas(pack: LoadedPack): Promise<boolean> {
-    for (let i = 0; i < pack.offsets.length; i++) {
-      const at = pack.offsets[i]!;
+    for (let i = 0; i < pack.positions.length; i++) {
+      const at = pack.index.offsetAt(pack.positions[i]!);
       const head = this.view(pack, at, 1, false) ?? (await this.readAt(pack, at, 1));
       if (entryTypeOf(head[0]!) === EntryType.OFS_DELTA) return true;
     }
