@@ -62,8 +62,9 @@ export class PackFiles {
   readonly #pages: ObjectCache<number, Uint8Array>;
   readonly #maxPages: number;
   #serials = 0;
-  /** The key of the last page read (see #page). */
+  /** The key of the last page read, and how many misses in a row followed the one before (see #page). */
   #lastRead = -1;
+  #run = 0;
   /** Bytes of packs held whole (small packs, read in one go): at most half the page cache budget. */
   #wholeBytes = 0;
   /** Buffers of borrowed stored-pack streams, kept for the next (see `stream`). */
@@ -365,11 +366,13 @@ export class PackFiles {
     const hit = this.#pages.get(key);
     if (hit) return hit;
     const start = index * PAGE;
-    // a miss right after the page before it was read: reads go through the pack in order (a
-    // walk of every object, the headers of a pack being copied), so the next pages are read
-    // with this one, in one read, as long as none of them is cached
+    // the third miss in a row of pages that follow each other: reads go through the pack in
+    // order (a walk of every object, the headers of a pack being copied), so the next pages are
+    // read with this one, in one read, as long as none of them is cached (a scattered walk, whose
+    // misses follow each other now and then, reads one page at a time)
+    this.#run = this.#lastRead === key - 1 ? this.#run + 1 : 0;
     let count = 1;
-    if (this.#lastRead === key - 1) {
+    if (this.#run >= 2) {
       const pages = Math.ceil(pack.size / PAGE);
       while (count < READ_AHEAD && index + count < pages && !this.#pages.has(key + count)) count++;
     }

@@ -24,8 +24,11 @@ import { countBits, hasBit } from './ewah.js';
 import { hexToBytes, type ObjectType, TYPE_CODES } from './object.js';
 import type { ObjectStore } from './store.js';
 
-/** Bytes read from the pack at once: the bound on the memory a reuse holds. */
-export const DEFAULT_REUSE_CHUNK = 1 << 20;
+/**
+ * Bytes read from the pack at once: the bound on the memory a reuse holds (twice this when
+ * borrowed). A read of this size costs little more per byte than a larger one.
+ */
+export const DEFAULT_REUSE_CHUNK = 256 * 1024;
 /** Bytes read to decode an entry header (the longest, a REF_DELTA's, fits). */
 const HEADER_READ = 32;
 
@@ -45,7 +48,7 @@ export interface RangeReuseOptions {
   /** zlib level of the objects rewritten whole (default 6). */
   level?: number;
   signal?: AbortSignal;
-  /** Bytes read at once (default 1 MiB). */
+  /** Bytes read at once (default 256 KiB). */
   chunkBytes?: number;
   /**
    * The caller is done with each chunk before it asks for the next: chunks read verbatim may
@@ -104,22 +107,24 @@ async function* reuseChunks(
     piecesBytes += bytes.length;
     out += bytes.length;
   };
-  /** The pieces as one chunk: a view of the buffer read when it is one stretch of it. */
-  const cut = (buffer: Uint8Array | undefined): Uint8Array => {
-    let chunk: Uint8Array;
-    const only = pieces.length === 1 ? pieces[0]! : undefined;
-    if (only && buffer && only.buffer === buffer.buffer) chunk = only;
-    else {
-      chunk = new Uint8Array(piecesBytes);
-      let at = 0;
-      for (const p of pieces) {
-        chunk.set(p, at);
-        at += p.length;
-      }
-    }
+  /**
+   * The pieces as chunks: borrowed, each as it is (views of the buffer read, which the caller is
+   * done with before the next chunk, and new headers); else one chunk, a view of the buffer read
+   * when it is one stretch of it, or a copy of them all.
+   */
+  const cut = (buffer: Uint8Array | undefined): Uint8Array[] => {
+    const out = pieces;
+    const bytes = piecesBytes;
     pieces = [];
     piecesBytes = 0;
-    return chunk;
+    if (options.borrow || (out.length === 1 && buffer && out[0]!.buffer === buffer.buffer)) return out;
+    const chunk = new Uint8Array(bytes);
+    let at = 0;
+    for (const p of out) {
+      chunk.set(p, at);
+      at += p.length;
+    }
+    return [chunk];
   };
   /** The object at `p` rebuilt and deflated whole. */
   const whole = async (p: number) => {
@@ -189,7 +194,7 @@ async function* reuseChunks(
       else {
         push(how.header ?? head.subarray(0, how.length));
       }
-      if (pieces.length > 0) yield cut(undefined);
+      if (pieces.length > 0) yield* cut(undefined);
       if (how !== 'whole') {
         for (let at = from + how.length; at < to; at += chunkBytes) {
           throwIfAborted(options.signal);
@@ -236,7 +241,7 @@ async function* reuseChunks(
       }
     }
     flushRun();
-    yield cut(buffer);
+    yield* cut(buffer);
     p = nextSet(bits, q + 1, n);
   }
 }
