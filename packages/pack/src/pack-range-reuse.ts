@@ -113,14 +113,14 @@ async function* reuseChunks(
    * when it is one stretch of it, or a copy of them all.
    */
   const cut = (buffer: Uint8Array | undefined): Uint8Array[] => {
-    const out = pieces;
+    const list = pieces;
     const bytes = piecesBytes;
     pieces = [];
     piecesBytes = 0;
-    if (options.borrow || (out.length === 1 && buffer && out[0]!.buffer === buffer.buffer)) return out;
+    if (options.borrow || (list.length === 1 && buffer && list[0]!.buffer === buffer.buffer)) return list;
     const chunk = new Uint8Array(bytes);
     let at = 0;
-    for (const p of out) {
+    for (const p of list) {
       chunk.set(p, at);
       at += p.length;
     }
