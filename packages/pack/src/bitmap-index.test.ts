@@ -64,8 +64,7 @@ describe('BitmapIndex on bitmaps git wrote', () => {
     const positions = Uint32Array.from({ length: n }, (_, i) => i).sort(
       (a, b) => f.idx.offsetAt(a) - f.idx.offsetAt(b),
     );
-    const offsets = Float64Array.from(positions, (i) => f.idx.offsetAt(i));
-    return { index: f.idx, offsets, positions, size: f.size, source: { readInto: async () => {} } };
+    return { index: f.idx, positions, size: f.size, source: { readInto: async () => {} } };
   };
 
   it('reads every commit bitmap as git rev-list --objects lists it, with every extension', async () => {

@@ -235,8 +235,6 @@ export interface BitmappedPack {
 /** A pack's reverse index and id lookups, in the shape the store keeps its packs. */
 export interface PackOrder {
   index: PackIndex;
-  /** Entry offsets in pack order. */
-  offsets: ArrayLike<number>;
   /** The idx position of each entry, in pack order. */
   positions: Uint32Array;
   size: number;
@@ -249,7 +247,8 @@ export function bitmappedPack(pack: PackOrder, bitmaps: BitmapIndex): BitmappedP
   // idx position -> pack-order position
   const inverse = new Uint32Array(n);
   for (let p = 0; p < n; p++) inverse[pack.positions[p]!] = p;
-  const { offsets, positions, index } = pack;
+  const { positions, index } = pack;
+  const offsetAt = (p: number) => index.offsetAt(positions[p]!);
   return {
     bitmaps,
     count: n,
@@ -264,14 +263,14 @@ export function bitmappedPack(pack: PackOrder, bitmaps: BitmapIndex): BitmappedP
       return i < 0 ? -1 : inverse[i]!;
     },
     oidAt: (p) => index.oidAt(positions[p]!),
-    offsetAt: (p) => offsets[p]!,
-    endAt: (p) => (p + 1 < n ? offsets[p + 1]! : pack.size - 20),
+    offsetAt,
+    endAt: (p) => (p + 1 < n ? offsetAt(p + 1) : pack.size - 20),
     positionAt(offset) {
       let lo = 0;
       let hi = n - 1;
       while (lo <= hi) {
         const mid = (lo + hi) >>> 1;
-        const o = offsets[mid]!;
+        const o = offsetAt(mid);
         if (o === offset) return mid;
         if (o < offset) lo = mid + 1;
         else hi = mid - 1;

@@ -186,36 +186,74 @@ function sortedOrder(ids: Uint8Array, count: number): number[] {
   return order;
 }
 
-/** A parsed .idx v2: binary search by object id, offsets, CRCs. Keeps a view of `data`. */
+/**
+ * The columns a pack index is held in without its file (see idx-read.ts): the sorted ids, the
+ * fanout, and the entry offsets as numbers in id order; no CRCs.
+ */
+export interface PackIndexColumns {
+  readonly ids: Uint8Array;
+  /** fanout[b]: how many ids start with a byte at most b. */
+  readonly fanout: Uint32Array;
+  readonly offsets: Uint32Array | Float64Array;
+  readonly packHash: string;
+}
+
+/**
+ * A parsed .idx v2: binary search by object id, offsets, CRCs. Made of the file's bytes, it keeps
+ * a view of them; made of columns (`PackIndexColumns`), it holds those and has no CRCs.
+ */
 export class PackIndex {
   readonly count: number;
   readonly packHash: string;
-  readonly #data: Uint8Array;
-  readonly #view: DataView;
-  readonly #oids: number;
-  readonly #crcs: number;
-  readonly #offs: number;
-  readonly #bigs: number;
+  /** The sorted ids: id i is `#ids[#idsAt + 20 i ..][..20]`. */
+  readonly #ids: Uint8Array;
+  readonly #idsAt: number;
+  readonly #fanout: Uint32Array;
+  /** The offsets of an index held in columns. */
+  readonly #offsets: Uint32Array | Float64Array | undefined;
+  /** The file's bytes, for an index made of them. */
+  readonly #data: Uint8Array | undefined;
+  readonly #view: DataView | undefined;
+  readonly #crcs: number = 0;
+  readonly #offs: number = 0;
+  readonly #bigs: number = 0;
 
-  constructor(data: Uint8Array, options: { verify?: boolean } = {}) {
+  constructor(data: Uint8Array | PackIndexColumns, options: { verify?: boolean } = {}) {
+    if (!(data instanceof Uint8Array)) {
+      const n = data.offsets.length;
+      if (data.ids.length !== n * 20 || data.fanout.length !== 256 || data.fanout[255] !== n) {
+        throw new PackError('IDX_CORRUPT', 'pack index columns do not agree');
+      }
+      this.count = n;
+      this.packHash = data.packHash;
+      this.#ids = data.ids;
+      this.#idsAt = 0;
+      this.#fanout = data.fanout;
+      this.#offsets = data.offsets;
+      return;
+    }
     if (data.length < 8 + 1024 + 40) throw new PackError('IDX_TRUNCATED', 'pack index too short');
     if (data[0] !== 0xff || data[1] !== 0x74 || data[2] !== 0x4f || data[3] !== 0x63) {
       throw new PackError('IDX_BAD_SIGNATURE', 'not a version 2 pack index');
     }
     const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
     if (view.getUint32(4) !== 2) throw new PackError('IDX_BAD_VERSION', `pack index version ${view.getUint32(4)}`);
+    const fanout = new Uint32Array(256);
     let prev = 0;
     for (let i = 0; i < 256; i++) {
       const v = view.getUint32(8 + i * 4);
       if (v < prev) throw new PackError('IDX_CORRUPT', 'pack index fanout not monotonic');
+      fanout[i] = v;
       prev = v;
     }
     const n = prev;
     this.count = n;
     this.#data = data;
     this.#view = view;
-    this.#oids = 8 + 1024;
-    this.#crcs = this.#oids + n * 20;
+    this.#ids = data;
+    this.#idsAt = 8 + 1024;
+    this.#fanout = fanout;
+    this.#crcs = this.#idsAt + n * 20;
     this.#offs = this.#crcs + n * 4;
     this.#bigs = this.#offs + n * 4;
     if (data.length < this.#bigs + 40) throw new PackError('IDX_TRUNCATED', 'pack index truncated');
@@ -229,20 +267,26 @@ export class PackIndex {
   }
 
   oidAt(i: number): ObjectId {
-    return bytesToHex(this.#data, this.#oids + i * 20, this.#oids + i * 20 + 20);
+    const at = this.#idsAt + i * 20;
+    return bytesToHex(this.#ids, at, at + 20);
   }
 
+  /** The CRC32 of entry i (an index held in columns has none: IDX_NO_CRC). */
   crcAt(i: number): number {
+    if (!this.#view) throw new PackError('IDX_NO_CRC', 'this pack index is held without its CRCs');
     return this.#view.getUint32(this.#crcs + i * 4);
   }
 
   offsetAt(i: number): number {
-    const v = this.#view.getUint32(this.#offs + i * 4);
+    const offsets = this.#offsets;
+    if (offsets) return offsets[i]!;
+    const view = this.#view!;
+    const v = view.getUint32(this.#offs + i * 4);
     if (!(v & 0x80000000)) return v;
     const k = v & 0x7fffffff;
     const at = this.#bigs + k * 8;
-    if (at + 8 > this.#data.length - 40) throw new PackError('IDX_CORRUPT', 'large offset index out of range');
-    return this.#view.getUint32(at) * 0x100000000 + this.#view.getUint32(at + 4);
+    if (at + 8 > this.#data!.length - 40) throw new PackError('IDX_CORRUPT', 'large offset index out of range');
+    return view.getUint32(at) * 0x100000000 + view.getUint32(at + 4);
   }
 
   /** The position of `oid` in the sorted table, or -1. */
@@ -257,12 +301,13 @@ export class PackIndex {
   findRaw(key: Uint8Array, at: number): number {
     if (at < 0 || at + 20 > key.length) throw new PackError('IDX_CORRUPT', 'object id cut short');
     const first = key[at]!;
-    let lo = first === 0 ? 0 : this.#view.getUint32(8 + (first - 1) * 4);
-    let hi = this.#view.getUint32(8 + first * 4);
-    const d = this.#data;
+    let lo = first === 0 ? 0 : this.#fanout[first - 1]!;
+    let hi = this.#fanout[first]!;
+    const d = this.#ids;
+    const base = this.#idsAt;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      const o = this.#oids + mid * 20;
+      const o = base + mid * 20;
       let c = 0;
       for (let k = 0; k < 20; k++) {
         c = d[o + k]! - key[at + k]!;

@@ -9,14 +9,23 @@ import { decodeEntryHeader, type EntryHeader, EntryType, entryTypeOf } from './e
 import { PackError } from './errors.js';
 import type { FileHandleLike } from './fs-like.js';
 import { PackIndex } from './idx.js';
+import { readPackIndex } from './idx-read.js';
 import type { ObjectId } from './object.js';
 import { ObjectCache } from './object-cache.js';
 import type { StoredPack } from './store.js';
 import { bytesRead, isEnoent, type StoreFiles } from './store-files.js';
 import type { PackSource } from './stored-location.js';
 
-/** Pack page size for positional reads. */
-const PAGE = 256 * 1024;
+/**
+ * Pack page size for positional reads. Small: the entries a walk reads (trees, and the bases of
+ * their deltas) lie scattered over the pack, and every byte of a page read stays in memory for
+ * as long as the page is cached.
+ */
+const PAGE = 16 * 1024;
+/** Pages read at once when reads go through a pack in order (see #page). */
+const READ_AHEAD = 16;
+/** The least page cache (a budget below it gets it). */
+const MIN_PAGE_CACHE = 2 << 20;
 /** The pieces a stored pack goes out in, and how many spare buffers of that size a store keeps. */
 const STREAM_PIECE = 1 << 20;
 const MAX_STREAM_SPARES = 4;
@@ -26,8 +35,7 @@ const HEADER_READ = 32;
 export interface LoadedPack {
   name: string;
   index: PackIndex;
-  /** Sorted entry offsets (for entry ends) and the idx position of each. */
-  offsets: Float64Array;
+  /** The idx position of each entry in pack order (by offset: git's reverse index). */
   positions: Uint32Array;
   size: number;
   handle?: FileHandleLike & Pick<Required<FileHandleLike>, 'read'>;
@@ -59,6 +67,9 @@ export class PackFiles {
   readonly #pages: ObjectCache<number, Uint8Array>;
   readonly #maxPages: number;
   #serials = 0;
+  /** The key of the last page read, and how many misses in a row followed the one before (see #page). */
+  #lastRead = -1;
+  #run = 0;
   /** Bytes of packs held whole (small packs, read in one go): at most half the page cache budget. */
   #wholeBytes = 0;
   /** Buffers of borrowed stored-pack streams, kept for the next (see `stream`). */
@@ -67,7 +78,7 @@ export class PackFiles {
   constructor(files: StoreFiles, dir: string, pageCacheBytes: number) {
     this.#files = files;
     this.dir = dir;
-    this.#maxPages = Math.max(4, Math.floor(pageCacheBytes / PAGE));
+    this.#maxPages = Math.max(MIN_PAGE_CACHE / PAGE, Math.floor(pageCacheBytes / PAGE));
     this.#pages = new ObjectCache(this.#maxPages * PAGE, (page) => page.length);
   }
 
@@ -116,29 +127,41 @@ export class PackFiles {
   }
 
   async #load(base: string): Promise<LoadedPack> {
-    const [idx, st] = await Promise.all([
-      this.#files.readBytes(`${this.dir}/${base}.idx`),
-      this.#files.fs.stat(`${this.dir}/${base}.pack`),
-    ]);
-    return this.add(base, new PackIndex(idx, { verify: true }), st.size);
+    const path = `${this.dir}/${base}.idx`;
+    const [index, st] = await Promise.all([this.#readIndex(path), this.#files.fs.stat(`${this.dir}/${base}.pack`)]);
+    return this.add(base, index, st.size);
+  }
+
+  /** A pack's index, in columns when the fs reads at positions (see idx-read.ts), else whole. */
+  async #readIndex(path: string): Promise<PackIndex> {
+    const handle = await this.#files.openForRead(path);
+    if (!handle) return new PackIndex(await this.#files.readBytes(path), { verify: true });
+    try {
+      const size = (await this.#files.fs.stat(path)).size;
+      return await readPackIndex(size, async (position, into) => {
+        let got = 0;
+        while (got < into.length) {
+          const n = bytesRead(await handle.read(into, got, into.length - got, position + got));
+          if (n <= 0) throw new PackError('IDX_TRUNCATED', `${path} is shorter than it was`);
+          got += n;
+        }
+      });
+    } finally {
+      await handle.close();
+    }
   }
 
   /** Makes a pack whose index is parsed readable. */
   add(base: string, index: PackIndex, size: number): LoadedPack {
     const n = index.count;
     const order = new Uint32Array(n);
-    const sorted = new Float64Array(n);
     if (n < 2 ** 21 && size < 2 ** 32) {
       // offset and idx position packed in one number (offset above 21 bits of position): the
       // typed array's own numeric sort, no comparator
-      for (let i = 0; i < n; i++) sorted[i] = index.offsetAt(i) * 2 ** 21 + i;
-      sorted.sort();
-      for (let i = 0; i < n; i++) {
-        const key = sorted[i]!;
-        const position = key % 2 ** 21;
-        order[i] = position;
-        sorted[i] = (key - position) / 2 ** 21;
-      }
+      const keys = new Float64Array(n);
+      for (let i = 0; i < n; i++) keys[i] = index.offsetAt(i) * 2 ** 21 + i;
+      keys.sort();
+      for (let i = 0; i < n; i++) order[i] = keys[i]! % 2 ** 21;
     } else {
       const offs = new Float64Array(n);
       for (let i = 0; i < n; i++) {
@@ -146,12 +169,10 @@ export class PackFiles {
         offs[i] = index.offsetAt(i);
       }
       order.sort((a, b) => offs[a]! - offs[b]!);
-      for (let i = 0; i < n; i++) sorted[i] = offs[order[i]!]!;
     }
     const pack: LoadedPack = {
       name: base,
       index,
-      offsets: sorted,
       positions: order,
       size,
       source: { readInto: (position, into) => this.#readInto(pack, position, into) },
@@ -186,15 +207,15 @@ export class PackFiles {
 
   /** Where the entry at `offset` ends: the next entry, or the trailer. */
   entryEnd(pack: LoadedPack, offset: number): number {
-    const o = pack.offsets;
+    const { index, positions } = pack;
     let lo = 0;
-    let hi = o.length;
+    let hi = positions.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (o[mid]! <= offset) lo = mid + 1;
+      if (index.offsetAt(positions[mid]!) <= offset) lo = mid + 1;
       else hi = mid;
     }
-    return lo < o.length ? o[lo]! : pack.size - 20;
+    return lo < positions.length ? index.offsetAt(positions[lo]!) : pack.size - 20;
   }
 
   /** The number of the entry at `offset` in offset order, or -1 when no entry starts there. */
@@ -213,13 +234,14 @@ export class PackFiles {
 
   /** The id of the object whose entry starts at `offset` (an OFS_DELTA's base). */
   oidAtOffset(pack: LoadedPack, offset: number): ObjectId {
-    const o = pack.offsets;
+    const { index, positions } = pack;
     let lo = 0;
-    let hi = o.length - 1;
+    let hi = positions.length - 1;
     while (lo <= hi) {
       const mid = (lo + hi) >>> 1;
-      if (o[mid] === offset) return pack.index.oidAt(pack.positions[mid]!);
-      if (o[mid]! < offset) lo = mid + 1;
+      const o = index.offsetAt(positions[mid]!);
+      if (o === offset) return index.oidAt(positions[mid]!);
+      if (o < offset) lo = mid + 1;
       else hi = mid - 1;
     }
     throw new PackError('OBJECT_CORRUPT', `no entry at offset ${offset} in ${pack.name}.pack`);
@@ -243,8 +265,8 @@ export class PackFiles {
   }
 
   /**
-   * A view of `length` bytes at `position` without awaiting: of a pack held whole, or with
-   * `pages`, of a page in the cache; undefined when they need a read.
+   * `length` bytes at `position` without awaiting: a view of a pack held whole, or with `pages`,
+   * of a page in the cache (a copy when they lie across two); undefined when they need a read.
    */
   view(pack: LoadedPack, position: number, length: number, pages: boolean): Uint8Array | undefined {
     if (position < 0 || position + length > pack.size) {
@@ -253,11 +275,19 @@ export class PackFiles {
     if (pack.bytes) return pack.bytes.subarray(position, position + length);
     if (!pages || !pack.handle || length === 0) return undefined;
     const first = Math.floor(position / PAGE);
-    if (first !== Math.floor((position + length - 1) / PAGE)) return undefined;
+    const last = Math.floor((position + length - 1) / PAGE);
+    if (last - first > 1) return undefined;
     const page = this.#pages.get(pack.serial * 2 ** 32 + first);
     if (!page) return undefined;
     const from = position - first * PAGE;
-    return page.subarray(from, from + length);
+    if (first === last) return page.subarray(from, from + length);
+    // across two cached pages: a copy
+    const next = this.#pages.get(pack.serial * 2 ** 32 + last);
+    if (!next) return undefined;
+    const out = new Uint8Array(length);
+    out.set(page.subarray(from));
+    out.set(next.subarray(0, length - (page.length - from)), page.length - from);
+    return out;
   }
 
   /** `length` bytes of a pack at `position` (a view: not to be written to). */
@@ -268,7 +298,7 @@ export class PackFiles {
     if (pack.bytes) return pack.bytes.subarray(position, position + length);
     // a pack that fits in half the page budget is read whole once: one read instead of many
     // page misses, and every later read is a view
-    if (!pack.handle && (pack.loading || this.#wholeBytes + pack.size <= (this.#maxPages * PAGE) / 2)) {
+    if (this.#heldWhole(pack)) {
       if (!pack.loading) {
         this.#wholeBytes += pack.size;
         // a failed read is not kept: the next read tries again
@@ -300,27 +330,45 @@ export class PackFiles {
     return out;
   }
 
+  /**
+   * Whether `pack` is (or is to be) read whole once, later reads being views of it: a pack that
+   * fits in half the page budget, which one read brings instead of many page misses.
+   */
+  #heldWhole(pack: LoadedPack): boolean {
+    return (
+      pack.bytes !== undefined ||
+      (!pack.handle && (pack.loading !== undefined || this.#wholeBytes + pack.size <= (this.#maxPages * PAGE) / 2))
+    );
+  }
+
   #path(pack: LoadedPack): string {
     return `${this.dir}/${pack.name}.pack`;
   }
 
   /**
-   * Copies a range of a pack into `into`: small ranges through the page cache, large ones by a
-   * positional read straight into it.
+   * Copies a range of a pack into `into`: from the page cache when its pages are there, else by
+   * a positional read straight into it. The pages such reads would bring are not cached: what is
+   * copied out (a pack being sent) is read once, and would only push out what walks read again.
    */
   async #readInto(pack: LoadedPack, position: number, into: Uint8Array): Promise<void> {
     const length = into.length;
     if (position < 0 || position + length > pack.size) {
       throw new PackError('OBJECT_CORRUPT', `read outside ${pack.name}.pack`);
     }
-    if (!pack.bytes && !pack.handle && !pack.loading && length > PAGE) {
-      pack.handle = await this.#files.openForRead(this.#path(pack));
-    }
-    if (!pack.bytes && pack.handle && length > PAGE) {
-      await this.#readDirect(pack, position, length, into);
+    if (length === 0) return;
+    // a pack held whole (or small enough to be) is read through readAt, which decides
+    if (this.#heldWhole(pack)) {
+      into.set(await this.readAt(pack, position, length));
       return;
     }
-    into.set(await this.readAt(pack, position, length));
+    if (!pack.handle) pack.handle = await this.#files.openForRead(this.#path(pack));
+    if (!pack.handle) {
+      into.set(await this.readAt(pack, position, length));
+      return;
+    }
+    const cached = this.view(pack, position, length, true);
+    if (cached) into.set(cached);
+    else await this.#readDirect(pack, position, length, into);
   }
 
   async #readWhole(pack: LoadedPack): Promise<Uint8Array> {
@@ -337,7 +385,25 @@ export class PackFiles {
     const hit = this.#pages.get(key);
     if (hit) return hit;
     const start = index * PAGE;
-    const page = await this.#readDirect(pack, start, Math.min(PAGE, pack.size - start));
+    // the third miss in a row of pages that follow each other: reads go through the pack in
+    // order (a walk of every object, the headers of a pack being copied), so the next pages are
+    // read with this one, in one read, as long as none of them is cached (a scattered walk, whose
+    // misses follow each other now and then, reads one page at a time)
+    this.#run = this.#lastRead === key - 1 ? this.#run + 1 : 0;
+    let count = 1;
+    if (this.#run >= 2) {
+      const pages = Math.ceil(pack.size / PAGE);
+      while (count < READ_AHEAD && index + count < pages && !this.#pages.has(key + count)) count++;
+    }
+    const bytes = await this.#readDirect(pack, start, Math.min(count * PAGE, pack.size - start));
+    this.#lastRead = key + count - 1;
+    if (count === 1) {
+      this.#pages.set(key, bytes);
+      return bytes;
+    }
+    // each page a buffer of its own (copied out), so that the cache drops them one by one
+    for (let k = count - 1; k > 0; k--) this.#pages.set(key + k, bytes.slice(k * PAGE, (k + 1) * PAGE));
+    const page = bytes.slice(0, PAGE);
     this.#pages.set(key, page);
     return page;
   }
@@ -396,8 +462,8 @@ export class PackFiles {
 
   /** Whether any entry of the pack is an OFS_DELTA (as the first byte of its header says). */
   async #hasOfsDeltas(pack: LoadedPack): Promise<boolean> {
-    for (let i = 0; i < pack.offsets.length; i++) {
-      const at = pack.offsets[i]!;
+    for (let i = 0; i < pack.positions.length; i++) {
+      const at = pack.index.offsetAt(pack.positions[i]!);
       const head = this.view(pack, at, 1, false) ?? (await this.readAt(pack, at, 1));
       if (entryTypeOf(head[0]!) === EntryType.OFS_DELTA) return true;
     }

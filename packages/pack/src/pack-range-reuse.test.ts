@@ -104,6 +104,12 @@ describe('rangeReuse', () => {
         expect(e.count).toBeLessThan(pack.count);
         const prefix = rangeReuse(store, e, { ...options, chunkBytes });
         const { pack: out } = await packOf(prefix.chunks(12), prefix.count, chunkBytes);
+        // borrowed: the same bytes, in views of the buffers read and new headers
+        const copies: Uint8Array[] = [];
+        for await (const c of rangeReuse(store, e, { ...options, chunkBytes, borrow: true }).chunks(12)) {
+          copies.push(c.slice());
+        }
+        expect(Buffer.compare((await packOf(copies, prefix.count, chunkBytes)).pack, out)).toBe(0);
         // what the entries became
         const kinds = new Map<string, number>();
         for await (const entry of new PackReader([out]).entries())

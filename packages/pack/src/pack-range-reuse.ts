@@ -24,8 +24,11 @@ import { countBits, hasBit } from './ewah.js';
 import { hexToBytes, type ObjectType, TYPE_CODES } from './object.js';
 import type { ObjectStore } from './store.js';
 
-/** Bytes read from the pack at once: the bound on the memory a reuse holds. */
-export const DEFAULT_REUSE_CHUNK = 1 << 20;
+/**
+ * Bytes read from the pack at once: the bound on the memory a reuse holds (twice this when
+ * borrowed). A read of this size costs little more per byte than a larger one.
+ */
+export const DEFAULT_REUSE_CHUNK = 256 * 1024;
 /** Bytes read to decode an entry header (the longest, a REF_DELTA's, fits). */
 const HEADER_READ = 32;
 
@@ -45,7 +48,7 @@ export interface RangeReuseOptions {
   /** zlib level of the objects rewritten whole (default 6). */
   level?: number;
   signal?: AbortSignal;
-  /** Bytes read at once (default 1 MiB). */
+  /** Bytes read at once (default 256 KiB). */
   chunkBytes?: number;
   /**
    * The caller is done with each chunk before it asks for the next: chunks read verbatim may
@@ -79,37 +82,49 @@ async function* reuseChunks(
   const readBuffer = (length: number): Uint8Array => {
     if (!options.borrow) return new Uint8Array(length);
     const k = turn++ & 1;
-    const spare = spares[k] ?? new Uint8Array(chunkBytes);
-    spares[k] = spare;
+    let spare = spares[k];
+    if (!spare || spare.length < length) {
+      // grown as batches need (an incremental fetch's are small), up to a chunk
+      spare = new Uint8Array(Math.min(chunkBytes, Math.max(length, (spare?.length ?? 32 * 1024) * 4)));
+      spares[k] = spare;
+    }
     return spare.subarray(0, length);
   };
-  /** Output offset of each entry written (by pack position), -1 before. */
-  const written = new Float64Array(n).fill(-1);
+  /** Output offset of each entry written (by its rank among the entries sent), -1 before. */
+  const rank = bitRanks(bits);
+  const written = new Float64Array(countBits(bits)).fill(-1);
+  const writtenAt = (p: number) => written[rankOf(bits, rank, p)]!;
+  const setWritten = (p: number, at: number) => {
+    written[rankOf(bits, rank, p)] = at;
+  };
   let out = start;
   /** Pieces of the chunk being built (views of the buffer read, or new headers). */
   let pieces: Uint8Array[] = [];
   let piecesBytes = 0;
+  /** Adds bytes to the chunk being built and moves `out` past them. */
   const push = (bytes: Uint8Array) => {
     pieces.push(bytes);
     piecesBytes += bytes.length;
     out += bytes.length;
   };
-  /** The pieces as one chunk: a view of the buffer read when it is one stretch of it. */
-  const cut = (buffer: Uint8Array | undefined): Uint8Array => {
-    let chunk: Uint8Array;
-    const only = pieces.length === 1 ? pieces[0]! : undefined;
-    if (only && buffer && only.buffer === buffer.buffer) chunk = only;
-    else {
-      chunk = new Uint8Array(piecesBytes);
-      let at = 0;
-      for (const p of pieces) {
-        chunk.set(p, at);
-        at += p.length;
-      }
-    }
+  /**
+   * The pieces as chunks: borrowed, each as it is (views of the buffer read, which the caller is
+   * done with before the next chunk, and new headers); else one chunk, a view of the buffer read
+   * when it is one stretch of it, or a copy of them all.
+   */
+  const cut = (buffer: Uint8Array | undefined): Uint8Array[] => {
+    const list = pieces;
+    const bytes = piecesBytes;
     pieces = [];
     piecesBytes = 0;
-    return chunk;
+    if (options.borrow || (list.length === 1 && buffer && list[0]!.buffer === buffer.buffer)) return list;
+    const chunk = new Uint8Array(bytes);
+    let at = 0;
+    for (const p of list) {
+      chunk.set(p, at);
+      at += p.length;
+    }
+    return [chunk];
   };
   /** The object at `p` rebuilt and deflated whole. */
   const whole = async (p: number) => {
@@ -131,8 +146,8 @@ async function* reuseChunks(
     if (h.type === EntryType.OFS_DELTA) {
       const bp = pack.positionAt(h.baseOffset);
       if (bp < 0) throw new PackError('OBJECT_CORRUPT', `no entry at offset ${h.baseOffset}`);
-      const baseAt = written[bp]!;
-      if (hasBit(bits, bp) && baseAt >= 0) {
+      const baseAt = hasBit(bits, bp) ? writtenAt(bp) : -1;
+      if (baseAt >= 0) {
         const distance = out - baseAt;
         if (ofs && distance === offset - h.baseOffset) return { header: null, length: h.length };
         return {
@@ -157,13 +172,17 @@ async function* reuseChunks(
   let p = nextSet(bits, 0, n);
   while (p < n) {
     throwIfAborted(options.signal);
-    // a batch: consecutive set entries whose bytes fit the chunk (at least one entry)
+    // a batch: the next entries sent whose bytes fit the chunk (at least one entry), read at
+    // once with the entries not sent between them when those are few bytes (one read instead
+    // of one per run)
     const from = pack.offsetAt(p);
     let q = p;
     let to = pack.endAt(p);
-    while (q + 1 < n && hasBit(bits, q + 1) && pack.endAt(q + 1) - from <= chunkBytes) {
-      q++;
-      to = pack.endAt(q);
+    for (let r = nextSet(bits, p + 1, n); r < n; r = nextSet(bits, r + 1, n)) {
+      const end = pack.endAt(r);
+      if (pack.offsetAt(r) - to > MAX_READ_GAP || end - from > chunkBytes) break;
+      q = r;
+      to = end;
     }
     if (to - from > chunkBytes) {
       // one entry larger than a chunk: its header, then its data streamed
@@ -175,7 +194,7 @@ async function* reuseChunks(
       else {
         push(how.header ?? head.subarray(0, how.length));
       }
-      if (pieces.length > 0) yield cut(undefined);
+      if (pieces.length > 0) yield* cut(undefined);
       if (how !== 'whole') {
         for (let at = from + how.length; at < to; at += chunkBytes) {
           throwIfAborted(options.signal);
@@ -185,46 +204,76 @@ async function* reuseChunks(
           yield piece;
         }
       }
-      written[p] = entryAt;
+      setWritten(p, entryAt);
       p = nextSet(bits, p + 1, n);
       continue;
     }
     const buffer = readBuffer(to - from);
     await pack.source.readInto(from, buffer);
-    // verbatim stretches of the buffer go out as views, rewritten entries in between
+    // verbatim stretches of the buffer go out as views, rewritten entries in between; `run` is
+    // the stretch not pushed yet, and `out` counts it already (plan() reads it for distances)
     let runStart = -1;
-    for (let r = p; r <= q; r++) {
+    let runEnd = -1;
+    const flushRun = () => {
+      if (runStart < 0) return;
+      out -= runEnd - runStart;
+      push(buffer.subarray(runStart, runEnd));
+      runStart = -1;
+    };
+    for (let r = p; r <= q; r = nextSet(bits, r + 1, n)) {
       const at = pack.offsetAt(r) - from;
       const end = pack.endAt(r) - from;
-      const entryAt = out;
       const how = plan(r, buffer, at);
       if (how !== 'whole' && how.header === null) {
+        if (runStart >= 0 && runEnd !== at) flushRun();
         if (runStart < 0) runStart = at;
-        written[r] = entryAt;
-        // `out` moves when the run is pushed; plan() reads it for later entries' distances
+        runEnd = end;
+        setWritten(r, out);
         out += end - at;
         continue;
       }
-      if (runStart >= 0) {
-        out -= at - runStart;
-        push(buffer.subarray(runStart, at));
-        runStart = -1;
-      }
-      written[r] = out;
+      flushRun();
+      setWritten(r, out);
       if (how === 'whole') await whole(r);
       else {
         push(how.header!);
         push(buffer.subarray(at + how.length, end));
       }
     }
-    if (runStart >= 0) {
-      const end = pack.endAt(q) - from;
-      out -= end - runStart;
-      push(buffer.subarray(runStart, end));
-    }
-    yield cut(buffer);
+    flushRun();
+    yield* cut(buffer);
     p = nextSet(bits, q + 1, n);
   }
+}
+
+/**
+ * Bytes of entries not sent that a batch reads through to reach the next entry sent: reading
+ * them costs less than another read.
+ */
+const MAX_READ_GAP = 16 * 1024;
+
+/** Set bits before each 32-bit word of `bits` (for `rankOf`). */
+function bitRanks(bits: Uint32Array): Uint32Array {
+  const ranks = new Uint32Array(bits.length);
+  let total = 0;
+  for (let w = 0; w < bits.length; w++) {
+    ranks[w] = total;
+    total += popCount(bits[w]!);
+  }
+  return ranks;
+}
+
+/** How many bits before bit `p` are set (`p`'s index among the set bits when it is set). */
+function rankOf(bits: Uint32Array, ranks: Uint32Array, p: number): number {
+  const w = p >>> 5;
+  const low = p & 31;
+  return ranks[w]! + (low === 0 ? 0 : popCount(bits[w]! & (0xffffffff >>> (32 - low))));
+}
+
+function popCount(v: number): number {
+  v -= (v >>> 1) & 0x55555555;
+  v = (v & 0x33333333) + ((v >>> 2) & 0x33333333);
+  return (((v + (v >>> 4)) & 0x0f0f0f0f) * 0x01010101) >>> 24;
 }
 
 /** The first set bit at or after `from`, or `n`. */
