@@ -427,7 +427,7 @@ export class FsObjectStore implements BitmapServedStore {
       path.push({ pack: at, n });
       code = h.type;
     }
-    for (const p of path) if (p.n >= 0) (p.pack.types ??= new Uint8Array(p.pack.offsets.length))[p.n] = code;
+    for (const p of path) if (p.n >= 0) (p.pack.types ??= new Uint8Array(p.pack.positions.length))[p.n] = code;
     return { type: CODE_TYPES[code]!, size };
   }
 

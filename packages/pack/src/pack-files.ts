@@ -220,13 +220,14 @@ export class PackFiles {
 
   /** The number of the entry at `offset` in offset order, or -1 when no entry starts there. */
   entryNumber(pack: LoadedPack, offset: number): number {
-    const o = pack.offsets;
+    const { index, positions } = pack;
     let lo = 0;
-    let hi = o.length - 1;
+    let hi = positions.length - 1;
     while (lo <= hi) {
       const mid = (lo + hi) >>> 1;
-      if (o[mid] === offset) return mid;
-      if (o[mid]! < offset) lo = mid + 1;
+      const at = index.offsetAt(positions[mid]!);
+      if (at === offset) return mid;
+      if (at < offset) lo = mid + 1;
       else hi = mid - 1;
     }
     return -1;
