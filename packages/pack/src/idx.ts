@@ -141,47 +141,46 @@ function put32(out: Uint8Array, at: number, v: number): void {
   out[at + 3] = v & 255;
 }
 
-/** Largest entry count sorted by packed numeric keys (32-bit id prefix and a 21-bit index). */
-const NUMERIC_SORT_MAX = 2 ** 21;
-
 /**
  * Indexes of the ids (`count` x 20 bytes) in sorted order, every entry kept: an id the pack holds
  * twice is listed twice, in pack order, as git's index-pack lists it (its count must be the pack's,
- * or git refuses the pack). Ids are sorted as numbers (their first 32 bits above the entry's index,
- * in a Float64Array's native sort, which compares numbers without building strings); ids sharing a
- * prefix are then ordered by their remaining bytes, then by position in the pack.
+ * or git refuses the pack). A counting sort on the first two bytes of each id (stable: pack order
+ * within a bucket), then each bucket (a few entries: ids are uniformly spread) sorted by its
+ * remaining bytes, stably. Memory: the order itself and the bucket counts, no key per entry.
  */
-function sortedOrder(ids: Uint8Array, count: number): number[] {
-  const compare = (a: number, b: number) => {
-    for (let k = 0; k < 20; k++) {
-      const d = ids[a * 20 + k]! - ids[b * 20 + k]!;
-      if (d !== 0) return d;
+function sortedOrder(ids: Uint8Array, count: number): Uint32Array {
+  const starts = new Uint32Array(65537);
+  for (let i = 0, at = 0; i < count; i++, at += 20) starts[((ids[at]! << 8) | ids[at + 1]!) + 1]!++;
+  for (let b = 1; b <= 65536; b++) starts[b]! += starts[b - 1]!;
+  const order = new Uint32Array(count);
+  const next = starts.slice(0, 65536);
+  for (let i = 0, at = 0; i < count; i++, at += 20) order[next[(ids[at]! << 8) | ids[at + 1]!]!++] = i;
+  /** Whether entry a sorts after entry b (ids from byte 2 on, then position in the pack). */
+  const after = (a: number, b: number) => {
+    for (let k = 2, x = a * 20, y = b * 20; k < 20; k++) {
+      const d = ids[x + k]! - ids[y + k]!;
+      if (d !== 0) return d > 0;
     }
-    return a - b;
+    return a > b;
   };
-  if (count >= NUMERIC_SORT_MAX) return Array.from({ length: count }, (_, i) => i).sort(compare);
-  const keys = new Float64Array(count);
-  for (let i = 0, at = 0; i < count; i++, at += 20) {
-    const p = ids[at]! * 0x1000000 + ((ids[at + 1]! << 16) | (ids[at + 2]! << 8) | ids[at + 3]!);
-    keys[i] = p * NUMERIC_SORT_MAX + i;
-  }
-  keys.sort();
-  const order = new Array<number>(count);
-  let w = 0;
-  for (let i = 0; i < count; ) {
-    // ids sharing the 32-bit prefix (rare, and the only place repeated ids can be): by whole id
-    const prefix = Math.floor(keys[i]! / NUMERIC_SORT_MAX);
-    let j = i + 1;
-    while (j < count && Math.floor(keys[j]! / NUMERIC_SORT_MAX) === prefix) j++;
-    if (j === i + 1) {
-      order[w++] = keys[i]! % NUMERIC_SORT_MAX;
-    } else {
-      const run: number[] = [];
-      for (let k = i; k < j; k++) run.push(keys[k]! % NUMERIC_SORT_MAX);
-      run.sort(compare);
-      for (const k of run) order[w++] = k;
+  for (let b = 0; b < 65536; b++) {
+    const from = starts[b]!;
+    const to = starts[b + 1]!;
+    if (to - from < 2) continue;
+    if (to - from > 32) {
+      order.subarray(from, to).sort((a, b) => (after(a, b) ? 1 : after(b, a) ? -1 : 0));
+      continue;
     }
-    i = j;
+    // insertion sort: stable, and buckets are small
+    for (let i = from + 1; i < to; i++) {
+      const v = order[i]!;
+      let j = i - 1;
+      while (j >= from && after(order[j]!, v)) {
+        order[j + 1] = order[j]!;
+        j--;
+      }
+      order[j + 1] = v;
+    }
   }
   return order;
 }

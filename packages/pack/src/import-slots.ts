@@ -1,8 +1,9 @@
 /**
  * The entries of a pack being imported, one typed array per field: where each entry lies, its
- * CRC-32, sizes, base, type, delta depth and object id (20 bytes in one shared array), and an
- * open-addressing index from ids to entries. A few tens of bytes per entry and no object per
- * entry, so that a pack of a million objects costs the garbage collector nothing to keep.
+ * CRC-32, base, type, delta depth and object id (20 bytes in one shared array), and an
+ * open-addressing index from ids to entries. About 40 bytes per entry and no object per entry,
+ * so that a pack of a million objects costs the garbage collector nothing to keep. What an entry's
+ * header says (its sizes) is not kept: the few entries read back decode it again.
  */
 import { bytesToHex, hexToBytes, type ObjectId, type ObjectType } from './object.js';
 import { findIdSlot } from './oid-set.js';
@@ -10,6 +11,9 @@ import { findIdSlot } from './oid-set.js';
 const ID = 20;
 const TYPE_NAMES: readonly (ObjectType | undefined)[] = [undefined, 'commit', 'tree', 'blob', 'tag'];
 const TYPE_INDEX: Record<ObjectType, number> = { commit: 1, tree: 2, blob: 3, tag: 4 };
+/** `#type` bits: the type code, and whether the id is known. */
+const TYPE_MASK = 7;
+const KNOWN = 8;
 
 /** `base` of an entry stored whole. */
 export const WHOLE = -1;
@@ -23,17 +27,14 @@ export class ImportSlots {
   offset: Float64Array;
   /** Offset just past the last entry (each other entry ends where the next begins). */
   #lastEnd = 0;
-  /** Inflated size of each entry's own data (the delta for deltas). */
-  size: Float64Array;
-  /** Bytes of each entry's header (its zlib data starts at offset + headerLength). */
-  headerLength: Uint8Array;
   crc32: Uint32Array;
   /** WHOLE, BASE_UNKNOWN or the base's entry. */
   base: Int32Array;
-  depth: Uint32Array;
+  /** Delta chain length (16 bits unless the depth limit needs more). */
+  depth: Uint16Array | Uint32Array;
+  readonly #wideDepth: boolean;
+  /** The type code (low bits) and KNOWN once the entry's id is known. */
   #type: Uint8Array;
-  /** 1 once the entry's id is known. */
-  #known: Uint8Array;
   #ids: Uint8Array<ArrayBuffer>;
   /**
    * Id index: slot -> 1 + entry, 0 when empty; the first entry of an id wins. Built on the first
@@ -48,18 +49,17 @@ export class ImportSlots {
   /** Entries the pack declares: growth stops there first (a header may claim more than comes). */
   readonly #expected: number;
 
-  constructor(capacity: number, expected = 0) {
+  /** `maxDepth`: the longest delta chain that will be recorded (the import's limit). */
+  constructor(capacity: number, expected = 0, maxDepth = 0xffff) {
     this.#capacity = Math.max(16, capacity);
     this.#expected = expected;
+    this.#wideDepth = maxDepth > 0xffff;
     const n = this.#capacity;
     this.offset = new Float64Array(n);
-    this.size = new Float64Array(n);
-    this.headerLength = new Uint8Array(n);
     this.crc32 = new Uint32Array(n);
     this.base = new Int32Array(n);
-    this.depth = new Uint32Array(n);
+    this.depth = this.#wideDepth ? new Uint32Array(n) : new Uint16Array(n);
     this.#type = new Uint8Array(n);
-    this.#known = new Uint8Array(n);
     this.#ids = new Uint8Array(n * ID);
   }
 
@@ -68,28 +68,23 @@ export class ImportSlots {
   }
 
   /** Appends an entry (whole until told otherwise); returns its index. */
-  add(offset: number, dataOffset: number, end: number, crc32: number, size: number): number {
+  add(offset: number, end: number, crc32: number): number {
     if (this.#length === this.#capacity) this.#grow();
     const i = this.#length++;
     this.offset[i] = offset;
     this.#lastEnd = end;
-    this.size[i] = size;
-    this.headerLength[i] = dataOffset - offset;
     this.crc32[i] = crc32;
     this.base[i] = WHOLE;
     return i;
   }
 
   /**
-   * Drops what only resolution needs (sizes, bases, depths, header lengths, the id index):
-   * ids, types, offsets and CRCs stay, and nothing may be added or looked up after.
+   * Drops what only resolution needs (bases, depths, the id index): ids, types, offsets and CRCs
+   * stay, and nothing may be added or looked up after.
    */
   release(): void {
-    this.size = new Float64Array(0);
     this.base = new Int32Array(0);
     this.depth = new Uint32Array(0);
-    this.headerLength = new Uint8Array(0);
-    this.#known = new Uint8Array(0);
     this.#table = new Int32Array(0);
     this.#capacity = this.#length;
   }
@@ -101,7 +96,7 @@ export class ImportSlots {
 
   /** The type of an entry as its pack type code (1 commit, 2 tree, 3 blob, 4 tag; 0 unknown). */
   typeCode(i: number): number {
-    return this.#type[i]!;
+    return this.#type[i]! & TYPE_MASK;
   }
 
   /** Offset just past entry `i`: entries lie one after the other (thin bases too). */
@@ -109,20 +104,16 @@ export class ImportSlots {
     return i + 1 < this.#length ? this.offset[i + 1]! : this.#lastEnd;
   }
 
-  dataOffset(i: number): number {
-    return this.offset[i]! + this.headerLength[i]!;
-  }
-
   type(i: number): ObjectType | undefined {
-    return TYPE_NAMES[this.#type[i]!];
+    return TYPE_NAMES[this.#type[i]! & TYPE_MASK];
   }
 
   setType(i: number, type: ObjectType | undefined): void {
-    this.#type[i] = type === undefined ? 0 : TYPE_INDEX[type];
+    this.#type[i] = (this.#type[i]! & KNOWN) | (type === undefined ? 0 : TYPE_INDEX[type]);
   }
 
   hasOid(i: number): boolean {
-    return this.#known[i] === 1;
+    return (this.#type[i]! & KNOWN) !== 0;
   }
 
   oid(i: number): ObjectId {
@@ -132,7 +123,18 @@ export class ImportSlots {
   /** Sets an entry's id and indexes it (unless an earlier entry has the same id). */
   setOid(i: number, oid: ObjectId): void {
     hexToBytes(oid, this.#ids, i * ID);
-    this.#known[i] = 1;
+    this.#markKnown(i);
+  }
+
+  /** Sets an entry's id from 20 bytes at `bytes[at]` (see `setOid`). */
+  setOidBytes(i: number, bytes: Uint8Array, at = 0): void {
+    const ids = this.#ids;
+    for (let k = 0, to = i * ID; k < ID; k++) ids[to + k] = bytes[at + k]!;
+    this.#markKnown(i);
+  }
+
+  #markKnown(i: number): void {
+    this.#type[i]! |= KNOWN;
     if (this.#indexing) this.#index(i);
   }
 
@@ -152,7 +154,7 @@ export class ImportSlots {
       this.#table = new Int32Array(t);
       this.#mask = t - 1;
       // in entry order: the first entry of an id wins
-      for (let i = 0; i < this.#length; i++) if (this.#known[i] === 1) this.#index(i);
+      for (let i = 0; i < this.#length; i++) if (this.hasOid(i)) this.#index(i);
     }
     hexToBytes(oid, this.#scratch, 0);
     const e = this.#table[this.#slot(this.#scratch, 0)]!;
@@ -188,16 +190,13 @@ export class ImportSlots {
     u32.set(this.crc32);
     const i32 = new Int32Array(n);
     i32.set(this.base);
-    const depth = new Uint32Array(n);
+    const depth = this.#wideDepth ? new Uint32Array(n) : new Uint16Array(n);
     depth.set(this.depth);
     this.offset = f64(this.offset);
-    this.size = f64(this.size);
-    this.headerLength = u8(this.headerLength);
     this.crc32 = u32;
     this.base = i32;
     this.depth = depth;
     this.#type = u8(this.#type);
-    this.#known = u8(this.#known);
     this.#ids = u8(this.#ids, ID);
     this.#capacity = n;
   }

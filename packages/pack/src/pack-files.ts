@@ -120,34 +120,20 @@ export class PackFiles {
 
   /** Makes a pack whose index is parsed readable. */
   add(base: string, index: PackIndex, size: number): LoadedPack {
-    const n = index.count;
-    const order = new Uint32Array(n);
-    const sorted = new Float64Array(n);
-    if (n < 2 ** 21 && size < 2 ** 32) {
-      // offset and idx position packed in one number (offset above 21 bits of position): the
-      // typed array's own numeric sort, no comparator
-      for (let i = 0; i < n; i++) sorted[i] = index.offsetAt(i) * 2 ** 21 + i;
-      sorted.sort();
-      for (let i = 0; i < n; i++) {
-        const key = sorted[i]!;
-        const position = key % 2 ** 21;
-        order[i] = position;
-        sorted[i] = (key - position) / 2 ** 21;
-      }
-    } else {
-      const offs = new Float64Array(n);
-      for (let i = 0; i < n; i++) {
-        order[i] = i;
-        offs[i] = index.offsetAt(i);
-      }
-      order.sort((a, b) => offs[a]! - offs[b]!);
-      for (let i = 0; i < n; i++) sorted[i] = offs[order[i]!]!;
-    }
+    // the entries in offset order are made on the first read that needs them: a pack just
+    // written and not read (a one-shot index-pack) never pays for them
+    let sorted: { offsets: Float64Array; positions: Uint32Array } | undefined;
     const pack: LoadedPack = {
       name: base,
       index,
-      offsets: sorted,
-      positions: order,
+      get offsets() {
+        sorted ??= offsetOrder(index, size);
+        return sorted.offsets;
+      },
+      get positions() {
+        sorted ??= offsetOrder(index, size);
+        return sorted.positions;
+      },
       size,
       source: { readInto: (position, into) => this.#readInto(pack, position, into) },
       serial: this.#serials++,
@@ -407,4 +393,32 @@ export class PackFiles {
       await h?.close();
     }
   }
+}
+
+/** A pack's entry offsets in increasing order, with the idx position of each. */
+function offsetOrder(index: PackIndex, size: number): { offsets: Float64Array; positions: Uint32Array } {
+  const n = index.count;
+  const order = new Uint32Array(n);
+  const sorted = new Float64Array(n);
+  if (n < 2 ** 21 && size < 2 ** 32) {
+    // offset and idx position packed in one number (offset above 21 bits of position): the
+    // typed array's own numeric sort, no comparator
+    for (let i = 0; i < n; i++) sorted[i] = index.offsetAt(i) * 2 ** 21 + i;
+    sorted.sort();
+    for (let i = 0; i < n; i++) {
+      const key = sorted[i]!;
+      const position = key % 2 ** 21;
+      order[i] = position;
+      sorted[i] = (key - position) / 2 ** 21;
+    }
+  } else {
+    const offs = new Float64Array(n);
+    for (let i = 0; i < n; i++) {
+      order[i] = i;
+      offs[i] = index.offsetAt(i);
+    }
+    order.sort((a, b) => offs[a]! - offs[b]!);
+    for (let i = 0; i < n; i++) sorted[i] = offs[order[i]!]!;
+  }
+  return { offsets: sorted, positions: order };
 }

@@ -15,7 +15,7 @@ import { createSha1 } from '#sha1';
 import { crc32, deflate, inflateOne } from '#zlib';
 import { applyDelta } from './delta.js';
 import { ChainTips } from './delta-chain-cache.js';
-import { encodeEntryHeader } from './entry-header.js';
+import { decodeEntryHeader, encodeEntryHeader } from './entry-header.js';
 import { PackError, throwIfAborted } from './errors.js';
 import type { IndexColumns } from './idx.js';
 import { BASE_UNKNOWN, ImportSlots, WHOLE } from './import-slots.js';
@@ -243,15 +243,16 @@ async function importWith(
    * like every byte rebuilt: work a pack forces by its layout is bounded too.
    */
   const reinflate = async (i: number): Promise<Uint8Array> => {
-    const size = slots.size[i]!;
     const offset = slots.offset[i]!;
-    reader.addInflated(size);
     reader.flush();
     if (!spool && !buffer) throw new PackError('PACK_CORRUPT_ZLIB', 'entry could not be re-read', { offset });
-    const dataOffset = slots.dataOffset(i);
-    const length = slots.end(i) - dataOffset;
-    const bytes = spool ? await spool.read(dataOffset, length) : buffer!.read(dataOffset, length);
-    const r = inflateOne(bytes, size, true);
+    // the whole entry, header included: its size is read from there again
+    const length = slots.end(i) - offset;
+    const bytes = spool ? await spool.read(offset, length) : buffer!.read(offset, length);
+    const header = decodeEntryHeader(bytes, 0, offset);
+    if (!header) throw new PackError('PACK_CORRUPT_ZLIB', 'entry could not be re-read', { offset });
+    reader.addInflated(header.size);
+    const r = inflateOne(bytes.subarray(header.length), header.size, true);
     if (r.kind !== 'done') throw new PackError('PACK_CORRUPT_ZLIB', 'entry could not be re-read', { offset });
     return r.data;
   };
@@ -369,7 +370,7 @@ async function importWith(
    * must wait for a base read back.
    */
   const take = (e: PackEntry): Promise<void> | undefined => {
-    const index = slots.add(e.offset, e.dataOffset, e.end, e.crc32, e.size);
+    const index = slots.add(e.offset, e.end, e.crc32);
     if (e.kind === 'whole') {
       slots.setType(index, e.type);
       // a streamed object (no data) is kept in the pack only; its deltas re-read it
@@ -412,7 +413,7 @@ async function importWith(
   // sized for the declared count up to a bound (a header may claim more than comes), grown after:
   // columns are zero-filled memory, which costs nothing until entries are written, where growing
   // would copy every column and hold the old and new ones at once
-  slots = new ImportSlots(Math.min(total, 1 << 21), total);
+  slots = new ImportSlots(Math.min(total, 1 << 21), total, limits.maxDeltaDepth);
   let count = 0;
   try {
     while (reader.remaining > 0) {
@@ -469,13 +470,7 @@ async function importWith(
     }
     const entry = encodeWholeEntry(base.type, base.data);
     const crc = crc32(entry.bytes);
-    const index = slots.add(
-      thinLength,
-      thinLength + entry.headerLength,
-      thinLength + entry.bytes.length,
-      crc,
-      base.data.length,
-    );
+    const index = slots.add(thinLength, thinLength + entry.bytes.length, crc);
     slots.setType(index, base.type);
     slots.setOid(index, key);
     thinParts.push(entry.bytes);

@@ -12,7 +12,6 @@ import { createSha1, type Sha1 } from '#sha1';
 import { crc32, type InflateRest, inflateOne } from '#zlib';
 import { decodeEntryHeader, EntryType, isWholeEntryType } from './entry-header.js';
 import { PackError, throwIfAborted } from './errors.js';
-import { StreamInflater } from './inflate-stream.js';
 import { bytesToHex, CODE_TYPES, hashObjectSync, type ObjectId, type ObjectType, objectHeader } from './object.js';
 
 export interface PackLimits {
@@ -606,6 +605,9 @@ export class PackReader {
     }
     const chunks: Uint8Array[] = [];
     let total = 0;
+    // loaded on the first large entry: most packs have none, and the module (pako's inflate) is
+    // memory every process that reads a pack would carry
+    const { StreamInflater } = await import('./inflate-stream.js');
     const inflater = new StreamInflater((chunk) => {
       total += chunk.length;
       if (total > size) {
