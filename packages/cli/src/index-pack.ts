@@ -5,7 +5,6 @@
  * stores `objects/pack/pack-<hash>.pack` then its `.idx`, and prints `pack\t<hash>`.
  */
 import * as fs from 'node:fs';
-import { setFlagsFromString } from 'node:v8';
 import { FsObjectStore, importPack } from '@gitport/pack';
 
 const usage = 'usage: gitport index-pack --git-dir DIR --stdin [--fix-thin]\n';
@@ -37,10 +36,6 @@ export async function indexPack(args: readonly string[]): Promise<number> {
     process.stderr.write(usage);
     return 129;
   }
-  // The young generation stays at its initial size: V8 grows it as objects survive, to tens of
-  // megabytes over a large pack, while what the import keeps lives in typed arrays and its
-  // short-lived objects die young at any size. (A flag V8 reads each time it would grow.)
-  setFlagsFromString('--semi-space-growth-factor=1');
   const store = new FsObjectStore(fs, gitDir);
   try {
     const input = (async function* () {

@@ -2,12 +2,29 @@
  * The `gitport` command. Each subcommand lives in its own module and is loaded on demand, so
  * `gitport index-pack` does not load the gateway.
  */
+import { setFlagsFromString } from 'node:v8';
+
 export type Command = (args: readonly string[]) => Promise<number>;
+
+/**
+ * Keeps V8's young generation at its initial size: V8 grows it as objects survive scavenges,
+ * up to tens of megabytes of private memory over a large pack, while what a pack import keeps
+ * lives in typed arrays and its short-lived objects die young at any size. V8 reads this flag
+ * each time it would grow the young generation.
+ */
+function keepYoungGenerationSmall(): void {
+  setFlagsFromString('--semi-space-growth-factor=1');
+}
 
 const commands: Record<string, () => Promise<Command>> = {
   serve: async () => (await import('./serve.js')).serve,
   'pack-objects': async () => (await import('./pack-objects.js')).packObjects,
-  'index-pack': async () => (await import('./index-pack.js')).indexPack,
+  'index-pack': async () => {
+    // before the command's modules load (their compilation is the first young-generation
+    // growth): see keepYoungGenerationSmall
+    keepYoungGenerationSmall();
+    return (await import('./index-pack.js')).indexPack;
+  },
 };
 
 const usage = `usage: gitport <command> [options]

@@ -29,11 +29,34 @@ export interface IndexColumns {
   readonly crc32s: ArrayLike<number>;
 }
 
-/** Entries as objects or as columns (see IndexColumns). */
-export type IndexEntries = readonly IndexEntry[] | IndexColumns;
+/**
+ * An .idx already written from a pack's entries, repeated ids refused (what `writeIdx` gives
+ * with `strict`): a pack import builds it in the memory that held its entries.
+ */
+export interface BuiltIndex {
+  readonly count: number;
+  readonly built: Uint8Array;
+}
+
+/** Entries as objects, as columns (see IndexColumns), or their index already written. */
+export type IndexEntries = readonly IndexEntry[] | IndexColumns | BuiltIndex;
+
+function isBuilt(entries: IndexEntries): entries is BuiltIndex {
+  return !Array.isArray(entries) && 'built' in entries;
+}
 
 /** The entries as columns (entry objects are copied into new ones; columns are returned as they are). */
 export function indexColumns(entries: IndexEntries): IndexColumns {
+  if (isBuilt(entries)) {
+    const index = new PackIndex(entries.built);
+    const offsets = new Float64Array(index.count);
+    const crc32s = new Uint32Array(index.count);
+    for (let i = 0; i < index.count; i++) {
+      offsets[i] = index.offsetAt(i);
+      crc32s[i] = index.crcAt(i);
+    }
+    return { count: index.count, ids: entries.built.subarray(IDS_AT, IDS_AT + index.count * 20), offsets, crc32s };
+  }
   if (!Array.isArray(entries)) return entries as IndexColumns;
   const list = entries as readonly IndexEntry[];
   const count = list.length;
@@ -57,8 +80,53 @@ export function* indexIds(entries: IndexEntries): Generator<ObjectId> {
     for (const e of entries as readonly IndexEntry[]) yield e.oid;
     return;
   }
+  if (isBuilt(entries)) {
+    for (let i = 0, at = IDS_AT; i < entries.count; i++, at += 20) yield bytesToHex(entries.built, at, at + 20);
+    return;
+  }
   const { count, ids } = entries as IndexColumns;
   for (let i = 0; i < count; i++) yield bytesToHex(ids, i * 20, i * 20 + 20);
+}
+
+/** Where an .idx's sorted ids start: after its magic, version and fanout table. */
+export const IDS_AT = 8 + 1024;
+
+/** Throws PACK_DUPLICATE_OBJECT for the first id listed twice in `order` (sorted entry indexes). */
+export function refuseDuplicates(ids: Uint8Array, order: Uint32Array, offsetOf: (entry: number) => number): void {
+  for (let i = 1; i < order.length; i++) {
+    const a = order[i - 1]! * 20;
+    const b = order[i]! * 20;
+    let same = true;
+    for (let k = 0; k < 20 && same; k++) same = ids[a + k] === ids[b + k];
+    if (same) {
+      const oid = bytesToHex(ids, b, b + 20);
+      throw new PackError('PACK_DUPLICATE_OBJECT', `object ${oid} appears twice in the pack`, {
+        offset: offsetOf(order[i]!),
+      });
+    }
+  }
+}
+
+/** Writes the fanout table of an .idx whose `count` sorted ids are in place. */
+export function writeFanout(out: Uint8Array, count: number): void {
+  const fanout = new Uint32Array(256);
+  for (let i = 0; i < count; i++) fanout[out[IDS_AT + i * 20]!]!++;
+  let total = 0;
+  for (let i = 0; i < 256; i++) {
+    total += fanout[i]!;
+    put32(out, 8 + i * 4, total);
+  }
+}
+
+/** Writes an .idx's header and its trailer (the pack's checksum, then the SHA-1 of all before) at `trailer`. */
+export function sealIdx(out: Uint8Array<ArrayBuffer>, trailer: number, packHash: string): void {
+  out.set(MAGIC, 0);
+  out[4] = 0;
+  out[5] = 0;
+  out[6] = 0;
+  out[7] = 2;
+  hexToBytes(packHash, out, trailer);
+  out.set(sha1(out.subarray(0, trailer + 20)), trailer + 20);
 }
 
 /**
@@ -69,23 +137,11 @@ export function* indexIds(entries: IndexEntries): Generator<ObjectId> {
  * strict) refuses such a pack, so stores do not keep one.
  */
 export function writeIdx(entries: IndexEntries, packHash: string, options: { strict?: boolean } = {}): Uint8Array {
+  if (isBuilt(entries)) return entries.built;
   const { count, ids, offsets, crc32s } = indexColumns(entries);
   const order = sortedOrder(ids, count);
   const n = order.length;
-  if (options.strict) {
-    for (let i = 1; i < n; i++) {
-      const a = order[i - 1]! * 20;
-      const b = order[i]! * 20;
-      let same = true;
-      for (let k = 0; k < 20 && same; k++) same = ids[a + k] === ids[b + k];
-      if (same) {
-        const oid = bytesToHex(ids, b, b + 20);
-        throw new PackError('PACK_DUPLICATE_OBJECT', `object ${oid} appears twice in the pack`, {
-          offset: offsets[order[i]!]!,
-        });
-      }
-    }
-  }
+  if (options.strict) refuseDuplicates(ids, order, (k) => offsets[k]!);
   let large = 0;
   for (let i = 0; i < n; i++) if (offsets[order[i]!]! >= 0x80000000) large++;
   const size = 8 + 1024 + n * 28 + large * 8 + 40;
@@ -148,7 +204,7 @@ function put32(out: Uint8Array, at: number, v: number): void {
  * within a bucket), then each bucket (a few entries: ids are uniformly spread) sorted by its
  * remaining bytes, stably. Memory: the order itself and the bucket counts, no key per entry.
  */
-function sortedOrder(ids: Uint8Array, count: number): Uint32Array {
+export function sortedOrder(ids: Uint8Array, count: number): Uint32Array {
   const starts = new Uint32Array(65537);
   for (let i = 0, at = 0; i < count; i++, at += 20) starts[((ids[at]! << 8) | ids[at + 1]!) + 1]!++;
   for (let b = 1; b <= 65536; b++) starts[b]! += starts[b - 1]!;

@@ -4,7 +4,13 @@
  * open-addressing index from ids to entries. About 40 bytes per entry and no object per entry,
  * so that a pack of a million objects costs the garbage collector nothing to keep. What an entry's
  * header says (its sizes) is not kept: the few entries read back decode it again.
+ *
+ * The ids and CRCs lie where the pack's .idx has them, in one buffer of the .idx's size: once
+ * the pack is read, `buildIndex` sorts them in place and writes the rest of the .idx around them
+ * (as git's index-pack writes its index from its entry table), so that the index costs no second
+ * copy of the entries.
  */
+import { IDS_AT, refuseDuplicates, sealIdx, sortedOrder, writeFanout } from './idx.js';
 import { bytesToHex, hexToBytes, type ObjectId, type ObjectType } from './object.js';
 import { findIdSlot } from './oid-set.js';
 
@@ -35,6 +41,8 @@ export class ImportSlots {
   readonly #wideDepth: boolean;
   /** The type code (low bits) and KNOWN once the entry's id is known. */
   #type: Uint8Array;
+  /** The .idx being made: the ids at IDS_AT, then the CRCs (`crc32`), room for the rest. */
+  #idx: Uint8Array<ArrayBuffer>;
   #ids: Uint8Array<ArrayBuffer>;
   /**
    * Id index: slot -> 1 + entry, 0 when empty; the first entry of an id wins. Built on the first
@@ -56,11 +64,12 @@ export class ImportSlots {
     this.#wideDepth = maxDepth > 0xffff;
     const n = this.#capacity;
     this.offset = new Float64Array(n);
-    this.crc32 = new Uint32Array(n);
     this.base = new Int32Array(n);
     this.depth = this.#wideDepth ? new Uint32Array(n) : new Uint16Array(n);
     this.#type = new Uint8Array(n);
-    this.#ids = new Uint8Array(n * ID);
+    this.#idx = new Uint8Array(idxSize(n));
+    this.#ids = this.#idx.subarray(IDS_AT, IDS_AT + n * ID);
+    this.crc32 = new Uint32Array(this.#idx.buffer, IDS_AT + n * ID, n);
   }
 
   get length(): number {
@@ -138,6 +147,53 @@ export class ImportSlots {
     if (this.#indexing) this.#index(i);
   }
 
+  /**
+   * The pack's .idx (version 2, byte for byte what `writeIdx` makes with `strict`), made in place
+   * from the ids and CRCs, with `rank`: the .idx position of each entry. Undefined for a pack
+   * with offsets past 2 GiB, whose index needs a table this buffer has no room for (`writeIdx`
+   * then makes it from the columns). A repeated id throws PACK_DUPLICATE_OBJECT. The entries' ids
+   * and CRCs are no longer theirs afterwards: call it last.
+   */
+  buildIndex(packHash: string): { idx: Uint8Array; rank: Uint32Array } | undefined {
+    const n = this.#length;
+    if (n > 0 && this.#lastEnd > 0x80000000) return undefined;
+    const ids = this.#ids;
+    const crcs = this.crc32;
+    const order = sortedOrder(ids, n);
+    refuseDuplicates(ids, order, (k) => this.offset[k]!);
+    const rank = new Uint32Array(n);
+    for (let i = 0; i < n; i++) rank[order[i]!] = i;
+    // the permutation applied in place, one cycle at a time (`order` is spent doing it)
+    const id = new Uint8Array(ID);
+    for (let s = 0; s < n; s++) {
+      if (order[s] === s) continue;
+      id.set(ids.subarray(s * ID, s * ID + ID));
+      const crc = crcs[s]!;
+      let j = s;
+      for (;;) {
+        const k = order[j]!;
+        order[j] = j;
+        if (k === s) break;
+        ids.copyWithin(j * ID, k * ID, k * ID + ID);
+        crcs[j] = crcs[k]!;
+        j = k;
+      }
+      ids.set(id, j * ID);
+      crcs[j] = crc;
+    }
+    // the CRCs, big-endian, right after the ids (a buffer grown past the count has a gap), then
+    // the offsets: each write lands on CRCs already moved
+    const out = this.#idx;
+    const crcAt = IDS_AT + n * ID;
+    for (let i = 0; i < n; i++) put32(out, crcAt + i * 4, crcs[i]!);
+    const offsetAt = crcAt + n * 4;
+    for (let p = 0; p < n; p++) put32(out, offsetAt + rank[p]! * 4, this.offset[p]!);
+    writeFanout(out, n);
+    const trailer = offsetAt + n * 4;
+    sealIdx(out, trailer, packHash);
+    return { idx: out.subarray(0, trailer + 40), rank };
+  }
+
   #index(i: number): void {
     const s = this.#slot(this.#ids, i * ID);
     if (this.#table[s] !== 0) return;
@@ -181,23 +237,38 @@ export class ImportSlots {
       b.set(a);
       return b;
     };
-    const u8 = (a: Uint8Array, width = 1): Uint8Array<ArrayBuffer> => {
-      const b = new Uint8Array(n * width);
+    const u8 = (a: Uint8Array): Uint8Array<ArrayBuffer> => {
+      const b = new Uint8Array(n);
       b.set(a);
       return b;
     };
-    const u32 = new Uint32Array(n);
-    u32.set(this.crc32);
+    const idx = new Uint8Array(idxSize(n));
+    idx.set(this.#ids, IDS_AT);
+    const crc32 = new Uint32Array(idx.buffer, IDS_AT + n * ID, n);
+    crc32.set(this.crc32);
     const i32 = new Int32Array(n);
     i32.set(this.base);
     const depth = this.#wideDepth ? new Uint32Array(n) : new Uint16Array(n);
     depth.set(this.depth);
     this.offset = f64(this.offset);
-    this.crc32 = u32;
+    this.crc32 = crc32;
     this.base = i32;
     this.depth = depth;
     this.#type = u8(this.#type);
-    this.#ids = u8(this.#ids, ID);
+    this.#idx = idx;
+    this.#ids = idx.subarray(IDS_AT, IDS_AT + n * ID);
     this.#capacity = n;
   }
+}
+
+/** Bytes of a version 2 .idx of `count` entries with no large offset. */
+function idxSize(count: number): number {
+  return IDS_AT + count * 28 + 40;
+}
+
+function put32(out: Uint8Array, at: number, v: number): void {
+  out[at] = v >>> 24;
+  out[at + 1] = (v >>> 16) & 255;
+  out[at + 2] = (v >>> 8) & 255;
+  out[at + 3] = v & 255;
 }

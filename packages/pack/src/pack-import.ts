@@ -17,7 +17,7 @@ import { applyDelta } from './delta.js';
 import { ChainTips } from './delta-chain-cache.js';
 import { decodeEntryHeader, encodeEntryHeader } from './entry-header.js';
 import { PackError, throwIfAborted } from './errors.js';
-import type { IndexColumns } from './idx.js';
+import { IDS_AT, type IndexEntries } from './idx.js';
 import { BASE_UNKNOWN, ImportSlots, WHOLE } from './import-slots.js';
 import { bytesToHex, hashObjectSync, type ObjectId, type ObjectType, objectHeader, TYPE_CODES } from './object.js';
 import { PackBuffer } from './pack-buffer.js';
@@ -512,45 +512,58 @@ async function importWith(
   cache?.clear();
   tips.clear();
   slots.release();
+  const codes = new Uint8Array(n);
+  for (let i = 0; i < n; i++) codes[i] = slots.typeCode(i);
   if (keepPack) {
-    // the index is written from the columns: no id string nor entry object per entry
-    const entries: IndexColumns = { count: n, ids: slots.ids, offsets: slots.offset, crc32s: slots.crc32 };
+    // the index is made where the entries' ids and CRCs lie (no second copy of them), or else
+    // from the columns: no id string nor entry object per entry either way
+    const built = slots.buildIndex(hash);
+    const entries: IndexEntries = built
+      ? { count: n, built: built.idx }
+      : { count: n, ids: slots.ids, offsets: slots.offset, crc32s: slots.crc32 };
+    const result = built
+      ? importResult(hash, n, appended.length, codes, built.idx, (i) => IDS_AT + built.rank[i]! * 20)
+      : importResult(hash, n, appended.length, codes, slots.ids, (i) => i * 20);
     if (spool) await spool.commit(hash, entries);
     else await store.writePack!({ hash, chunks: buffer!.chunks(), length: buffer!.length, entries });
-    // (the store's index refuses an id the pack holds twice: writeIdx's strict)
-  } else {
-    // a store that takes objects writes no index: a repeated id is refused here, the same way
-    const seen = new Set<ObjectId>();
-    for (let i = 0; i < n; i++) {
-      const oid = slots.oid(i);
-      if (seen.has(oid)) {
-        throw new PackError('PACK_DUPLICATE_OBJECT', `object ${oid} appears twice in the pack`, {
-          offset: slots.offset[i]!,
-        });
-      }
-      seen.add(oid);
-    }
-    if (store.writeHashed) await store.writeHashed(collected);
-    else for (const o of collected) await store.write(o.type, o.data);
+    // (an id the pack holds twice is refused by buildIndex, or the store's writeIdx with strict)
+    options.onProgress?.({ objects: n, total: n, phase: 'resolving' });
+    return result;
   }
+  // a store that takes objects writes no index: a repeated id is refused here, the same way
+  const seen = new Set<ObjectId>();
+  for (let i = 0; i < n; i++) {
+    const oid = slots.oid(i);
+    if (seen.has(oid)) {
+      throw new PackError('PACK_DUPLICATE_OBJECT', `object ${oid} appears twice in the pack`, {
+        offset: slots.offset[i]!,
+      });
+    }
+    seen.add(oid);
+  }
+  if (store.writeHashed) await store.writeHashed(collected);
+  else for (const o of collected) await store.write(o.type, o.data);
   options.onProgress?.({ objects: n, total: n, phase: 'resolving' });
-  return importResult(hash, slots, appended.length);
+  return importResult(hash, n, appended.length, codes, slots.ids, (i) => i * 20);
 }
 
 const TYPE_BY_CODE: readonly (ObjectType | undefined)[] = [undefined, 'commit', 'tree', 'blob', 'tag'];
 
 /**
- * An import's result: the ids and types of its entries kept as bytes (21 per entry), their
- * strings made only when first read (an index-pack or a clone needs only the count). The lists
- * are own enumerable accessors, so that spreading, structured cloning (posting the result to
- * another thread) and JSON see them as plain properties.
+ * An import's result: the ids and types of its entries kept as bytes (entry i's id at
+ * `ids[idAt(i)]`, in the columns or in the .idx), their strings made only when first read (an
+ * index-pack or a clone needs only the count). The lists are own enumerable accessors, so that
+ * spreading, structured cloning (posting the result to another thread) and JSON see them as
+ * plain properties.
  */
-function importResult(hash: string, slots: ImportSlots, thinBases: number): ImportResult {
-  const count = slots.length;
-  // a view: the other columns go, the ids (the largest) are kept as they are
-  const ids = slots.ids;
-  const codes = new Uint8Array(count);
-  for (let i = 0; i < count; i++) codes[i] = slots.typeCode(i);
+function importResult(
+  hash: string,
+  count: number,
+  thinBases: number,
+  codes: Uint8Array,
+  ids: Uint8Array,
+  idAt: (i: number) => number,
+): ImportResult {
   let objects: ObjectId[] | undefined;
   let types: ObjectType[] | undefined;
   const result = { hash, count, thinBases } as ImportResult;
@@ -560,7 +573,7 @@ function importResult(hash: string, slots: ImportSlots, thinBases: number): Impo
       get() {
         if (!objects) {
           objects = new Array<ObjectId>(count);
-          for (let i = 0; i < count; i++) objects[i] = bytesToHex(ids, i * 20, i * 20 + 20);
+          for (let i = 0; i < count; i++) objects[i] = bytesToHex(ids, idAt(i), idAt(i) + 20);
         }
         return objects;
       },
