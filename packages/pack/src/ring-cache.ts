@@ -38,8 +38,11 @@ export class RingCache {
 
   constructor(limit: number) {
     this.#limit = Math.max(16, Math.floor(limit));
-    // grown as values come, up to the limit (a pack with few small objects needs little)
-    this.#arena = new Uint8Array(Math.min(this.#limit, 64 * 1024));
+    // at its full size at once: zero-filled memory is private only once written (a pack with
+    // few small objects touches little of it), where growing it would free arena after arena,
+    // and each buffer freed back to the system makes malloc keep later ones of that size in its
+    // heap, fragmented
+    this.#arena = new Uint8Array(this.#limit);
     this.#keys = new Int32Array(64);
     this.#positions = new Float64Array(64);
     this.#lengths = new Int32Array(64);
