@@ -34,7 +34,7 @@ export interface ImportOptions {
   /** Objects above this size are inflated in pieces (default 8 MiB). */
   streamThreshold?: number;
   /**
-   * Bytes of resolved objects kept for delta resolution (default 2 MiB: packs keep a delta near
+   * Bytes of resolved objects kept for delta resolution (default 1 MiB: packs keep a delta near
    * its base, mostly right after it, so a larger cache spares hardly any base rebuilt from the
    * pack and costs private memory); as much again may hold the latest results too large for that cache (the tips of
    * delta chains), and always the last.
@@ -69,7 +69,7 @@ export interface ImportResult {
 const WHOLE_CACHE_MAX = 32 * 1024;
 
 /** Resolved objects kept for delta resolution by default (see ImportOptions.cacheBytes). */
-const DEFAULT_CACHE_BYTES = 2 * 2 ** 20;
+const DEFAULT_CACHE_BYTES = 2 ** 20;
 
 export async function importPack(
   store: ObjectStore,
