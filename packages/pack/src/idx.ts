@@ -46,17 +46,7 @@ function isBuilt(entries: IndexEntries): entries is BuiltIndex {
 }
 
 /** The entries as columns (entry objects are copied into new ones; columns are returned as they are). */
-export function indexColumns(entries: IndexEntries): IndexColumns {
-  if (isBuilt(entries)) {
-    const index = new PackIndex(entries.built);
-    const offsets = new Float64Array(index.count);
-    const crc32s = new Uint32Array(index.count);
-    for (let i = 0; i < index.count; i++) {
-      offsets[i] = index.offsetAt(i);
-      crc32s[i] = index.crcAt(i);
-    }
-    return { count: index.count, ids: entries.built.subarray(IDS_AT, IDS_AT + index.count * 20), offsets, crc32s };
-  }
+export function indexColumns(entries: readonly IndexEntry[] | IndexColumns): IndexColumns {
   if (!Array.isArray(entries)) return entries as IndexColumns;
   const list = entries as readonly IndexEntry[];
   const count = list.length;
@@ -118,12 +108,9 @@ export function writeFanout(out: Uint8Array, count: number): void {
   }
 }
 
-/** Writes an .idx's header and its trailer (the pack's checksum, then the SHA-1 of all before) at `trailer`. */
+/** Writes an .idx's header (over zeroed bytes) and its trailer (the pack's checksum, then the SHA-1 of all before) at `trailer`. */
 export function sealIdx(out: Uint8Array<ArrayBuffer>, trailer: number, packHash: string): void {
   out.set(MAGIC, 0);
-  out[4] = 0;
-  out[5] = 0;
-  out[6] = 0;
   out[7] = 2;
   hexToBytes(packHash, out, trailer);
   out.set(sha1(out.subarray(0, trailer + 20)), trailer + 20);

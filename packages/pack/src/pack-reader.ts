@@ -9,7 +9,7 @@
  * pieces (`keepLarge: false` hashes them without keeping the data).
  */
 import { createSha1, type Sha1 } from '#sha1';
-import { crc32, type InflateRest, inflateOne } from '#zlib';
+import { crc32, type InflateRest, inflateOne, loadStreamInflater } from '#zlib';
 import { decodeEntryHeader, EntryType, isWholeEntryType } from './entry-header.js';
 import { PackError, throwIfAborted } from './errors.js';
 import { bytesToHex, CODE_TYPES, hashObjectSync, type ObjectId, type ObjectType, objectHeader } from './object.js';
@@ -605,9 +605,7 @@ export class PackReader {
     }
     const chunks: Uint8Array[] = [];
     let total = 0;
-    // loaded on the first large entry: most packs have none, and the module (pako's inflate) is
-    // memory every process that reads a pack would carry
-    const { StreamInflater } = await import('./inflate-stream.js');
+    const StreamInflater = await loadStreamInflater();
     const inflater = new StreamInflater((chunk) => {
       total += chunk.length;
       if (total > size) {

@@ -23,6 +23,7 @@ import { zlibSync } from 'fflate';
 import pakoInflate from 'pako/lib/zlib/inflate.js';
 import ZStream from 'pako/lib/zlib/zstream.js';
 import { PackError } from './errors.js';
+import { StreamInflater } from './inflate-stream.js';
 
 /**
  * `need-more` may carry `rest`: the stream inflated so far, to be continued with the input that
@@ -397,4 +398,9 @@ export function zlibImplementation(): string {
   reusedInflater();
   const reset = headMode !== undefined && headMode >= 0 ? 'code tables kept across resets' : "pako's reset";
   return `pako low-level inflate (${reset}), fflate deflate`;
+}
+
+/** The streaming inflater for entries too large to inflate in one call (see zlib.node.ts). */
+export async function loadStreamInflater(): Promise<typeof StreamInflater> {
+  return StreamInflater;
 }
