@@ -29,11 +29,24 @@ export interface IndexColumns {
   readonly crc32s: ArrayLike<number>;
 }
 
-/** Entries as objects or as columns (see IndexColumns). */
-export type IndexEntries = readonly IndexEntry[] | IndexColumns;
+/**
+ * An .idx already written from a pack's entries, repeated ids refused (what `writeIdx` gives
+ * with `strict`): a pack import builds it in the memory that held its entries.
+ */
+export interface BuiltIndex {
+  readonly count: number;
+  readonly built: Uint8Array;
+}
+
+/** Entries as objects, as columns (see IndexColumns), or their index already written. */
+export type IndexEntries = readonly IndexEntry[] | IndexColumns | BuiltIndex;
+
+function isBuilt(entries: IndexEntries): entries is BuiltIndex {
+  return !Array.isArray(entries) && 'built' in entries;
+}
 
 /** The entries as columns (entry objects are copied into new ones; columns are returned as they are). */
-export function indexColumns(entries: IndexEntries): IndexColumns {
+export function indexColumns(entries: readonly IndexEntry[] | IndexColumns): IndexColumns {
   if (!Array.isArray(entries)) return entries as IndexColumns;
   const list = entries as readonly IndexEntry[];
   const count = list.length;
@@ -57,8 +70,50 @@ export function* indexIds(entries: IndexEntries): Generator<ObjectId> {
     for (const e of entries as readonly IndexEntry[]) yield e.oid;
     return;
   }
+  if (isBuilt(entries)) {
+    for (let i = 0, at = IDS_AT; i < entries.count; i++, at += 20) yield bytesToHex(entries.built, at, at + 20);
+    return;
+  }
   const { count, ids } = entries as IndexColumns;
   for (let i = 0; i < count; i++) yield bytesToHex(ids, i * 20, i * 20 + 20);
+}
+
+/** Where an .idx's sorted ids start: after its magic, version and fanout table. */
+export const IDS_AT = 8 + 1024;
+
+/** Throws PACK_DUPLICATE_OBJECT for the first id listed twice in `order` (sorted entry indexes). */
+export function refuseDuplicates(ids: Uint8Array, order: Uint32Array, offsetOf: (entry: number) => number): void {
+  for (let i = 1; i < order.length; i++) {
+    const a = order[i - 1]! * 20;
+    const b = order[i]! * 20;
+    let same = true;
+    for (let k = 0; k < 20 && same; k++) same = ids[a + k] === ids[b + k];
+    if (same) {
+      const oid = bytesToHex(ids, b, b + 20);
+      throw new PackError('PACK_DUPLICATE_OBJECT', `object ${oid} appears twice in the pack`, {
+        offset: offsetOf(order[i]!),
+      });
+    }
+  }
+}
+
+/** Writes the fanout table of an .idx whose `count` sorted ids are in place. */
+export function writeFanout(out: Uint8Array, count: number): void {
+  const fanout = new Uint32Array(256);
+  for (let i = 0; i < count; i++) fanout[out[IDS_AT + i * 20]!]!++;
+  let total = 0;
+  for (let i = 0; i < 256; i++) {
+    total += fanout[i]!;
+    put32(out, 8 + i * 4, total);
+  }
+}
+
+/** Writes an .idx's header (over zeroed bytes) and its trailer (the pack's checksum, then the SHA-1 of all before) at `trailer`. */
+export function sealIdx(out: Uint8Array<ArrayBuffer>, trailer: number, packHash: string): void {
+  out.set(MAGIC, 0);
+  out[7] = 2;
+  hexToBytes(packHash, out, trailer);
+  out.set(sha1(out.subarray(0, trailer + 20)), trailer + 20);
 }
 
 /**
@@ -69,23 +124,11 @@ export function* indexIds(entries: IndexEntries): Generator<ObjectId> {
  * strict) refuses such a pack, so stores do not keep one.
  */
 export function writeIdx(entries: IndexEntries, packHash: string, options: { strict?: boolean } = {}): Uint8Array {
+  if (isBuilt(entries)) return entries.built;
   const { count, ids, offsets, crc32s } = indexColumns(entries);
   const order = sortedOrder(ids, count);
   const n = order.length;
-  if (options.strict) {
-    for (let i = 1; i < n; i++) {
-      const a = order[i - 1]! * 20;
-      const b = order[i]! * 20;
-      let same = true;
-      for (let k = 0; k < 20 && same; k++) same = ids[a + k] === ids[b + k];
-      if (same) {
-        const oid = bytesToHex(ids, b, b + 20);
-        throw new PackError('PACK_DUPLICATE_OBJECT', `object ${oid} appears twice in the pack`, {
-          offset: offsets[order[i]!]!,
-        });
-      }
-    }
-  }
+  if (options.strict) refuseDuplicates(ids, order, (k) => offsets[k]!);
   let large = 0;
   for (let i = 0; i < n; i++) if (offsets[order[i]!]! >= 0x80000000) large++;
   const size = 8 + 1024 + n * 28 + large * 8 + 40;
@@ -141,47 +184,46 @@ function put32(out: Uint8Array, at: number, v: number): void {
   out[at + 3] = v & 255;
 }
 
-/** Largest entry count sorted by packed numeric keys (32-bit id prefix and a 21-bit index). */
-const NUMERIC_SORT_MAX = 2 ** 21;
-
 /**
  * Indexes of the ids (`count` x 20 bytes) in sorted order, every entry kept: an id the pack holds
  * twice is listed twice, in pack order, as git's index-pack lists it (its count must be the pack's,
- * or git refuses the pack). Ids are sorted as numbers (their first 32 bits above the entry's index,
- * in a Float64Array's native sort, which compares numbers without building strings); ids sharing a
- * prefix are then ordered by their remaining bytes, then by position in the pack.
+ * or git refuses the pack). A counting sort on the first two bytes of each id (stable: pack order
+ * within a bucket), then each bucket (a few entries: ids are uniformly spread) sorted by its
+ * remaining bytes, stably. Memory: the order itself and the bucket counts, no key per entry.
  */
-function sortedOrder(ids: Uint8Array, count: number): number[] {
-  const compare = (a: number, b: number) => {
-    for (let k = 0; k < 20; k++) {
-      const d = ids[a * 20 + k]! - ids[b * 20 + k]!;
-      if (d !== 0) return d;
+export function sortedOrder(ids: Uint8Array, count: number): Uint32Array {
+  const starts = new Uint32Array(65537);
+  for (let i = 0, at = 0; i < count; i++, at += 20) starts[((ids[at]! << 8) | ids[at + 1]!) + 1]!++;
+  for (let b = 1; b <= 65536; b++) starts[b]! += starts[b - 1]!;
+  const order = new Uint32Array(count);
+  const next = starts.slice(0, 65536);
+  for (let i = 0, at = 0; i < count; i++, at += 20) order[next[(ids[at]! << 8) | ids[at + 1]!]!++] = i;
+  /** Whether entry a sorts after entry b (ids from byte 2 on, then position in the pack). */
+  const after = (a: number, b: number) => {
+    for (let k = 2, x = a * 20, y = b * 20; k < 20; k++) {
+      const d = ids[x + k]! - ids[y + k]!;
+      if (d !== 0) return d > 0;
     }
-    return a - b;
+    return a > b;
   };
-  if (count >= NUMERIC_SORT_MAX) return Array.from({ length: count }, (_, i) => i).sort(compare);
-  const keys = new Float64Array(count);
-  for (let i = 0, at = 0; i < count; i++, at += 20) {
-    const p = ids[at]! * 0x1000000 + ((ids[at + 1]! << 16) | (ids[at + 2]! << 8) | ids[at + 3]!);
-    keys[i] = p * NUMERIC_SORT_MAX + i;
-  }
-  keys.sort();
-  const order = new Array<number>(count);
-  let w = 0;
-  for (let i = 0; i < count; ) {
-    // ids sharing the 32-bit prefix (rare, and the only place repeated ids can be): by whole id
-    const prefix = Math.floor(keys[i]! / NUMERIC_SORT_MAX);
-    let j = i + 1;
-    while (j < count && Math.floor(keys[j]! / NUMERIC_SORT_MAX) === prefix) j++;
-    if (j === i + 1) {
-      order[w++] = keys[i]! % NUMERIC_SORT_MAX;
-    } else {
-      const run: number[] = [];
-      for (let k = i; k < j; k++) run.push(keys[k]! % NUMERIC_SORT_MAX);
-      run.sort(compare);
-      for (const k of run) order[w++] = k;
+  for (let b = 0; b < 65536; b++) {
+    const from = starts[b]!;
+    const to = starts[b + 1]!;
+    if (to - from < 2) continue;
+    if (to - from > 32) {
+      order.subarray(from, to).sort((a, b) => (after(a, b) ? 1 : after(b, a) ? -1 : 0));
+      continue;
     }
-    i = j;
+    // insertion sort: stable, and buckets are small
+    for (let i = from + 1; i < to; i++) {
+      const v = order[i]!;
+      let j = i - 1;
+      while (j >= from && after(order[j]!, v)) {
+        order[j + 1] = order[j]!;
+        j--;
+      }
+      order[j + 1] = v;
+    }
   }
   return order;
 }

@@ -1,15 +1,25 @@
 /**
  * The entries of a pack being imported, one typed array per field: where each entry lies, its
- * CRC-32, sizes, base, type, delta depth and object id (20 bytes in one shared array), and an
- * open-addressing index from ids to entries. A few tens of bytes per entry and no object per
- * entry, so that a pack of a million objects costs the garbage collector nothing to keep.
+ * CRC-32, base, type, delta depth and object id (20 bytes in one shared array), and an
+ * open-addressing index from ids to entries. About 40 bytes per entry and no object per entry,
+ * so that a pack of a million objects costs the garbage collector nothing to keep. What an entry's
+ * header says (its sizes) is not kept: the few entries read back decode it again.
+ *
+ * The ids and CRCs lie where the pack's .idx has them, in one buffer of the .idx's size: once
+ * the pack is read, `buildIndex` sorts them in place and writes the rest of the .idx around them
+ * (as git's index-pack writes its index from its entry table), so that the index costs no second
+ * copy of the entries.
  */
+import { IDS_AT, refuseDuplicates, sealIdx, sortedOrder, writeFanout } from './idx.js';
 import { bytesToHex, hexToBytes, type ObjectId, type ObjectType } from './object.js';
 import { findIdSlot } from './oid-set.js';
 
 const ID = 20;
 const TYPE_NAMES: readonly (ObjectType | undefined)[] = [undefined, 'commit', 'tree', 'blob', 'tag'];
 const TYPE_INDEX: Record<ObjectType, number> = { commit: 1, tree: 2, blob: 3, tag: 4 };
+/** `#type` bits: the type code, and whether the id is known. */
+const TYPE_MASK = 7;
+const KNOWN = 8;
 
 /** `base` of an entry stored whole. */
 export const WHOLE = -1;
@@ -23,17 +33,16 @@ export class ImportSlots {
   offset: Float64Array;
   /** Offset just past the last entry (each other entry ends where the next begins). */
   #lastEnd = 0;
-  /** Inflated size of each entry's own data (the delta for deltas). */
-  size: Float64Array;
-  /** Bytes of each entry's header (its zlib data starts at offset + headerLength). */
-  headerLength: Uint8Array;
   crc32: Uint32Array;
   /** WHOLE, BASE_UNKNOWN or the base's entry. */
   base: Int32Array;
-  depth: Uint32Array;
+  /** Delta chain length (16 bits unless the depth limit needs more). */
+  depth: Uint16Array | Uint32Array;
+  readonly #wideDepth: boolean;
+  /** The type code (low bits) and KNOWN once the entry's id is known. */
   #type: Uint8Array;
-  /** 1 once the entry's id is known. */
-  #known: Uint8Array;
+  /** The .idx being made: the ids at IDS_AT, then the CRCs (`crc32`), room for the rest. */
+  #idx: Uint8Array<ArrayBuffer>;
   #ids: Uint8Array<ArrayBuffer>;
   /**
    * Id index: slot -> 1 + entry, 0 when empty; the first entry of an id wins. Built on the first
@@ -48,19 +57,19 @@ export class ImportSlots {
   /** Entries the pack declares: growth stops there first (a header may claim more than comes). */
   readonly #expected: number;
 
-  constructor(capacity: number, expected = 0) {
+  /** `maxDepth`: the longest delta chain that will be recorded (the import's limit). */
+  constructor(capacity: number, expected = 0, maxDepth = 0xffff) {
     this.#capacity = Math.max(16, capacity);
     this.#expected = expected;
+    this.#wideDepth = maxDepth > 0xffff;
     const n = this.#capacity;
     this.offset = new Float64Array(n);
-    this.size = new Float64Array(n);
-    this.headerLength = new Uint8Array(n);
-    this.crc32 = new Uint32Array(n);
     this.base = new Int32Array(n);
-    this.depth = new Uint32Array(n);
+    this.depth = this.#wideDepth ? new Uint32Array(n) : new Uint16Array(n);
     this.#type = new Uint8Array(n);
-    this.#known = new Uint8Array(n);
-    this.#ids = new Uint8Array(n * ID);
+    this.#idx = new Uint8Array(idxSize(n));
+    this.#ids = this.#idx.subarray(IDS_AT, IDS_AT + n * ID);
+    this.crc32 = new Uint32Array(this.#idx.buffer, IDS_AT + n * ID, n);
   }
 
   get length(): number {
@@ -68,28 +77,23 @@ export class ImportSlots {
   }
 
   /** Appends an entry (whole until told otherwise); returns its index. */
-  add(offset: number, dataOffset: number, end: number, crc32: number, size: number): number {
+  add(offset: number, end: number, crc32: number): number {
     if (this.#length === this.#capacity) this.#grow();
     const i = this.#length++;
     this.offset[i] = offset;
     this.#lastEnd = end;
-    this.size[i] = size;
-    this.headerLength[i] = dataOffset - offset;
     this.crc32[i] = crc32;
     this.base[i] = WHOLE;
     return i;
   }
 
   /**
-   * Drops what only resolution needs (sizes, bases, depths, header lengths, the id index):
-   * ids, types, offsets and CRCs stay, and nothing may be added or looked up after.
+   * Drops what only resolution needs (bases, depths, the id index): ids, types, offsets and CRCs
+   * stay, and nothing may be added or looked up after.
    */
   release(): void {
-    this.size = new Float64Array(0);
     this.base = new Int32Array(0);
     this.depth = new Uint32Array(0);
-    this.headerLength = new Uint8Array(0);
-    this.#known = new Uint8Array(0);
     this.#table = new Int32Array(0);
     this.#capacity = this.#length;
   }
@@ -101,7 +105,7 @@ export class ImportSlots {
 
   /** The type of an entry as its pack type code (1 commit, 2 tree, 3 blob, 4 tag; 0 unknown). */
   typeCode(i: number): number {
-    return this.#type[i]!;
+    return this.#type[i]! & TYPE_MASK;
   }
 
   /** Offset just past entry `i`: entries lie one after the other (thin bases too). */
@@ -109,20 +113,16 @@ export class ImportSlots {
     return i + 1 < this.#length ? this.offset[i + 1]! : this.#lastEnd;
   }
 
-  dataOffset(i: number): number {
-    return this.offset[i]! + this.headerLength[i]!;
-  }
-
   type(i: number): ObjectType | undefined {
-    return TYPE_NAMES[this.#type[i]!];
+    return TYPE_NAMES[this.#type[i]! & TYPE_MASK];
   }
 
   setType(i: number, type: ObjectType | undefined): void {
-    this.#type[i] = type === undefined ? 0 : TYPE_INDEX[type];
+    this.#type[i] = (this.#type[i]! & KNOWN) | (type === undefined ? 0 : TYPE_INDEX[type]);
   }
 
   hasOid(i: number): boolean {
-    return this.#known[i] === 1;
+    return (this.#type[i]! & KNOWN) !== 0;
   }
 
   oid(i: number): ObjectId {
@@ -132,8 +132,66 @@ export class ImportSlots {
   /** Sets an entry's id and indexes it (unless an earlier entry has the same id). */
   setOid(i: number, oid: ObjectId): void {
     hexToBytes(oid, this.#ids, i * ID);
-    this.#known[i] = 1;
+    this.#markKnown(i);
+  }
+
+  /** Sets an entry's id from 20 bytes at `bytes[at]` (see `setOid`). */
+  setOidBytes(i: number, bytes: Uint8Array, at = 0): void {
+    const ids = this.#ids;
+    for (let k = 0, to = i * ID; k < ID; k++) ids[to + k] = bytes[at + k]!;
+    this.#markKnown(i);
+  }
+
+  #markKnown(i: number): void {
+    this.#type[i]! |= KNOWN;
     if (this.#indexing) this.#index(i);
+  }
+
+  /**
+   * The pack's .idx (version 2, byte for byte what `writeIdx` makes with `strict`), made in place
+   * from the ids and CRCs, with `rank`: the .idx position of each entry. Undefined for a pack
+   * with offsets past 2 GiB, whose index needs a table this buffer has no room for (`writeIdx`
+   * then makes it from the columns). A repeated id throws PACK_DUPLICATE_OBJECT. The entries' ids
+   * and CRCs are no longer theirs afterwards: call it last.
+   */
+  buildIndex(packHash: string): { idx: Uint8Array; rank: Uint32Array } | undefined {
+    const n = this.#length;
+    if (n > 0 && this.#lastEnd > 0x80000000) return undefined;
+    const ids = this.#ids;
+    const crcs = this.crc32;
+    const order = sortedOrder(ids, n);
+    refuseDuplicates(ids, order, (k) => this.offset[k]!);
+    const rank = new Uint32Array(n);
+    for (let i = 0; i < n; i++) rank[order[i]!] = i;
+    // the permutation applied in place, one cycle at a time (`order` is spent doing it)
+    const id = new Uint8Array(ID);
+    for (let s = 0; s < n; s++) {
+      if (order[s] === s) continue;
+      id.set(ids.subarray(s * ID, s * ID + ID));
+      const crc = crcs[s]!;
+      let j = s;
+      for (;;) {
+        const k = order[j]!;
+        order[j] = j;
+        if (k === s) break;
+        ids.copyWithin(j * ID, k * ID, k * ID + ID);
+        crcs[j] = crcs[k]!;
+        j = k;
+      }
+      ids.set(id, j * ID);
+      crcs[j] = crc;
+    }
+    // the CRCs, big-endian, right after the ids (a buffer grown past the count has a gap), then
+    // the offsets: each write lands on CRCs already moved
+    const out = this.#idx;
+    const crcAt = IDS_AT + n * ID;
+    for (let i = 0; i < n; i++) put32(out, crcAt + i * 4, crcs[i]!);
+    const offsetAt = crcAt + n * 4;
+    for (let p = 0; p < n; p++) put32(out, offsetAt + rank[p]! * 4, this.offset[p]!);
+    writeFanout(out, n);
+    const trailer = offsetAt + n * 4;
+    sealIdx(out, trailer, packHash);
+    return { idx: out.subarray(0, trailer + 40), rank };
   }
 
   #index(i: number): void {
@@ -152,7 +210,7 @@ export class ImportSlots {
       this.#table = new Int32Array(t);
       this.#mask = t - 1;
       // in entry order: the first entry of an id wins
-      for (let i = 0; i < this.#length; i++) if (this.#known[i] === 1) this.#index(i);
+      for (let i = 0; i < this.#length; i++) if (this.hasOid(i)) this.#index(i);
     }
     hexToBytes(oid, this.#scratch, 0);
     const e = this.#table[this.#slot(this.#scratch, 0)]!;
@@ -179,26 +237,38 @@ export class ImportSlots {
       b.set(a);
       return b;
     };
-    const u8 = (a: Uint8Array, width = 1): Uint8Array<ArrayBuffer> => {
-      const b = new Uint8Array(n * width);
+    const u8 = (a: Uint8Array): Uint8Array<ArrayBuffer> => {
+      const b = new Uint8Array(n);
       b.set(a);
       return b;
     };
-    const u32 = new Uint32Array(n);
-    u32.set(this.crc32);
+    const idx = new Uint8Array(idxSize(n));
+    idx.set(this.#ids, IDS_AT);
+    const crc32 = new Uint32Array(idx.buffer, IDS_AT + n * ID, n);
+    crc32.set(this.crc32);
     const i32 = new Int32Array(n);
     i32.set(this.base);
-    const depth = new Uint32Array(n);
+    const depth = this.#wideDepth ? new Uint32Array(n) : new Uint16Array(n);
     depth.set(this.depth);
     this.offset = f64(this.offset);
-    this.size = f64(this.size);
-    this.headerLength = u8(this.headerLength);
-    this.crc32 = u32;
+    this.crc32 = crc32;
     this.base = i32;
     this.depth = depth;
     this.#type = u8(this.#type);
-    this.#known = u8(this.#known);
-    this.#ids = u8(this.#ids, ID);
+    this.#idx = idx;
+    this.#ids = idx.subarray(IDS_AT, IDS_AT + n * ID);
     this.#capacity = n;
   }
+}
+
+/** Bytes of a version 2 .idx of `count` entries with no large offset. */
+function idxSize(count: number): number {
+  return IDS_AT + count * 28 + 40;
+}
+
+function put32(out: Uint8Array, at: number, v: number): void {
+  out[at] = v >>> 24;
+  out[at + 1] = (v >>> 16) & 255;
+  out[at + 2] = (v >>> 8) & 255;
+  out[at + 3] = v & 255;
 }

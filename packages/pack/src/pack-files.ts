@@ -153,27 +153,16 @@ export class PackFiles {
 
   /** Makes a pack whose index is parsed readable. */
   add(base: string, index: PackIndex, size: number): LoadedPack {
-    const n = index.count;
-    const order = new Uint32Array(n);
-    if (n < 2 ** 21 && size < 2 ** 32) {
-      // offset and idx position packed in one number (offset above 21 bits of position): the
-      // typed array's own numeric sort, no comparator
-      const keys = new Float64Array(n);
-      for (let i = 0; i < n; i++) keys[i] = index.offsetAt(i) * 2 ** 21 + i;
-      keys.sort();
-      for (let i = 0; i < n; i++) order[i] = keys[i]! % 2 ** 21;
-    } else {
-      const offs = new Float64Array(n);
-      for (let i = 0; i < n; i++) {
-        order[i] = i;
-        offs[i] = index.offsetAt(i);
-      }
-      order.sort((a, b) => offs[a]! - offs[b]!);
-    }
+    // the entries in offset order are made on the first read that needs them: a pack just
+    // written and not read (a one-shot index-pack) never pays for them
+    let positions: Uint32Array | undefined;
     const pack: LoadedPack = {
       name: base,
       index,
-      positions: order,
+      get positions() {
+        positions ??= offsetOrder(index, size);
+        return positions;
+      },
       size,
       source: { readInto: (position, into) => this.#readInto(pack, position, into) },
       serial: this.#serials++,
@@ -493,4 +482,26 @@ export class PackFiles {
       await h?.close();
     }
   }
+}
+
+/** The idx position of each of a pack's entries, in increasing offset order (git's reverse index). */
+function offsetOrder(index: PackIndex, size: number): Uint32Array {
+  const n = index.count;
+  const order = new Uint32Array(n);
+  if (n < 2 ** 21 && size < 2 ** 32) {
+    // offset and idx position packed in one number (offset above 21 bits of position): the
+    // typed array's own numeric sort, no comparator
+    const keys = new Float64Array(n);
+    for (let i = 0; i < n; i++) keys[i] = index.offsetAt(i) * 2 ** 21 + i;
+    keys.sort();
+    for (let i = 0; i < n; i++) order[i] = keys[i]! % 2 ** 21;
+  } else {
+    const offs = new Float64Array(n);
+    for (let i = 0; i < n; i++) {
+      order[i] = i;
+      offs[i] = index.offsetAt(i);
+    }
+    order.sort((a, b) => offs[a]! - offs[b]!);
+  }
+  return order;
 }

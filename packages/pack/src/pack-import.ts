@@ -15,9 +15,9 @@ import { createSha1 } from '#sha1';
 import { crc32, deflate, deflateAsync, inflateOne } from '#zlib';
 import { applyDelta } from './delta.js';
 import { ChainTips } from './delta-chain-cache.js';
-import { encodeEntryHeader } from './entry-header.js';
+import { decodeEntryHeader, encodeEntryHeader } from './entry-header.js';
 import { PackError, throwIfAborted } from './errors.js';
-import type { IndexColumns } from './idx.js';
+import { IDS_AT, type IndexEntries } from './idx.js';
 import { BASE_UNKNOWN, ImportSlots, WHOLE } from './import-slots.js';
 import { bytesToHex, hashObjectSync, type ObjectId, type ObjectType, objectHeader, TYPE_CODES } from './object.js';
 import { PackBuffer } from './pack-buffer.js';
@@ -35,7 +35,7 @@ export interface ImportOptions {
   /** Objects above this size are inflated in pieces (default 8 MiB). */
   streamThreshold?: number;
   /**
-   * Bytes of resolved objects kept for delta resolution (default 2 MiB: packs keep a delta near
+   * Bytes of resolved objects kept for delta resolution (default 1 MiB: packs keep a delta near
    * its base, mostly right after it, so a larger cache spares hardly any base rebuilt from the
    * pack and costs private memory); as much again may hold the latest results too large for that cache (the tips of
    * delta chains), and always the last.
@@ -78,7 +78,7 @@ export interface ImportResult {
 const WHOLE_CACHE_MAX = 32 * 1024;
 
 /** Resolved objects kept for delta resolution by default (see ImportOptions.cacheBytes). */
-const DEFAULT_CACHE_BYTES = 2 * 2 ** 20;
+const DEFAULT_CACHE_BYTES = 2 ** 20;
 
 export async function importPack(
   store: ObjectStore,
@@ -249,15 +249,16 @@ async function importWith(
    * like every byte rebuilt: work a pack forces by its layout is bounded too.
    */
   const reinflate = async (i: number): Promise<Uint8Array> => {
-    const size = slots.size[i]!;
     const offset = slots.offset[i]!;
-    reader.addInflated(size);
     reader.flush();
     if (!spool && !buffer) throw new PackError('PACK_CORRUPT_ZLIB', 'entry could not be re-read', { offset });
-    const dataOffset = slots.dataOffset(i);
-    const length = slots.end(i) - dataOffset;
-    const bytes = spool ? await spool.read(dataOffset, length) : buffer!.read(dataOffset, length);
-    const r = inflateOne(bytes, size, true);
+    // the whole entry, header included: its size is read from there again
+    const length = slots.end(i) - offset;
+    const bytes = spool ? await spool.read(offset, length) : buffer!.read(offset, length);
+    const header = decodeEntryHeader(bytes, 0, offset);
+    if (!header) throw new PackError('PACK_CORRUPT_ZLIB', 'entry could not be re-read', { offset });
+    reader.addInflated(header.size);
+    const r = inflateOne(bytes.subarray(header.length), header.size, true);
     if (r.kind !== 'done') throw new PackError('PACK_CORRUPT_ZLIB', 'entry could not be re-read', { offset });
     return r.data;
   };
@@ -376,7 +377,7 @@ async function importWith(
    * must wait for a base read back.
    */
   const take = (e: PackEntry): Promise<void> | undefined => {
-    const index = slots.add(e.offset, e.dataOffset, e.end, e.crc32, e.size);
+    const index = slots.add(e.offset, e.end, e.crc32);
     if (e.kind === 'whole') {
       slots.setType(index, e.type);
       // a streamed object (no data) is kept in the pack only; its deltas re-read it
@@ -419,7 +420,7 @@ async function importWith(
   // sized for the declared count up to a bound (a header may claim more than comes), grown after:
   // columns are zero-filled memory, which costs nothing until entries are written, where growing
   // would copy every column and hold the old and new ones at once
-  slots = new ImportSlots(Math.min(total, 1 << 21), total);
+  slots = new ImportSlots(Math.min(total, 1 << 21), total, limits.maxDeltaDepth);
   let count = 0;
   try {
     while (reader.remaining > 0) {
@@ -477,13 +478,7 @@ async function importWith(
     // deflated where the platform does it (a thin pack appends a few bases)
     const entry = wholeEntry(base.type, base.data, await deflateAsync(base.data));
     const crc = crc32(entry.bytes);
-    const index = slots.add(
-      thinLength,
-      thinLength + entry.headerLength,
-      thinLength + entry.bytes.length,
-      crc,
-      base.data.length,
-    );
+    const index = slots.add(thinLength, thinLength + entry.bytes.length, crc);
     slots.setType(index, base.type);
     slots.setOid(index, key);
     thinParts.push(entry.bytes);
@@ -525,45 +520,58 @@ async function importWith(
   cache?.clear();
   tips.clear();
   slots.release();
+  const codes = new Uint8Array(n);
+  for (let i = 0; i < n; i++) codes[i] = slots.typeCode(i);
   if (keepPack) {
-    // the index is written from the columns: no id string nor entry object per entry
-    const entries: IndexColumns = { count: n, ids: slots.ids, offsets: slots.offset, crc32s: slots.crc32 };
+    // the index is made where the entries' ids and CRCs lie (no second copy of them), or else
+    // from the columns: no id string nor entry object per entry either way
+    const built = slots.buildIndex(hash);
+    const entries: IndexEntries = built
+      ? { count: n, built: built.idx }
+      : { count: n, ids: slots.ids, offsets: slots.offset, crc32s: slots.crc32 };
+    const result = built
+      ? importResult(hash, n, appended.length, codes, built.idx, (i) => IDS_AT + built.rank[i]! * 20)
+      : importResult(hash, n, appended.length, codes, slots.ids, (i) => i * 20);
     if (spool) await spool.commit(hash, entries);
     else await store.writePack!({ hash, chunks: buffer!.chunks(), length: buffer!.length, entries });
-    // (the store's index refuses an id the pack holds twice: writeIdx's strict)
-  } else {
-    // a store that takes objects writes no index: a repeated id is refused here, the same way
-    const seen = new Set<ObjectId>();
-    for (let i = 0; i < n; i++) {
-      const oid = slots.oid(i);
-      if (seen.has(oid)) {
-        throw new PackError('PACK_DUPLICATE_OBJECT', `object ${oid} appears twice in the pack`, {
-          offset: slots.offset[i]!,
-        });
-      }
-      seen.add(oid);
-    }
-    if (store.writeHashed) await store.writeHashed(collected);
-    else for (const o of collected) await store.write(o.type, o.data);
+    // (an id the pack holds twice is refused by buildIndex, or the store's writeIdx with strict)
+    options.onProgress?.({ objects: n, total: n, phase: 'resolving' });
+    return result;
   }
+  // a store that takes objects writes no index: a repeated id is refused here, the same way
+  const seen = new Set<ObjectId>();
+  for (let i = 0; i < n; i++) {
+    const oid = slots.oid(i);
+    if (seen.has(oid)) {
+      throw new PackError('PACK_DUPLICATE_OBJECT', `object ${oid} appears twice in the pack`, {
+        offset: slots.offset[i]!,
+      });
+    }
+    seen.add(oid);
+  }
+  if (store.writeHashed) await store.writeHashed(collected);
+  else for (const o of collected) await store.write(o.type, o.data);
   options.onProgress?.({ objects: n, total: n, phase: 'resolving' });
-  return importResult(hash, slots, appended.length);
+  return importResult(hash, n, appended.length, codes, slots.ids, (i) => i * 20);
 }
 
 const TYPE_BY_CODE: readonly (ObjectType | undefined)[] = [undefined, 'commit', 'tree', 'blob', 'tag'];
 
 /**
- * An import's result: the ids and types of its entries kept as bytes (21 per entry), their
- * strings made only when first read (an index-pack or a clone needs only the count). The lists
- * are own enumerable accessors, so that spreading, structured cloning (posting the result to
- * another thread) and JSON see them as plain properties.
+ * An import's result: the ids and types of its entries kept as bytes (entry i's id at
+ * `ids[idAt(i)]`, in the columns or in the .idx), their strings made only when first read (an
+ * index-pack or a clone needs only the count). The lists are own enumerable accessors, so that
+ * spreading, structured cloning (posting the result to another thread) and JSON see them as
+ * plain properties.
  */
-function importResult(hash: string, slots: ImportSlots, thinBases: number): ImportResult {
-  const count = slots.length;
-  // a view: the other columns go, the ids (the largest) are kept as they are
-  const ids = slots.ids;
-  const codes = new Uint8Array(count);
-  for (let i = 0; i < count; i++) codes[i] = slots.typeCode(i);
+function importResult(
+  hash: string,
+  count: number,
+  thinBases: number,
+  codes: Uint8Array,
+  ids: Uint8Array,
+  idAt: (i: number) => number,
+): ImportResult {
   let objects: ObjectId[] | undefined;
   let types: ObjectType[] | undefined;
   const result = { hash, count, thinBases } as ImportResult;
@@ -573,7 +581,7 @@ function importResult(hash: string, slots: ImportSlots, thinBases: number): Impo
       get() {
         if (!objects) {
           objects = new Array<ObjectId>(count);
-          for (let i = 0; i < count; i++) objects[i] = bytesToHex(ids, i * 20, i * 20 + 20);
+          for (let i = 0; i < count; i++) objects[i] = bytesToHex(ids, idAt(i), idAt(i) + 20);
         }
         return objects;
       },

@@ -9,10 +9,9 @@
  * pieces (`keepLarge: false` hashes them without keeping the data).
  */
 import { createSha1, type Sha1 } from '#sha1';
-import { crc32, type InflateRest, inflateOne } from '#zlib';
+import { crc32, type InflateRest, inflateOne, loadStreamInflater } from '#zlib';
 import { decodeEntryHeader, EntryType, isWholeEntryType } from './entry-header.js';
 import { PackError, throwIfAborted } from './errors.js';
-import { StreamInflater } from './inflate-stream.js';
 import { bytesToHex, CODE_TYPES, hashObjectSync, type ObjectId, type ObjectType, objectHeader } from './object.js';
 
 export interface PackLimits {
@@ -606,6 +605,7 @@ export class PackReader {
     }
     const chunks: Uint8Array[] = [];
     let total = 0;
+    const StreamInflater = await loadStreamInflater();
     const inflater = new StreamInflater((chunk) => {
       total += chunk.length;
       if (total > size) {

@@ -224,7 +224,12 @@ export async function openPackSpool(host: PackSpoolHost): Promise<PackSpool | un
       ensureOpen();
       const hit = fromMemory(offset, n);
       if (hit) return hit;
-      await settle();
+      if (offset + n <= length - tailLength) {
+        // on file once the writes queued so far are done: the partly filled block stays as it
+        // is (handing it over would copy it, for each entry read back)
+        await queue;
+        failed();
+      } else await settle();
       return readAt(offset, n);
     },
     truncate(n: number) {

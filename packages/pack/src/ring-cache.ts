@@ -1,5 +1,5 @@
 /**
- * A byte cache keyed by small integers, holding copies of its values in one arena allocated once
+ * A byte cache keyed by 32-bit integers (but -2^31), holding copies of its values in one arena allocated once
  * and reused as a ring: the oldest values are overwritten by the newest. Values handed to `set`
  * may be views into shared slabs (inflate and delta outputs): keeping such a view would keep its
  * whole slab alive until the next full garbage collection, so an import that caches a few
@@ -15,10 +15,10 @@ export class RingCache {
   #arena: Uint8Array;
   readonly #limit: number;
   /**
-   * key -> sequence number of its latest copy in the queue below. One index (a map of small
-   * integers) rather than one per field: fewer hash tables to grow and rehash as keys churn.
+   * key -> sequence number of its latest copy in the queue below: typed arrays, not a Map, whose
+   * tables, rebuilt as keys churn, would pile up garbage for the full collector.
    */
-  readonly #seq = new Map<number, number>();
+  readonly #seq = new SeqIndex();
   /** Bytes written so far (ages of values). */
   #written = 0;
   /**
@@ -38,8 +38,11 @@ export class RingCache {
 
   constructor(limit: number) {
     this.#limit = Math.max(16, Math.floor(limit));
-    // grown as values come, up to the limit (a pack with few small objects needs little)
-    this.#arena = new Uint8Array(Math.min(this.#limit, 64 * 1024));
+    // at its full size at once: zero-filled memory is private only once written (a pack with
+    // few small objects touches little of it), where growing it would free arena after arena,
+    // and each buffer freed back to the system makes malloc keep later ones of that size in its
+    // heap, fragmented
+    this.#arena = new Uint8Array(this.#limit);
     this.#keys = new Int32Array(64);
     this.#positions = new Float64Array(64);
     this.#lengths = new Int32Array(64);
@@ -151,5 +154,93 @@ export class RingCache {
     this.#lengths[i] = length;
     this.#stamps[i] = stamp;
     return seq;
+  }
+}
+
+/** A slot of SeqIndex no key holds. */
+const EMPTY = -0x80000000;
+
+/**
+ * A map from keys (32-bit integers but -2^31) to numbers: open addressing with linear probing
+ * over typed arrays, deletions shifting later entries back (no tombstones), the table doubled
+ * when half full. Sequential keys (entry indexes) land on distinct slots: the hash is a
+ * multiplication by an odd number, a bijection on the low bits.
+ */
+class SeqIndex {
+  #keys = new Int32Array(64).fill(EMPTY);
+  #values = new Float64Array(64);
+  #size = 0;
+
+  #home(key: number, mask: number): number {
+    return Math.imul(key, 0x9e3779b1) & mask;
+  }
+
+  #slot(key: number): number {
+    const mask = this.#keys.length - 1;
+    let i = this.#home(key, mask);
+    for (;;) {
+      const k = this.#keys[i]!;
+      if (k === EMPTY || k === key) return i;
+      i = (i + 1) & mask;
+    }
+  }
+
+  has(key: number): boolean {
+    return this.#keys[this.#slot(key)] !== EMPTY;
+  }
+
+  get(key: number): number | undefined {
+    const i = this.#slot(key);
+    return this.#keys[i] === EMPTY ? undefined : this.#values[i];
+  }
+
+  set(key: number, value: number): void {
+    let i = this.#slot(key);
+    if (this.#keys[i] === EMPTY) {
+      if ((this.#size + 1) * 2 > this.#keys.length) {
+        this.#grow();
+        i = this.#slot(key);
+      }
+      this.#keys[i] = key;
+      this.#size++;
+    }
+    this.#values[i] = value;
+  }
+
+  delete(key: number): void {
+    const keys = this.#keys;
+    const mask = keys.length - 1;
+    let i = this.#slot(key);
+    if (keys[i] === EMPTY) return;
+    this.#size--;
+    // entries after the hole move into it unless that would put them before their home slot
+    for (let j = (i + 1) & mask; keys[j] !== EMPTY; j = (j + 1) & mask) {
+      const home = this.#home(keys[j]!, mask);
+      // the entry at j stays when its home lies cyclically in (i, j]
+      if (i <= j ? home > i && home <= j : home > i || home <= j) continue;
+      keys[i] = keys[j]!;
+      this.#values[i] = this.#values[j]!;
+      i = j;
+    }
+    keys[i] = EMPTY;
+  }
+
+  clear(): void {
+    this.#keys = new Int32Array(64).fill(EMPTY);
+    this.#values = new Float64Array(64);
+    this.#size = 0;
+  }
+
+  #grow(): void {
+    const keys = this.#keys;
+    const values = this.#values;
+    this.#keys = new Int32Array(keys.length * 2).fill(EMPTY);
+    this.#values = new Float64Array(keys.length * 2);
+    for (let i = 0; i < keys.length; i++) {
+      if (keys[i] === EMPTY) continue;
+      const j = this.#slot(keys[i]!);
+      this.#keys[j] = keys[i]!;
+      this.#values[j] = values[i]!;
+    }
   }
 }

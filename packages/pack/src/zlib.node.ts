@@ -5,11 +5,21 @@
  */
 import { constants, Deflate, deflateSync, Inflate, inflateSync, crc32 as nodeCrc32 } from 'node:zlib';
 import { PackError } from './errors.js';
+import type { StreamInflater } from './inflate-stream.js';
 import { SLAB_SIZE, slabAllocator } from './slab.js';
 import type { InflateOutcome, InflateRest } from './zlib.js';
 
 // The outcome types are the portable module's (a type import loads nothing from it).
 export type { InflateOutcome, InflateRest };
+
+/**
+ * The streaming inflater for entries too large to inflate in one call, loaded on the first one:
+ * most packs have none, and its module (pako's inflate) is memory every Node process that reads
+ * a pack would carry. (The portable module, which runs on pako anyway, hands it over at once.)
+ */
+export async function loadStreamInflater(): Promise<typeof StreamInflater> {
+  return (await import('./inflate-stream.js')).StreamInflater;
+}
 
 interface InflateInfo {
   buffer: Buffer;

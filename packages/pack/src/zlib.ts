@@ -18,6 +18,7 @@
 import { zlibSync } from 'fflate';
 import { PackError } from './errors.js';
 import { InflateError, Inflater } from './inflate.js';
+import { StreamInflater } from './inflate-stream.js';
 
 /**
  * `need-more` may carry `rest`: the stream inflated so far, to be continued with the input that
@@ -264,4 +265,9 @@ export function crc32(data: Uint8Array, crc = 0): number {
 
 export function zlibImplementation(): string {
   return "gitport's inflate (reports the input each stream used), fflate deflate";
+}
+
+/** The streaming inflater for entries too large to inflate in one call (see zlib.node.ts). */
+export async function loadStreamInflater(): Promise<typeof StreamInflater> {
+  return StreamInflater;
 }
