@@ -2,7 +2,7 @@
  * `gitport/node`: everything in `gitport`, plus Node's fs adapter and shortcuts that open and
  * create repositories on a Node path.
  */
-import { bitmapServing, FsObjectStore } from '@gitport/pack';
+import { bitmapServing, FsObjectStore, readPackIndex } from '@gitport/pack';
 import { type NodeFsOptions, nodeFs } from './fs.node.js';
 import { FsRepositoryRegistry } from './registry.js';
 import {
@@ -21,10 +21,11 @@ export { type NodeFsOptions, nodeFs };
 /**
  * The object store of the Node shortcuts below (unless `objects` is given): the default
  * `FsObjectStore`, serving by reachability bitmaps where a pack has a `.bitmap` (see
- * `@gitport/pack`'s `bitmapServing`; the browser default leaves them out).
+ * `@gitport/pack`'s `bitmapServing`) and reading pack indexes piece by piece into columns
+ * (`readPackIndex`); the browser default leaves both out.
  */
 export const nodeObjects: ObjectStoreFactory = (fs, gitDir) =>
-  new FsObjectStore(packFs(fs), gitDir, { bitmaps: bitmapServing });
+  new FsObjectStore(packFs(fs), gitDir, { bitmaps: bitmapServing, indexReader: readPackIndex });
 
 function withNodeObjects<T extends OpenOptions>(options: T): T {
   return { ...options, objects: options.objects ?? nodeObjects };

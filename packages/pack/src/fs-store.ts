@@ -23,6 +23,7 @@ import { type EntryHeader, EntryType, isWholeEntry } from './entry-header.js';
 import { isPackError, PackError } from './errors.js';
 import type { FsLike, FsPromisesLike, ObjectStoreFs } from './fs-like.js';
 import { PackIndex, writeIdx } from './idx.js';
+import type { PackIndexReader } from './idx-read.js';
 import { LooseObjects } from './loose-objects.js';
 import {
   CODE_TYPES,
@@ -129,6 +130,11 @@ export class FsObjectStore implements BitmapServedStore {
       maxRebuildBytes?: number;
       /** Serve by the packs' reachability bitmaps (`bitmapServing`); without it, by the walk. */
       bitmaps?: BitmapServing;
+      /**
+       * Reads pack indexes piece by piece into columns when the fs reads at positions
+       * (`readPackIndex`); without it, an index file is read and held whole.
+       */
+      indexReader?: PackIndexReader;
     } = {},
   ) {
     if (options.bitmaps) {
@@ -141,7 +147,12 @@ export class FsObjectStore implements BitmapServedStore {
     this.#files = new StoreFiles(raw as ObjectStoreFs);
     this.gitDir = gitDir.replace(/\/+$/, '');
     this.#loose = new LooseObjects(this.#files, this.#objects);
-    this.#packs = new PackFiles(this.#files, `${this.#objects}/pack`, options.pageCacheBytes ?? 64 * 2 ** 20);
+    this.#packs = new PackFiles(
+      this.#files,
+      `${this.#objects}/pack`,
+      options.pageCacheBytes ?? 64 * 2 ** 20,
+      options.indexReader,
+    );
     this.#cacheLimit = options.cacheBytes ?? 32 * 2 ** 20;
     this.#cache = new ObjectCache(this.#cacheLimit, (o) => o.data.length);
     this.#tips = new ChainTips(this.#cacheLimit, (o) => o.data.length);

@@ -14,6 +14,12 @@ import { bytesToHex } from './object.js';
 const PIECE = 64 * 1024;
 const HEAD = 8 + 1024;
 
+/** Reads a pack index of `size` bytes through positional reads (`readPackIndex`). */
+export type PackIndexReader = (
+  size: number,
+  read: (position: number, into: Uint8Array) => Promise<void>,
+) => Promise<PackIndex>;
+
 /**
  * The index of `size` bytes that `read` reads (`into.length` bytes at `position`, all of them),
  * held in columns; a file that does not parse or does not match its checksum throws the IDX_*

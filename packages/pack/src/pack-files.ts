@@ -9,7 +9,7 @@ import { decodeEntryHeader, type EntryHeader, EntryType, entryTypeOf } from './e
 import { PackError } from './errors.js';
 import type { FileHandleLike } from './fs-like.js';
 import { PackIndex } from './idx.js';
-import { readPackIndex } from './idx-read.js';
+import type { PackIndexReader } from './idx-read.js';
 import type { ObjectId } from './object.js';
 import { ObjectCache } from './object-cache.js';
 import type { StoredPack } from './store.js';
@@ -75,9 +75,13 @@ export class PackFiles {
   /** Buffers of borrowed stored-pack streams, kept for the next (see `stream`). */
   readonly #streamBuffers: Uint8Array[] = [];
 
-  constructor(files: StoreFiles, dir: string, pageCacheBytes: number) {
+  /** Reads an `.idx` piece by piece into columns (the `indexReader` option of FsObjectStore). */
+  readonly #readPiecewise: PackIndexReader | undefined;
+
+  constructor(files: StoreFiles, dir: string, pageCacheBytes: number, indexReader?: PackIndexReader) {
     this.#files = files;
     this.dir = dir;
+    this.#readPiecewise = indexReader;
     this.#maxPages = Math.max(MIN_PAGE_CACHE / PAGE, Math.floor(pageCacheBytes / PAGE));
     this.#pages = new ObjectCache(this.#maxPages * PAGE, (page) => page.length);
   }
@@ -132,13 +136,17 @@ export class PackFiles {
     return this.add(base, index, st.size);
   }
 
-  /** A pack's index, in columns when the fs reads at positions (see idx-read.ts), else whole. */
+  /**
+   * A pack's index, in columns when an index reader is given and the fs reads at positions (see
+   * idx-read.ts), else whole.
+   */
   async #readIndex(path: string): Promise<PackIndex> {
-    const handle = await this.#files.openForRead(path);
+    const readPiecewise = this.#readPiecewise;
+    const handle = readPiecewise && (await this.#files.openForRead(path));
     if (!handle) return new PackIndex(await this.#files.readBytes(path), { verify: true });
     try {
       const size = (await this.#files.fs.stat(path)).size;
-      return await readPackIndex(size, async (position, into) => {
+      return await readPiecewise(size, async (position, into) => {
         let got = 0;
         while (got < into.length) {
           const n = bytesRead(await handle.read(into, got, into.length - got, position + got));

@@ -13,6 +13,7 @@ import { EntryType, encodeEntryHeader, encodeOfsOffset } from './entry-header.js
 import type { ObjectStoreFs } from './fs-like.js';
 import { FsObjectStore } from './fs-store.js';
 import { writeIdx } from './idx.js';
+import { readPackIndex } from './idx-read.js';
 import { bytesToHex, hashObject, TYPE_CODES } from './object.js';
 import { importPack } from './pack-import.js';
 import { type PackEntry, PackReader } from './pack-reader.js';
@@ -80,11 +81,14 @@ afterAll(async () => {
   for (const t of temps) await rm(t, { recursive: true, force: true });
 });
 
-/** An FsObjectStore over node:fs in a fresh temporary directory (removed after the file's tests). */
+/**
+ * An FsObjectStore over node:fs in a fresh temporary directory (removed after the file's tests),
+ * reading pack indexes piece by piece as gitport/node's stores do.
+ */
 async function diskStore(): Promise<FsObjectStore> {
   const dir = await mkdtemp(join(tmpdir(), 'gitport-store-'));
   temps.push(dir);
-  return new FsObjectStore(nodeFs, dir);
+  return new FsObjectStore(nodeFs, dir, { indexReader: readPackIndex });
 }
 
 /** Appends `bytes` to `spool` in pieces of `step` bytes. */
@@ -276,6 +280,47 @@ describe('FsObjectStore.readSync', () => {
     expect(store.readSync('ab'.repeat(20))).toBeUndefined();
     await store.close();
     await fresh.close();
+  });
+
+  it('reads pack indexes at positions with an index reader, else whole, with the same objects', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gitport-store-'));
+    temps.push(dir);
+    const source = new MemoryObjectStore();
+    const oids: string[] = [];
+    for (let i = 0; i < 30; i++) oids.push(await source.write('blob', seededBlob(700 + i, 1_500)));
+    const writer = new FsObjectStore(nodeFs, dir);
+    await importPack(writer, await collect(packObjects(source, oids)));
+    await writer.close();
+    /** node:fs's promises, noting how each .idx file is read. */
+    const watched = () => {
+      const idxReads: string[] = [];
+      const fs = nodeFs.promises;
+      const wrapped: ObjectStoreFs = {
+        ...(fs as unknown as ObjectStoreFs),
+        readFile: ((path: string, ...rest: unknown[]) => {
+          if (path.endsWith('.idx')) idxReads.push('whole');
+          return (fs.readFile as (...a: unknown[]) => unknown)(path, ...rest);
+        }) as ObjectStoreFs['readFile'],
+        open: ((path: string, ...rest: unknown[]) => {
+          if (path.endsWith('.idx')) idxReads.push('positional');
+          return (fs.open as (...a: unknown[]) => unknown)(path, ...rest);
+        }) as ObjectStoreFs['open'],
+      };
+      return { fs: wrapped, idxReads };
+    };
+    const piecewise = watched();
+    const whole = watched();
+    const stores = [
+      new FsObjectStore(piecewise.fs, dir, { indexReader: readPackIndex }),
+      new FsObjectStore(whole.fs, dir),
+    ];
+    for (const store of stores) {
+      for (const oid of oids)
+        expect(bytesToHex((await store.read(oid))!.data)).toBe(bytesToHex((await source.read(oid))!.data));
+      await store.close();
+    }
+    expect(piecewise.idxReads).toEqual(['positional']);
+    expect(whole.idxReads).toEqual(['whole']);
   });
 
   it('keeps small objects it caches in buffers of their own, not views of shared inflate slabs', async () => {
