@@ -230,7 +230,7 @@ describe('FsObjectStore.writePack', () => {
     // the code and the message checked apart: Bun's toMatchObject takes no pattern for a message
     const failed = await importPack(store, pack).then(
       () => undefined,
-      (error: unknown) => error as PackError,
+      (error: unknown) => error as { code?: string; message: string },
     );
     expect(failed?.code).toBe('STORE_IO');
     expect(failed?.message).toMatch(/\.idx$/);
