@@ -22,6 +22,8 @@ import type { PackSource } from './stored-location.js';
  * as long as the page is cached.
  */
 const PAGE = 16 * 1024;
+/** Copies out of a pack from this length on are read straight into their buffer, past the pages. */
+const DIRECT_COPY = 4 * PAGE;
 /** Pages read at once when reads go through a pack in order (see #page). */
 const READ_AHEAD = 16;
 /** The least page cache (a budget below it gets it). */
@@ -344,9 +346,10 @@ export class PackFiles {
   }
 
   /**
-   * Copies a range of a pack into `into`: from the page cache when its pages are there, else by
-   * a positional read straight into it. The pages such reads would bring are not cached: what is
-   * copied out (a pack being sent) is read once, and would only push out what walks read again.
+   * Copies a range of a pack into `into`: from the page cache when its pages are there, else (a
+   * long range) by a positional read straight into it. The pages such reads would bring are not
+   * cached: what is copied out (a pack being sent) is read once, and would only push out what
+   * walks read again.
    */
   async #readInto(pack: LoadedPack, position: number, into: Uint8Array): Promise<void> {
     const length = into.length;
@@ -366,6 +369,9 @@ export class PackFiles {
     }
     const cached = this.view(pack, position, length, true);
     if (cached) into.set(cached);
+    // a short copy goes through the pages: a pack written from stored entries copies them one by
+    // one, mostly in pack order, where a read of its own for each would be a read per object
+    else if (length < DIRECT_COPY) into.set(await this.readAt(pack, position, length));
     else await this.#readDirect(pack, position, length, into);
   }
 
