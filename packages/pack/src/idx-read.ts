@@ -7,7 +7,7 @@
  */
 import { createSha1 } from '#sha1';
 import { PackError } from './errors.js';
-import { PackIndex } from './idx.js';
+import { PackIndex, readIdxHead } from './idx.js';
 import { bytesToHex } from './object.js';
 
 /** Bytes of the CRC and offset tables read at once. */
@@ -33,20 +33,8 @@ export async function readPackIndex(
   const hash = createSha1();
   const head = new Uint8Array(HEAD);
   await read(0, head);
-  if (head[0] !== 0xff || head[1] !== 0x74 || head[2] !== 0x4f || head[3] !== 0x63) {
-    throw new PackError('IDX_BAD_SIGNATURE', 'not a version 2 pack index');
-  }
-  const view = new DataView(head.buffer);
-  if (view.getUint32(4) !== 2) throw new PackError('IDX_BAD_VERSION', `pack index version ${view.getUint32(4)}`);
-  const fanout = new Uint32Array(256);
-  let prev = 0;
-  for (let i = 0; i < 256; i++) {
-    const v = view.getUint32(8 + i * 4);
-    if (v < prev) throw new PackError('IDX_CORRUPT', 'pack index fanout not monotonic');
-    fanout[i] = v;
-    prev = v;
-  }
-  const n = prev;
+  const fanout = readIdxHead(new DataView(head.buffer));
+  const n = fanout[255]!;
   const crcsAt = HEAD + n * 20;
   const offsAt = crcsAt + n * 4;
   const bigsAt = offsAt + n * 4;

@@ -244,6 +244,24 @@ export interface PackIndexColumns {
  * A parsed .idx v2: binary search by object id, offsets, CRCs. Made of the file's bytes, it keeps
  * a view of them; made of columns (`PackIndexColumns`), it holds those and has no CRCs.
  */
+/**
+ * The signature, version and fanout table at the start of a version 2 `.idx` (`view` holds at
+ * least its first 8 + 1024 bytes): the fanout, or the IDX_* error of what is wrong.
+ */
+export function readIdxHead(view: DataView): Uint32Array {
+  if (view.getUint32(0) !== 0xff744f63) throw new PackError('IDX_BAD_SIGNATURE', 'not a version 2 pack index');
+  if (view.getUint32(4) !== 2) throw new PackError('IDX_BAD_VERSION', `pack index version ${view.getUint32(4)}`);
+  const fanout = new Uint32Array(256);
+  let prev = 0;
+  for (let i = 0; i < 256; i++) {
+    const v = view.getUint32(8 + i * 4);
+    if (v < prev) throw new PackError('IDX_CORRUPT', 'pack index fanout not monotonic');
+    fanout[i] = v;
+    prev = v;
+  }
+  return fanout;
+}
+
 export class PackIndex {
   readonly count: number;
   readonly packHash: string;
@@ -275,20 +293,9 @@ export class PackIndex {
       return;
     }
     if (data.length < 8 + 1024 + 40) throw new PackError('IDX_TRUNCATED', 'pack index too short');
-    if (data[0] !== 0xff || data[1] !== 0x74 || data[2] !== 0x4f || data[3] !== 0x63) {
-      throw new PackError('IDX_BAD_SIGNATURE', 'not a version 2 pack index');
-    }
     const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
-    if (view.getUint32(4) !== 2) throw new PackError('IDX_BAD_VERSION', `pack index version ${view.getUint32(4)}`);
-    const fanout = new Uint32Array(256);
-    let prev = 0;
-    for (let i = 0; i < 256; i++) {
-      const v = view.getUint32(8 + i * 4);
-      if (v < prev) throw new PackError('IDX_CORRUPT', 'pack index fanout not monotonic');
-      fanout[i] = v;
-      prev = v;
-    }
-    const n = prev;
+    const fanout = readIdxHead(view);
+    const n = fanout[255]!;
     this.count = n;
     this.#data = data;
     this.#view = view;
