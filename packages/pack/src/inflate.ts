@@ -394,6 +394,8 @@ export class Inflater {
         throw new InflateError('corrupt', 'zlib: invalid code lengths set');
       }
       pos += c & 15;
+      // a code read past the input's end is not yet a symbol: wait for more input before judging
+      if (pos > totalBits) return -1;
       const sym = c >>> 4;
       if (sym < 16) {
         lengths[i++] = sym;
@@ -483,6 +485,11 @@ export class Inflater {
         throw new InflateError('corrupt', 'zlib: invalid distance code');
       }
       pos += d & 15;
+      // a code read past the input's end is not yet a symbol: wait for more input before judging
+      if (pos > totalBits) {
+        this.written = bt;
+        return ~from;
+      }
       const ds = d >>> 4;
       if (ds > 29) throw new InflateError('corrupt', 'zlib: invalid distance code');
       let distance = distBase[ds]!;
