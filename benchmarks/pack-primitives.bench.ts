@@ -93,7 +93,7 @@ describe('pack entries: inflate one by one', () => {
     options,
   );
   bench(
-    'gitport web path (own inflate, one reused context)',
+    'gitport web path (own inflate, one context reset per entry)',
     timed('web', () => {
       let n = 0;
       for (const e of entries) {
@@ -271,7 +271,7 @@ afterAll(() => {
     peer: 'pako Inflate per entry',
     peerValue: mbps(inflatedBytes, medianOf('pako')),
     better: 'higher',
-    note: `inflated MB/s, gitport's web path (its own inflate, one reused context) vs a pako Inflate per entry (an earlier web default); ${note}`,
+    note: `inflated MB/s, gitport's web path (its own inflate, one context reset per entry) vs a new pako Inflate per entry (an earlier web default); ${note}`,
   });
   record({
     id: 'pack.import.inflate.web-vs-pako-lowlevel.mbps',
