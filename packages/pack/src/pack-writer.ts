@@ -14,7 +14,7 @@
 
 import { remoteDeltaSearch } from '#delta-worker';
 import { createSha1 } from '#sha1';
-import { deflate } from '#zlib';
+import { deflateEntry } from '#zlib';
 import type { BitmapServedStore } from './bitmap-serving.js';
 import { type DeltaIndex, DeltaWindow } from './delta.js';
 import type { RemoteDeltaJob, RemoteDeltaObject } from './delta-worker.js';
@@ -779,7 +779,7 @@ async function* writeStream(
         size = item.zSize;
         item.z = undefined;
       } else {
-        compressed = deflate(item.delta!, level);
+        compressed = await deflateEntry(item.delta!, level);
         size = item.delta!.length;
         item.delta = undefined;
       }
@@ -805,7 +805,7 @@ async function* writeStream(
     const obj = await store.read(item.oid);
     if (!obj) throw new PackError('OBJECT_NOT_FOUND', `object ${item.oid} is missing`);
     emit(encodeEntryHeader(TYPE_CODES[obj.type as ObjectType], obj.data.length));
-    await emitOwned(deflate(obj.data, level));
+    await emitOwned(await deflateEntry(obj.data, level));
   };
   for (const item of order) {
     throwIfAborted(signal);
