@@ -15,7 +15,7 @@
  * Errors: a failed lazy fetch rejects the read with `PROMISOR_FETCH_FAILED` (data: the missing
  * ids; cause: the remote's error, say `HTTP_NETWORK` or `PEER_NOT_FOUND`).
  */
-import type { GitObject, ObjectId, ObjectStore, ObjectType } from '@gitport/pack';
+import { type GitObject, type ObjectId, type ObjectStore, type ObjectType, readHeaderOf } from '@gitport/pack';
 import type { Repository } from '@gitport/protocol';
 import { GitportError, toGitportError } from './errors.js';
 import type { GitFs } from './fs.js';
@@ -67,6 +67,7 @@ export class PromisorObjectStore implements ObjectStore {
   beginPack?: ObjectStore['beginPack'];
   packSpoolHost?: ObjectStore['packSpoolHost'];
   findPack?: ObjectStore['findPack'];
+  storedPacks?: ObjectStore['storedPacks'];
   beginQuarantine?: ObjectStore['beginQuarantine'];
   quarantineHost?: ObjectStore['quarantineHost'];
   remove?: ObjectStore['remove'];
@@ -89,6 +90,7 @@ export class PromisorObjectStore implements ObjectStore {
     if (local.beginPack) this.beginPack = local.beginPack.bind(local);
     if (local.packSpoolHost) this.packSpoolHost = local.packSpoolHost.bind(local);
     if (local.findPack) this.findPack = local.findPack.bind(local);
+    if (local.storedPacks) this.storedPacks = local.storedPacks.bind(local);
     if (local.beginQuarantine) this.beginQuarantine = local.beginQuarantine.bind(local);
     if (local.quarantineHost) this.quarantineHost = local.quarantineHost.bind(local);
     if (local.remove) this.remove = local.remove.bind(local);
@@ -113,11 +115,7 @@ export class PromisorObjectStore implements ObjectStore {
     oid: ObjectId,
     options: LazyReadOptions = {},
   ): Promise<{ type: ObjectType; size: number } | undefined> {
-    const header = async () => {
-      if (this.local.readHeader) return this.local.readHeader(oid);
-      const object = await this.local.read(oid);
-      return object && { type: object.type, size: object.data.length };
-    };
+    const header = () => readHeaderOf(this.local, oid);
     const found = await header();
     if (found !== undefined || options.lazy === false) return found;
     await this.#request([oid]);

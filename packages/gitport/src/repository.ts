@@ -135,10 +135,15 @@ export function initRepositoryEarly(
   return { early: { objects: afterLayout(repository.objects, laid), refs: afterLayout(repository.refs, laid) }, ready };
 }
 
-/** `target` with each method but `readSync` called once `laid` resolved (rejecting as it did). */
+/**
+ * `target` with each method but `readSync` called once `laid` resolved (rejecting as it did).
+ * The packs an object store lends (`storedPacks`, read before any layout) are not lent: reads
+ * that want them read the objects instead.
+ */
 function afterLayout<T extends object>(target: T, laid: Promise<void>): T {
   return new Proxy(target, {
     get(object, key) {
+      if (key === 'storedPacks') return undefined;
       const value = Reflect.get(object, key, object);
       if (typeof value !== 'function' || key === 'readSync' || key === 'constructor') return value;
       return (...args: unknown[]) => laid.then(() => value.apply(object, args));

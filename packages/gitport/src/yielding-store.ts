@@ -12,7 +12,17 @@
  * One wrapper per store (the wrapped store keeps its identity across requests, so caches keyed
  * by the store still hit); the time slice is the thread's, shared by every wrapper.
  */
-import type { BitmapServedStore, ObjectStore } from '@gitport/pack';
+import {
+  type BitmapServedStore,
+  findPackOf,
+  hasHeaderReads,
+  hasLocateStored,
+  hasStoredPacks,
+  locateStoredOf,
+  type ObjectStore,
+  readHeaderOf,
+  readRawOf,
+} from '@gitport/pack';
 
 /** Longest run of reads without a turn of the event loop, in ms. */
 const SLICE_MS = 10;
@@ -80,32 +90,31 @@ export function yieldingStore(store: ObjectStore): ObjectStore {
     const readSync = store.readSync.bind(store);
     wrapped.readSync = (oid) => (spent() ? undefined : readSync(oid));
   }
-  if (store.readHeader !== undefined) {
-    const readHeader = store.readHeader.bind(store);
+  // the reads only serving needs: the store's own, or those over the packs it lends
+  // (stored-reads.ts), each after a turn when one is owed
+  if (hasHeaderReads(store)) {
     wrapped.readHeader = async (oid) => {
       if (spent()) await giveTurn();
-      return readHeader(oid);
+      return readHeaderOf(store, oid);
     };
   }
-  if (store.readRaw !== undefined) {
-    const readRaw = store.readRaw.bind(store);
+  if (store.readRaw !== undefined || store.storedPacks !== undefined) {
     wrapped.readRaw = async (oid) => {
       if (spent()) await giveTurn();
-      return readRaw(oid);
+      return readRawOf(store, oid);
     };
   }
-  if (store.locateStored !== undefined) {
-    const locateStored = store.locateStored.bind(store);
+  if (hasLocateStored(store)) {
     wrapped.locateStored = async (oids, signal) => {
       if (spent()) await giveTurn();
-      return locateStored(oids, signal);
+      return (await locateStoredOf(store, oids, signal))!;
     };
   }
   if (store.writeHashed !== undefined) wrapped.writeHashed = store.writeHashed.bind(store);
   if (store.writePack !== undefined) wrapped.writePack = store.writePack.bind(store);
   if (store.beginPack !== undefined) wrapped.beginPack = store.beginPack.bind(store);
   if (store.packSpoolHost !== undefined) wrapped.packSpoolHost = store.packSpoolHost.bind(store);
-  if (store.findPack !== undefined) wrapped.findPack = store.findPack.bind(store);
+  if (hasStoredPacks(store)) wrapped.findPack = (oids) => findPackOf(store, oids);
   if (store.bitmappedPack !== undefined) wrapped.bitmappedPack = store.bitmappedPack.bind(store);
   wrappers.set(store, wrapped);
   return wrapped;

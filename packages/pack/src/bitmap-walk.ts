@@ -23,6 +23,7 @@ import { andNotBits, type Bits, countBits, emptyBits, hasBit, orBits, setBit } f
 import { bytesToHex, type ObjectId, type ObjectType } from './object.js';
 import type { ObjectFilter } from './object-filter.js';
 import type { ObjectStore } from './store.js';
+import { readHeaderOf } from './stored-reads.js';
 import { parseTag } from './tag.js';
 import { forEachTreeEntryRaw } from './tree.js';
 import { CommitQueue, type EnumerateOptions, type PackObject } from './walk.js';
@@ -82,8 +83,7 @@ export async function bitmapWalk(
   const { commits, trees, blobs, tags } = pack.bitmaps;
   const typeAt = (p: number): ObjectType =>
     hasBit(commits, p) ? 'commit' : hasBit(trees, p) ? 'tree' : hasBit(blobs, p) ? 'blob' : 'tag';
-  const headerOf = async (oid: ObjectId) =>
-    store.readHeader ? await store.readHeader(oid) : await store.read(oid).then((o) => o && { type: o.type });
+  const headerOf = (oid: ObjectId) => readHeaderOf(store, oid);
   const readObject = async (oid: ObjectId) => store.readSync?.(oid) ?? (await store.read(oid));
 
   /**

@@ -14,6 +14,7 @@ import { bytesToHex, type ObjectId } from './object.js';
 import { filterBlob, filterKinds, filterNeedsBlobSize, filterTree, type ObjectFilter } from './object-filter.js';
 import type { OidSet } from './oid-set.js';
 import type { ObjectStore } from './store.js';
+import { readHeaderOf } from './stored-reads.js';
 import { forEachTreeEntryRaw } from './tree.js';
 
 /** A tree or blob the walk keeps, with git's name hash of its path (for delta search). */
@@ -70,10 +71,9 @@ export function filteredTreeWalk(
   const blobSize = async (oid: ObjectId): Promise<number> => {
     let size = sizes.get(oid);
     if (size !== undefined) return size;
-    const header = store.readHeader ? await store.readHeader(oid) : await store.read(oid);
+    const header = await readHeaderOf(store, oid);
     if (!header) throw new PackError('OBJECT_NOT_FOUND', `blob ${oid} is missing`);
-    size =
-      'size' in header && typeof header.size === 'number' ? header.size : (header as { data: Uint8Array }).data.length;
+    size = header.size;
     sizes.set(oid, size);
     return size;
   };

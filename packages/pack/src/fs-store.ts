@@ -14,10 +14,9 @@
  * This file composes them, keeps the objects read in caches, and rebuilds packed objects along
  * their delta chains.
  */
-import { inflateOne } from '#zlib';
 import type { BitmappedPack } from './bitmap-index.js';
 import type { BitmapServedStore, BitmapServing } from './bitmap-serving.js';
-import { applyDelta, readDeltaSizes } from './delta.js';
+import { applyDelta } from './delta.js';
 import { ChainTips, DEFAULT_MAX_REBUILD_BYTES, rebuildBudget } from './delta-chain-cache.js';
 import { type EntryHeader, EntryType, isWholeEntry } from './entry-header.js';
 import { isPackError, PackError } from './errors.js';
@@ -35,15 +34,10 @@ import {
   type ObjectType,
 } from './object.js';
 import { ObjectCache } from './object-cache.js';
-import { type LoadedPack, PackFiles } from './pack-files.js';
+import { inflateEntry, type LoadedPack, MAX_CHAIN_STEPS, PackFiles, type StoredPacks } from './pack-files.js';
 import { BlockPool } from './pack-spool.js';
-import type { DirectoryQuarantineHost, PackFile, PackSpoolHost, RawEntry, StoredPack } from './store.js';
+import type { DirectoryQuarantineHost, PackFile, PackSpoolHost } from './store.js';
 import { isEnoent, StoreFiles } from './store-files.js';
-import { locateEntries } from './stored-entries.js';
-import type { StoredEntries, StoredLocation } from './stored-location.js';
-
-/** Bases walked through for one object past which its chain is taken for a cycle. */
-const MAX_CHAIN_STEPS = 100_000;
 
 /** A delta of a chain being walked: read on the way down, applied on the way up. */
 interface ChainLink {
@@ -89,13 +83,6 @@ class ChainWalk {
   }
 }
 
-/** Inflates an entry's zlib stream of `size` bytes, which must end within `compressed`. */
-function inflateEntry(compressed: Uint8Array, size: number): Uint8Array {
-  const r = inflateOne(compressed, size, true);
-  if (r.kind !== 'done') throw new PackError('OBJECT_CORRUPT', 'truncated entry');
-  return r.data;
-}
-
 export class FsObjectStore implements BitmapServedStore {
   readonly gitDir: string;
   readonly #files: StoreFiles;
@@ -108,6 +95,7 @@ export class FsObjectStore implements BitmapServedStore {
   /** Objects too large for `#cache`: the latest kept, so that reading a delta chain in order is linear. */
   readonly #tips: ChainTips<ObjectId, GitObject>;
   readonly #maxRebuild: number;
+  #stored: StoredPacks | undefined;
   /** Packs whose `.bitmap` was looked at: the bitmapped pack, or null (none, or ignored). */
   readonly #bitmaps = new Map<string, BitmappedPack | null>();
   /** Given with the `bitmaps` option only. */
@@ -346,127 +334,10 @@ export class FsObjectStore implements BitmapServedStore {
     return obj;
   }
 
-  async readHeader(oid: ObjectId): Promise<{ type: ObjectType; size: number } | undefined> {
-    const loc = await this.#locate(oid);
-    if (loc) {
-      const steps = this.#packedHeader(loc.pack, loc.offset);
-      let step = steps.next();
-      while (!step.done) {
-        const want = step.value;
-        step = steps.next(
-          this.#packs.view(want.pack, want.position, want.length, true) ??
-            (await this.#packs.readAt(want.pack, want.position, want.length)),
-        );
-      }
-      if (step.value) return step.value;
-    }
-    const obj = await this.read(oid);
-    return obj && { type: obj.type, size: obj.data.length };
-  }
-
-  /**
-   * The type and size when they can be had without awaiting (packed, in packs held whole or in
-   * pages of the page cache); undefined means "use `readHeader`", not "missing".
-   */
-  readHeaderSync(oid: ObjectId): { type: ObjectType; size: number } | undefined {
-    if (!this.#packs.scanned || oid.length !== 40) return undefined;
-    const loc = this.#packs.find(oid);
-    if (!loc) return undefined;
-    const steps = this.#packedHeader(loc.pack, loc.offset);
-    let step = steps.next();
-    while (!step.done) {
-      const want = step.value;
-      const bytes = this.#packs.view(want.pack, want.position, want.length, true);
-      if (!bytes) return undefined;
-      step = steps.next(bytes);
-    }
-    return step.value;
-  }
-
-  /**
-   * Type and size of a packed object without rebuilding it (git's packed_object_info): a delta's
-   * size is the result size at the start of its data, its type that of the whole entry at the
-   * bottom of its chain, found header by header and remembered per entry (`LoadedPack.types`).
-   * Yields the ranges of packs it reads, to be sent back; returns undefined when the chain
-   * leaves the packs (a base stored loose): `read` then.
-   */
-  *#packedHeader(
-    pack: LoadedPack,
-    offset: number,
-  ): Generator<
-    { pack: LoadedPack; position: number; length: number },
-    { type: ObjectType; size: number } | undefined,
-    Uint8Array
-  > {
-    const packs = this.#packs;
-    const end = packs.entryEnd(pack, offset);
-    const header = packs.decodeHeader(
-      pack,
-      offset,
-      yield { pack, position: offset, length: packs.headerRange(offset, end) },
-    );
-    if (isWholeEntry(header)) return { type: CODE_TYPES[header.type]!, size: header.size };
-    const dataOffset = offset + header.length;
-    const compressed = yield { pack, position: dataOffset, length: end - dataOffset };
-    const size = readDeltaSizes(inflateEntry(compressed, header.size)).resultSize;
-    // down the chain to a whole entry or one whose type is known
-    const path: { pack: LoadedPack; n: number }[] = [{ pack, n: packs.entryNumber(pack, offset) }];
-    let at = pack;
-    let h: EntryHeader = header;
-    let code = 0;
-    for (let steps = 0; !isWholeEntry(h); steps++) {
-      if (steps > MAX_CHAIN_STEPS) throw new PackError('OBJECT_CORRUPT', 'delta chain too long or cyclic');
-      let baseOffset: number;
-      if (h.type === EntryType.OFS_DELTA) {
-        baseOffset = h.baseOffset;
-      } else {
-        const base = packs.find(h.baseOid);
-        if (!base) return undefined;
-        at = base.pack;
-        baseOffset = base.offset;
-      }
-      const n = packs.entryNumber(at, baseOffset);
-      if (n < 0) throw new PackError('OBJECT_CORRUPT', `no entry at offset ${baseOffset} in ${at.name}.pack`);
-      code = at.types?.[n] ?? 0;
-      if (code !== 0) break;
-      const baseEnd = packs.entryEnd(at, baseOffset);
-      h = packs.decodeHeader(
-        at,
-        baseOffset,
-        yield { pack: at, position: baseOffset, length: packs.headerRange(baseOffset, baseEnd) },
-      );
-      path.push({ pack: at, n });
-      code = h.type;
-    }
-    for (const p of path) if (p.n >= 0) (p.pack.types ??= new Uint8Array(p.pack.positions.length))[p.n] = code;
-    return { type: CODE_TYPES[code]!, size };
-  }
-
-  async readRaw(oid: ObjectId): Promise<RawEntry | undefined> {
-    const loc = await this.#locate(oid);
-    if (!loc) return undefined;
-    const { pack, offset } = loc;
-    const end = this.#packs.entryEnd(pack, offset);
-    const header = await this.#packs.header(pack, offset, end);
-    const dataOffset = offset + header.length;
-    const compressed = await this.#packs.readAt(pack, dataOffset, end - dataOffset);
-    const stored: StoredLocation = { source: pack.source, offset, dataOffset, end, code: header.type };
-    if (isWholeEntry(header)) {
-      return { kind: 'whole', type: CODE_TYPES[header.type]!, size: header.size, compressed, stored };
-    }
-    let base: ObjectId;
-    if (header.type === EntryType.OFS_DELTA) {
-      stored.baseDistance = offset - header.baseOffset;
-      base = this.#packs.oidAtOffset(pack, header.baseOffset);
-    } else {
-      base = header.baseOid;
-    }
-    return { kind: 'delta', base, size: header.size, compressed, stored };
-  }
-
-  async locateStored(oids: readonly ObjectId[], signal?: AbortSignal): Promise<StoredEntries> {
-    await this.#packs.ensureScanned();
-    return locateEntries(this.#packs, oids, signal);
+  /** This store's packs, for the reads only serving needs (stored-reads.ts). */
+  storedPacks(): StoredPacks {
+    this.#stored ??= { packs: this.#packs, locate: (oid) => this.#locate(oid) };
+    return this.#stored;
   }
 
   async write(type: ObjectType, data: Uint8Array): Promise<ObjectId> {
@@ -518,10 +389,6 @@ export class FsObjectStore implements BitmapServedStore {
         packs.add(base, index, size);
       },
     };
-  }
-
-  findPack(oids: readonly ObjectId[]): Promise<StoredPack | undefined> {
-    return this.#packs.findStored(oids);
   }
 
   /**

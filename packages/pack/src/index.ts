@@ -38,6 +38,7 @@ export {
   parseObjectFilter,
   type TreeVerdict,
 } from './object-filter.js';
+export type { StoredPacks } from './pack-files.js';
 export { type ImportOptions, type ImportResult, importPack } from './pack-import.js';
 export { DEFAULT_LIMITS, type PackEntry, type PackLimits, PackReader, type PackReaderOptions } from './pack-reader.js';
 export { beginPack, type PackSpoolHost, spoolsPacks } from './pack-spool.js';
@@ -60,6 +61,16 @@ export {
   type StoredPack,
 } from './store.js';
 export type { PackSource, StoredEntries, StoredLocation } from './stored-location.js';
+export {
+  findPackOf,
+  hasHeaderReads,
+  hasLocateStored,
+  hasStoredPacks,
+  locateStoredOf,
+  readHeaderOf,
+  readHeaderSyncOf,
+  readRawOf,
+} from './stored-reads.js';
 export { parseTag, serializeTag, type Tag } from './tag.js';
 export { parseTree, serializeTree, type TreeEntry } from './tree.js';
 export {

@@ -5,14 +5,14 @@
  * fits in half the page budget, or any pack without such an fs, is read whole once, and later
  * reads are views of it.
  */
-import { decodeEntryHeader, type EntryHeader, EntryType, entryTypeOf } from './entry-header.js';
+import { inflateOne } from '#zlib';
+import { decodeEntryHeader, type EntryHeader } from './entry-header.js';
 import { PackError } from './errors.js';
 import type { FileHandleLike } from './fs-like.js';
 import { PackIndex } from './idx.js';
 import type { PackIndexReader } from './idx-read.js';
 import type { ObjectId } from './object.js';
 import { ObjectCache } from './object-cache.js';
-import type { StoredPack } from './store.js';
 import { bytesRead, isEnoent, type StoreFiles } from './store-files.js';
 import type { PackSource } from './stored-location.js';
 
@@ -28,11 +28,25 @@ const DIRECT_COPY = 4 * PAGE;
 const READ_AHEAD = 16;
 /** The least page cache (a budget below it gets it). */
 const MIN_PAGE_CACHE = 2 << 20;
-/** The pieces a stored pack goes out in, and how many spare buffers of that size a store keeps. */
-const STREAM_PIECE = 1 << 20;
-const MAX_STREAM_SPARES = 4;
 /** Bytes read to decode an entry header: the longest one (a REF_DELTA's) fits. */
 const HEADER_READ = 32;
+
+/** Bases walked through for one object past which its chain is taken for a cycle. */
+export const MAX_CHAIN_STEPS = 100_000;
+
+/** Inflates an entry's zlib stream of `size` bytes, which must end within `compressed`. */
+export function inflateEntry(compressed: Uint8Array, size: number): Uint8Array {
+  const r = inflateOne(compressed, size, true);
+  if (r.kind !== 'done') throw new PackError('OBJECT_CORRUPT', 'truncated entry');
+  return r.data;
+}
+
+/** What a store over pack files lends the reads only serving needs (stored-reads.ts, `ObjectStore.storedPacks`). */
+export interface StoredPacks {
+  readonly packs: PackFiles;
+  /** The pack and offset of a packed object (the pack directory listed first), else undefined. */
+  locate(oid: ObjectId): Promise<{ pack: LoadedPack; offset: number } | undefined>;
+}
 
 export interface LoadedPack {
   name: string;
@@ -75,7 +89,8 @@ export class PackFiles {
   /** Bytes of packs held whole (small packs, read in one go): at most half the page cache budget. */
   #wholeBytes = 0;
   /** Buffers of borrowed stored-pack streams, kept for the next (see `stream`). */
-  readonly #streamBuffers: Uint8Array[] = [];
+  /** Buffers of borrowed pieces of stored packs sent as they are (stored-reads.ts), kept for the next. */
+  readonly streamSpares: Uint8Array[] = [];
 
   /** Reads an `.idx` piece by piece into columns (the `indexReader` option of FsObjectStore). */
   readonly #readPiecewise: PackIndexReader | undefined;
@@ -423,62 +438,11 @@ export class PackFiles {
     return out;
   }
 
-  /** A pack whose objects are exactly `oids`, to be sent as it is stored (see ObjectStore.findPack). */
-  async findStored(oids: readonly ObjectId[]): Promise<StoredPack | undefined> {
-    await this.ensureScanned();
-    const pack = this.#packs.find((p) => p.index.count === oids.length);
-    if (!pack) return undefined;
-    for (const oid of oids) if (pack.index.find(oid) < 0) return undefined;
-    pack.ofsDeltas ??= await this.#hasOfsDeltas(pack);
-    const packs = this;
-    return {
-      ofsDeltas: pack.ofsDeltas,
-      async *stream(signal?: AbortSignal, options?: { borrow?: boolean }) {
-        const step = STREAM_PIECE;
-        // borrowed pieces are read into two buffers in turn (the one the caller is done with),
-        // taken from the store's spares and given back after
-        const spares = packs.#streamBuffers;
-        const buffers = options?.borrow ? [spares.pop(), spares.pop()] : undefined;
-        let turn = 0;
-        const piece = (at: number) =>
-          packs.#copyOut(pack, at, step, buffers && (buffers[turn++ & 1] ??= new Uint8Array(step)));
-        // the next piece is read while this one goes out
-        let next: Promise<Uint8Array> | undefined = pack.size > 0 ? piece(0) : undefined;
-        try {
-          for (let at = 0; next; at += step) {
-            if (signal?.aborted) throw new PackError('PACK_ABORTED', 'aborted', { cause: signal.reason });
-            const bytes = await next;
-            next = at + step < pack.size ? piece(at + step) : undefined;
-            yield bytes;
-          }
-        } finally {
-          const reading = next?.catch(() => undefined);
-          if (buffers) {
-            // a read still going on writes into its buffer: given back once it is done
-            void Promise.resolve(reading).then(() => {
-              for (const b of buffers) if (b && spares.length < MAX_STREAM_SPARES) spares.push(b);
-            });
-          }
-        }
-      },
-    };
-  }
-
-  /** Whether any entry of the pack is an OFS_DELTA (as the first byte of its header says). */
-  async #hasOfsDeltas(pack: LoadedPack): Promise<boolean> {
-    for (let i = 0; i < pack.positions.length; i++) {
-      const at = pack.index.offsetAt(pack.positions[i]!);
-      const head = this.view(pack, at, 1, false) ?? (await this.readAt(pack, at, 1));
-      if (entryTypeOf(head[0]!) === EntryType.OFS_DELTA) return true;
-    }
-    return false;
-  }
-
   /**
    * Up to `length` bytes of a pack at `position`: a copy, the caller's to keep, or with `into`
    * (a borrowed piece) read into it, or a view of the pack when it is held whole.
    */
-  async #copyOut(pack: LoadedPack, position: number, length: number, into?: Uint8Array): Promise<Uint8Array> {
+  async copyOut(pack: LoadedPack, position: number, length: number, into?: Uint8Array): Promise<Uint8Array> {
     const n = Math.min(length, pack.size - position);
     if (!pack.bytes && !pack.handle) pack.handle = await this.#files.openForRead(this.#path(pack));
     // positional reads fill a new buffer (or the one given); views of a pack held whole are

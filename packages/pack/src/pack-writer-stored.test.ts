@@ -14,6 +14,7 @@ import { importPack } from './pack-import.js';
 import { createPack } from './pack-writer.js';
 import { MemoryObjectStore, type ObjectStore } from './store.js';
 import type { PackSource } from './stored-location.js';
+import { readHeaderOf, readRawOf } from './stored-reads.js';
 import { serializeTree } from './tree.js';
 
 const enc = new TextEncoder();
@@ -78,10 +79,10 @@ describe('createPack over stored locations', () => {
     const spoiled: ObjectStore = {
       has: (oid) => store.has(oid),
       read: (oid) => store.read(oid),
-      readHeader: (oid) => store.readHeader(oid),
+      readHeader: (oid) => readHeaderOf(store, oid),
       write: (type, data) => store.write(type, data),
       async readRaw(oid) {
-        const raw = await store.readRaw(oid);
+        const raw = await readRawOf(store, oid);
         if (!raw?.stored) throw new Error('no location');
         if (raw.kind === 'delta') deltas++;
         return {

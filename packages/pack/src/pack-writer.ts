@@ -14,7 +14,7 @@
 
 import { remoteDeltaSearch } from '#delta-worker';
 import { createSha1 } from '#sha1';
-import { deflate } from '#zlib';
+import { deflateEntry } from '#zlib';
 import type { BitmapServedStore } from './bitmap-serving.js';
 import { type DeltaIndex, DeltaWindow } from './delta.js';
 import type { RemoteDeltaJob, RemoteDeltaObject } from './delta-worker.js';
@@ -25,6 +25,16 @@ import type { ObjectFilter } from './object-filter.js';
 import type { PackPrefix } from './pack-range-reuse.js';
 import type { ObjectStore } from './store.js';
 import type { PackSource, StoredEntries } from './stored-location.js';
+import {
+  findPackOf,
+  hasHeaderReads,
+  hasLocateStored,
+  hasStoredPacks,
+  locateStoredOf,
+  readHeaderOf,
+  readHeaderSyncOf,
+  readRawOf,
+} from './stored-reads.js';
 import { type CommitCache, type Enumeration, enumerateObjects, type PackObject } from './walk.js';
 
 /**
@@ -279,9 +289,9 @@ async function* packStream(
     edgeCommits: options.window ?? 10,
   });
   // git's pack reuse: the objects are exactly a stored pack's, which goes out as it is
-  if (store.findPack && options.reuse !== false && options.deltas !== false) {
+  if (hasStoredPacks(store) && options.reuse !== false && options.deltas !== false) {
     const oids = e.objects.map((o) => o.oid);
-    const stored = await store.findPack(oids);
+    const stored = await findPackOf(store, oids);
     if (stored && (stored.ofsDeltas ? options.ofsDelta !== false : true)) {
       options.onStoredPack?.(oids);
       yield* stored.stream(options.signal, { borrow: options.borrow === true });
@@ -333,8 +343,9 @@ async function* writeStream(
   let done = 0;
   const reused = new Reused(order.length);
   const located: StoredEntries | undefined =
-    reuse && store.locateStored
-      ? await store.locateStored(
+    reuse && hasLocateStored(store)
+      ? await locateStoredOf(
+          store,
           order.map((i) => i.oid),
           signal,
         )
@@ -379,7 +390,7 @@ async function* writeStream(
       if (code === EntryType.OFS_DELTA) reused.baseDistance[n] = located.offset[n]! - located.baseOffset[n]!;
       continue;
     }
-    const raw = reuse && store.readRaw ? await store.readRaw(item.oid) : undefined;
+    const raw = reuse ? await readRawOf(store, item.oid) : undefined;
     if (raw) {
       item.size = raw.size;
       if (raw.kind === 'whole') {
@@ -404,12 +415,10 @@ async function* writeStream(
         reused.bytes.set(n, raw.compressed);
       }
     } else {
-      const h =
-        store.readHeaderSync?.(item.oid) ??
-        (store.readHeader ? await store.readHeader(item.oid) : await store.read(item.oid));
+      const h = readHeaderSyncOf(store, item.oid) ?? (await readHeaderOf(store, item.oid));
       if (!h) throw new PackError('OBJECT_NOT_FOUND', `object ${item.oid} is missing`);
       item.type = h.type;
-      item.size = 'size' in h ? h.size : h.data.length;
+      item.size = h.size;
     }
   }
   // reused deltas: base in this pack (or one the receiver has when thin: one of the boundary
@@ -453,11 +462,11 @@ async function* writeStream(
     for (const item of order) {
       const kind = reused.kind[item.n];
       if (kind !== REUSE_DELTA && kind !== STORED_DELTA) continue;
-      const h = store.readHeader ? await store.readHeader(item.oid) : await store.read(item.oid);
+      const h = await readHeaderOf(store, item.oid);
       if (!h) throw new PackError('OBJECT_NOT_FOUND', `object ${item.oid} is missing`);
       item.type = h.type;
       // a delta not reused is searched and written as the object it makes
-      if (kind === STORED_DELTA) item.size = 'size' in h ? h.size : h.data.length;
+      if (kind === STORED_DELTA) item.size = h.size;
     }
   }
   // a delta not reused: its entry is of no further use
@@ -470,7 +479,7 @@ async function* writeStream(
       (i) => reused.kind[i.n] !== REUSE_DELTA && (i.type === 'blob' || i.type === 'tree') && i.size >= 32,
     );
     for (const e of edges.values()) {
-      const h = store.readHeader ? await store.readHeader(e.oid) : undefined;
+      const h = hasHeaderReads(store) ? await readHeaderOf(store, e.oid) : undefined;
       if (h) {
         e.type = h.type;
         e.size = h.size;
@@ -779,7 +788,7 @@ async function* writeStream(
         size = item.zSize;
         item.z = undefined;
       } else {
-        compressed = deflate(item.delta!, level);
+        compressed = await deflateEntry(item.delta!, level);
         size = item.delta!.length;
         item.delta = undefined;
       }
@@ -805,7 +814,7 @@ async function* writeStream(
     const obj = await store.read(item.oid);
     if (!obj) throw new PackError('OBJECT_NOT_FOUND', `object ${item.oid} is missing`);
     emit(encodeEntryHeader(TYPE_CODES[obj.type as ObjectType], obj.data.length));
-    await emitOwned(deflate(obj.data, level));
+    await emitOwned(await deflateEntry(obj.data, level));
   };
   for (const item of order) {
     throwIfAborted(signal);

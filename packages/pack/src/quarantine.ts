@@ -31,6 +31,7 @@ import {
   type QuarantineFs,
   type RawEntry,
 } from './store.js';
+import { readHeaderOf, readHeaderSyncOf, readRawOf } from './stored-reads.js';
 
 /**
  * A store's quarantine: its own when it has `beginQuarantine`, a directory beside its objects
@@ -101,18 +102,15 @@ abstract class QuarantineBase implements Quarantine {
   }
 
   readHeaderSync(oid: ObjectId): { type: ObjectType; size: number } | undefined {
-    return this.#from(oid).readHeaderSync?.(oid);
+    return readHeaderSyncOf(this.#from(oid), oid);
   }
 
-  async readHeader(oid: ObjectId): Promise<{ type: ObjectType; size: number } | undefined> {
-    const store = this.#from(oid);
-    if (store.readHeader) return store.readHeader(oid);
-    const o = await store.read(oid);
-    return o && { type: o.type, size: o.data.length };
+  readHeader(oid: ObjectId): Promise<{ type: ObjectType; size: number } | undefined> {
+    return readHeaderOf(this.#from(oid), oid);
   }
 
-  async readRaw(oid: ObjectId): Promise<RawEntry | undefined> {
-    return this.#from(oid).readRaw?.(oid);
+  readRaw(oid: ObjectId): Promise<RawEntry | undefined> {
+    return readRawOf(this.#from(oid), oid);
   }
 
   async write(type: ObjectType, data: Uint8Array): Promise<ObjectId> {

@@ -21,6 +21,7 @@ import { beginPack } from './pack-spool.js';
 import { createPack, packObjects } from './pack-writer.js';
 import { sha1 } from './sha1.js';
 import { MemoryObjectStore, type ObjectStore } from './store.js';
+import { findPackOf, readHeaderOf, readHeaderSyncOf, readRawOf } from './stored-reads.js';
 import { concat } from './test-bytes.js';
 import { serializeTree } from './tree.js';
 import { deflate } from './zlib.js';
@@ -126,7 +127,7 @@ describe.each(stores)('ObjectStore conformance: %s', (_name, make) => {
     expect(oid).toBe(await hashObject('blob', data));
     expect(await store.has(oid)).toBe(true);
     expect(await store.read(oid)).toEqual({ type: 'blob', data });
-    expect(await store.readHeader?.(oid)).toEqual({ type: 'blob', size: 6 });
+    expect(await readHeaderOf(store, oid)).toEqual({ type: 'blob', size: 6 });
     expect(await store.write('blob', data)).toBe(oid);
     const missing = 'ab'.repeat(20);
     expect(await store.has(missing)).toBe(false);
@@ -173,8 +174,8 @@ describe.each(stores)('ObjectStore conformance: %s', (_name, make) => {
     await importPack(fresh, pack);
     for (const oid of [...blobs].reverse().concat(blobs, [tree, commit])) {
       const a = (await source.read(oid))!;
-      expect(await fresh.readHeader?.(oid)).toEqual({ type: a.type, size: a.data.length });
-      const sync = fresh.readHeaderSync?.(oid);
+      expect(await readHeaderOf(fresh, oid)).toEqual({ type: a.type, size: a.data.length });
+      const sync = readHeaderSyncOf(fresh, oid);
       if (sync) expect(sync).toEqual({ type: a.type, size: a.data.length });
     }
     await fresh.close?.();
@@ -555,7 +556,7 @@ describe('importPack with the pack on disk', () => {
   );
 });
 
-describe('FsObjectStore.findPack stream', () => {
+describe('a stored pack of an FsObjectStore (findPackOf), streamed', () => {
   it.each([
     ['node:fs, positional reads', diskStore],
     ['whole-file fs', async () => new FsObjectStore(memoryFs(), '/repo.git')],
@@ -565,7 +566,7 @@ describe('FsObjectStore.findPack stream', () => {
     for (let i = 0; i < 12; i++) oids.push(await source.write('blob', seededBlob(40 + i, 500_000)));
     const store = await make();
     await importPack(store, await collect(packObjects(source, oids)));
-    const stored = (await store.findPack(oids))!;
+    const stored = (await findPackOf(store, oids))!;
     const read = async (borrow: boolean) => {
       const copies: Uint8Array[] = [];
       const buffers: ArrayBufferLike[] = [];
@@ -590,7 +591,7 @@ describe('FsObjectStore.findPack stream', () => {
   });
 });
 
-describe('FsObjectStore.readHeader of deltas', () => {
+describe('the header reads of an FsObjectStore (readHeaderOf) of deltas', () => {
   it('gives the type at the bottom of each chain and the size the delta makes, without awaiting once pages are cached', async () => {
     const source = new MemoryObjectStore();
     // trees over trees and blobs over blobs: chains of both types in one pack
@@ -610,17 +611,17 @@ describe('FsObjectStore.readHeader of deltas', () => {
     const writer = new FsObjectStore(nodeFs, dir);
     await importPack(writer, pack);
     let deltas = 0;
-    for (const oid of all) if ((await writer.readRaw(oid))?.kind === 'delta') deltas++;
+    for (const oid of all) if ((await readRawOf(writer, oid))?.kind === 'delta') deltas++;
     expect(deltas).toBeGreaterThan(10);
     await writer.close();
     for (const order of [all, [...all].reverse()]) {
       const store = new FsObjectStore(nodeFs, dir);
       for (const oid of order) {
         const a = (await source.read(oid))!;
-        expect(await store.readHeader(oid)).toEqual({ type: a.type, size: a.data.length });
-        expect(store.readHeaderSync(oid)).toEqual({ type: a.type, size: a.data.length });
+        expect(await readHeaderOf(store, oid)).toEqual({ type: a.type, size: a.data.length });
+        expect(readHeaderSyncOf(store, oid)).toEqual({ type: a.type, size: a.data.length });
       }
-      expect(store.readHeaderSync('ab'.repeat(20))).toBeUndefined();
+      expect(readHeaderSyncOf(store, 'ab'.repeat(20))).toBeUndefined();
       await store.close();
     }
   });
@@ -665,9 +666,9 @@ describe('FsObjectStore reading a stored pack with bad entry headers', () => {
       concat([encodeEntryHeader(EntryType.OFS_DELTA, delta.length), encodeOfsOffset(at - 5), deflate(delta)]),
     );
     expect(await codeOf(store.read(ids.bad))).toBe('PACK_BAD_BASE_OFFSET');
-    expect(await codeOf(store.readRaw(ids.bad))).toBe('PACK_BAD_BASE_OFFSET');
+    expect(await codeOf(readRawOf(store, ids.bad))).toBe('PACK_BAD_BASE_OFFSET');
     expect(() => store.readSync(ids.bad)).toThrow(expect.objectContaining({ code: 'PACK_BAD_BASE_OFFSET' }));
-    expect(await codeOf(store.readHeader(ids.bad))).toBe('PACK_BAD_BASE_OFFSET');
+    expect(await codeOf(readHeaderOf(store, ids.bad))).toBe('PACK_BAD_BASE_OFFSET');
     // the sound entry beside it still reads
     expect((await store.read(ids.blob))?.data).toEqual(enc.encode('x'));
   });

@@ -6,6 +6,7 @@ import { PackError } from './errors.js';
 import type { ObjectStoreFs } from './fs-like.js';
 import type { IndexEntries, PackIndex } from './idx.js';
 import { type GitObject, hashObjectSync, isObjectId, type ObjectId, type ObjectType } from './object.js';
+import type { StoredPacks } from './pack-files.js';
 import type { StoreFiles } from './store-files.js';
 import type { StoredEntries, StoredLocation } from './stored-location.js';
 
@@ -76,6 +77,12 @@ export interface ObjectStore {
    * server sends on a clone of a freshly repacked repository.
    */
   findPack?(oids: readonly ObjectId[]): Promise<StoredPack | undefined>;
+  /**
+   * The store's packs, lent to the reads only serving needs (stored-reads.ts: `readHeaderOf`,
+   * `readRawOf`, `locateStoredOf`, `findPackOf`), which a store over pack files offers this way
+   * rather than as the methods above, so that a worker that only clones does not carry them.
+   */
+  storedPacks?(): StoredPacks;
   /**
    * The store's pack with a valid reachability bitmap (git's `pack-H.bitmap`), for enumeration by
    * bitmaps and reuse of the pack's byte ranges; undefined when there is none (or it is corrupt,

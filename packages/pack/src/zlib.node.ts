@@ -368,6 +368,11 @@ function deflateWith(
   return out.subarray(0, bound - availOut);
 }
 
+/** `deflate` for the entries of a pack being written (the web path deflates them through CompressionStream). */
+export function deflateEntry(data: Uint8Array, level = 6): Uint8Array {
+  return deflate(data, level);
+}
+
 /** `deflate` for callers that can wait (the web path deflates these through CompressionStream). */
 export async function deflateAsync(data: Uint8Array, level = 6): Promise<Uint8Array> {
   return deflate(data, level);

@@ -1,7 +1,8 @@
 import { inflateSync, crc32 as nodeCrc32 } from 'node:zlib';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { crc32, deflateAsync, inflateOne } from './zlib.js';
+import { PackError } from './errors.js';
+import { crc32, deflateAsync, deflateEntry, inflateOne } from './zlib.js';
 
 describe('the web CRC-32', () => {
   it('agrees with node:zlib on views at any offset, continued across any split', () => {
@@ -30,5 +31,26 @@ describe('the web deflate of a few objects (CompressionStream)', () => {
       }),
       { numRuns: 30 },
     );
+  });
+});
+
+describe('the web deflate of pack entries (CompressionStream)', () => {
+  it('gives zlib streams node:zlib reads back, at any level', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.uint8Array({ maxLength: 70_000 }), fc.integer({ min: 0, max: 9 }), async (data, level) => {
+        const z = await deflateEntry(data, level);
+        expect(new Uint8Array(inflateSync(z))).toEqual(data);
+      }),
+      { numRuns: 20 },
+    );
+  });
+
+  it('refuses a level zlib does not have, with the code the web `deflate` gives', () => {
+    for (const level of [-1, 10, 1.5]) {
+      expect(() => deflateEntry(new Uint8Array(1), level)).toThrow(PackError);
+      expect(() => deflateEntry(new Uint8Array(1), level)).toThrow(
+        expect.objectContaining({ code: 'PACK_CORRUPT_ZLIB' }),
+      );
+    }
   });
 });

@@ -7,7 +7,9 @@
  * bytes (the next pack entry); it reports how many input bytes the stream used, which
  * general-purpose inflaters (fflate's, the platform's DecompressionStream) do not say, and
  * continues a stream cut by the end of its input piece where it stopped. Deflating needs no
- * such position, and fflate's deflate is small in a bundle, so it deflates.
+ * such position: the entries of a pack being written and loose objects go through the platform's
+ * CompressionStream (`deflateEntry`, `deflateAsync`), so that a worker serving packs carries no
+ * deflate of its own; `deflate`, for callers that need the bytes at once, is fflate's.
  *
  * Every call is synchronous (the pack reader inflates entries as it parses), so one inflate
  * context (its code tables) is kept and reset per call. DecompressionStream is no match per
@@ -180,10 +182,25 @@ export function inflateWithInflate(input: Uint8Array, expectedSize: number, fina
 
 /** zlib's defaults (a 32 KiB window, the default strategy) at `level`, through fflate. */
 export function deflate(data: Uint8Array, level = 6): Uint8Array {
+  checkLevel(level);
+  return zlibSync(data, { level: level as 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 });
+}
+
+/**
+ * Deflates one entry of a pack being written (createPack): through the platform's
+ * CompressionStream at zlib's default level, as `deflateAsync`, so that a worker that serves
+ * packs carries no deflate of its own (`level` is checked here and honoured on Node, whose
+ * `#zlib` deflates in place).
+ */
+export function deflateEntry(data: Uint8Array, level = 6): Promise<Uint8Array> {
+  checkLevel(level);
+  return deflateAsync(data, level);
+}
+
+function checkLevel(level: number): void {
   if (!Number.isInteger(level) || level < 0 || level > 9) {
     throw new PackError('PACK_CORRUPT_ZLIB', `zlib: cannot set up deflate at level ${level}`);
   }
-  return zlibSync(data, { level: level as 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 });
 }
 
 /**

@@ -9,7 +9,7 @@
  * still checks that the pack is there and holds exactly those objects. A few wants sets per store
  * are kept (ids only), in a WeakMap: a store that goes away takes its entries with it.
  */
-import type { ObjectId, ObjectStore } from '@gitport/pack';
+import { findPackOf, hasStoredPacks, type ObjectId, type ObjectStore } from '@gitport/pack';
 
 /** Wants sets whose objects were found to be exactly a stored pack's, per store. */
 export class PackReuseCache {
@@ -34,8 +34,8 @@ export class PackReuseCache {
   ): Promise<AsyncIterable<Uint8Array> | undefined> {
     const known = this.#known.get(store);
     const oids = known?.get(key);
-    if (known === undefined || oids === undefined || store.findPack === undefined) return undefined;
-    const stored = await store.findPack(oids);
+    if (known === undefined || oids === undefined || !hasStoredPacks(store)) return undefined;
+    const stored = await findPackOf(store, oids);
     if (!stored || (stored.ofsDeltas && !ofsDelta)) {
       known.delete(key);
       return undefined;

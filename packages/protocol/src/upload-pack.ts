@@ -14,7 +14,7 @@
  * a round without `done` that is not ready ends with flush after the acknowledgments. The
  * answers' grammar and codecs are in acknowledgments.ts.
  */
-import { createPack, type ObjectFilter, type ObjectId, type PackEncoding } from '@gitport/pack';
+import { createPack, hasStoredPacks, type ObjectFilter, type ObjectId, type PackEncoding } from '@gitport/pack';
 import { encodeText, FLUSH, type Packet, packetText, SidebandMuxer } from '@gitport/pktline';
 import { type Acknowledgment, encodeAcknowledgment, encodeAcknowledgments } from './acknowledgments.js';
 import {
@@ -393,7 +393,7 @@ export class UploadSession {
       shallowBoundary.size === 0 &&
       this.filter === undefined &&
       (packOptions.deltas ?? true) &&
-      store.findPack
+      hasStoredPacks(store)
         ? `${[...wants].sort().join(' ')}|${[...tags].sort().join(' ')}`
         : undefined;
     let reusedObjects: readonly ObjectId[] | undefined;

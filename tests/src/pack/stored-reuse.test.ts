@@ -1,7 +1,7 @@
 /**
  * Pack creation over a real repository without reachability bitmaps, the path a server takes on
  * a repository that took pushes since its last repack: the object walk equals `git rev-list
- * --objects`; the stored entries `locateStored` gives in columns equal what `readRaw` says
+ * --objects`; the stored entries `locateStoredOf` gives in columns equal what `readRawOf` says
  * object by object; packs written from those columns (whole history, and thin incremental) are
  * accepted by `git index-pack --strict` and `git fsck`, and are the same bytes as packs written
  * through `readRaw` alone. The store reads the pack at positions through a small page cache, so
@@ -10,7 +10,15 @@
 import * as fs from 'node:fs';
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createPack, enumerateObjects, FsObjectStore, type ObjectStore } from '@gitport/pack';
+import {
+  createPack,
+  enumerateObjects,
+  FsObjectStore,
+  locateStoredOf,
+  type ObjectStore,
+  readHeaderOf,
+  readRawOf,
+} from '@gitport/pack';
 import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureHistory, HISTORY_PRESETS } from '../history.js';
@@ -30,8 +38,8 @@ function withoutColumns(store: FsObjectStore): ObjectStore {
     has: (oid) => store.has(oid),
     read: (oid) => store.read(oid),
     write: (type, data) => store.write(type, data),
-    readHeader: (oid) => store.readHeader(oid),
-    readRaw: (oid) => store.readRaw(oid),
+    readHeader: (oid) => readHeaderOf(store, oid),
+    readRaw: (oid) => readRawOf(store, oid),
   };
 }
 
@@ -92,15 +100,15 @@ describe('object walk without bitmaps', () => {
 });
 
 describe('stored entries in columns', () => {
-  it('locateStored gives, object by object, what readRaw gives', async () => {
+  it('locateStoredOf gives, object by object, what readRawOf gives', async () => {
     const store = pagedStore();
     const oids = [...(await listed(['--all']))];
     // an id no pack holds (the loose commit) and one the store does not have at all
     oids.push(head, 'f'.repeat(40));
-    const columns = await store.locateStored(oids);
+    const columns = (await locateStoredOf(store, oids))!;
     let deltas = 0;
     for (let i = 0; i < oids.length; i++) {
-      const raw = await store.readRaw(oids[i]!);
+      const raw = await readRawOf(store, oids[i]!);
       if (!raw) {
         expect(columns.pack[i], oids[i]).toBe(-1);
         continue;
