@@ -398,8 +398,9 @@ export class UploadSession {
         : undefined;
     let reusedObjects: readonly ObjectId[] | undefined;
     // a clone: HEAD's commit, when wanted, goes first with its trees, so that a client can show
-    // HEAD's tree while the rest of the pack comes
-    const head = this.common.length === 0 ? await this.repo.refs.resolve('HEAD') : undefined;
+    // HEAD's tree while the rest of the pack comes (only an order: a HEAD that does not resolve
+    // leaves the pack's own)
+    const head = this.common.length === 0 ? await this.repo.refs.resolve('HEAD').catch(() => undefined) : undefined;
     const lead = head !== undefined && wanted.has(head) ? head : undefined;
     try {
       // side-band frames copy each chunk in before the next is asked for: a stored pack may come
