@@ -85,6 +85,55 @@ describe('rangeReuse', () => {
     await store.close();
   });
 
+  for (const [label, filter] of [
+    ['whole history', undefined],
+    ['filter blob:none', { kind: 'blob:none' } as const],
+  ] as const) {
+    it(`puts a lead commit and its trees first, whole, before the ranges (${label})`, async () => {
+      const store = new FsObjectStore(nodeFs, `${repo}/.git`, { bitmaps: bitmapServing });
+      const pack = (await store.bitmappedPack?.())!;
+      const e = (await bitmapWalk(store, pack, { wants: [await rev('HEAD')], ...(filter ? { filter } : {}) }))!;
+      // an older commit: its trees are stored as deltas on newer ones, some are bases of older ones
+      for (const lead of ['HEAD', 'HEAD~30']) {
+        const commit = await rev(lead);
+        const trees = new Set(
+          [
+            await rev(`${lead}^{tree}`),
+            ...(await sandbox.git(['ls-tree', '-r', '-t', '-d', '--format=%(objectname)', lead], { cwd: repo }))
+              .split('\n')
+              .filter((l) => l !== ''),
+          ].sort(),
+        );
+        const prefix = rangeReuse(store, e, { lead: commit, chunkBytes: 4096 });
+        expect(prefix.count).toBe(e.count);
+        const { pack: out } = await packOf(prefix.chunks(12), prefix.count, 4096);
+        const entries: { kind: string; oid?: string; type?: string }[] = [];
+        for await (const entry of new PackReader([out]).entries()) {
+          entries.push({ kind: entry.kind, ...(entry.kind === 'whole' ? { oid: entry.oid, type: entry.type } : {}) });
+        }
+        expect(entries.length).toBe(e.count);
+        expect(entries[0]).toEqual({ kind: 'whole', oid: commit, type: 'commit' });
+        const first = entries.slice(1, 1 + trees.size);
+        expect(first.every((x) => x.kind === 'whole' && x.type === 'tree')).toBe(true);
+        expect(new Set(first.map((x) => x.oid).sort())).toEqual(trees);
+        // git takes the pack
+        const target = sandbox.path(`lead-${label.replace(/\W+/g, '-')}-${lead.replace(/\W+/g, '-')}`);
+        await sandbox.git(['init', '--quiet', '--bare', target]);
+        await sandbox.git(['index-pack', ...(filter ? [] : ['--strict']), '--stdin'], { cwd: target, input: out });
+        if (!filter) {
+          await sandbox.git(['update-ref', 'refs/heads/main', await rev('HEAD')], { cwd: target });
+          await sandbox.git(['fsck', '--strict', '--no-dangling'], { cwd: target });
+        } else {
+          const objects = await sandbox.git(['cat-file', '--batch-all-objects', '--batch-check=%(objectname)'], {
+            cwd: target,
+          });
+          expect(objects.split('\n').filter((l) => l !== '').length).toBe(e.count);
+        }
+      }
+      await store.close();
+    });
+  }
+
   for (const [label, options] of [
     ['thin, OFS_DELTA', { thin: true, ofsDelta: true }],
     ['thin, REF_DELTA only', { thin: true, ofsDelta: false }],

@@ -15,14 +15,23 @@
  *   rebuilt and written whole.
  * The compressed data is always copied as it is. Objects outside the bitmapped pack are the
  * writer's, after these (see pack-writer.ts).
+ *
+ * With `lead` (a clone's HEAD commit), that commit and the trees under it that the pack sends go
+ * first, whole (copied as stored when stored whole, else rebuilt and deflated), then the ranges
+ * without them: a receiver that shows HEAD's tree while the pack comes (a clone's first view) has
+ * all it needs from the first bytes instead of after every older commit. A pack may order its
+ * entries freely as long as a base precedes its OFS_DELTA; the deltas on a moved entry point
+ * back to it there.
  */
 import { deflate } from '#zlib';
 import type { BitmapEnumeration } from './bitmap-walk.js';
+import { parseCommitLinks } from './commit.js';
 import { decodeEntryHeader, EntryType, encodeEntryHeader, isWholeEntry } from './entry-header.js';
 import { PackError, throwIfAborted } from './errors.js';
 import { countBits, hasBit } from './ewah.js';
-import { hexToBytes, type ObjectType, TYPE_CODES } from './object.js';
+import { bytesToHex, hexToBytes, type ObjectId, type ObjectType, TYPE_CODES } from './object.js';
 import type { ObjectStore } from './store.js';
+import { forEachTreeEntryRaw } from './tree.js';
 
 /**
  * Bytes read from the pack at once: the bound on the memory a reuse holds (twice this when
@@ -55,6 +64,44 @@ export interface RangeReuseOptions {
    * then be views of two buffers used in turn, instead of a new buffer each.
    */
   borrow?: boolean;
+  /** A commit whose entry and trees (those sent) go first, whole (see the module header). */
+  lead?: ObjectId;
+}
+
+/** Most entries put first for `lead`: the work of reading a huge tree is bounded. */
+const MAX_LEAD = 1 << 16;
+
+/**
+ * Positions of `commit` and of the trees under it that `e` sends from the bitmapped pack, the
+ * commit first, then the trees breadth first; none when the commit is not sent from there.
+ */
+async function leadPositions(store: ObjectStore, e: BitmapEnumeration, commit: ObjectId): Promise<number[]> {
+  const { pack, bits } = e;
+  const sentAt = (oid: ObjectId) => {
+    const p = pack.position(oid);
+    return p >= 0 && hasBit(bits, p) ? p : -1;
+  };
+  const first = sentAt(commit);
+  if (first < 0) return [];
+  const head = await store.read(commit);
+  if (head?.type !== 'commit') return [];
+  const out = [first];
+  const seen = new Set<number>();
+  const queue = [parseCommitLinks(head.data).tree];
+  for (let i = 0; i < queue.length && out.length < MAX_LEAD; i++) {
+    const oid = queue[i]!;
+    const p = sentAt(oid);
+    if (p < 0 || seen.has(p)) continue;
+    seen.add(p);
+    out.push(p);
+    const tree = await store.read(oid);
+    if (tree?.type !== 'tree') continue;
+    const data = tree.data;
+    forEachTreeEntryRaw(data, (mode, _nameStart, _nameEnd, idAt) => {
+      if (mode === 0o40000) queue.push(bytesToHex(data, idAt, idAt + 20));
+    });
+  }
+  return out;
 }
 
 /** The selected entries of the bitmapped pack, reused by ranges. */
@@ -90,12 +137,18 @@ async function* reuseChunks(
     }
     return spare.subarray(0, length);
   };
-  /** Output offset of each entry written (by its rank among the entries sent), -1 before. */
-  const rank = bitRanks(bits);
-  const written = new Float64Array(countBits(bits)).fill(-1);
-  const writtenAt = (p: number) => written[rankOf(bits, rank, p)]!;
+  // the lead's entries go first; the ranges are the other entries sent
+  const lead = options.lead !== undefined ? await leadPositions(store, e, options.lead) : [];
+  const ranged = lead.length > 0 ? bits.slice() : bits;
+  for (const p of lead) ranged[p >>> 5]! &= ~(1 << (p & 31));
+  /** Output offset of each lead entry written. */
+  const leadAt = new Map<number, number>();
+  /** Output offset of each entry of the ranges written (by its rank among them), -1 before. */
+  const rank = bitRanks(ranged);
+  const written = new Float64Array(countBits(ranged)).fill(-1);
+  const writtenAt = (p: number) => leadAt.get(p) ?? (hasBit(ranged, p) ? written[rankOf(ranged, rank, p)]! : -1);
   const setWritten = (p: number, at: number) => {
-    written[rankOf(bits, rank, p)] = at;
+    written[rankOf(ranged, rank, p)] = at;
   };
   let out = start;
   /** Pieces of the chunk being built (views of the buffer read, or new headers). */
@@ -146,7 +199,7 @@ async function* reuseChunks(
     if (h.type === EntryType.OFS_DELTA) {
       const bp = pack.positionAt(h.baseOffset);
       if (bp < 0) throw new PackError('OBJECT_CORRUPT', `no entry at offset ${h.baseOffset}`);
-      const baseAt = hasBit(bits, bp) ? writtenAt(bp) : -1;
+      const baseAt = writtenAt(bp);
       if (baseAt >= 0) {
         const distance = out - baseAt;
         if (ofs && distance === offset - h.baseOffset) return { header: null, length: h.length };
@@ -169,7 +222,20 @@ async function* reuseChunks(
     return 'whole';
   };
 
-  let p = nextSet(bits, 0, n);
+  for (const p of lead) {
+    throwIfAborted(options.signal);
+    const from = pack.offsetAt(p);
+    const entry = new Uint8Array(pack.endAt(p) - from);
+    await pack.source.readInto(from, entry);
+    const h = decodeEntryHeader(entry, 0, from);
+    if (!h) throw new PackError('OBJECT_CORRUPT', `entry header cut short at ${from}`);
+    leadAt.set(p, out);
+    if (isWholeEntry(h)) push(entry);
+    else await whole(p);
+    if (piecesBytes >= chunkBytes) yield* cut(undefined);
+  }
+  if (pieces.length > 0) yield* cut(undefined);
+  let p = nextSet(ranged, 0, n);
   while (p < n) {
     throwIfAborted(options.signal);
     // a batch: the next entries sent whose bytes fit the chunk (at least one entry), read at
@@ -178,7 +244,7 @@ async function* reuseChunks(
     const from = pack.offsetAt(p);
     let q = p;
     let to = pack.endAt(p);
-    for (let r = nextSet(bits, p + 1, n); r < n; r = nextSet(bits, r + 1, n)) {
+    for (let r = nextSet(ranged, p + 1, n); r < n; r = nextSet(ranged, r + 1, n)) {
       const end = pack.endAt(r);
       if (pack.offsetAt(r) - to > MAX_READ_GAP || end - from > chunkBytes) break;
       q = r;
@@ -205,7 +271,7 @@ async function* reuseChunks(
         }
       }
       setWritten(p, entryAt);
-      p = nextSet(bits, p + 1, n);
+      p = nextSet(ranged, p + 1, n);
       continue;
     }
     const buffer = readBuffer(to - from);
@@ -220,7 +286,7 @@ async function* reuseChunks(
       push(buffer.subarray(runStart, runEnd));
       runStart = -1;
     };
-    for (let r = p; r <= q; r = nextSet(bits, r + 1, n)) {
+    for (let r = p; r <= q; r = nextSet(ranged, r + 1, n)) {
       const at = pack.offsetAt(r) - from;
       const end = pack.endAt(r) - from;
       const how = plan(r, buffer, at);
@@ -242,7 +308,7 @@ async function* reuseChunks(
     }
     flushRun();
     yield* cut(buffer);
-    p = nextSet(bits, q + 1, n);
+    p = nextSet(ranged, q + 1, n);
   }
 }
 

@@ -8,6 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { parseCommitLinks } from './commit.js';
 import { FsObjectStore } from './fs-store.js';
 import type { ObjectId } from './object.js';
 import { importPack } from './pack-import.js';
@@ -107,6 +108,39 @@ describe('createPack over stored locations', () => {
     const result = await importPack(copy, chunks);
     expect([...result.objects].sort()).toEqual([...all].sort());
     for (const oid of all) expect(await copy.read(oid)).toEqual(await store.read(oid));
+    await store.close();
+  });
+});
+
+describe('createPack with a lead commit', () => {
+  it('writes the commit and its trees (their bases first) before any other commit', async () => {
+    const { store, head } = await packedStore();
+    // not every object of the stored pack (which would go out as it is)
+    const tip = parseCommitLinks((await store.read(head))!.data).parents[0]!;
+    // an older commit: its tree is stored as a delta
+    let lead = tip;
+    for (let i = 0; i < 20; i++) lead = parseCommitLinks((await store.read(lead))!.data).parents[0]!;
+    const tree = parseCommitLinks((await store.read(lead))!.data).tree;
+    for (const options of [{ lead }, { lead, reuse: false }, { lead, deltas: false }]) {
+      const order: { oid: ObjectId; type: string }[] = [];
+      const target = new MemoryObjectStore();
+      await importPack(target, createPack(store, { wants: [tip] }, options), {
+        onObject: (oid, type) => order.push({ oid, type }),
+      });
+      expect(order.length).toBe(59 * 4);
+      const firstOtherCommit = order.findIndex((o) => o.type === 'commit' && o.oid !== lead);
+      const at = (oid: ObjectId) => order.findIndex((o) => o.oid === oid);
+      expect(at(lead)).toBeGreaterThanOrEqual(0);
+      expect(at(lead)).toBeLessThan(firstOtherCommit);
+      expect(at(tree)).toBeLessThan(firstOtherCommit);
+    }
+    // without it, the newest commit comes first
+    const order: ObjectId[] = [];
+    await importPack(new MemoryObjectStore(), createPack(store, { wants: [tip] }), {
+      onObject: (oid, type) => type === 'commit' && order.push(oid),
+    });
+    expect(order[0]).toBe(tip);
+    expect(order.indexOf(lead)).toBeGreaterThan(0);
     await store.close();
   });
 });

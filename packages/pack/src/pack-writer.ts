@@ -16,11 +16,12 @@ import { remoteDeltaSearch } from '#delta-worker';
 import { createSha1 } from '#sha1';
 import { deflateEntry } from '#zlib';
 import type { BitmapServedStore } from './bitmap-serving.js';
+import { parseCommitLinks } from './commit.js';
 import { type DeltaIndex, DeltaWindow } from './delta.js';
 import type { RemoteDeltaJob, RemoteDeltaObject } from './delta-worker.js';
 import { EntryType, encodeEntryHeader, encodeOfsOffset, isWholeEntryType } from './entry-header.js';
 import { PackError, throwIfAborted } from './errors.js';
-import { CODE_TYPES, hexToBytes, type ObjectId, type ObjectType, TYPE_CODES } from './object.js';
+import { bytesToHex, CODE_TYPES, hexToBytes, type ObjectId, type ObjectType, TYPE_CODES } from './object.js';
 import type { ObjectFilter } from './object-filter.js';
 import type { PackPrefix } from './pack-range-reuse.js';
 import type { ObjectStore } from './store.js';
@@ -35,6 +36,7 @@ import {
   readHeaderSyncOf,
   readRawOf,
 } from './stored-reads.js';
+import { forEachTreeEntryRaw } from './tree.js';
 import { type CommitCache, type Enumeration, enumerateObjects, type PackObject } from './walk.js';
 
 /**
@@ -94,6 +96,12 @@ export interface PackEncoding {
    * as it is may come in views of buffers the store reuses (see StoredPack.stream).
    */
   borrow?: boolean;
+  /**
+   * A commit (a clone's HEAD) written first with the trees under it, ahead of older commits, so
+   * that a receiver can show its tree while the rest of the pack comes (a stored pack that goes
+   * out as it is keeps its order).
+   */
+  lead?: ObjectId;
 }
 
 interface Item extends PackObject {
@@ -268,9 +276,14 @@ async function* packStream(
       if (options.reuse !== false && options.deltas !== false) {
         // the bitmapped pack's objects by ranges, then the others
         const e = { objects: b.extra, edges: [], uninteresting: haves };
-        const prefix = serving.rangeReuse(store, b, { ...options, thin: options.thin === true && !filtered });
         // every object of the bitmapped pack and nothing else: the pack goes out as it is
         const whole = b.extra.length === 0 && b.count === b.pack.count && options.ofsDelta !== false;
+        const { lead, ...rest } = options;
+        const prefix = serving.rangeReuse(store, b, {
+          ...rest,
+          thin: options.thin === true && !filtered,
+          ...(lead !== undefined && !whole ? { lead } : {}),
+        });
         if (whole && options.onStoredPack) {
           options.onStoredPack(Array.from({ length: b.pack.count }, (_, p) => b.pack.oidAt(p)));
         }
@@ -299,6 +312,36 @@ async function* packStream(
     }
   }
   yield* writeStream(store, e, e.objects, filtered, options);
+}
+
+/** Most items put first for `lead`: the work of reading a huge tree is bounded. */
+const MAX_LEAD = 1 << 16;
+
+/**
+ * `commit`'s item and the items of the trees under it, the commit first, then the trees breadth
+ * first (each with its delta bases before it when written); none when the commit is not sent.
+ */
+async function leadItems(store: ObjectStore, items: Map<ObjectId, Item>, commit: ObjectId): Promise<Item[]> {
+  const head = items.get(commit);
+  if (head === undefined || head.type !== 'commit') return [];
+  const read = await store.read(commit);
+  if (read?.type !== 'commit') return [];
+  const out = [head];
+  const seen = new Set<Item>();
+  const queue = [parseCommitLinks(read.data).tree];
+  for (let i = 0; i < queue.length && out.length < MAX_LEAD; i++) {
+    const item = items.get(queue[i]!);
+    if (item === undefined || seen.has(item)) continue;
+    seen.add(item);
+    out.push(item);
+    const tree = await store.read(item.oid);
+    if (tree?.type !== 'tree') continue;
+    const data = tree.data;
+    forEachTreeEntryRaw(data, (mode, _nameStart, _nameEnd, idAt) => {
+      if (mode === 0o40000) queue.push(bytesToHex(data, idAt, idAt + 20));
+    });
+  }
+  return out;
 }
 
 async function* writeStream(
@@ -816,7 +859,8 @@ async function* writeStream(
     emit(encodeEntryHeader(TYPE_CODES[obj.type as ObjectType], obj.data.length));
     await emitOwned(await deflateEntry(obj.data, level));
   };
-  for (const item of order) {
+  const first = options.lead !== undefined && prefix === undefined ? await leadItems(store, items, options.lead) : [];
+  for (const item of first.length > 0 ? [...first, ...order] : order) {
     throwIfAborted(signal);
     if (item.at >= 0) continue;
     // the chain of bases not yet written (thin-pack bases are not), deepest first

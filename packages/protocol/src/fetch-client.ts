@@ -803,6 +803,14 @@ class FetchExchange {
     }
   }
 
+  /** Makes the new repository the pack goes into, and opens the pack's file there. */
+  async #create(early: { spool: Promise<PackSpool | undefined> | undefined }): Promise<Repository> {
+    const local = await (this.#plan.local as () => Promise<Repository>)();
+    this.#local = local;
+    early.spool = this.#beginPack(local);
+    return local;
+  }
+
   #beginPack(local: Repository): Promise<PackSpool | undefined> | undefined {
     const objects = local.objects;
     const spool = spoolsPacks(objects) ? beginPack(objects) : undefined;
@@ -830,16 +838,18 @@ class FetchExchange {
         }
         reader = (await this.#readAcksV0(reader, true, false)).reader;
       } else {
-        const outcome = await this.#round([], true);
-        reader = outcome.reader;
+        const answer = this.#round([], true);
+        if (this.#local === undefined) {
+          // the last request is on its way: the new repository (and the pack's file) is made
+          // while the remote prepares the pack, not after its answer began
+          answer.catch(() => {});
+          await this.#create(early);
+        }
+        reader = (await answer).reader;
       }
     }
-    if (this.#local === undefined) {
-      // the last request is written: the new repository is made while the answer comes
-      this.#local = await (this.#plan.local as () => Promise<Repository>)();
-      early.spool = this.#beginPack(this.#local);
-    }
-    return this.#receivePack(this.#local, reader as PacketReader, early);
+    const local = this.#local ?? (await this.#create(early));
+    return this.#receivePack(local, reader as PacketReader, early);
   }
 
   /** Sends one round; reads its acknowledgments. */

@@ -397,6 +397,11 @@ export class UploadSession {
         ? `${[...wants].sort().join(' ')}|${[...tags].sort().join(' ')}`
         : undefined;
     let reusedObjects: readonly ObjectId[] | undefined;
+    // a clone: HEAD's commit, when wanted, goes first with its trees, so that a client can show
+    // HEAD's tree while the rest of the pack comes (only an order: a HEAD that does not resolve
+    // leaves the pack's own)
+    const head = this.common.length === 0 ? await this.repo.refs.resolve('HEAD').catch(() => undefined) : undefined;
+    const lead = head !== undefined && wanted.has(head) ? head : undefined;
     try {
       // side-band frames copy each chunk in before the next is asked for: a stored pack may come
       // in buffers its store reuses
@@ -425,6 +430,7 @@ export class UploadSession {
             ...(this.signal ? { signal: this.signal } : {}),
             ...(onProgress ? { onProgress } : {}),
             ...(reuseKey ? { onStoredPack: (oids: readonly ObjectId[]) => (reusedObjects = oids) } : {}),
+            ...(lead !== undefined ? { lead } : {}),
             borrow,
           },
         );

@@ -2,6 +2,7 @@
  * `remote(url)` and `httpRemote(url)`: gitport over smart HTTP against the gitport gateway (`gitport serve` in a
  * child process) and against git's own `git http-backend`, checked with the git CLI.
  */
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { closedPort } from '@gitport/test-helpers/ports';
@@ -273,6 +274,32 @@ describe('remote(url) failures', () => {
     expect(forbidden.code).toBe('HTTP_FORBIDDEN');
     expect(forbidden.data.status).toBe(403);
     expect(forbidden.data.message).toMatch(/only the smart HTTP protocol/);
+  });
+
+  it('a clone whose pack request fails leaves no repository behind (made while that request was out)', async () => {
+    for (const bare of [true, false]) {
+      const dir = sandbox.path(`refused-pack-${bare}`);
+      let posts = 0;
+      let madeMeanwhile = false;
+      /** The answer to the request for the pack: once the repository is there (or a while passed). */
+      const refuse = async () => {
+        for (let i = 0; i < 500 && !existsSync(`${dir}${bare ? '' : '/.git'}/HEAD`); i++) {
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+        madeMeanwhile = existsSync(dir);
+        return new Response('away', { status: 503 });
+      };
+      const origin = remote(`${serve.url}/project.git`, {
+        // the listing of refs is answered, the request for the pack is not
+        fetch: (input, init) => (init?.method === 'POST' && ++posts === 2 ? refuse() : fetch(input, init)),
+      });
+      const refused = await rejection(origin.clone(nodeFs(), dir, { bare }));
+      expect(posts).toBe(2);
+      expect(madeMeanwhile).toBe(true);
+      expect(refused.code).toMatch(/^HTTP_/);
+      expect(refused.data.status).toBe(503);
+      expect(existsSync(dir)).toBe(false);
+    }
   });
 
   it('HTTP_NETWORK when nothing answers, HTTP_BAD_URL for what is no http URL, ABORTED when aborted', async () => {
