@@ -9,6 +9,10 @@
  *
  * for benchmarks/scale.bench.ts's library-clone rows (next to `git clone --bare --no-local`).
  * Exits 0 once the clone is on disk and both workers are gone.
+ *
+ * The hosting worker gets a small young generation, as `hostGit`'s documentation advises (and
+ * as the gateway's worker pool does for its repository workers): what serving allocates lives
+ * in typed arrays, and V8 would otherwise grow that worker's young generation to tens of MB.
  */
 import { MessageChannel, parentPort, Worker, workerData } from 'node:worker_threads';
 
@@ -16,10 +20,11 @@ if (parentPort === null) {
   const [source, dest] = process.argv.slice(2);
   if (!source || !dest) throw new Error('usage: library-clone.mjs <git dir> <new dir>');
   const { port1, port2 } = new MessageChannel();
-  const start = (role, port, args) => {
+  const start = (role, port, args, options = {}) => {
     const worker = new Worker(new URL(import.meta.url), {
       workerData: { role, port, ...args },
       transferList: [port],
+      ...options,
     });
     const done = new Promise((resolve, reject) => {
       worker.once('message', resolve);
@@ -28,7 +33,7 @@ if (parentPort === null) {
     });
     return { worker, done };
   };
-  const hostWorker = start('host', port1, { source });
+  const hostWorker = start('host', port1, { source }, { resourceLimits: { maxYoungGenerationSizeMb: 2 } });
   await hostWorker.done;
   const client = start('client', port2, { dest });
   try {

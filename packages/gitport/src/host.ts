@@ -22,6 +22,13 @@
  *
  * After every successful ref update a `ref-update` signal `{ repo, ref, old, new }` goes to every
  * peer of the bus (and to `onRefUpdate` listeners).
+ *
+ * Memory: what serving a pack allocates lives in typed arrays (the pack index, reuse buffers,
+ * side-band buffers handed over to the reader), while V8 sizes a thread's young generation by
+ * how much of it survives, up to tens of MB. A worker thread that mostly hosts repositories
+ * keeps near its working set with a small one, `new Worker(url, { resourceLimits: {
+ * maxYoungGenerationSizeMb: 2 } })` (the gateway's worker pool gives its repository workers a
+ * small one too); the main thread's own is set with `node --max-semi-space-size`.
  */
 
 import type { Bus } from '@gitport/bus';

@@ -165,14 +165,21 @@ export interface RemoteOptions {
    */
   url?: string;
   /**
-   * The transport receive window of each stream (bytes). Default: 4 MiB for fetches and
-   * clones (the host then sends 1 MiB at a time), the transport's default for pushes.
+   * The transport receive window of each stream (bytes). Default: 1 MiB for fetches and
+   * clones (the host then sends 256 KiB at a time), the transport's default for pushes.
    */
   window?: number;
 }
 
-/** A fetch's receive window: what the host may send ahead of the pack's import. */
-const FETCH_WINDOW = 4 * 2 ** 20;
+/**
+ * A fetch's receive window: what the host may send ahead of the pack's import. Every buffer in
+ * flight is one the reading thread's young generation holds across its scavenges while it
+ * waits its turn: with a few MiB in flight most of them outlive two scavenges, move to the old
+ * generation and stay there, read and dead, until a full collection, so a larger window costs
+ * several times its size in private memory (and a clone goes no faster: the import, not the
+ * host, sets the pace).
+ */
+const FETCH_WINDOW = 2 ** 20;
 
 /**
  * Runs `fn` against the remote's service for one operation: over a fresh bus stream, or over
