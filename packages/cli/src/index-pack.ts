@@ -5,7 +5,8 @@
  * stores `objects/pack/pack-<hash>.pack` then its `.idx`, and prints `pack\t<hash>`.
  */
 import * as fs from 'node:fs';
-import { FsObjectStore, importPack } from '@gitport/pack';
+// the import's modules alone, not the whole package: see @gitport/pack/import
+import { FsObjectStore, importPack } from '@gitport/pack/import';
 
 const usage = 'usage: gitport index-pack --git-dir DIR --stdin [--fix-thin]\n';
 
