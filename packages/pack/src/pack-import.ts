@@ -56,6 +56,12 @@ export interface ImportOptions {
    * is not told. An import that fails after this was called stores nothing all the same.
    */
   onObject?: (oid: ObjectId, type: ObjectType, data: Uint8Array) => void;
+  /**
+   * The pack's chunks are the caller's reused buffers, each valid only until the next is asked
+   * for (see PackReaderOptions.reusedInput): a source that reads into one buffer again and again
+   * spares a new buffer per chunk, and the garbage they make until the next collection.
+   */
+  reusedInput?: boolean;
 }
 
 export interface ImportResult {
@@ -192,6 +198,7 @@ async function importWith(
     // cache when kept (record)
     ...(held ? {} : { lendAbove: 0, lendDeltas: true }),
     ...(options.streamThreshold !== undefined ? { streamThreshold: options.streamThreshold } : {}),
+    ...(options.reusedInput ? { reusedInput: true } : {}),
     ...(spool ? { onBytes: (b: Uint8Array) => spool.append(b) } : {}),
     ...(buffer ? { onBytes: (b: Uint8Array, owned: boolean) => buffer.append(b, owned) } : {}),
   });
