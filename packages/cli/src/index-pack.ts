@@ -39,7 +39,7 @@ export async function indexPack(args: readonly string[]): Promise<number> {
   }
   const store = new FsObjectStore(fs, gitDir);
   try {
-    const { hash } = await importPack(store, readStdin(), { fixThin, reusedInput: true });
+    const { hash } = await importPack(store, readStdin(), { fixThin, reusedInput: true, cacheBytes: CACHE_BYTES });
     process.stdout.write(`pack\t${hash}\n`);
     return 0;
   } catch (error) {
@@ -52,6 +52,13 @@ export async function indexPack(args: readonly string[]): Promise<number> {
     await store.close();
   }
 }
+
+/**
+ * Resolved objects kept for delta resolution: half the library's default. A delta mostly follows
+ * its base closely, and bases no longer cached are read back from the pack (as git's index-pack
+ * reads them back): the command favours memory, as it tells V8 to (see index.ts).
+ */
+const CACHE_BYTES = 512 * 1024;
 
 /** Bytes read from stdin at a time. */
 const READ_SIZE = 64 * 1024;
