@@ -5,7 +5,8 @@
  * stores `objects/pack/pack-<hash>.pack` then its `.idx`, and prints `pack\t<hash>`.
  */
 import * as fs from 'node:fs';
-import { FsObjectStore, importPack } from '@gitport/pack';
+// the import's modules alone, not the whole package: see @gitport/pack/import
+import { FsObjectStore, importPack } from '@gitport/pack/import';
 
 const usage = 'usage: gitport index-pack --git-dir DIR --stdin [--fix-thin]\n';
 
@@ -38,13 +39,7 @@ export async function indexPack(args: readonly string[]): Promise<number> {
   }
   const store = new FsObjectStore(fs, gitDir);
   try {
-    const input = (async function* () {
-      for await (const chunk of process.stdin) {
-        const b = chunk as Buffer;
-        yield new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
-      }
-    })();
-    const { hash } = await importPack(store, input, { fixThin });
+    const { hash } = await importPack(store, readStdin(), { fixThin, reusedInput: true, cacheBytes: CACHE_BYTES });
     process.stdout.write(`pack\t${hash}\n`);
     return 0;
   } catch (error) {
@@ -55,5 +50,41 @@ export async function indexPack(args: readonly string[]): Promise<number> {
     return 128;
   } finally {
     await store.close();
+  }
+}
+
+/**
+ * Resolved objects kept for delta resolution: half the library's default. A delta mostly follows
+ * its base closely, and bases no longer cached are read back from the pack (as git's index-pack
+ * reads them back): the command favours memory, as it tells V8 to (see index.ts).
+ */
+const CACHE_BYTES = 512 * 1024;
+
+/** Bytes read from stdin at a time. */
+const READ_SIZE = 64 * 1024;
+
+/**
+ * Standard input in chunks read into one buffer, each valid until the next is asked for (the
+ * import copies what it keeps: `reusedInput`): a stream would allocate a new buffer per chunk,
+ * garbage by the next one, and those pile up between collections.
+ */
+async function* readStdin(): AsyncGenerator<Uint8Array> {
+  const buffer = new Uint8Array(READ_SIZE);
+  for (;;) {
+    let n: number;
+    try {
+      n = await new Promise<number>((resolve, reject) =>
+        fs.read(0, buffer, 0, READ_SIZE, null, (error, bytes) => (error ? reject(error) : resolve(bytes))),
+      );
+    } catch (error) {
+      // a non-blocking pipe with nothing in it yet (stdin as another process left it)
+      if ((error as NodeJS.ErrnoException).code === 'EAGAIN') {
+        await new Promise((resolve) => setTimeout(resolve, 1));
+        continue;
+      }
+      throw error;
+    }
+    if (n === 0) return;
+    yield buffer.subarray(0, n);
   }
 }

@@ -1,7 +1,7 @@
 /**
  * The entries of a pack being imported, one typed array per field: where each entry lies, its
  * CRC-32, base, type, delta depth and object id (20 bytes in one shared array), and an
- * open-addressing index from ids to entries. About 40 bytes per entry and no object per entry,
+ * open-addressing index from ids to entries. About 35 bytes per entry and no object per entry,
  * so that a pack of a million objects costs the garbage collector nothing to keep. What an entry's
  * header says (its sizes) is not kept: the few entries read back decode it again.
  *
@@ -29,8 +29,11 @@ export const BASE_UNKNOWN = -2;
 export class ImportSlots {
   #length = 0;
   #capacity: number;
-  /** Offset of each entry's header in the pack. */
-  offset: Float64Array;
+  /**
+   * Offset of each entry's header in the pack: 32 bits while the pack is under 4 GiB, 64-bit
+   * floats from the first entry past it on.
+   */
+  offset: Uint32Array | Float64Array;
   /** Offset just past the last entry (each other entry ends where the next begins). */
   #lastEnd = 0;
   crc32: Uint32Array;
@@ -40,7 +43,9 @@ export class ImportSlots {
   depth: Uint16Array | Uint32Array;
   readonly #wideDepth: boolean;
   /** The type code (low bits) and KNOWN once the entry's id is known. */
-  #type: Uint8Array;
+  #type: Uint8Array<ArrayBuffer>;
+  /** The `base` column once released: `buildIndex` sorts in its memory. */
+  #released: Int32Array | undefined;
   /** The .idx being made: the ids at IDS_AT, then the CRCs (`crc32`), room for the rest. */
   #idx: Uint8Array<ArrayBuffer>;
   #ids: Uint8Array<ArrayBuffer>;
@@ -63,7 +68,7 @@ export class ImportSlots {
     this.#expected = expected;
     this.#wideDepth = maxDepth > 0xffff;
     const n = this.#capacity;
-    this.offset = new Float64Array(n);
+    this.offset = new Uint32Array(n);
     this.base = new Int32Array(n);
     this.depth = this.#wideDepth ? new Uint32Array(n) : new Uint16Array(n);
     this.#type = new Uint8Array(n);
@@ -80,6 +85,7 @@ export class ImportSlots {
   add(offset: number, end: number, crc32: number): number {
     if (this.#length === this.#capacity) this.#grow();
     const i = this.#length++;
+    if (offset > 0xffffffff && this.offset instanceof Uint32Array) this.offset = Float64Array.from(this.offset);
     this.offset[i] = offset;
     this.#lastEnd = end;
     this.crc32[i] = crc32;
@@ -92,6 +98,7 @@ export class ImportSlots {
    * stay, and nothing may be added or looked up after.
    */
   release(): void {
+    this.#released = this.base;
     this.base = new Int32Array(0);
     this.depth = new Uint32Array(0);
     this.#table = new Int32Array(0);
@@ -106,6 +113,17 @@ export class ImportSlots {
   /** The type of an entry as its pack type code (1 commit, 2 tree, 3 blob, 4 tag; 0 unknown). */
   typeCode(i: number): number {
     return this.#type[i]! & TYPE_MASK;
+  }
+
+  /**
+   * Every entry's type code (see `typeCode`), in entry order, in the memory of the type column:
+   * what an entry's id is known or its type is no longer answers afterwards (call it last).
+   */
+  takeTypeCodes(): Uint8Array {
+    const codes = this.#type.subarray(0, this.#length);
+    for (let i = 0; i < codes.length; i++) codes[i]! &= TYPE_MASK;
+    this.#type = new Uint8Array(0);
+    return codes;
   }
 
   /** Offset just past entry `i`: entries lie one after the other (thin bases too). */
@@ -151,17 +169,34 @@ export class ImportSlots {
    * The pack's .idx (version 2, byte for byte what `writeIdx` makes with `strict`), made in place
    * from the ids and CRCs, with `rank`: the .idx position of each entry. Undefined for a pack
    * with offsets past 2 GiB, whose index needs a table this buffer has no room for (`writeIdx`
-   * then makes it from the columns). A repeated id throws PACK_DUPLICATE_OBJECT. The entries' ids
-   * and CRCs are no longer theirs afterwards: call it last.
+   * then makes it from the columns). A repeated id throws PACK_DUPLICATE_OBJECT. The entries' ids,
+   * CRCs and offsets are no longer theirs afterwards: call it last.
+   *
+   * The sort order goes in the memory of the `base` column (after `release`), and the offsets,
+   * once written, leave theirs to `rank`, where the CRC column leaves the offsets' place in the
+   * .idx free (entries as many as the columns' room, as when the pack's header told their count).
    */
   buildIndex(packHash: string): { idx: Uint8Array; rank: Uint32Array } | undefined {
     const n = this.#length;
     if (n > 0 && this.#lastEnd > 0x80000000) return undefined;
     const ids = this.#ids;
     const crcs = this.crc32;
-    const order = sortedOrder(ids, n);
-    refuseDuplicates(ids, order, (k) => this.offset[k]!);
-    const rank = new Uint32Array(n);
+    const spare = this.#released ?? this.base;
+    const order = sortedOrder(ids, n, new Uint32Array(spare.buffer, spare.byteOffset, n));
+    const offsets = this.offset;
+    refuseDuplicates(ids, order, (k) => offsets[k]!);
+    const out = this.#idx;
+    const crcAt = IDS_AT + n * ID;
+    const offsetAt = crcAt + n * 4;
+    // the offsets go to the .idx now, while the order is whole, if the CRC column ends before
+    // their place; their column then holds the ranks
+    const early = crcs.byteOffset + n * 4 <= offsetAt;
+    let rank: Uint32Array;
+    if (early) {
+      for (let i = 0; i < n; i++) put32(out, offsetAt + i * 4, offsets[order[i]!]!);
+      rank = new Uint32Array(offsets.buffer, offsets.byteOffset, n);
+      this.offset = new Uint32Array(0);
+    } else rank = new Uint32Array(n);
     for (let i = 0; i < n; i++) rank[order[i]!] = i;
     // the permutation applied in place, one cycle at a time (`order` is spent doing it)
     const id = new Uint8Array(ID);
@@ -182,12 +217,9 @@ export class ImportSlots {
       crcs[j] = crc;
     }
     // the CRCs, big-endian, right after the ids (a buffer grown past the count has a gap), then
-    // the offsets: each write lands on CRCs already moved
-    const out = this.#idx;
-    const crcAt = IDS_AT + n * ID;
+    // the offsets unless written already: each write lands on CRCs already moved
     for (let i = 0; i < n; i++) put32(out, crcAt + i * 4, crcs[i]!);
-    const offsetAt = crcAt + n * 4;
-    for (let p = 0; p < n; p++) put32(out, offsetAt + rank[p]! * 4, this.offset[p]!);
+    if (!early) for (let p = 0; p < n; p++) put32(out, offsetAt + rank[p]! * 4, offsets[p]!);
     writeFanout(out, n);
     const trailer = offsetAt + n * 4;
     sealIdx(out, trailer, packHash);
@@ -232,11 +264,8 @@ export class ImportSlots {
     const c = this.#capacity;
     // doubling up to the declared count, then that count; past it (thin bases), a quarter more
     const n = c < this.#expected ? Math.min(c * 2, this.#expected) : c + Math.max(16, c >>> 2);
-    const f64 = (a: Float64Array) => {
-      const b = new Float64Array(n);
-      b.set(a);
-      return b;
-    };
+    const offsets = this.offset instanceof Uint32Array ? new Uint32Array(n) : new Float64Array(n);
+    offsets.set(this.offset);
     const u8 = (a: Uint8Array): Uint8Array<ArrayBuffer> => {
       const b = new Uint8Array(n);
       b.set(a);
@@ -250,7 +279,7 @@ export class ImportSlots {
     i32.set(this.base);
     const depth = this.#wideDepth ? new Uint32Array(n) : new Uint16Array(n);
     depth.set(this.depth);
-    this.offset = f64(this.offset);
+    this.offset = offsets;
     this.crc32 = crc32;
     this.base = i32;
     this.depth = depth;

@@ -16,13 +16,14 @@ import { sha1 } from './sha1.js';
 import { MemoryObjectStore, type PackSpool } from './store.js';
 import { deflate } from './zlib.js';
 
+const withoutOpen = (): ObjectStoreFs => {
+  const { open: _open, ...rest } = nodeFs.promises as unknown as ObjectStoreFs;
+  return rest;
+};
+
 describe('importPack into a store over .git', () => {
   // whole objects are inflated into the reader's reused buffer: what the cache keeps of them
   // (here over a quarter of a tiny cache, and with bases revisited) must be a copy
-  const withoutOpen = (): ObjectStoreFs => {
-    const { open: _open, ...rest } = nodeFs.promises as unknown as ObjectStoreFs;
-    return rest;
-  };
   for (const [name, fs] of [
     ['spooled', () => nodeFs.promises as unknown as ObjectStoreFs],
     ['from memory', withoutOpen],
@@ -53,6 +54,59 @@ describe('importPack into a store over .git', () => {
       }
     });
   }
+});
+
+describe('importPack over reused input chunks', () => {
+  /** The pack in chunks of varied sizes (a few bytes to tens of KiB) read into one buffer, scribbled over once read. */
+  async function* reused(pack: Uint8Array, seed: number): AsyncGenerator<Uint8Array> {
+    const buffer = new Uint8Array(40_000);
+    let s = seed;
+    for (let at = 0; at < pack.length; ) {
+      s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+      const n = Math.min(pack.length - at, s % 3 === 0 ? 1 + (s % 7) : 1 + (s % buffer.length));
+      buffer.set(pack.subarray(at, at + n));
+      at += n;
+      yield buffer.subarray(0, n);
+      buffer.fill(0xa5);
+    }
+  }
+
+  it('copies what it keeps of each chunk: every store gets the pack and its objects', async () => {
+    const source = new MemoryObjectStore();
+    const oids: string[] = [];
+    let text = 'start\n';
+    for (let i = 0; i < 60; i++) {
+      text += `line ${i} ${'z'.repeat(i * 37)}\n`;
+      oids.push(await source.write('blob', new TextEncoder().encode(text)));
+    }
+    const parts: Uint8Array[] = [];
+    for await (const c of packObjects(source, oids)) parts.push(c.slice());
+    const pack = concatBytes(parts);
+    const expected = bytesToHex(pack.subarray(pack.length - 20));
+    for (let seed = 1; seed <= 3; seed++) {
+      const memory = new MemoryObjectStore();
+      const r = await importPack(memory, reused(pack, seed), { reusedInput: true });
+      expect(r.hash, `seed ${seed}`).toBe(expected);
+      for (const oid of oids)
+        expect(bytesToHex((await memory.read(oid))!.data)).toBe(bytesToHex((await source.read(oid))!.data));
+      for (const fs of [nodeFs.promises as unknown as ObjectStoreFs, withoutOpen()]) {
+        const dir = await mkdtemp(join(tmpdir(), 'gitport-import-'));
+        try {
+          const store = new FsObjectStore(fs, dir);
+          const r = await importPack(store, reused(pack, seed), { reusedInput: true, cacheBytes: 4096 });
+          expect(r.hash, `seed ${seed}`).toBe(expected);
+          for (const oid of oids) {
+            expect(bytesToHex((await store.read(oid))!.data)).toBe(bytesToHex((await source.read(oid))!.data));
+          }
+          await store.close();
+          const stored = nodeFs.readFileSync(join(dir, 'objects', 'pack', `pack-${expected}.pack`));
+          expect(Buffer.compare(stored, pack), `seed ${seed}`).toBe(0);
+        } finally {
+          await rm(dir, { recursive: true, force: true });
+        }
+      }
+    }
+  });
 });
 
 describe('importPack into a store that takes objects', () => {

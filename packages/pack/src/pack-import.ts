@@ -56,6 +56,12 @@ export interface ImportOptions {
    * is not told. An import that fails after this was called stores nothing all the same.
    */
   onObject?: (oid: ObjectId, type: ObjectType, data: Uint8Array) => void;
+  /**
+   * The pack's chunks are the caller's reused buffers, each valid only until the next is asked
+   * for (see PackReaderOptions.reusedInput): a source that reads into one buffer again and again
+   * spares a new buffer per chunk, and the garbage they make until the next collection.
+   */
+  reusedInput?: boolean;
 }
 
 export interface ImportResult {
@@ -192,6 +198,7 @@ async function importWith(
     // cache when kept (record)
     ...(held ? {} : { lendAbove: 0, lendDeltas: true }),
     ...(options.streamThreshold !== undefined ? { streamThreshold: options.streamThreshold } : {}),
+    ...(options.reusedInput ? { reusedInput: true } : {}),
     ...(spool ? { onBytes: (b: Uint8Array) => spool.append(b) } : {}),
     ...(buffer ? { onBytes: (b: Uint8Array, owned: boolean) => buffer.append(b, owned) } : {}),
   });
@@ -520,8 +527,6 @@ async function importWith(
   cache?.clear();
   tips.clear();
   slots.release();
-  const codes = new Uint8Array(n);
-  for (let i = 0; i < n; i++) codes[i] = slots.typeCode(i);
   if (keepPack) {
     // the index is made where the entries' ids and CRCs lie (no second copy of them), or else
     // from the columns: no id string nor entry object per entry either way
@@ -529,6 +534,7 @@ async function importWith(
     const entries: IndexEntries = built
       ? { count: n, built: built.idx }
       : { count: n, ids: slots.ids, offsets: slots.offset, crc32s: slots.crc32 };
+    const codes = slots.takeTypeCodes();
     const result = built
       ? importResult(hash, n, appended.length, codes, built.idx, (i) => IDS_AT + built.rank[i]! * 20)
       : importResult(hash, n, appended.length, codes, slots.ids, (i) => i * 20);
@@ -552,7 +558,7 @@ async function importWith(
   if (store.writeHashed) await store.writeHashed(collected);
   else for (const o of collected) await store.write(o.type, o.data);
   options.onProgress?.({ objects: n, total: n, phase: 'resolving' });
-  return importResult(hash, n, appended.length, codes, slots.ids, (i) => i * 20);
+  return importResult(hash, n, appended.length, slots.takeTypeCodes(), slots.ids, (i) => i * 20);
 }
 
 const TYPE_BY_CODE: readonly (ObjectType | undefined)[] = [undefined, 'commit', 'tree', 'blob', 'tag'];

@@ -97,6 +97,13 @@ export interface PackReaderOptions {
    * which the reader never writes to, and may be kept as they are.
    */
   onBytes?: (bytes: Uint8Array, owned: boolean) => void;
+  /**
+   * The input's chunks are the source's reused buffers: each is valid only until the next one is
+   * asked for, so the reader copies each into its own buffer as it comes. A source that fills one
+   * buffer again and again then allocates nothing per chunk (chunks that die young pile up as
+   * garbage until the next collection). Default: false (chunks are kept as they are).
+   */
+  reusedInput?: boolean;
 }
 
 /** The longest zlib stream accepted for `size` inflated bytes (stored blocks cost 5 bytes per 64 KiB). */
@@ -112,6 +119,7 @@ export class PackReader {
   readonly #keepLarge: boolean;
   readonly #lendAbove: number;
   readonly #lendDeltas: boolean;
+  readonly #reusedInput: boolean;
   /** The buffer lent out for large whole objects (see `lendAbove`), grown as needed. */
   #lent: Uint8Array | undefined;
   readonly #onBytes: ((bytes: Uint8Array, owned: boolean) => void) | undefined;
@@ -171,6 +179,7 @@ export class PackReader {
     this.#keepLarge = options.keepLarge ?? true;
     this.#lendAbove = options.lendAbove ?? Number.POSITIVE_INFINITY;
     this.#lendDeltas = options.lendDeltas ?? false;
+    this.#reusedInput = options.reusedInput ?? false;
     this.#onBytes = options.onBytes;
   }
 
@@ -241,6 +250,7 @@ export class PackReader {
   async #fill(n: number): Promise<boolean> {
     if (this.#available >= n) return true;
     if (this.#eof) return false;
+    if (this.#reusedInput) return this.#fillCopying(n);
     const parts: Uint8Array[] = [];
     let have = this.#available;
     while (have < n) {
@@ -286,6 +296,42 @@ export class PackReader {
     this.#hashFrom = 0;
     this.#crcFrom = 0;
     return this.#available >= n;
+  }
+
+  /** `#fill` for reused input chunks: what is left of the buffer, then each chunk, copied into the joint buffer. */
+  async #fillCopying(n: number): Promise<boolean> {
+    this.flush();
+    this.#crcNow();
+    let have = this.#available;
+    let joint = this.#joint;
+    if (this.#buf.buffer === joint.buffer) joint.copyWithin(0, this.#pos, this.#buf.length);
+    else {
+      if (joint.length < have) joint = this.#joint = new Uint8Array(Math.max(have, 64 * 1024));
+      joint.set(this.#buf.subarray(this.#pos), 0);
+    }
+    this.#buf = joint.subarray(0, have);
+    this.#pos = 0;
+    this.#hashFrom = 0;
+    this.#crcFrom = 0;
+    while (have < n) {
+      throwIfAborted(this.#signal);
+      const r = await this.#it.next();
+      if (r.done) {
+        this.#eof = true;
+        break;
+      }
+      const chunk = r.value;
+      if (!(chunk instanceof Uint8Array)) throw new PackError('PACK_BAD_INPUT', 'pack input chunks must be Uint8Array');
+      if (have + chunk.length > joint.length) {
+        const grown = new Uint8Array(Math.max(have + chunk.length, Math.min(joint.length * 2, have + (1 << 20))));
+        grown.set(joint.subarray(0, have));
+        joint = this.#joint = grown;
+      }
+      joint.set(chunk, have);
+      have += chunk.length;
+      this.#buf = joint.subarray(0, have);
+    }
+    return have >= n;
   }
 
   #consume(n: number): Uint8Array {

@@ -1,7 +1,7 @@
 /**
  * A pack being received, written to `objects/pack/tmp_pack_*` as it arrives (see `PackSpool` in
  * store.ts) and renamed into place, with its .idx, once verified. Appends gather in blocks of
- * 256 KiB, each written as one; the last ones stay in memory too, since delta bases usually lie
+ * 64 KiB, each written as one; the last 256 KiB stay in memory too, since delta bases usually lie
  * close behind their deltas. Blocks of finished spools go back to their store's pool.
  */
 import { PackError } from './errors.js';
@@ -10,9 +10,15 @@ import { type IndexEntries, PackIndex, writeIdx } from './idx.js';
 import type { ObjectStore, PackSpool, PackSpoolHost } from './store.js';
 import { bytesRead, bytesWritten } from './store-files.js';
 
-/** Size of the blocks a pack spool gathers appends in. */
-const SPOOL_BLOCK = 256 * 1024;
-/** Spare blocks a pool keeps (at most 512 KiB: each is private memory held between packs). */
+/**
+ * Size of the blocks a pack spool gathers appends in: small, since the blocks queued for writing
+ * while the import goes on are private memory, and a write of 64 KiB costs little more than one
+ * of 256 KiB.
+ */
+const SPOOL_BLOCK = 64 * 1024;
+/** Bytes of the latest blocks a spool keeps in memory for reads. */
+const RECENT_BYTES = 256 * 1024;
+/** Spare blocks a pool keeps (at most 128 KiB: each is private memory held between packs). */
 const SPARE_BLOCKS_MAX = 2;
 
 /**
@@ -105,7 +111,7 @@ export async function openPackSpool(host: PackSpoolHost): Promise<PackSpool | un
     }
     return out;
   };
-  // appends gather in a block written as one; the last block or two stay in memory too: the
+  // appends gather in a block written as one; the last RECENT_BYTES stay in memory too: the
   // importer reads back only bases its cache dropped, and a delta's base lies mostly right
   // before it, so a larger window spares few file reads and costs private memory
   let length = 0;
@@ -119,7 +125,7 @@ export async function openPackSpool(host: PackSpoolHost): Promise<PackSpool | un
     seg.dropped = true;
     if (seg.written) pool.give(seg.bytes);
   };
-  const RECENT_MAX = SPOOL_BLOCK;
+  const RECENT_MAX = RECENT_BYTES;
   let queue: Promise<void> = Promise.resolve();
   /** The writes queued before the latest block's (what `drain` waits for). */
   let earlier: Promise<void> = queue;

@@ -388,7 +388,7 @@ describe('FsObjectStore pack spool', () => {
     const patches = [
       { at: 8, n: 4 }, // on file only
       { at: total - 300_000, n: 20 }, // in a block held in memory
-      { at: total - 2 * 256 * 1024 - 5, n: 10 }, // across two blocks held in memory
+      { at: total - 2 * 64 * 1024 - 5, n: 10 }, // across two blocks held in memory
       { at: total - 10, n: 10 }, // the end, in the partly filled block
     ];
     const expected = bytes.slice();
