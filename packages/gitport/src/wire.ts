@@ -7,13 +7,15 @@
  * - `HTTP_STOP` (`gitport.http-stop`): bus request `{ work }` that stops one smart-HTTP round of
  *   the requester, answered once stopped (host.ts);
  * - `REF_UPDATE_EVENT` (`ref-update`): signal `{ repo, ref, old, new }` after each ref update
- *   (ref-events.ts).
+ *   (ref-events.ts), `ZERO_ID` for the side of a ref created or deleted.
  */
 
 export const HTTP_STREAM = 'gitport.http';
 /** Bus request `{ work }` that stops one smart-HTTP round of the requester; answers once stopped. */
 export const HTTP_STOP = 'gitport.http-stop';
 export const REF_UPDATE_EVENT = 'ref-update';
+/** What a ref-update event carries as `old` for a ref created, and as `new` for one deleted: 40 zeros. */
+export const ZERO_ID = '0000000000000000000000000000000000000000';
 
 export interface RefUpdateEvent {
   repo: string;
