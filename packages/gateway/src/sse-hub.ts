@@ -156,7 +156,8 @@ interface Ring {
 const encoder = new TextEncoder();
 const HEARTBEAT = encoder.encode(':\n\n');
 
-export { ZERO_ID } from '@gitport/pack';
+// from the bus names, not @gitport/pack: the gateway's thread relays events and loads no pack code
+export { ZERO_ID } from 'gitport/wire';
 
 /** A JSON value as JSON text (`null` for what JSON cannot hold, as undefined). */
 function json(value: unknown): string {

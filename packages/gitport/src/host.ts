@@ -57,8 +57,10 @@ import { type HostedRepository, type RepositoryRegistry, staticRepositories } fr
 import { yieldingStore } from './yielding-store.js';
 
 export const GIT_STREAM = 'gitport.git';
-/** Bus request `{ work }` that stops one smart-HTTP round of the requester; answers once stopped. */
-export const HTTP_STOP = 'gitport.http-stop';
+
+import { HTTP_STOP } from './wire.js';
+
+export { HTTP_STOP };
 
 import type { GitService } from '@gitport/protocol';
 

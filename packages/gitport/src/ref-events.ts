@@ -5,35 +5,9 @@
  */
 import { ZERO_ID } from '@gitport/pack';
 import type { RefUpdateResult } from '@gitport/protocol';
+import type { RefUpdateEvent } from './wire.js';
 
-export const REF_UPDATE_EVENT = 'ref-update';
-
-export interface RefUpdateEvent {
-  repo: string;
-  ref: string;
-  old: string;
-  new: string;
-}
-
-/**
- * Whether `value` has the shape of a {@link RefUpdateEvent} (`repo`, `ref`, `old` and `new`, all
- * strings). A bus payload is `unknown` until checked: use this on what a `ref-update` listener
- * receives before reading its fields, since any peer may signal that event.
- *
- * ```ts
- * bus.on(REF_UPDATE_EVENT, (payload) => {
- *   if (!isRefUpdateEvent(payload)) return;
- *   console.log(`${payload.repo}: ${payload.ref} ${payload.old} -> ${payload.new}`);
- * });
- * ```
- */
-export function isRefUpdateEvent(value: unknown): value is RefUpdateEvent {
-  if (typeof value !== 'object' || value === null) return false;
-  const v = value as Record<string, unknown>;
-  return (
-    typeof v.repo === 'string' && typeof v.ref === 'string' && typeof v.old === 'string' && typeof v.new === 'string'
-  );
-}
+export { isRefUpdateEvent, REF_UPDATE_EVENT, type RefUpdateEvent } from './wire.js';
 
 /** Events for the updates a store applied. */
 export function refUpdateEvents(repo: string, results: readonly RefUpdateResult[]): RefUpdateEvent[] {

@@ -462,24 +462,38 @@ export class PackFiles {
   }
 }
 
-/** The idx position of each of a pack's entries, in increasing offset order (git's reverse index). */
-function offsetOrder(index: PackIndex, size: number): Uint32Array {
+/**
+ * The idx position of each of a pack's entries, in increasing offset order (git's reverse index),
+ * for a pack of `size` bytes. Internal to the package (exported for its test).
+ */
+export function offsetOrder(index: Pick<PackIndex, 'count' | 'offsetAt'>, size: number): Uint32Array {
   const n = index.count;
   const order = new Uint32Array(n);
-  if (n < 2 ** 21 && size < 2 ** 32) {
-    // offset and idx position packed in one number (offset above 21 bits of position): the
-    // typed array's own numeric sort, no comparator
-    const keys = new Float64Array(n);
-    for (let i = 0; i < n; i++) keys[i] = index.offsetAt(i) * 2 ** 21 + i;
-    keys.sort();
-    for (let i = 0; i < n; i++) order[i] = keys[i]! % 2 ** 21;
-  } else {
-    const offs = new Float64Array(n);
-    for (let i = 0; i < n; i++) {
-      order[i] = i;
-      offs[i] = index.offsetAt(i);
+  if (size <= 2 ** 32) {
+    // offsets fit 32 bits: a radix sort, two stable passes of 16 bits each (low half, then high
+    // half), linear in the entries where a comparison sort is not; this runs on the first read
+    // that needs pack order, inside the first request a server answers from the pack
+    const offsets = new Uint32Array(n);
+    for (let i = 0; i < n; i++) offsets[i] = index.offsetAt(i);
+    const byLow = new Uint32Array(n);
+    const counts = new Uint32Array(65537);
+    for (let i = 0; i < n; i++) counts[(offsets[i]! & 0xffff) + 1]!++;
+    for (let k = 0; k < 65536; k++) counts[k + 1]! += counts[k]!;
+    for (let i = 0; i < n; i++) byLow[counts[offsets[i]! & 0xffff]!++] = i;
+    counts.fill(0);
+    for (let i = 0; i < n; i++) counts[(offsets[i]! >>> 16) + 1]!++;
+    for (let k = 0; k < 65536; k++) counts[k + 1]! += counts[k]!;
+    for (let j = 0; j < n; j++) {
+      const i = byLow[j]!;
+      order[counts[offsets[i]! >>> 16]!++] = i;
     }
-    order.sort((a, b) => offs[a]! - offs[b]!);
+    return order;
   }
+  const offs = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    order[i] = i;
+    offs[i] = index.offsetAt(i);
+  }
+  order.sort((a, b) => offs[a]! - offs[b]!);
   return order;
 }

@@ -1,7 +1,8 @@
 /**
  * The worker pool itself: repositories pinned to workers by name, a replaced worker serving the
  * same repositories again (fetch, push, ref-update signals), /healthz following the pool, a worker
- * that crashes before it ever connects started again with backoff.
+ * started only by the first request pinned to it, and one that crashes before it ever connects
+ * started again with backoff.
  */
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -82,7 +83,7 @@ describe('worker pool', () => {
     expect(after.some((l) => l.endsWith('\trefs/heads/topic'))).toBe(true);
   });
 
-  it('retries a worker that crashes before its first connect, unhealthy until it is up', async () => {
+  it('starts a worker with the first request pinned to it; retries one that crashes before its first connect, unhealthy until it is up', async () => {
     await using sandbox = await createGitSandbox();
     const root = sandbox.path('root');
     const work = sandbox.path('work');
@@ -91,6 +92,7 @@ describe('worker pool', () => {
     // worker 0 is a real worker thread that throws while loading, until the test lets it start
     let healed = false;
     const crashes: number[] = [];
+    const spawned: string[] = [];
     let crashed: () => void = () => {};
     const backend = await createWorkerPoolBackend({
       root,
@@ -99,6 +101,7 @@ describe('worker pool', () => {
       restartBackoff: { initialMs: 20, maxMs: 80 },
       spawn: (entry, options) => {
         const id = (options.workerData as { id: string }).id;
+        spawned.push(id);
         if (id.startsWith('gateway-worker-0-') && !healed) {
           const worker = new Worker('throw new Error("worker crashed while loading")', { eval: true });
           worker.once('exit', (code) => {
@@ -114,6 +117,13 @@ describe('worker pool', () => {
     try {
       const name = Array.from({ length: 100 }, (_, i) => `pinned${i}`).find((n) => backend.workerOf(n) === 0)!;
       await sandbox.git(['clone', '--quiet', '--bare', work, join(root, `${name}.git`)]);
+      // no request yet: no worker, and a pool with no worker it needs down is healthy
+      expect(spawned).toEqual([]);
+      expect((await rawRequest(server, 'GET', '/healthz')).status).toBe(200);
+      // the first request pinned to worker 0 starts it (worker 1 stays unstarted); it crashes
+      const first = await rawRequest(server, 'GET', `/${name}.git/info/refs?service=git-upload-pack`);
+      expect(first.status).toBe(503);
+      expect(spawned[0]).toMatch(/^gateway-worker-0-/);
       // it keeps being started again while it keeps crashing, and the pool says so
       while (crashes.length < 4) await new Promise<void>((resolve) => (crashed = resolve));
       expect(crashes.every((code) => code !== 0)).toBe(true);
@@ -133,6 +143,7 @@ describe('worker pool', () => {
       expect(await sandbox.git(['-C', sandbox.path('clone'), 'rev-parse', 'HEAD'])).toBe(
         await sandbox.git(['-C', work, 'rev-parse', 'HEAD']),
       );
+      expect(spawned.every((id) => id.startsWith('gateway-worker-0-'))).toBe(true);
     } finally {
       await server.close();
     }

@@ -1,7 +1,10 @@
 /**
  * A GitBackend over a pool of worker threads (DESIGN.md, "Hosting"): each repository is pinned
  * to one worker by a hash of its name, so its updates are serialized in one place; each worker
- * hosts the repositories under the root with the gitport library (worker-entry.ts).
+ * hosts the repositories under the root with the gitport library (worker-entry.ts). A worker
+ * starts with the first request pinned to it, as git's http-backend starts its processes per
+ * request: an idle worker thread holds its own heap and a loaded library, which a server with
+ * fewer busy repositories than cores would keep for nothing.
  *
  * One transport stream per HTTP request, on the gitport smart-HTTP listener (`gitport.http`):
  *
@@ -18,7 +21,7 @@ import { type Bus, createBus } from '@gitport/bus';
 import { nodeEndpoint } from '@gitport/bus/node';
 import { encodeData, PacketReader, packetText } from '@gitport/pktline';
 import { open } from '@gitport/transport';
-import { HTTP_STOP, HTTP_STREAM, isRefUpdateEvent, REF_UPDATE_EVENT } from 'gitport';
+import { HTTP_STOP, HTTP_STREAM, isRefUpdateEvent, REF_UPDATE_EVENT } from 'gitport/wire';
 import type { GitBackend, GitService } from '../backend.js';
 import { collect, once } from '../body.js';
 import { GatewayError } from '../errors.js';
@@ -97,6 +100,8 @@ interface Slot {
   starting: Promise<void> | undefined;
   /** Failed starts in a row. */
   failures: number;
+  /** A request has needed this worker: it is kept up (and restarted) from then on. */
+  wanted: boolean;
   /** The next start, while backing off. */
   retry: ReturnType<typeof setTimeout> | undefined;
 }
@@ -221,6 +226,7 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
     generation: 0,
     starting: undefined,
     failures: 0,
+    wanted: false,
     retry: undefined,
   }));
   const backoffInitial = Math.max(1, options.restartBackoff?.initialMs ?? 100);
@@ -308,8 +314,12 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
     );
   };
 
-  // a worker that fails its first start keeps being retried; the pool is unhealthy until it is up
-  await Promise.all(slots.map((slot) => supervise(slot).catch(() => {})));
+  /** A slot's first start (by the first request pinned to it); one that fails keeps being retried. */
+  const want = (slot: Slot): void => {
+    if (slot.wanted) return;
+    slot.wanted = true;
+    void supervise(slot).catch(() => {});
+  };
 
   bus.on(REF_UPDATE_EVENT, (payload) => {
     if (!isRefUpdateEvent(payload)) return;
@@ -328,6 +338,7 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
 
   const peerFor = async (repo: string): Promise<string> => {
     const slot = slots[workerOf(repo)]!;
+    want(slot);
     // a worker on its way up is waited for; one backing off after failed starts is not
     if (slot.peer === undefined && slot.starting !== undefined) await slot.starting.catch(() => {});
     if (slot.peer === undefined)
@@ -545,7 +556,8 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
       return () => listeners.delete(listener);
     },
 
-    healthy: () => !closed && slots.every((s) => s.peer !== undefined),
+    // a worker no request has needed yet is not down; one that was started must be up
+    healthy: () => !closed && slots.every((s) => !s.wanted || s.peer !== undefined),
 
     work(index) {
       const counts = workCounts[index];
@@ -564,6 +576,7 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
       const slot = slots[index];
       if (slot === undefined || closed) throw new GatewayError('GATEWAY_BAD_ARGUMENT', `no worker ${index}`);
       const worker = slot.worker;
+      slot.wanted = true;
       slot.peer = undefined;
       if (worker !== undefined) await worker.terminate();
       while (slot.peer === undefined) await (slot.starting ?? supervise(slot));
