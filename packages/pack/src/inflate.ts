@@ -224,8 +224,10 @@ export class Inflater {
     const end = this.#inflate(dat, this.#bit);
     if (end < 0) {
       // `~end` is the bit where decoding stopped: keep the bytes from there for the next piece
+      // (none when it stopped at the end of the input, as a stored block or a window hand-out
+      // does: the next piece is then decoded as it is, not copied)
       const stop = ~end;
-      this.#pending = dat.slice(stop >>> 3);
+      this.#pending = stop >>> 3 < dat.length ? dat.slice(stop >>> 3) : undefined;
       this.#bit = stop & 7;
       return false;
     }
