@@ -194,16 +194,16 @@ function put32(out: Uint8Array, at: number, v: number): void {
  * per entry.
  */
 export function sortedOrder(ids: Uint8Array, count: number): Uint32Array {
-  const wide = count >= 4096;
-  const buckets = wide ? 65536 : 256;
-  const key = (at: number) => (wide ? (ids[at]! << 8) | ids[at + 1]! : ids[at]!);
+  const shift = count < 4096 ? 8 : 0;
+  const buckets = 65536 >>> shift;
+  const key = (at: number) => ((ids[at]! << 8) | ids[at + 1]!) >>> shift;
   const starts = new Uint32Array(buckets + 1);
   for (let i = 0, at = 0; i < count; i++, at += 20) starts[key(at) + 1]!++;
   for (let b = 1; b <= buckets; b++) starts[b]! += starts[b - 1]!;
   const order = new Uint32Array(count);
   const next = starts.slice(0, buckets);
   for (let i = 0, at = 0; i < count; i++, at += 20) order[next[key(at)]!++] = i;
-  const first = wide ? 2 : 1;
+  const first = shift ? 1 : 2;
   /** Whether entry a sorts after entry b (ids from the byte after the bucket's, then position in the pack). */
   const after = (a: number, b: number) => {
     for (let k = first, x = a * 20, y = b * 20; k < 20; k++) {
