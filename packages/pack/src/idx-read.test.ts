@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { sha1 } from '#sha1';
-import { PackIndex, writeIdx } from './idx.js';
+import { PackIndex, sortedOrder, writeIdx } from './idx.js';
 import { readPackIndex } from './idx-read.js';
 
 /** Positional reads of `bytes`, counting the bytes they copy at once. */
@@ -93,5 +93,36 @@ describe('readPackIndex', () => {
     slot.set([0x80, 0, 0, 5], 8 + 1024 + 24);
     slot.set(sha1(slot.subarray(0, slot.length - 20)), slot.length - 20);
     await expectCode(readPackIndex(slot.length, read(slot)), 'IDX_CORRUPT');
+  });
+});
+
+describe('sortedOrder', () => {
+  /** Ids in a few buckets of their first bytes (so buckets hold many), some of them twice. */
+  function ids(count: number, seed: number): Uint8Array {
+    const out = new Uint8Array(count * 20);
+    let x = seed;
+    const next = () => {
+      x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+      return x >>> 24;
+    };
+    for (let i = 0; i < count; i++) {
+      if (i > 0 && next() < 16) out.copyWithin(i * 20, (i - 1) * 20, i * 20);
+      else for (let b = 0; b < 20; b++) out[i * 20 + b] = b < 2 ? next() & 3 : next();
+    }
+    return out;
+  }
+
+  it('orders ids as a plain comparison does, a repeated id in pack order, below and above the wide buckets', () => {
+    for (const count of [0, 1, 2, 300, 4095, 4096, 6000]) {
+      const bytes = ids(count, count + 1);
+      const expected = Array.from({ length: count }, (_, i) => i).sort((a, b) => {
+        for (let k = 0; k < 20; k++) {
+          const d = bytes[a * 20 + k]! - bytes[b * 20 + k]!;
+          if (d !== 0) return d;
+        }
+        return a - b;
+      });
+      expect(Array.from(sortedOrder(bytes, count)), `${count} ids`).toEqual(expected);
+    }
   });
 });

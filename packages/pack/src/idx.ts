@@ -187,28 +187,33 @@ function put32(out: Uint8Array, at: number, v: number): void {
 /**
  * Indexes of the ids (`count` x 20 bytes) in sorted order, every entry kept: an id the pack holds
  * twice is listed twice, in pack order, as git's index-pack lists it (its count must be the pack's,
- * or git refuses the pack). A counting sort on the first two bytes of each id (stable: pack order
- * within a bucket), then each bucket (a few entries: ids are uniformly spread) sorted by its
- * remaining bytes, stably. Memory: the order itself (in `into` when given: `count` entries of
- * memory the caller no longer needs) and the bucket counts, no key per entry.
+ * or git refuses the pack). A counting sort on the first two bytes of each id (the first byte
+ * alone for a few thousand ids, so that a small pack does not clear and walk 65536 buckets;
+ * stable: pack order within a bucket), then each bucket (a few entries: ids are uniformly spread)
+ * sorted by its remaining bytes, stably. Memory: the order itself (in `into` when given: `count`
+ * entries of memory the caller no longer needs) and the bucket counts, no key per entry.
  */
 export function sortedOrder(ids: Uint8Array, count: number, into?: Uint32Array): Uint32Array {
-  const starts = new Uint32Array(65537);
-  for (let i = 0, at = 0; i < count; i++, at += 20) starts[((ids[at]! << 8) | ids[at + 1]!) + 1]!++;
-  for (let b = 1; b <= 65536; b++) starts[b]! += starts[b - 1]!;
+  const shift = count < 4096 ? 8 : 0;
+  const buckets = 65536 >>> shift;
+  const key = (at: number) => ((ids[at]! << 8) | ids[at + 1]!) >>> shift;
+  const starts = new Uint32Array(buckets + 1);
+  for (let i = 0, at = 0; i < count; i++, at += 20) starts[key(at) + 1]!++;
+  for (let b = 1; b <= buckets; b++) starts[b]! += starts[b - 1]!;
   const order = into ? into.subarray(0, count) : new Uint32Array(count);
   // each bucket's start moves on as it fills: `starts[b]` ends where bucket b ends, which is
   // where bucket b + 1 started (the loop below reads bucket b's start from `starts[b - 1]`)
-  for (let i = 0, at = 0; i < count; i++, at += 20) order[starts[(ids[at]! << 8) | ids[at + 1]!]!++] = i;
-  /** Whether entry a sorts after entry b (ids from byte 2 on, then position in the pack). */
+  for (let i = 0, at = 0; i < count; i++, at += 20) order[starts[key(at)]!++] = i;
+  const first = shift ? 1 : 2;
+  /** Whether entry a sorts after entry b (ids from the byte after the bucket's, then position in the pack). */
   const after = (a: number, b: number) => {
-    for (let k = 2, x = a * 20, y = b * 20; k < 20; k++) {
+    for (let k = first, x = a * 20, y = b * 20; k < 20; k++) {
       const d = ids[x + k]! - ids[y + k]!;
       if (d !== 0) return d > 0;
     }
     return a > b;
   };
-  for (let b = 0; b < 65536; b++) {
+  for (let b = 0; b < buckets; b++) {
     const from = b === 0 ? 0 : starts[b - 1]!;
     const to = starts[b]!;
     if (to - from < 2) continue;

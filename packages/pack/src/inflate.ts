@@ -70,6 +70,10 @@ const distExtra = new Uint8Array([
 /** The order in which a dynamic block sends the code lengths of the code-length code. */
 const codeLengthOrder = new Uint8Array([16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15]);
 
+/** `buildTable`'s counts of codes by length and next code by length (builds never overlap). */
+const tableCount = new Uint16Array(16);
+const tableNext = new Uint16Array(16);
+
 /**
  * Fills `table` (1 << maxBits entries) for the code lengths `lengths[0..n)`; returns maxBits, or
  * -1 for a set zlib refuses: over-subscribed, or incomplete unless it is one code of one bit
@@ -77,7 +81,7 @@ const codeLengthOrder = new Uint8Array([16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4,
  * invalid entries, as zlib's does.
  */
 function buildTable(lengths: Uint8Array, n: number, table: Uint16Array, complete = false): number {
-  const count = new Uint16Array(16);
+  const count = tableCount.fill(0);
   for (let i = 0; i < n; i++) count[lengths[i]!]!++;
   let maxBits = 15;
   while (maxBits > 0 && count[maxBits] === 0) maxBits--;
@@ -91,14 +95,15 @@ function buildTable(lengths: Uint8Array, n: number, table: Uint16Array, complete
     if (left < 0) return -1;
   }
   if (left > 0 && (complete || maxBits !== 1)) return -1;
-  const next = new Uint16Array(16);
+  const next = tableNext;
+  next[1] = 0;
   for (let len = 1, code = 0; len < 15; len++) {
     code = (code + count[len]!) << 1;
     next[len + 1] = code;
   }
   const rev = (reversed ??= reverseTable());
-  const size = 1 << maxBits;
-  table.fill(0, 0, size);
+  // a complete code fills every entry; only the one-code case leaves some invalid
+  if (left > 0) table.fill(0, 0, 1 << maxBits);
   const shift = 15 - maxBits;
   for (let sym = 0; sym < n; sym++) {
     const len = lengths[sym]!;
@@ -111,6 +116,10 @@ function buildTable(lengths: Uint8Array, n: number, table: Uint16Array, complete
   }
   return maxBits;
 }
+
+/** A dynamic block header's code lengths and code-length code table (headers are read one at a time). */
+const headerLengths = new Uint8Array(320);
+const headerCodes = new Uint16Array(128);
 
 let fixedLit: Uint16Array | undefined;
 let fixedDist: Uint16Array | undefined;
@@ -215,8 +224,10 @@ export class Inflater {
     const end = this.#inflate(dat, this.#bit);
     if (end < 0) {
       // `~end` is the bit where decoding stopped: keep the bytes from there for the next piece
+      // (none when it stopped at the end of the input, as a stored block or a window hand-out
+      // does: the next piece is then decoded as it is, not copied)
       const stop = ~end;
-      this.#pending = dat.slice(stop >>> 3);
+      this.#pending = stop >>> 3 < dat.length ? dat.slice(stop >>> 3) : undefined;
       this.#bit = stop & 7;
       return false;
     }
@@ -378,10 +389,10 @@ export class Inflater {
     pos += 14;
     if (nlit > 286 || ndist > 30) throw new InflateError('corrupt', 'zlib: too many length or distance symbols');
     if (totalBits - pos < ncode * 3) return -1;
-    const lengths = new Uint8Array(320);
+    const lengths = headerLengths.fill(0);
     for (let i = 0; i < ncode; i++) lengths[codeLengthOrder[i]!] = bits(dat, pos + i * 3, 7);
     pos += ncode * 3;
-    const codeTable = new Uint16Array(128);
+    const codeTable = headerCodes;
     const codeBits = buildTable(lengths, 19, codeTable, true);
     if (codeBits < 0) throw new InflateError('corrupt', 'zlib: invalid code lengths set');
     const codeMask = (1 << codeBits) - 1;
