@@ -278,15 +278,100 @@ interface Job {
   chunk: number;
 }
 
+/**
+ * The bytes of each object of a batch: views of the message's buffer, or where the worker reads
+ * the objects itself, views of its store's caches (not to be changed). The offset and length of
+ * an object's bytes are the last two of its `fields` numbers.
+ */
+async function batchData(
+  job: Job,
+  m: { meta: Float64Array; bytes: Uint8Array; oids?: (ObjectId | undefined)[] },
+  fields: number,
+): Promise<Uint8Array[]> {
+  const { meta, bytes, oids } = m;
+  const count = meta.length / fields;
+  const data: Uint8Array[] = new Array(count);
+  for (let k = 0; k < count; k++) {
+    const oid = oids?.[k];
+    if (oid === undefined) {
+      const offset = meta[k * fields + fields - 2]!;
+      data[k] = bytes.subarray(offset, offset + meta[k * fields + fields - 1]!);
+      continue;
+    }
+    const store = job.store!;
+    const obj = store.readSync(oid) ?? (await store.read(oid));
+    if (!obj) throw new Error(`object ${oid} is missing`);
+    data[k] = obj.data;
+  }
+  return data;
+}
+
+/** Deflates a batch of objects the caller writes (deltas, and objects whole within the budget). */
+function deflateBatch(job: Job, meta: Float64Array, data: Uint8Array[], results: RemoteDeltaResult[]): void {
+  for (let k = 0; k < data.length; k++) {
+    const at = k * COMPRESS_FIELDS;
+    const delta = meta[at + 1] === 1;
+    if (!delta && job.wholeBudget <= 0) continue;
+    const bytes = data[k]!;
+    const z = deflate(bytes, job.level);
+    if (!delta) job.wholeBudget -= z.length;
+    results.push({ i: meta[at]!, base: -1, depth: 0, size: bytes.length, z });
+  }
+}
+
+/** Searches a batch of one chunk's objects in the job's window, deflating what it decides. */
+function searchBatch(
+  job: Job,
+  chunk: number,
+  meta: Float64Array,
+  data: Uint8Array[],
+  results: RemoteDeltaResult[],
+): void {
+  if (chunk !== job.chunk) {
+    // a new run of the candidates: the last one's objects are no bases for it
+    job.window.clear();
+    job.data.clear();
+    job.chunk = chunk;
+  }
+  const window = job.window;
+  for (let k = 0; k < data.length; k++) {
+    const at = k * BATCH_FIELDS;
+    const flags = meta[at + 3]!;
+    const target: WorkerObject = {
+      i: meta[at]!,
+      type: meta[at + 2]!,
+      size: meta[at + 1]!,
+      whole: (flags & FLAG_WHOLE) !== 0,
+      edge: (flags & FLAG_EDGE) !== 0,
+      depth: 0,
+    };
+    // a view of the batch's buffer (or of the store's caches), kept while the object is in the window
+    const bytes = data[k]!;
+    let found: { base: WorkerObject; delta: Uint8Array } | undefined;
+    const searched = !target.edge && window.hasUsable(target);
+    if (searched) {
+      for (const base of window.unindexed(target, bytes.length)) window.provide(base, job.data.get(base)!);
+      found = window.search(target, bytes);
+    }
+    if (found) {
+      const z = deflate(found.delta, job.level);
+      results.push({ i: target.i, base: found.base.i, depth: target.depth, size: found.delta.length, z });
+    } else if (!target.edge && !target.whole && job.wholeBudget > 0) {
+      const z = deflate(bytes, job.level);
+      job.wholeBudget -= z.length;
+      results.push({ i: target.i, base: -1, depth: 0, size: bytes.length, z });
+    }
+    // a searched object is indexed as it enters the window; the others keep their bytes for an
+    // index on demand
+    window.push(target, searched ? bytes : undefined, found?.base);
+    if (!searched) job.data.set(target, bytes);
+    for (const w of job.data.keys()) if (w.index || !window.slots.includes(w)) job.data.delete(w);
+  }
+}
+
 function runWorker(): void {
   const port = parentPort!;
   const jobs = new Map<number, Job>();
-  /** An object's bytes from the job's store (a view of its caches: not to be changed). */
-  const read = async (job: Job, oid: ObjectId): Promise<Uint8Array> => {
-    const obj = job.store!.readSync(oid) ?? (await job.store!.read(oid));
-    if (!obj) throw new Error(`object ${oid} is missing`);
-    return obj.data;
-  };
   // messages are handled one after another, each to its end (reads may wait for the disk)
   let tail = Promise.resolve();
   port.on('message', (m: ToWorker) => {
@@ -339,63 +424,15 @@ function runWorker(): void {
           packed.bytes.buffer as ArrayBuffer,
         ]);
       };
-      const { meta, bytes } = m;
+      // the objects' bytes first (reads may wait for the disk), then the work without awaiting
+      const data = await batchData(job, m, m.op === 'compress' ? COMPRESS_FIELDS : BATCH_FIELDS);
       if (m.op === 'compress') {
-        for (let at = 0; at < meta.length; at += COMPRESS_FIELDS) {
-          const delta = meta[at + 1] === 1;
-          if (!delta && job.wholeBudget <= 0) continue;
-          const offset = meta[at + 2]!;
-          const oid = m.oids?.[at / COMPRESS_FIELDS];
-          const data = oid !== undefined ? await read(job, oid) : bytes.subarray(offset, offset + meta[at + 3]!);
-          const z = deflate(data, job.level);
-          if (!delta) job.wholeBudget -= z.length;
-          results.push({ i: meta[at]!, base: -1, depth: 0, size: data.length, z });
-        }
+        deflateBatch(job, m.meta, data, results);
         send(false);
-        return;
+      } else {
+        searchBatch(job, m.chunk, m.meta, data, results);
+        send(m.last);
       }
-      if (m.chunk !== job.chunk) {
-        // a new run of the candidates: the last one's objects are no bases for it
-        job.window.clear();
-        job.data.clear();
-        job.chunk = m.chunk;
-      }
-      const window = job.window;
-      for (let at = 0; at < meta.length; at += BATCH_FIELDS) {
-        const flags = meta[at + 3]!;
-        const target: WorkerObject = {
-          i: meta[at]!,
-          type: meta[at + 2]!,
-          size: meta[at + 1]!,
-          whole: (flags & FLAG_WHOLE) !== 0,
-          edge: (flags & FLAG_EDGE) !== 0,
-          depth: 0,
-        };
-        // a view of the batch's buffer (or of the store's caches), kept while the object is in the window
-        const offset = meta[at + 4]!;
-        const oid = m.oids?.[at / BATCH_FIELDS];
-        const data = oid !== undefined ? await read(job, oid) : bytes.subarray(offset, offset + meta[at + 5]!);
-        let found: { base: WorkerObject; delta: Uint8Array } | undefined;
-        const searched = !target.edge && window.hasUsable(target);
-        if (searched) {
-          for (const base of window.unindexed(target, data.length)) window.provide(base, job.data.get(base)!);
-          found = window.search(target, data);
-        }
-        if (found) {
-          const z = deflate(found.delta, job.level);
-          results.push({ i: target.i, base: found.base.i, depth: target.depth, size: found.delta.length, z });
-        } else if (!target.edge && !target.whole && job.wholeBudget > 0) {
-          const z = deflate(data, job.level);
-          job.wholeBudget -= z.length;
-          results.push({ i: target.i, base: -1, depth: 0, size: data.length, z });
-        }
-        // a searched object is indexed as it enters the window; the others keep their data
-        // for an index on demand
-        window.push(target, searched ? data : undefined, found?.base);
-        if (!searched) job.data.set(target, data);
-        for (const k of job.data.keys()) if (k.index || !window.slots.includes(k)) job.data.delete(k);
-      }
-      send(m.last);
     } catch (error) {
       const job = jobs.get(m.id);
       jobs.delete(m.id);
