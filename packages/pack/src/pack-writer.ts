@@ -329,6 +329,11 @@ async function* writeStream(
       edges.set(o.oid, newItem(o, -1));
     }
   }
+  // the delta search's worker thread (shared by the process) starts loading meanwhile, where the
+  // search may be shared: asking for it begins no job
+  if (deltas && windowSize > 0 && (options.threads ?? 2) > 1 && order.length >= PARALLEL_MIN_OBJECTS) {
+    remoteDeltaSearch();
+  }
   // 1. stored representations: where each lies, in columns, read again when written
   let done = 0;
   const reused = new Reused(order.length);
