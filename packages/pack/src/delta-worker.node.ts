@@ -3,28 +3,89 @@
  * later part of the sorted candidates while the calling thread searches the earlier part, as
  * git's pack-objects splits its delta search between threads. The worker also deflates what it
  * decided (deltas, and objects left whole), so that the writer only copies those bytes out.
+ * Where the worker can open the writer's store itself (an FsObjectStore on Node's fs), it reads
+ * its objects there, as each of git's threads reads its own: the writer then sends ids, not
+ * bytes, and the reading (inflating and rebuilding along delta chains) is shared too.
  *
  * One worker per process, started on first use and unref'd while idle; jobs are independent
  * (each has its own window). The worker loads this same module: from `dist` directly, from the
  * TypeScript sources (tests, benchmarks) through tsx's loader.
  */
+import * as nodeFs from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { deflate } from '#zlib';
 import { type DeltaObject, DeltaWindow } from './delta.js';
-import type { RemoteDeltaJob, RemoteDeltaObject, RemoteDeltaResult, RemoteDeltaSearch } from './delta-worker.js';
+import type { RemoteDeltaJob, RemoteDeltaResult, RemoteDeltaSearch } from './delta-worker.js';
+import { FsObjectStore } from './fs-store.js';
+import { type ObjectId, TYPE_CODES } from './object.js';
 
 const MARK = 'gitport-delta-worker';
 
+/**
+ * A batch of objects in one transferred buffer: their bytes one after another (each at a multiple
+ * of 8, so that a delta index can read a base as words where it lies), and `meta`, `FIELDS`
+ * numbers per object. One buffer per message, not one per object: transferring and wrapping
+ * thousands of small buffers costs more than copying their bytes.
+ */
+interface Packed {
+  meta: Float64Array;
+  bytes: Uint8Array;
+}
+
+/** Per object sent for the search: i, size, type code, flags (FLAG_*), offset, length. */
+const BATCH_FIELDS = 6;
+/** Per object sent to deflate: i, delta (1 or 0), offset, length. */
+const COMPRESS_FIELDS = 4;
+/** Per result: i, base, depth, size, offset of z, length of z. */
+const RESULT_FIELDS = 6;
+const FLAG_WHOLE = 1;
+const FLAG_EDGE = 2;
+
 type ToWorker =
-  | { op: 'job'; id: number; window: number; depth: number; level: number; wholeBudget: number }
-  | { op: 'batch'; id: number; objects: RemoteDeltaObject[]; chunk: number; last: boolean }
-  | { op: 'compress'; id: number; objects: { i: number; data: Uint8Array; delta?: boolean }[] }
+  | {
+      op: 'job';
+      id: number;
+      window: number;
+      depth: number;
+      level: number;
+      wholeBudget: number;
+      /** The repository the worker reads the objects from itself (then batches carry `oids`). */
+      gitDir: string | undefined;
+    }
+  | ({ op: 'batch'; id: number; chunk: number; last: boolean; oids?: ObjectId[] } & Packed)
+  | ({ op: 'compress'; id: number; oids?: (ObjectId | undefined)[] } & Packed)
   | { op: 'end'; id: number };
 type FromWorker =
-  | { op: 'results'; id: number; results: RemoteDeltaResult[]; last: boolean }
+  | ({ op: 'results'; id: number; last: boolean } & Packed)
   | { op: 'done'; id: number }
   | { op: 'error'; id: number; message: string };
+
+/**
+ * Packs `items` into one buffer: `fill` writes an item's numbers at `meta[at]`, given where its
+ * bytes lie (offset and length in `bytes`).
+ */
+function packItems<T>(
+  items: readonly T[],
+  fields: number,
+  bytesOf: (item: T) => Uint8Array | undefined,
+  fill: (item: T, meta: Float64Array, at: number, offset: number, length: number) => void,
+): Packed {
+  let total = 0;
+  for (const item of items) total += ((bytesOf(item)?.length ?? 0) + 7) & ~7;
+  const bytes = new Uint8Array(total);
+  const meta = new Float64Array(items.length * fields);
+  let offset = 0;
+  for (let k = 0; k < items.length; k++) {
+    const item = items[k]!;
+    const data = bytesOf(item);
+    const length = data?.length ?? 0;
+    if (data) bytes.set(data, offset);
+    fill(item, meta, k * fields, offset, length);
+    offset += (length + 7) & ~7;
+  }
+  return { meta, bytes };
+}
 
 interface Pending {
   results: RemoteDeltaResult[];
@@ -58,8 +119,20 @@ function worker(): { worker: Worker; jobs: Map<number, Pending> } | undefined {
       const job = jobs.get(m.id);
       if (!job) return;
       if (m.op === 'results') {
-        deltaWorkerUse.results += m.results.length;
-        for (const r of m.results) job.results.push(r);
+        const { meta, bytes } = m;
+        const count = meta.length / RESULT_FIELDS;
+        deltaWorkerUse.results += count;
+        for (let at = 0; at < meta.length; at += RESULT_FIELDS) {
+          const offset = meta[at + 4]!;
+          // views of the message's buffer, which the writer copies into its chunks
+          job.results.push({
+            i: meta[at]!,
+            base: meta[at + 1]!,
+            depth: meta[at + 2]!,
+            size: meta[at + 3]!,
+            z: bytes.subarray(offset, offset + meta[at + 5]!),
+          });
+        }
         if (m.last) job.queued--;
       } else {
         jobs.delete(m.id);
@@ -83,21 +156,23 @@ function worker(): { worker: Worker; jobs: Map<number, Pending> } | undefined {
   }
 }
 
+/** Object cache and page cache of the worker's own store: it reads about half of the objects. */
+const WORKER_CACHE_BYTES = 16 * 2 ** 20;
+const WORKER_PAGE_CACHE_BYTES = 32 * 2 ** 20;
+
 /**
- * Deflated bytes in a buffer of their own size: deflate's output is a view into a buffer sized for
- * the input, and a transferred buffer goes whole, so the thread that keeps the result would hold
- * the uncompressed size.
+ * The directory of a store the worker can open itself: an FsObjectStore reading through Node's
+ * own fs (another fs, or another store, may hold what a second copy would not see).
  */
-function ownDeflate(data: Uint8Array, level: number): Uint8Array {
-  const z = deflate(data, level);
-  return z.byteOffset === 0 && z.byteLength === z.buffer.byteLength ? z : z.slice();
+function sharedGitDir(store: object | undefined): string | undefined {
+  return store instanceof FsObjectStore && store.readsThrough(nodeFs) ? store.gitDir : undefined;
 }
 
 /**
- * Use of the worker thread in this process, for tests and diagnostics: jobs begun on it, and
- * results it sent back (objects it searched or deflated).
+ * Use of the worker thread in this process, for tests and diagnostics: jobs begun on it, those
+ * whose objects it read itself, and results it sent back (objects it searched or deflated).
  */
-export const deltaWorkerUse = { jobs: 0, results: 0 };
+export const deltaWorkerUse = { jobs: 0, reading: 0, results: 0 };
 
 /** Whether a second thread can help with `cores` cores available: not on one core, where it only competes. */
 export function deltaWorkerHelps(cores: number): boolean {
@@ -124,21 +199,47 @@ export function remoteDeltaSearch(cores = availableParallelism()): RemoteDeltaSe
       // a failed job is reported by finish(); never an unhandled rejection meanwhile
       settled.catch(() => {});
       state.worker.ref();
-      post({ op: 'job', id, ...options });
+      const gitDir = sharedGitDir(options.store);
+      const { window, depth, level, wholeBudget } = options;
+      post({ op: 'job', id, window, depth, level, wholeBudget, gitDir });
       deltaWorkerUse.jobs++;
+      const reads = gitDir !== undefined;
+      if (reads) deltaWorkerUse.reading++;
       return {
+        reads,
         add(objects, chunk, last) {
-          const transfer: ArrayBuffer[] = [];
-          for (const o of objects) if (o.data) transfer.push(o.data.buffer as ArrayBuffer);
           const job = state.jobs.get(id);
           if (job && last) job.queued++;
-          post({ op: 'batch', id, objects, chunk, last }, transfer);
+          const packed = packItems(
+            objects,
+            BATCH_FIELDS,
+            (o) => o.data,
+            (o, meta, at, offset, length) => {
+              meta[at] = o.i;
+              meta[at + 1] = o.size;
+              meta[at + 2] = TYPE_CODES[o.type];
+              meta[at + 3] = (o.whole ? FLAG_WHOLE : 0) | (o.edge ? FLAG_EDGE : 0);
+              meta[at + 4] = offset;
+              meta[at + 5] = length;
+            },
+          );
+          const oids = reads ? objects.map((o) => o.oid) : undefined;
+          post({ op: 'batch', id, chunk, last, oids, ...packed }, [packed.bytes.buffer as ArrayBuffer]);
         },
         compress(objects) {
-          post(
-            { op: 'compress', id, objects },
-            objects.map((o) => o.data.buffer as ArrayBuffer),
+          const packed = packItems(
+            objects,
+            COMPRESS_FIELDS,
+            (o) => o.data,
+            (o, meta, at, offset, length) => {
+              meta[at] = o.i;
+              meta[at + 1] = o.delta ? 1 : 0;
+              meta[at + 2] = offset;
+              meta[at + 3] = length;
+            },
           );
+          const oids = reads ? objects.map((o) => (o.data ? undefined : o.oid)) : undefined;
+          post({ op: 'compress', id, oids, ...packed }, [packed.bytes.buffer as ArrayBuffer]);
         },
         queuedChunks() {
           return state.jobs.get(id)?.queued ?? 0;
@@ -168,6 +269,8 @@ interface WorkerObject extends DeltaObject {
 }
 
 interface Job {
+  /** The objects' store, where the worker reads them itself. */
+  store: FsObjectStore | undefined;
   window: DeltaWindow<WorkerObject>;
   level: number;
   wholeBudget: number;
@@ -175,13 +278,116 @@ interface Job {
   chunk: number;
 }
 
+/**
+ * The bytes of each object of a batch: views of the message's buffer, or where the worker reads
+ * the objects itself, views of its store's caches (not to be changed). The offset and length of
+ * an object's bytes are the last two of its `fields` numbers.
+ */
+async function batchData(
+  job: Job,
+  m: { meta: Float64Array; bytes: Uint8Array; oids?: (ObjectId | undefined)[] },
+  fields: number,
+): Promise<Uint8Array[]> {
+  const { meta, bytes, oids } = m;
+  const count = meta.length / fields;
+  const data: Uint8Array[] = new Array(count);
+  for (let k = 0; k < count; k++) {
+    const oid = oids?.[k];
+    if (oid === undefined) {
+      const offset = meta[k * fields + fields - 2]!;
+      data[k] = bytes.subarray(offset, offset + meta[k * fields + fields - 1]!);
+      continue;
+    }
+    const store = job.store!;
+    const obj = store.readSync(oid) ?? (await store.read(oid));
+    if (!obj) throw new Error(`object ${oid} is missing`);
+    data[k] = obj.data;
+  }
+  return data;
+}
+
+/** Deflates a batch of objects the caller writes (deltas, and objects whole within the budget). */
+function deflateBatch(job: Job, meta: Float64Array, data: Uint8Array[], results: RemoteDeltaResult[]): void {
+  for (let k = 0; k < data.length; k++) {
+    const at = k * COMPRESS_FIELDS;
+    const delta = meta[at + 1] === 1;
+    if (!delta && job.wholeBudget <= 0) continue;
+    const bytes = data[k]!;
+    const z = deflate(bytes, job.level);
+    if (!delta) job.wholeBudget -= z.length;
+    results.push({ i: meta[at]!, base: -1, depth: 0, size: bytes.length, z });
+  }
+}
+
+/** Searches a batch of one chunk's objects in the job's window, deflating what it decides. */
+function searchBatch(
+  job: Job,
+  chunk: number,
+  meta: Float64Array,
+  data: Uint8Array[],
+  results: RemoteDeltaResult[],
+): void {
+  if (chunk !== job.chunk) {
+    // a new run of the candidates: the last one's objects are no bases for it
+    job.window.clear();
+    job.data.clear();
+    job.chunk = chunk;
+  }
+  const window = job.window;
+  for (let k = 0; k < data.length; k++) {
+    const at = k * BATCH_FIELDS;
+    const flags = meta[at + 3]!;
+    const target: WorkerObject = {
+      i: meta[at]!,
+      type: meta[at + 2]!,
+      size: meta[at + 1]!,
+      whole: (flags & FLAG_WHOLE) !== 0,
+      edge: (flags & FLAG_EDGE) !== 0,
+      depth: 0,
+    };
+    // a view of the batch's buffer (or of the store's caches), kept while the object is in the window
+    const bytes = data[k]!;
+    let found: { base: WorkerObject; delta: Uint8Array } | undefined;
+    const searched = !target.edge && window.hasUsable(target);
+    if (searched) {
+      for (const base of window.unindexed(target, bytes.length)) window.provide(base, job.data.get(base)!);
+      found = window.search(target, bytes);
+    }
+    if (found) {
+      const z = deflate(found.delta, job.level);
+      results.push({ i: target.i, base: found.base.i, depth: target.depth, size: found.delta.length, z });
+    } else if (!target.edge && !target.whole && job.wholeBudget > 0) {
+      const z = deflate(bytes, job.level);
+      job.wholeBudget -= z.length;
+      results.push({ i: target.i, base: -1, depth: 0, size: bytes.length, z });
+    }
+    // a searched object is indexed as it enters the window; the others keep their bytes for an
+    // index on demand
+    window.push(target, searched ? bytes : undefined, found?.base);
+    if (!searched) job.data.set(target, bytes);
+    for (const w of job.data.keys()) if (w.index || !window.slots.includes(w)) job.data.delete(w);
+  }
+}
+
 function runWorker(): void {
   const port = parentPort!;
   const jobs = new Map<number, Job>();
+  // messages are handled one after another, each to its end (reads may wait for the disk)
+  let tail = Promise.resolve();
   port.on('message', (m: ToWorker) => {
+    tail = tail.then(() => handle(m));
+  });
+  const handle = async (m: ToWorker): Promise<void> => {
     try {
       if (m.op === 'job') {
         jobs.set(m.id, {
+          store:
+            m.gitDir === undefined
+              ? undefined
+              : new FsObjectStore(nodeFs, m.gitDir, {
+                  cacheBytes: WORKER_CACHE_BYTES,
+                  pageCacheBytes: WORKER_PAGE_CACHE_BYTES,
+                }),
           window: new DeltaWindow<WorkerObject>(m.window, m.depth),
           level: m.level,
           wholeBudget: m.wholeBudget,
@@ -195,60 +401,45 @@ function runWorker(): void {
       if (m.op === 'end') {
         job.window.clear();
         jobs.delete(m.id);
+        await job.store?.close();
         port.postMessage({ op: 'done', id: m.id } satisfies FromWorker);
         return;
       }
       const results: RemoteDeltaResult[] = [];
-      const transfer: ArrayBuffer[] = [];
+      const send = (last: boolean) => {
+        const packed = packItems(
+          results,
+          RESULT_FIELDS,
+          (r) => r.z,
+          (r, meta, at, offset, length) => {
+            meta[at] = r.i;
+            meta[at + 1] = r.base;
+            meta[at + 2] = r.depth;
+            meta[at + 3] = r.size;
+            meta[at + 4] = offset;
+            meta[at + 5] = length;
+          },
+        );
+        port.postMessage({ op: 'results', id: m.id, last, ...packed } satisfies FromWorker, [
+          packed.bytes.buffer as ArrayBuffer,
+        ]);
+      };
+      // the objects' bytes first (reads may wait for the disk), then the work without awaiting
+      const data = await batchData(job, m, m.op === 'compress' ? COMPRESS_FIELDS : BATCH_FIELDS);
       if (m.op === 'compress') {
-        for (const o of m.objects) {
-          if (!o.delta && job.wholeBudget <= 0) continue;
-          const z = ownDeflate(o.data, job.level);
-          if (!o.delta) job.wholeBudget -= z.length;
-          results.push({ i: o.i, base: -1, depth: 0, size: o.data.length, z });
-          transfer.push(z.buffer as ArrayBuffer);
-        }
-        port.postMessage({ op: 'results', id: m.id, results, last: false } satisfies FromWorker, transfer);
-        return;
+        deflateBatch(job, m.meta, data, results);
+        send(false);
+      } else {
+        searchBatch(job, m.chunk, m.meta, data, results);
+        send(m.last);
       }
-      if (m.chunk !== job.chunk) {
-        // a new run of the candidates: the last one's objects are no bases for it
-        job.window.clear();
-        job.data.clear();
-        job.chunk = m.chunk;
-      }
-      const window = job.window;
-      for (const o of m.objects) {
-        const target: WorkerObject = { i: o.i, type: o.type, size: o.size, whole: o.whole, edge: o.edge, depth: 0 };
-        const data = o.data!;
-        let found: { base: WorkerObject; delta: Uint8Array } | undefined;
-        const searched = !target.edge && window.hasUsable(target);
-        if (searched) {
-          for (const base of window.unindexed(target, data.length)) window.provide(base, job.data.get(base)!);
-          found = window.search(target, data);
-        }
-        if (found) {
-          const z = ownDeflate(found.delta, job.level);
-          results.push({ i: o.i, base: found.base.i, depth: target.depth, size: found.delta.length, z });
-          transfer.push(z.buffer as ArrayBuffer);
-        } else if (!target.edge && !target.whole && job.wholeBudget > 0) {
-          const z = ownDeflate(data, job.level);
-          job.wholeBudget -= z.length;
-          results.push({ i: o.i, base: -1, depth: 0, size: data.length, z });
-          transfer.push(z.buffer as ArrayBuffer);
-        }
-        // a searched object is indexed as it enters the window; the others keep their data
-        // for an index on demand
-        window.push(target, searched ? data : undefined, found?.base);
-        if (!searched) job.data.set(target, data);
-        for (const k of job.data.keys()) if (k.index || !window.slots.includes(k)) job.data.delete(k);
-      }
-      port.postMessage({ op: 'results', id: m.id, results, last: m.last } satisfies FromWorker, transfer);
     } catch (error) {
+      const job = jobs.get(m.id);
       jobs.delete(m.id);
+      await job?.store?.close().catch(() => {});
       port.postMessage({ op: 'error', id: m.id, message: (error as Error).message } satisfies FromWorker);
     }
-  });
+  };
 }
 
 if (!isMainThread && workerData?.[MARK]) runWorker();

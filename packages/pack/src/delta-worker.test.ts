@@ -1,7 +1,11 @@
+import * as nodeFs from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
-import { describe, expect, it } from 'vitest';
+import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serializeCommit } from './commit.js';
 import { deltaWorkerHelps, deltaWorkerUse, remoteDeltaSearch } from './delta-worker.node.js';
+import { FsObjectStore } from './fs-store.js';
 import { importPack } from './pack-import.js';
 import { createPack } from './pack-writer.js';
 import { MemoryObjectStore } from './store.js';
@@ -100,5 +104,86 @@ describe('delta search on a worker thread', () => {
     // deltas were found on both sides: far smaller than the blobs
     expect(two.length).toBeLessThan(29_000_000 / 10);
     expect(Math.abs(two.length - one.length) / one.length).toBeLessThan(0.1);
+  });
+});
+
+describe('delta search on a worker that reads the repository itself', () => {
+  let sandbox: GitSandbox;
+  let gitDir: string;
+  let head: string;
+  beforeAll(async () => {
+    sandbox = await createGitSandbox();
+    gitDir = sandbox.path('repo.git');
+    await sandbox.git(['init', '--quiet', '--bare', gitDir]);
+    // 30 commits x 10 files of ~40 KB, one line edited per file and commit: 300 blobs, ~12 MB
+    // of candidates, past the sharing thresholds
+    let seed = 11;
+    const random = () => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return seed / 2 ** 32;
+    };
+    const files = Array.from({ length: 10 }, (_, f) =>
+      Array.from({ length: 1000 }, (_, l) => `file ${f} line ${l} ${Math.floor(random() * 1e9).toString(36)}`),
+    );
+    let stream = '';
+    for (let c = 0; c < 30; c++) {
+      stream += `commit refs/heads/main\ncommitter a <a@b> ${1_700_000_000 + c} +0000\ndata 3\nc${c}\n`;
+      for (let f = 0; f < files.length; f++) {
+        const lines = files[f]!;
+        if (c > 0) lines[Math.floor(random() * lines.length)] = `edit ${c} ${random()}`;
+        const text = `${lines.join('\n')}\n`;
+        stream += `M 100644 inline f${f}.txt\ndata ${Buffer.byteLength(text)}\n${text}\n`;
+      }
+    }
+    await sandbox.git(['--git-dir', gitDir, 'fast-import', '--quiet'], { input: stream });
+    await sandbox.git(['--git-dir', gitDir, 'repack', '-adq']);
+    head = await sandbox.git(['--git-dir', gitDir, 'rev-parse', 'refs/heads/main']);
+  });
+  afterAll(async () => {
+    await sandbox?.cleanup();
+  });
+
+  it('opens a store on Node fs itself, and not a store on another fs', () => {
+    const search = remoteDeltaSearch(2)!;
+    const options = { window: 10, depth: 50, level: 6, wholeBudget: 1 << 20 };
+    const own = search.begin({ ...options, store: new FsObjectStore(nodeFs, gitDir) });
+    // the same files through another fs object: the worker cannot know what it would see
+    const other = search.begin({ ...options, store: new FsObjectStore({ ...nodeFs.promises }, gitDir) });
+    const memory = search.begin({ ...options, store: new MemoryObjectStore() });
+    expect([own.reads, other.reads, memory.reads]).toEqual([true, false, false]);
+    for (const job of [own, other, memory]) job.cancel();
+  });
+
+  it('writes a pack git indexes, with every object, as small as the one-thread pack', async () => {
+    const before = { ...deltaWorkerUse };
+    const packOf = async (threads: number) => {
+      const store = new FsObjectStore(nodeFs, gitDir);
+      try {
+        return await collect(createPack(store, { wants: [head] }, { reuse: false, threads }));
+      } finally {
+        await store.close();
+      }
+    };
+    const two = await packOf(2);
+    const used = deltaWorkerHelps(availableParallelism());
+    expect(deltaWorkerUse.reading - before.reading).toBe(used ? 1 : 0);
+    expect(deltaWorkerUse.results > before.results).toBe(used);
+    const one = await packOf(1);
+    const objects = (await sandbox.git(['--git-dir', gitDir, 'rev-list', '--objects', '--all'])).split('\n').length;
+    for (const [name, pack] of [
+      ['two', two],
+      ['one', one],
+    ] as const) {
+      const file = sandbox.path(`${name}.pack`);
+      await writeFile(file, pack);
+      await sandbox.git(['--git-dir', gitDir, 'index-pack', '--strict', file]);
+      const verified = await sandbox.git(['--git-dir', gitDir, 'verify-pack', '-v', file.replace(/\.pack$/, '.idx')]);
+      const entries = verified.split('\n').filter((l) => /^[0-9a-f]{40} /.test(l));
+      expect(entries.length).toBe(objects);
+      // deltas were found: most blobs are stored as deltas
+      expect(entries.filter((l) => l.includes(' blob ') && l.split(/\s+/).length >= 7).length).toBeGreaterThan(250);
+    }
+    expect(two.length).toBeLessThan(12_000_000 / 10);
+    expect(Math.abs(two.length - one.length) / one.length).toBeLessThan(0.05);
   });
 });

@@ -4,15 +4,21 @@
  * runs part of the search in a worker thread.
  */
 
+import type { ObjectId, ObjectType } from './object.js';
+
 /** One candidate object sent to the other thread (in candidate order). */
 export interface RemoteDeltaObject {
   /** Index in the caller's candidate list. */
   i: number;
-  type: string;
+  oid: ObjectId;
+  type: ObjectType;
   size: number;
   whole: boolean;
   edge: boolean;
-  /** The object's bytes; the buffer is transferred. */
+  /**
+   * The object's bytes (copied: the caller's buffer stays its own); left out when the job reads
+   * the objects itself (`RemoteDeltaJob.reads`).
+   */
   data?: Uint8Array;
 }
 
@@ -24,10 +30,25 @@ export interface RemoteDeltaResult {
   depth: number;
   /** Size of the delta (or of the object) before deflating. */
   size: number;
+  /** May be a view of a buffer shared with other results. */
   z: Uint8Array;
 }
 
+/** An object for the other thread to deflate: its bytes, or where the job reads them itself, its id. */
+export interface RemoteCompressObject {
+  i: number;
+  oid?: ObjectId;
+  data?: Uint8Array;
+  /** A delta (always deflated), not an object to be written whole. */
+  delta?: boolean;
+}
+
 export interface RemoteDeltaJob {
+  /**
+   * The other thread reads the objects from the store itself (a store it can open there): the
+   * caller then sends ids, not bytes, and spends no time reading them.
+   */
+  readonly reads: boolean;
   /**
    * Objects of one chunk (a run of the candidate list, in order; a new chunk starts a new
    * window); `last` ends the chunk.
@@ -38,9 +59,9 @@ export interface RemoteDeltaJob {
   /**
    * Bytes the caller will write, to deflate there (results with base -1): objects it keeps
    * whole, which the other thread may leave out past its memory budget, and deltas (`delta`),
-   * which it always deflates. The buffers are transferred.
+   * which it always deflates. The bytes are copied: the caller's buffers stay its own.
    */
-  compress(objects: { i: number; data: Uint8Array; delta?: boolean }[]): void;
+  compress(objects: RemoteCompressObject[]): void;
   /** All results, once the other thread has searched every object added. */
   finish(): Promise<RemoteDeltaResult[]>;
   /** Drops the job (the caller failed): its results are discarded. */
@@ -48,7 +69,17 @@ export interface RemoteDeltaJob {
 }
 
 export interface RemoteDeltaSearch {
-  begin(options: { window: number; depth: number; level: number; wholeBudget: number }): RemoteDeltaJob;
+  begin(options: {
+    window: number;
+    depth: number;
+    level: number;
+    wholeBudget: number;
+    /**
+     * The store the objects come from (an ObjectStore): read on the other thread too where it
+     * can be opened there.
+     */
+    store?: object;
+  }): RemoteDeltaJob;
 }
 
 export function remoteDeltaSearch(): RemoteDeltaSearch | undefined {

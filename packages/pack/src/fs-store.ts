@@ -151,6 +151,15 @@ export class FsObjectStore implements BitmapServedStore {
     return `${this.gitDir}/objects`;
   }
 
+  /**
+   * Whether this store reads through `fs` (the fs given to the constructor, or its `promises`):
+   * another thread may then open the same directory through its own copy of that fs.
+   */
+  readsThrough(fs: object): boolean {
+    const raw = 'promises' in fs ? (fs as { promises: unknown }).promises : fs;
+    return this.#files.fs === raw;
+  }
+
   /** What a quarantine in `objects/tmp_objdir-incoming-*` needs of this store (see quarantine.ts). */
   quarantineHost(): DirectoryQuarantineHost {
     const fs = this.#files.fs;

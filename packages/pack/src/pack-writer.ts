@@ -18,7 +18,7 @@ import { deflateEntry } from '#zlib';
 import type { BitmapServedStore } from './bitmap-serving.js';
 import { parseCommitLinks } from './commit.js';
 import { type DeltaIndex, DeltaWindow } from './delta.js';
-import type { RemoteDeltaJob, RemoteDeltaObject } from './delta-worker.js';
+import type { RemoteCompressObject, RemoteDeltaJob, RemoteDeltaObject } from './delta-worker.js';
 import { EntryType, encodeEntryHeader, encodeOfsOffset, isWholeEntryType } from './entry-header.js';
 import { PackError, throwIfAborted } from './errors.js';
 import { bytesToHex, CODE_TYPES, hexToBytes, type ObjectId, type ObjectType, TYPE_CODES } from './object.js';
@@ -227,7 +227,7 @@ const MAX_COPY_RUN = 1 << 20;
 const PARALLEL_MIN_OBJECTS = 256;
 const PARALLEL_MIN_BYTES = 4 * 1024 * 1024;
 /** Chunks the candidates are cut into for sharing between the threads. */
-const PARALLEL_CHUNKS = 32;
+const PARALLEL_CHUNKS = 128;
 
 /** The objects of the pack, for callers that want the list without the bytes. */
 export { enumerateObjects };
@@ -381,6 +381,11 @@ async function* writeStream(
       if (!paths.has(o.nameHash) || items.has(o.oid) || edges.has(o.oid)) continue;
       edges.set(o.oid, newItem(o, -1));
     }
+  }
+  // the delta search's worker thread (shared by the process) starts loading meanwhile, where the
+  // search may be shared: asking for it begins no job
+  if (deltas && windowSize > 0 && (options.threads ?? 2) > 1 && order.length >= PARALLEL_MIN_OBJECTS) {
+    remoteDeltaSearch();
   }
   // 1. stored representations: where each lies, in columns, read again when written
   let done = 0;
@@ -560,7 +565,13 @@ async function* writeStream(
       }
       remote =
         searched >= PARALLEL_MIN_BYTES
-          ? remoteDeltaSearch()?.begin({ window: windowSize, depth: maxDepth, level, wholeBudget: 64 * 1024 * 1024 })
+          ? remoteDeltaSearch()?.begin({
+              window: windowSize,
+              depth: maxDepth,
+              level,
+              wholeBudget: 64 * 1024 * 1024,
+              store,
+            })
           : undefined;
       if (remote) {
         const per = total / PARALLEL_CHUNKS;
@@ -585,10 +596,11 @@ async function* writeStream(
       for (let i = from; i < to; i++) {
         throwIfAborted(signal);
         const c = candidates[i]!;
-        // a copy: the store's bytes may be views of its caches, and the copy is transferred
-        const data = (readNow(c) ?? (await readData(c))).slice();
-        batch.push({ i, type: c.type, size: c.size, whole: c.whole === true, edge: c.edge === true, data });
-        batchBytes += data.length;
+        // where the worker reads the objects itself, their ids go; else their bytes, copied into
+        // the batch's buffer by `add` (the store's buffers are not transferred)
+        const data = job.reads ? undefined : (readNow(c) ?? (await readData(c)));
+        batch.push({ i, oid: c.oid, type: c.type, size: c.size, whole: c.whole === true, edge: c.edge === true, data });
+        batchBytes += data?.length ?? c.size;
         if (batch.length >= 256 || batchBytes >= 1 << 20) {
           job.add(batch, from, false);
           batch = [];
@@ -625,13 +637,13 @@ async function* writeStream(
           target.baseItem = found.base;
           target.delta = found.delta;
           if (remote) {
-            // deflated by the worker meanwhile (a copy goes: this one stays for a failed worker)
-            toCompress.push({ i: c, data: found.delta.slice(), delta: true });
+            // deflated by the worker meanwhile (copied: this one stays for a failed worker)
+            toCompress.push({ i: c, data: found.delta, delta: true });
             toCompressBytes += found.delta.length;
           }
         } else if (remote && !target.whole) {
           // to be written whole: the worker deflates it meanwhile
-          toCompress.push({ i: c, data: data.slice() });
+          toCompress.push({ i: c, data });
           toCompressBytes += data.length;
           if (toCompressBytes >= 1 << 20) flushCompress();
         }
@@ -648,16 +660,16 @@ async function* writeStream(
     const sendExtras = async (job: RemoteDeltaJob) => {
       const searched = new Uint8Array(order.length);
       for (const c of candidates) if (c.n >= 0) searched[c.n] = 1;
-      let batch: { i: number; data: Uint8Array }[] = [];
+      let batch: RemoteCompressObject[] = [];
       let batchBytes = 0;
       for (const item of order) {
         if (searched[item.n] || reused.kind[item.n] !== REUSE_NONE || item.base !== undefined) continue;
         throwIfAborted(signal);
-        // a copy: the store's bytes may be views of its caches, and the copy is transferred
-        const data = (readNow(item) ?? (await readData(item))).slice();
-        batch.push({ i: candidates.length + extras.length, data });
+        // ids where the worker reads the objects itself, else bytes (copied by `compress`)
+        const data = job.reads ? undefined : (readNow(item) ?? (await readData(item)));
+        batch.push({ i: candidates.length + extras.length, oid: item.oid, data });
         extras.push(item);
-        batchBytes += data.length;
+        batchBytes += data?.length ?? item.size;
         if (batchBytes >= 1 << 20) {
           job.compress(batch);
           batch = [];
