@@ -1,9 +1,10 @@
 /**
  * What a bus knows: its options, its links and routes, its listeners, handlers and requests. The
  * concept files (handshake, link, routing, rpc, incoming, channels, peers, receive) work on this
- * state through plain functions; the few steps one of them takes in another's name (`lose`,
- * `forget`, `undeliverable`, `queueTick`) are methods the facade (bus.ts) provides, so the files
- * import one another in one direction only.
+ * state through plain functions, except the requests, an object of their own (`rpc`) that the
+ * bus holds; the few steps one of them takes in another's name (`lose`, `forget`, `undeliverable`,
+ * `queueTick`, `route`) are methods the facade (bus.ts) provides, so the files import one another
+ * in one direction only.
  */
 import type { BusOptions, Handler, MessageMeta, Peer, PeerListener } from './bus-types.js';
 import { DropReporter } from './drop-reporter.js';
@@ -13,9 +14,12 @@ import { BusError } from './errors.js';
 import type { IncomingRequest } from './incoming-request.js';
 import type { Link, LinkOwner } from './link.js';
 import { originMatcher } from './origin.js';
-import { PendingTable } from './pending-table.js';
-import { messageSize } from './size.js';
+import { Rpc, type RpcOwner } from './rpc.js';
+import { messageSize as messageSizeBinding } from './size.js';
 import type { Envelope } from './wire.js';
+
+// Imported bindings read per message, copied once into module constants (see link.ts).
+const messageSize = messageSizeBinding;
 
 /** Peer ids are 1 to MAX_ID_LENGTH characters. */
 export const MAX_ID_LENGTH = 256;
@@ -46,7 +50,7 @@ function defaultOnError(error: unknown): void {
   else g.console?.error('[gitport/bus]', error);
 }
 
-export abstract class BusState implements LinkOwner {
+export abstract class BusState implements LinkOwner, RpcOwner {
   readonly id: string;
   readonly maxMessageSize: number;
   readonly isHub: boolean;
@@ -71,20 +75,12 @@ export abstract class BusState implements LinkOwner {
   readonly connectedListeners = new Set<PeerListener>();
   readonly lostListeners = new Set<PeerListener>();
   readonly handlers = new Map<string, Handler>();
-  readonly pending = new PendingTable();
+  /** The requests this bus made and waits on (rpc.ts). */
+  readonly rpc: Rpc = new Rpc(this);
   readonly incoming = new Map<string, IncomingRequest>();
   readonly channels = new Map<string, Set<AnyMessageListener>>();
   readonly channelBuffers = new Map<string, unknown[]>();
   readonly handshakes = new Set<Handshake>();
-  /** One timer for every request deadline, armed for the earliest one. */
-  timer: ReturnType<typeof setTimeout> | undefined;
-  timerAt = Number.POSITIVE_INFINITY;
-  /** Whether the idle timer check is due at the next tick (see `settle` in rpc.ts). */
-  idleCheck = false;
-  /** The lone request being posted (NaN, equal to no id: none), and its answer if the endpoint delivered one meanwhile. */
-  postingId = Number.NaN;
-  postingPeer = '';
-  postingAnswer: Envelope | undefined;
   /** Links with envelopes waiting: flushed once the frame being received is done, else at the next tick. */
   readonly toFlush: Link[] = [];
   /** True while a received frame is dispatched. */
@@ -119,6 +115,8 @@ export abstract class BusState implements LinkOwner {
   abstract undeliverable(link: Link, envelope: Envelope, cause: unknown): void;
   /** Runs the deferred work of this task once its microtasks are done (bus.ts). */
   abstract queueTick(): void;
+  /** The link to `peer`; throws BUS_CLOSED or BUS_UNKNOWN_PEER (routing.ts). */
+  abstract route(peer: string): Link;
 
   /** Posts what every scheduled link holds. */
   flush(): void {

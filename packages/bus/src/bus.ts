@@ -8,7 +8,8 @@
  *   link.ts        a link per direct peer: batching and posting
  *   peers.ts       established links, liveness, what is settled when a peer is lost
  *   routing.ts     routes, hub forwarding and announcements
- *   rpc.ts         outgoing requests: pending table, deadline timer (pending-table.ts, request-id.ts)
+ *   rpc.ts         outgoing requests, an object the bus holds: pending table, deadline timer
+ *                  (pending-table.ts, request-id.ts)
  *   incoming.ts    handlers and the requests they serve (incoming-request.ts)
  *   channels.ts    comlink-compatible endpoints and their backlog
  *   receive.ts     data frames checked and dispatched by kind
@@ -34,9 +35,8 @@ import { connect } from './handshake.js';
 import { handle } from './incoming.js';
 import type { Link } from './link.js';
 import { disconnect, forget, lose, sendBye } from './peers.js';
-import { route } from './routing.js';
-import { clearIdleTimer, request, settle, undeliverable } from './rpc.js';
-import { type Envelope, Kind } from './wire.js';
+import { route as routeBinding } from './routing.js';
+import { type Envelope, Kind as KindBinding } from './wire.js';
 
 export type {
   Bus,
@@ -56,6 +56,10 @@ export type {
 export { PROTOCOL_VERSION } from './handshake-frame.js';
 export { Transferring, withTransfer } from './transferring.js';
 
+// Imported bindings read per message, copied once into module constants (see link.ts).
+const Kind = KindBinding;
+const route = routeBinding;
+
 /**
  * Runs `fn` in a microtask. A reaction on a settled promise rather than `queueMicrotask`, which in
  * Node wraps every callback in an async resource (several allocations and hooks per call).
@@ -72,7 +76,7 @@ class BusImpl extends BusState implements Bus {
   }
 
   get pendingRequests(): number {
-    return this.pending.size;
+    return this.rpc.pending.size;
   }
 
   connect(endpoint: Endpoint, options: { signal?: AbortSignal; timeout?: number } = {}): Promise<Peer> {
@@ -116,7 +120,7 @@ class BusImpl extends BusState implements Bus {
     payload: unknown,
     options?: { timeout?: number; signal?: AbortSignal; transfer?: Transferable[] },
   ): Promise<T> {
-    return request<T>(this, peer, name, payload, options);
+    return this.rpc.request<T>(peer, name, payload, options);
   }
 
   endpoint(peer: string, channel: string): ChannelEndpoint {
@@ -136,11 +140,8 @@ class BusImpl extends BusState implements Bus {
       }
       lose(this, link, error);
     }
-    for (const [id, pending] of this.pending.entries()) settle(this, id, pending, false, error);
+    this.rpc.close(error);
     this.drops.close();
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = undefined;
-    this.timerAt = Number.POSITIVE_INFINITY;
     for (const request of this.incoming.values()) request.abort(error);
     this.incoming.clear();
     this.channels.clear();
@@ -161,7 +162,11 @@ class BusImpl extends BusState implements Bus {
   }
 
   undeliverable(link: Link, envelope: Envelope, cause: unknown): void {
-    undeliverable(this, link, envelope, cause);
+    this.rpc.undeliverable(link, envelope, cause);
+  }
+
+  route(peer: string): Link {
+    return route(this, peer);
   }
 
   queueTick(): void {
@@ -174,11 +179,7 @@ class BusImpl extends BusState implements Bus {
   private readonly tick = (): void => {
     this.tickQueued = false;
     this.flush();
-    if (this.idleCheck) {
-      this.idleCheck = false;
-      // (usually a next request is pending by now, and the timer stays)
-      if (this.pending.size === 0) clearIdleTimer(this);
-    }
+    this.rpc.idle();
   };
 }
 

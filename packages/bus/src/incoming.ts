@@ -6,12 +6,20 @@
 import type { BusState } from './bus-state.js';
 import type { Handler } from './bus-types.js';
 import { BusError, errorToWire, type WireError } from './errors.js';
-import { IncomingRequest } from './incoming-request.js';
+import { IncomingRequest as IncomingRequestBinding } from './incoming-request.js';
 import type { Link } from './link.js';
-import { type RequestId, validId } from './request-id.js';
-import { messageSize } from './size.js';
-import { Transferring } from './transferring.js';
-import { type Envelope, Kind, Slot } from './wire.js';
+import { type RequestId, validId as validIdBinding } from './request-id.js';
+import { messageSize as messageSizeBinding } from './size.js';
+import { Transferring as TransferringBinding } from './transferring.js';
+import { type Envelope, Kind as KindBinding, Slot as SlotBinding } from './wire.js';
+
+// Imported bindings read per message, copied once into module constants (see link.ts).
+const Kind = KindBinding;
+const Slot = SlotBinding;
+const messageSize = messageSizeBinding;
+const validId = validIdBinding;
+const IncomingRequest = IncomingRequestBinding;
+const Transferring = TransferringBinding;
 
 export function handle(bus: BusState, name: string, fn: Handler): () => void {
   if (typeof name !== 'string' || name.length === 0) {

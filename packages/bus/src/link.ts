@@ -6,11 +6,16 @@
  * What every message does on its way out (build its envelope, queue, post) is a method of the
  * link: the other concept files reach it through the link they hold, so a message crosses no module
  * binding per step (a module loader that wraps each binding in a getter, as vitest's does, would
- * otherwise charge every call for each).
+ * otherwise charge every call for each). For the same reason the files of the message path copy
+ * the imported names they read per message (`Kind`, `Slot`, `messageSize`, ...) into module
+ * constants once: a module constant is read directly under any loader.
  */
 import type { Endpoint, MessageListener } from './endpoint.js';
 import { BusError } from './errors.js';
-import { type Envelope, Slot, TRANSFER } from './wire.js';
+import { type Envelope, Slot as SlotBinding, TRANSFER } from './wire.js';
+
+// Imported bindings read per message, copied once into module constants (see above).
+const Slot = SlotBinding;
 
 /** A batch is posted at once when it reaches this many bytes (messageSize) or messages. */
 const BATCH_BYTES = 256 * 1024;

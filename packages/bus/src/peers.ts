@@ -8,7 +8,6 @@ import type { Peer } from './bus-types.js';
 import { BusError } from './errors.js';
 import type { Link } from './link.js';
 import { announceJoined, announceLeft } from './routing.js';
-import { settle } from './rpc.js';
 import { unref } from './timer.js';
 import { Kind } from './wire.js';
 
@@ -93,9 +92,7 @@ export function forget(bus: BusState, peer: string, reason: BusError): void {
   bus.routes.delete(peer);
   bus.distance.delete(peer);
   bus.peerMap.delete(peer);
-  for (const [id, pending] of bus.pending.entries()) {
-    if (pending.peer === peer) settle(bus, id, pending, false, reason);
-  }
+  bus.rpc.forget(peer, reason);
   const prefix = `${peer}\n`;
   for (const [key, request] of bus.incoming) {
     if (key.startsWith(prefix)) {

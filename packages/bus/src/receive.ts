@@ -9,13 +9,18 @@ import { onChannel } from './channels.js';
 import type { BusMessageEvent } from './endpoint.js';
 import { BusError } from './errors.js';
 import { isHandshake, PROTOCOL_VERSION, TAG } from './handshake-frame.js';
-import { onCancel, onRequest } from './incoming.js';
+import { onCancel, onRequest as onRequestBinding } from './incoming.js';
 import type { Link } from './link.js';
 import { lose } from './peers.js';
 import { forward, onAnnounce } from './routing.js';
-import { answer } from './rpc.js';
-import { messageSize } from './size.js';
-import { type Envelope, Kind, Slot } from './wire.js';
+import { messageSize as messageSizeBinding } from './size.js';
+import { type Envelope, Kind as KindBinding, Slot as SlotBinding } from './wire.js';
+
+// Imported bindings read per message, copied once into module constants (see link.ts).
+const Kind = KindBinding;
+const Slot = SlotBinding;
+const messageSize = messageSizeBinding;
+const onRequest = onRequestBinding;
 
 export function receive(bus: BusState, link: Link, event: BusMessageEvent): void {
   if (link.dead) return;
@@ -101,18 +106,9 @@ function dispatch(bus: BusState, link: Link, envelope: Envelope): void {
       onRequest(bus, link, from, envelope);
       return;
     case Kind.response:
-    case Kind.errorResponse: {
-      const id = envelope[Slot.id];
-      if (typeof id !== 'number') return; // ours are numbers
-      const pending = bus.pending.get(id);
-      if (pending !== undefined) {
-        if (pending.peer === from) answer(bus, id, pending, envelope); // else not from whom we asked
-      } else if (id === bus.postingId && from === bus.postingPeer) {
-        // the answer to the lone request being posted (an endpoint that delivers at once)
-        bus.postingAnswer = envelope;
-      }
+    case Kind.errorResponse:
+      bus.rpc.onResponse(from, envelope);
       return;
-    }
     case Kind.cancel:
       onCancel(bus, from, envelope[Slot.id]);
       return;
