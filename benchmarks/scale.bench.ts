@@ -10,6 +10,8 @@
  *   CPU-seconds (the process and the processes it started) and the server's private memory (peak
  *   RssAnon of its process tree over the idle figure before the clone), bytes on the wire;
  * - the same with four clones at once;
+ * - partial clones (`--filter=blob:none` and `tree:0`) through both (git with
+ *   `uploadpack.allowFilter`): bytes on the wire, wall, server CPU and memory;
  * - an incremental fetch of the last N first-parent commits of main into a clone that has the
  *   rest: wall, bytes the server sent, server CPU and memory;
  * - a library clone between two worker threads of one Node process (benchmarks/workers/
@@ -149,6 +151,8 @@ describe(`scale (${preset})`, () => {
     // hard links: git never rewrites a pack or an index in place
     plain = join(root, 'plain.git');
     await sandbox.exec('cp', ['-al', repo, plain]);
+    // git http-backend honours a partial clone's filter only when allowed (gitport serve always does)
+    await sandbox.git(['--git-dir', repo, 'config', 'uploadpack.allowFilter', 'true']);
     for (const f of await readdir(join(plain, 'objects', 'pack'))) {
       if (f.endsWith('.bitmap')) await rm(join(plain, 'objects', 'pack', f));
     }
@@ -328,6 +332,39 @@ describe(`scale (${preset})`, () => {
     },
     once,
   );
+
+  for (const filter of ['blob:none', 'tree:0']) {
+    bench(
+      `partial clone (${filter}) through the gateway`,
+      async () => {
+        await setup();
+        let received = 0;
+        const r = await sideBySide(RUNS, async (server) => {
+          const before = server.proxy.received;
+          const dest = fresh('partial');
+          const cost = await measureServer(server.child.pid as number, () =>
+            sandbox.git(['clone', '--bare', '--quiet', `--filter=${filter}`, `${server.proxy.url}/scale.git`, dest]),
+          );
+          const bytes = server.proxy.received - before;
+          const counts = await sandbox.git(['--git-dir', dest, 'count-objects', '-v']);
+          const inPack = Number(/in-pack: (\d+)/.exec(counts)?.[1]);
+          if (received !== 0 && inPack !== received) {
+            throw new Error(`${server.name}: partial clone holds ${inPack} objects, the other server sent ${received}`);
+          }
+          received = inPack;
+          await check(server, dest);
+          return { ...cost, bytes };
+        });
+        recordServer(
+          `partial-${filter.replace(':', '-')}`,
+          `git clone --bare --filter=${filter} (protocol v2, ${received} objects) through gitport serve (2 workers); git http-backend with uploadpack.allowFilter`,
+          r,
+          { 'sent.mb': { max: 1.05, on: 'ratio', source: 'issue 28' } },
+        );
+      },
+      once,
+    );
+  }
 
   bench(
     `incremental fetch of the last ${FETCH_COMMITS} commits`,
