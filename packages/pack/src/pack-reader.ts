@@ -246,6 +246,18 @@ export class PackReader {
     return this.#crc >>> 0;
   }
 
+  /** The next chunk of input, undefined at its end (then `#eof`). */
+  async #nextChunk(): Promise<Uint8Array | undefined> {
+    throwIfAborted(this.#signal);
+    const r = await this.#it.next();
+    if (r.done) {
+      this.#eof = true;
+      return undefined;
+    }
+    if (!(r.value instanceof Uint8Array)) throw new PackError('PACK_BAD_INPUT', 'pack input chunks must be Uint8Array');
+    return r.value;
+  }
+
   /** Ensures `n` bytes are buffered; false at end of input with fewer. */
   async #fill(n: number): Promise<boolean> {
     if (this.#available >= n) return true;
@@ -254,14 +266,8 @@ export class PackReader {
     const parts: Uint8Array[] = [];
     let have = this.#available;
     while (have < n) {
-      throwIfAborted(this.#signal);
-      const r = await this.#it.next();
-      if (r.done) {
-        this.#eof = true;
-        break;
-      }
-      const chunk = r.value;
-      if (!(chunk instanceof Uint8Array)) throw new PackError('PACK_BAD_INPUT', 'pack input chunks must be Uint8Array');
+      const chunk = await this.#nextChunk();
+      if (chunk === undefined) break;
       if (chunk.length === 0) continue;
       parts.push(chunk);
       have += chunk.length;
@@ -314,14 +320,8 @@ export class PackReader {
     this.#hashFrom = 0;
     this.#crcFrom = 0;
     while (have < n) {
-      throwIfAborted(this.#signal);
-      const r = await this.#it.next();
-      if (r.done) {
-        this.#eof = true;
-        break;
-      }
-      const chunk = r.value;
-      if (!(chunk instanceof Uint8Array)) throw new PackError('PACK_BAD_INPUT', 'pack input chunks must be Uint8Array');
+      const chunk = await this.#nextChunk();
+      if (chunk === undefined) break;
       if (have + chunk.length > joint.length) {
         const grown = new Uint8Array(Math.max(have + chunk.length, Math.min(joint.length * 2, have + (1 << 20))));
         grown.set(joint.subarray(0, have));
