@@ -114,7 +114,6 @@ function worker(): { worker: Worker; jobs: Map<number, Pending> } | undefined {
     const w = spawn();
     const jobs = new Map<number, Pending>();
     const state = { worker: w, jobs };
-    w.unref();
     w.on('message', (m: FromWorker) => {
       const job = jobs.get(m.id);
       if (!job) return;
@@ -148,6 +147,8 @@ function worker(): { worker: Worker; jobs: Map<number, Pending> } | undefined {
     };
     w.on('error', fail);
     w.on('exit', (code) => fail(new Error(`delta worker exited (${code})`)));
+    // after the listeners: listening for messages refs the worker's port again
+    w.unref();
     shared = state;
     return state;
   } catch {
