@@ -1,7 +1,10 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import * as nodeFs from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
+import { tsNodeArgs } from '@gitport/test-helpers/ts-worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serializeCommit } from './commit.js';
 import { deltaWorkerHelps, deltaWorkerUse, remoteDeltaSearch } from './delta-worker.node.js';
@@ -74,6 +77,19 @@ describe('delta search on a worker thread', () => {
     expect(remoteDeltaSearch(2)).toBeDefined();
     // asking for the search begins no job
     expect(deltaWorkerUse.jobs).toBe(jobs);
+  });
+
+  it('a worker started ahead of a search that never comes does not keep the process alive', async () => {
+    // what a pack whose deltas are all reused does: it asks for the worker and begins no job
+    const module = new URL('./delta-worker.node.ts', import.meta.url).href;
+    const script = `const m = await import(${JSON.stringify(module)}); if (!m.remoteDeltaSearch(2)) process.exit(7); setTimeout(() => {}, 300);`;
+    const child = spawn(process.execPath, [...tsNodeArgs, '--input-type=module', '-e', script], { stdio: 'inherit' });
+    // a process still alive long after its last timer is killed: the test then fails on the signal
+    const kill = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    const [code, signal] = (await once(child, 'exit')) as [number | null, string | null];
+    clearTimeout(kill);
+    expect(signal).toBeNull();
+    expect(code).toBe(0);
   });
 
   it('the pack written with the worker holds every object, deltified, like the one-thread pack', async () => {
