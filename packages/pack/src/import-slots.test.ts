@@ -2,17 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { writeIdx } from './idx.js';
 import { ImportSlots } from './import-slots.js';
 import { bytesToHex } from './object.js';
-
-/** xorshift32: the seed is printed with any failure. */
-function random(seed: number): () => number {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return (x >>> 0) / 2 ** 32;
-  };
-}
+import { random } from './test-random.js';
 
 const PACK_HASH = 'ab'.repeat(20);
 

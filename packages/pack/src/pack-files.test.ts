@@ -1,19 +1,7 @@
 /** Pack order (the reverse index) of seeded random offsets, against a comparison sort. */
 import { describe, expect, it } from 'vitest';
 import { offsetOrder } from './pack-files.js';
-
-/** xorshift32: a small seeded generator, so that a failure prints what reproduces it. */
-function random(seed: number): () => number {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x;
-  };
-}
+import { randomUint32 as random } from './test-random.js';
 
 /** `n` distinct offsets below `limit`, in random (idx) order. */
 function offsets(seed: number, n: number, limit: number): number[] {

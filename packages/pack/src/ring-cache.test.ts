@@ -1,16 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { RingCache } from './ring-cache.js';
-
-/** xorshift32: the seed is printed with any failure. */
-function random(seed: number): () => number {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return (x >>> 0) / 2 ** 32;
-  };
-}
+import { random } from './test-random.js';
 
 describe('RingCache', () => {
   it('returns what was set or nothing, keeps the latest values and refuses values over a quarter', () => {
