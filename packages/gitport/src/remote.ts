@@ -34,19 +34,23 @@
  */
 import type { Bus } from '@gitport/bus';
 import {
-  clone as cloneInto,
+  checkFilterSpec,
+  cloneWith,
   type FetchOptions,
   type FetchResult,
-  fetch as fetchInto,
-  fetchObjects as fetchObjectsInto,
+  fetchObjectsWith,
+  fetchWith,
   type LsRemoteOptions,
   type LsRemoteResult,
-  lsRemote,
+  lsRemoteWith,
+  openConnectionSession,
+  openHttpSession,
   type PushOptions,
   type PushResult,
   push as pushFrom,
   type Remote,
   type Repository,
+  type SessionOpener,
 } from '@gitport/protocol';
 import { type DuplexStream, open } from '@gitport/transport';
 import { checkoutCommit } from './checkout.js';
@@ -183,12 +187,13 @@ const FETCH_WINDOW = 2 ** 20;
 
 /**
  * Runs `fn` against the remote's service for one operation: over a fresh bus stream, or over
- * smart HTTP.
+ * smart HTTP. `fn` is given the opener of that kind of session only (so that a bundle with
+ * remotes of one kind leaves the other's code out).
  */
 type SessionRunner = <T>(
   service: GitService,
   options: OperationOptions,
-  fn: (remote: Remote, signal: AbortSignal | undefined) => Promise<T>,
+  fn: (remote: Remote, signal: AbortSignal | undefined, open: SessionOpener) => Promise<T>,
 ) => Promise<T>;
 
 /** A repository served over smart HTTP (`http(s)://host/path/name.git`): the gateway, git http-backend, any git host. */
@@ -263,7 +268,7 @@ function busSession(bus: Bus, peer: string, name: string, remoteOptions: RemoteO
   return async <T>(
     service: GitService,
     options: OperationOptions,
-    fn: (remote: Remote, signal: AbortSignal | undefined) => Promise<T>,
+    fn: (remote: Remote, signal: AbortSignal | undefined, open: SessionOpener) => Promise<T>,
   ): Promise<T> => {
     const { signal } = options;
     if (signal?.aborted) throw new GitportError('ABORTED', 'aborted', { cause: signal.reason });
@@ -296,7 +301,7 @@ function busSession(bus: Bus, peer: string, name: string, remoteOptions: RemoteO
         flush: () => stream.flush(),
         end: () => stream.end(),
       };
-      const result = await fn({ connection }, signal);
+      const result = await fn({ connection }, signal, openConnectionSession as SessionOpener);
       await stream.end().catch(() => {});
       return result;
     } catch (error) {
@@ -325,7 +330,7 @@ function httpSession(client: ReturnType<typeof smartHttpClient>): SessionRunner 
         : undefined,
     );
     try {
-      return await fn({ url: client.url, http, discovered }, signal);
+      return await fn({ url: client.url, http, discovered }, signal, openHttpSession as SessionOpener);
     } catch (error) {
       if (signal?.aborted) throw new GitportError('ABORTED', 'aborted', { cause: error });
       throw error;
@@ -348,6 +353,11 @@ interface PartialClone {
   headView: typeof headViewCollector;
   /** A clone's config text with its promisor remote recorded (what `register` writes). */
   configure: typeof withPromisor;
+  /**
+   * The protocol's own check of the filter-spec a fetch sends (`PROTOCOL_BAD_FILTER`), for one
+   * read from the config (a given one was checked by `plan`).
+   */
+  checkSpec: typeof checkFilterSpec;
 }
 
 const protocolOf = (options: OperationOptions) => (options.protocolV2 === false ? 0 : 2) as 0 | 2;
@@ -365,6 +375,7 @@ function allOperations(remoteUrl: string, session: SessionRunner): RemoteOperati
     }),
     headView: headViewCollector,
     configure: withPromisor,
+    checkSpec: checkFilterSpec,
   };
   const full: RemoteOperations = {
     ...operations(remoteUrl, session, partial),
@@ -381,8 +392,8 @@ function allOperations(remoteUrl: string, session: SessionRunner): RemoteOperati
   ): Promise<FetchResult> {
     const { signal: _s, onProgress: _p, protocolV2: _v, filter = 'blob:none' } = options;
     if (filter !== false) checkFilter(filter);
-    const result = await session('git-upload-pack', options, (remote, signal) =>
-      fetchObjectsInto(local, remote, oids, {
+    const result = await session('git-upload-pack', options, (remote, signal, open) =>
+      fetchObjectsWith(open, local, remote, oids, {
         ...(filter !== false ? { filter } : {}),
         protocol: protocolOf(options),
         ...remoteProgress(options),
@@ -416,8 +427,8 @@ function operations(remoteUrl: string, session: SessionRunner, partial?: Partial
     lsRefs(options = {}) {
       const { signal: _s, onProgress: _p, protocolV2: _v, ...rest } = options;
       return userFacing(
-        session('git-upload-pack', options, (remote, signal) =>
-          lsRemote(remote, { ...rest, protocol: protocolOf(options), ...(signal ? { signal } : {}) }),
+        session('git-upload-pack', options, (remote, signal, open) =>
+          lsRemoteWith(open, remote, { ...rest, protocol: protocolOf(options), ...(signal ? { signal } : {}) }),
         ),
       );
     },
@@ -431,8 +442,9 @@ function operations(remoteUrl: string, session: SessionRunner, partial?: Partial
     const { signal: _s, onProgress: _p, protocolV2: _v, ...rest } = options;
     const shallow = rest.shallow ?? (await readShallow(local));
     const plan = partial ? await partial.plan(local, remoteUrl, rest.filter) : noPartialClone(rest.filter);
-    const result = await session('git-upload-pack', options, (remote, signal) =>
-      fetchInto(local, remote, {
+    const result = await session('git-upload-pack', options, (remote, signal, open) => {
+      if (plan.filter !== undefined) partial?.checkSpec(plan.filter);
+      return fetchWith(open, local, remote, {
         ...rest,
         ...(plan.filter !== undefined ? { filter: plan.filter } : {}),
         ...(shallow ? { shallow } : {}),
@@ -440,8 +452,8 @@ function operations(remoteUrl: string, session: SessionRunner, partial?: Partial
         pipelineLsRefs: rest.pipelineLsRefs ?? protocolOf(options) === 2,
         ...progress(options),
         ...(signal ? { signal } : {}),
-      }),
-    );
+      });
+    });
     await writeShallow(local, result.shallow);
     if (partial && plan.register && plan.filter !== undefined && plan.remote !== undefined) {
       await partial.register(local as GitRepository, plan.remote, plan.filter);
@@ -477,8 +489,8 @@ function operations(remoteUrl: string, session: SessionRunner, partial?: Partial
       onHeadView && (partial ? partial.headView(onHeadView) : finishedView(onHeadView));
     let repository: GitRepository | undefined;
     try {
-      const result = await session('git-upload-pack', options, (remote, signal) =>
-        cloneInto(create, remote, {
+      const result = await session('git-upload-pack', options, (remote, signal, open) =>
+        cloneWith(open, create, remote, {
           ...rest,
           ...(view?.onRefs && view.onObject ? { onRefs: view.onRefs, onObject: view.onObject } : {}),
           bare,
