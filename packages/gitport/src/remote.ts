@@ -59,7 +59,14 @@ import { type FsLike, type FsPromisesLike, type GitFs, joinPath } from './fs.js'
 import { finishedView, type HeadView, type HeadViewCollector, headViewCollector } from './head-view.js';
 import { encodeGitRequest, GIT_STREAM, type GitService } from './host.js';
 import { type HttpRemoteOptions, smartHttpClient } from './http-remote.js';
-import { checkFilter, markPromisorPack, planFetchFilter, registerPromisor, withPromisor } from './partial-clone.js';
+import {
+  checkFilter,
+  type FetchFilterPlan,
+  markPromisorPack,
+  planFetchFilter,
+  registerPromisor,
+  withPromisor,
+} from './partial-clone.js';
 import { PromisorObjectStore } from './promisor.js';
 import { type GitRepository, type InitOptions, initRepositoryEarly } from './repository.js';
 
@@ -345,14 +352,16 @@ function httpSession(client: ReturnType<typeof smartHttpClient>): SessionRunner 
 interface PartialClone {
   check: typeof checkFilter;
   plan: typeof planFetchFilter;
-  register: typeof registerPromisor;
-  mark: typeof markPromisorPack;
-  /** The cloned repository, reading the objects it lacks from this remote. */
-  promisor(repository: GitRepository): GitRepository;
+  /** After a fetch: its promisor remote registered when the plan says so, its pack marked `.promisor`. */
+  fetched(local: Repository, plan: FetchFilterPlan, result: FetchResult): Promise<void>;
+  /**
+   * After a clone with a filter: `origin` set up with the promisor remote recorded (one write of
+   * the config) and the pack marked, then the repository reading the objects it lacks from this
+   * remote.
+   */
+  cloned(repository: GitRepository, origin: string, filter: string, result: FetchResult): Promise<GitRepository>;
   /** The first view of a clone, from its pack (`onHeadView`). */
   headView: typeof headViewCollector;
-  /** A clone's config text with its promisor remote recorded (what `register` writes). */
-  configure: typeof withPromisor;
   /**
    * The protocol's own check of the filter-spec a fetch sends (`PROTOCOL_BAD_FILTER`), for one
    * read from the config (a given one was checked by `plan`).
@@ -367,14 +376,20 @@ function allOperations(remoteUrl: string, session: SessionRunner): RemoteOperati
   const partial: PartialClone = {
     check: checkFilter,
     plan: planFetchFilter,
-    register: registerPromisor,
-    mark: markPromisorPack,
-    promisor: (repository) => ({
-      ...repository,
-      objects: new PromisorObjectStore(repository.objects, repository, full),
-    }),
+    fetched: async (local, plan, result) => {
+      if (plan.register && plan.filter !== undefined && plan.remote !== undefined) {
+        await registerPromisor(local as GitRepository, plan.remote, plan.filter);
+      }
+      if (plan.remote !== undefined) await markPromisorPack(local, result);
+    },
+    cloned: async (repository, origin, filter, result) => {
+      await Promise.all([
+        setUpOrigin(repository, origin, (config) => withPromisor(config, 'origin', filter)),
+        markPromisorPack(repository, result),
+      ]);
+      return { ...repository, objects: new PromisorObjectStore(repository.objects, repository, full) };
+    },
     headView: headViewCollector,
-    configure: withPromisor,
     checkSpec: checkFilterSpec,
   };
   const full: RemoteOperations = {
@@ -406,7 +421,7 @@ function allOperations(remoteUrl: string, session: SessionRunner): RemoteOperati
 }
 
 /** The partial-clone plan of a remote without partial clone: a filter is refused. */
-function noPartialClone(filter: string | undefined): { filter?: string; remote?: string; register: boolean } {
+function noPartialClone(filter: string | undefined): FetchFilterPlan {
   if (filter !== undefined) refuseFilter();
   return { register: false };
 }
@@ -455,10 +470,7 @@ function operations(remoteUrl: string, session: SessionRunner, partial?: Partial
       });
     });
     await writeShallow(local, result.shallow);
-    if (partial && plan.register && plan.filter !== undefined && plan.remote !== undefined) {
-      await partial.register(local as GitRepository, plan.remote, plan.filter);
-    }
-    if (partial && plan.remote !== undefined) await partial.mark(local, result);
+    await partial?.fetched(local, plan, result);
     return result;
   }
 
@@ -506,13 +518,8 @@ function operations(remoteUrl: string, session: SessionRunner, partial?: Partial
       // one write of the config at most: the origin (a bare clone's is in it from the start) and,
       // as git clone --filter, the promisor remote (recorded even when the server ignored the
       // filter), the pack's .promisor meanwhile
-      const promisor = partial && filter !== undefined ? partial : undefined;
-      const cloned = repository;
-      await Promise.all([
-        setUpOrigin(cloned, origin, promisor && ((config) => promisor.configure(config, 'origin', filter!))),
-        promisor?.mark(cloned, result),
-      ]);
-      if (promisor) repository = promisor.promisor(cloned);
+      if (partial && filter !== undefined) repository = await partial.cloned(repository, origin, filter, result);
+      else await setUpOrigin(repository, origin);
       if (!bare) {
         const head = await repository.refs.resolve('HEAD');
         if (head !== undefined) {
