@@ -20,7 +20,7 @@
  * Stat fields come from the fs's `lstat` where it reports them (Node's does); a field the fs does
  * not report is 0, which only makes git re-read that file once to compare it.
  */
-import { hexToBytes, type ObjectId, parseCommit, parseTree, sha1 } from '@gitport/pack';
+import { hexToBytes, type ObjectId, parseCommitLinks, parseTree, sha1 } from '@gitport/pack';
 import { GitportError } from './errors.js';
 import { dirname, errorCode, joinPath } from './fs.js';
 import { prefetchObjects } from './promisor.js';
@@ -85,7 +85,8 @@ async function treeOfCommit(repository: GitRepository, commit: ObjectId): Promis
   if (object?.type !== 'commit') {
     throw new GitportError('OBJECT_NOT_FOUND', `commit ${commit} is missing from ${repository.gitDir}`);
   }
-  return parseCommit(object.data).tree;
+  // only its tree is read: the parser of a commit's links, not of its whole text
+  return parseCommitLinks(object.data).tree;
 }
 
 /** Every non-tree entry under `tree`, with its full path. */

@@ -22,7 +22,7 @@ import {
   type ObjectStore,
   type Person,
   parseCommit,
-  parseTag,
+  parseTagTarget,
   parseTree,
   serializeCommit,
   serializeTree,
@@ -294,7 +294,7 @@ async function resolveCommitish(repository: RepositoryLike, ref: string): Promis
   for (let depth = 0; depth < 10; depth++) {
     const object = await repository.objects.read(oid);
     if (object?.type !== 'tag') return oid;
-    oid = parseTag(object.data).object;
+    oid = parseTagTarget(object.data);
   }
   throw new GitportError('REF_NOT_FOUND', `${ref} is a chain of tags too long to follow`);
 }

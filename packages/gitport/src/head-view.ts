@@ -26,7 +26,7 @@ import {
   type ObjectId,
   type ObjectStore,
   type ObjectType,
-  parseCommit,
+  parseCommitLinks,
   parseTree,
 } from '@gitport/pack';
 import { type AdvertisedRef, MemoryRefStore, type RefStore } from '@gitport/protocol';
@@ -50,7 +50,7 @@ async function readPaths(objects: ObjectStore, commit: ObjectId): Promise<string
       else if (entry.type === 'blob') out.push(prefix + entry.name);
     }
   };
-  await walk(parseCommit(await read(commit, 'commit')).tree, '');
+  await walk(parseCommitLinks(await read(commit, 'commit')).tree, '');
   return out;
 }
 
@@ -75,7 +75,7 @@ function pathsOf(objects: MemoryObjectStore, commit: ObjectId): string[] {
       else if (entry.type === 'blob') out.push(prefix + entry.name);
     }
   };
-  walk(parseCommit(objects.readSync(commit)!.data).tree, '');
+  walk(parseCommitLinks(objects.readSync(commit)!.data).tree, '');
   return out;
 }
 
@@ -139,7 +139,7 @@ export function headViewCollector(deliver: (view: HeadView) => void, budget = SP
   const take = (oid: ObjectId, type: ObjectType, data: Uint8Array) => {
     missing.delete(oid);
     void view.writeHashed([{ oid, type, data }]);
-    if (type === 'commit') want(parseCommit(data).tree);
+    if (type === 'commit') want(parseCommitLinks(data).tree);
     else if (type === 'tree') {
       for (const entry of parseTree(data)) if (entry.type === 'tree') want(entry.oid);
     }

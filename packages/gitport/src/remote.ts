@@ -34,19 +34,23 @@
  */
 import type { Bus } from '@gitport/bus';
 import {
-  clone as cloneInto,
+  checkFilterSpec,
+  cloneWith,
   type FetchOptions,
   type FetchResult,
-  fetch as fetchInto,
-  fetchObjects as fetchObjectsInto,
+  fetchObjectsWith,
+  fetchWith,
   type LsRemoteOptions,
   type LsRemoteResult,
-  lsRemote,
+  lsRemoteWith,
+  openConnectionSession,
+  openHttpSession,
   type PushOptions,
   type PushResult,
   push as pushFrom,
   type Remote,
   type Repository,
+  type SessionOpener,
 } from '@gitport/protocol';
 import { type DuplexStream, open } from '@gitport/transport';
 import { checkoutCommit } from './checkout.js';
@@ -55,7 +59,14 @@ import { type FsLike, type FsPromisesLike, type GitFs, joinPath } from './fs.js'
 import { finishedView, type HeadView, type HeadViewCollector, headViewCollector } from './head-view.js';
 import { encodeGitRequest, GIT_STREAM, type GitService } from './host.js';
 import { type HttpRemoteOptions, smartHttpClient } from './http-remote.js';
-import { checkFilter, markPromisorPack, planFetchFilter, registerPromisor, withPromisor } from './partial-clone.js';
+import {
+  checkFilter,
+  type FetchFilterPlan,
+  markPromisorPack,
+  planFetchFilter,
+  registerPromisor,
+  withPromisor,
+} from './partial-clone.js';
 import { PromisorObjectStore } from './promisor.js';
 import { type GitRepository, type InitOptions, initRepositoryEarly } from './repository.js';
 
@@ -183,12 +194,13 @@ const FETCH_WINDOW = 2 ** 20;
 
 /**
  * Runs `fn` against the remote's service for one operation: over a fresh bus stream, or over
- * smart HTTP.
+ * smart HTTP. `fn` is given the opener of that kind of session only (so that a bundle with
+ * remotes of one kind leaves the other's code out).
  */
 type SessionRunner = <T>(
   service: GitService,
   options: OperationOptions,
-  fn: (remote: Remote, signal: AbortSignal | undefined) => Promise<T>,
+  fn: (remote: Remote, signal: AbortSignal | undefined, open: SessionOpener) => Promise<T>,
 ) => Promise<T>;
 
 /** A repository served over smart HTTP (`http(s)://host/path/name.git`): the gateway, git http-backend, any git host. */
@@ -263,7 +275,7 @@ function busSession(bus: Bus, peer: string, name: string, remoteOptions: RemoteO
   return async <T>(
     service: GitService,
     options: OperationOptions,
-    fn: (remote: Remote, signal: AbortSignal | undefined) => Promise<T>,
+    fn: (remote: Remote, signal: AbortSignal | undefined, open: SessionOpener) => Promise<T>,
   ): Promise<T> => {
     const { signal } = options;
     if (signal?.aborted) throw new GitportError('ABORTED', 'aborted', { cause: signal.reason });
@@ -296,7 +308,7 @@ function busSession(bus: Bus, peer: string, name: string, remoteOptions: RemoteO
         flush: () => stream.flush(),
         end: () => stream.end(),
       };
-      const result = await fn({ connection }, signal);
+      const result = await fn({ connection }, signal, openConnectionSession as SessionOpener);
       await stream.end().catch(() => {});
       return result;
     } catch (error) {
@@ -325,7 +337,7 @@ function httpSession(client: ReturnType<typeof smartHttpClient>): SessionRunner 
         : undefined,
     );
     try {
-      return await fn({ url: client.url, http, discovered }, signal);
+      return await fn({ url: client.url, http, discovered }, signal, openHttpSession as SessionOpener);
     } catch (error) {
       if (signal?.aborted) throw new GitportError('ABORTED', 'aborted', { cause: error });
       throw error;
@@ -340,14 +352,21 @@ function httpSession(client: ReturnType<typeof smartHttpClient>): SessionRunner 
 interface PartialClone {
   check: typeof checkFilter;
   plan: typeof planFetchFilter;
-  register: typeof registerPromisor;
-  mark: typeof markPromisorPack;
-  /** The cloned repository, reading the objects it lacks from this remote. */
-  promisor(repository: GitRepository): GitRepository;
+  /** After a fetch: its promisor remote registered when the plan says so, its pack marked `.promisor`. */
+  fetched(local: Repository, plan: FetchFilterPlan, result: FetchResult): Promise<void>;
+  /**
+   * After a clone with a filter: `origin` set up with the promisor remote recorded (one write of
+   * the config) and the pack marked, then the repository reading the objects it lacks from this
+   * remote.
+   */
+  cloned(repository: GitRepository, origin: string, filter: string, result: FetchResult): Promise<GitRepository>;
   /** The first view of a clone, from its pack (`onHeadView`). */
   headView: typeof headViewCollector;
-  /** A clone's config text with its promisor remote recorded (what `register` writes). */
-  configure: typeof withPromisor;
+  /**
+   * The protocol's own check of the filter-spec a fetch sends (`PROTOCOL_BAD_FILTER`), for one
+   * read from the config (a given one was checked by `plan`).
+   */
+  checkSpec: typeof checkFilterSpec;
 }
 
 const protocolOf = (options: OperationOptions) => (options.protocolV2 === false ? 0 : 2) as 0 | 2;
@@ -357,14 +376,21 @@ function allOperations(remoteUrl: string, session: SessionRunner): RemoteOperati
   const partial: PartialClone = {
     check: checkFilter,
     plan: planFetchFilter,
-    register: registerPromisor,
-    mark: markPromisorPack,
-    promisor: (repository) => ({
-      ...repository,
-      objects: new PromisorObjectStore(repository.objects, repository, full),
-    }),
+    fetched: async (local, plan, result) => {
+      if (plan.register && plan.filter !== undefined && plan.remote !== undefined) {
+        await registerPromisor(local as GitRepository, plan.remote, plan.filter);
+      }
+      if (plan.remote !== undefined) await markPromisorPack(local, result);
+    },
+    cloned: async (repository, origin, filter, result) => {
+      await Promise.all([
+        setUpOrigin(repository, origin, (config) => withPromisor(config, 'origin', filter)),
+        markPromisorPack(repository, result),
+      ]);
+      return { ...repository, objects: new PromisorObjectStore(repository.objects, repository, full) };
+    },
     headView: headViewCollector,
-    configure: withPromisor,
+    checkSpec: checkFilterSpec,
   };
   const full: RemoteOperations = {
     ...operations(remoteUrl, session, partial),
@@ -381,8 +407,8 @@ function allOperations(remoteUrl: string, session: SessionRunner): RemoteOperati
   ): Promise<FetchResult> {
     const { signal: _s, onProgress: _p, protocolV2: _v, filter = 'blob:none' } = options;
     if (filter !== false) checkFilter(filter);
-    const result = await session('git-upload-pack', options, (remote, signal) =>
-      fetchObjectsInto(local, remote, oids, {
+    const result = await session('git-upload-pack', options, (remote, signal, open) =>
+      fetchObjectsWith(open, local, remote, oids, {
         ...(filter !== false ? { filter } : {}),
         protocol: protocolOf(options),
         ...remoteProgress(options),
@@ -395,7 +421,7 @@ function allOperations(remoteUrl: string, session: SessionRunner): RemoteOperati
 }
 
 /** The partial-clone plan of a remote without partial clone: a filter is refused. */
-function noPartialClone(filter: string | undefined): { filter?: string; remote?: string; register: boolean } {
+function noPartialClone(filter: string | undefined): FetchFilterPlan {
   if (filter !== undefined) refuseFilter();
   return { register: false };
 }
@@ -416,8 +442,8 @@ function operations(remoteUrl: string, session: SessionRunner, partial?: Partial
     lsRefs(options = {}) {
       const { signal: _s, onProgress: _p, protocolV2: _v, ...rest } = options;
       return userFacing(
-        session('git-upload-pack', options, (remote, signal) =>
-          lsRemote(remote, { ...rest, protocol: protocolOf(options), ...(signal ? { signal } : {}) }),
+        session('git-upload-pack', options, (remote, signal, open) =>
+          lsRemoteWith(open, remote, { ...rest, protocol: protocolOf(options), ...(signal ? { signal } : {}) }),
         ),
       );
     },
@@ -431,8 +457,9 @@ function operations(remoteUrl: string, session: SessionRunner, partial?: Partial
     const { signal: _s, onProgress: _p, protocolV2: _v, ...rest } = options;
     const shallow = rest.shallow ?? (await readShallow(local));
     const plan = partial ? await partial.plan(local, remoteUrl, rest.filter) : noPartialClone(rest.filter);
-    const result = await session('git-upload-pack', options, (remote, signal) =>
-      fetchInto(local, remote, {
+    const result = await session('git-upload-pack', options, (remote, signal, open) => {
+      if (plan.filter !== undefined) partial?.checkSpec(plan.filter);
+      return fetchWith(open, local, remote, {
         ...rest,
         ...(plan.filter !== undefined ? { filter: plan.filter } : {}),
         ...(shallow ? { shallow } : {}),
@@ -440,13 +467,10 @@ function operations(remoteUrl: string, session: SessionRunner, partial?: Partial
         pipelineLsRefs: rest.pipelineLsRefs ?? protocolOf(options) === 2,
         ...progress(options),
         ...(signal ? { signal } : {}),
-      }),
-    );
+      });
+    });
     await writeShallow(local, result.shallow);
-    if (partial && plan.register && plan.filter !== undefined && plan.remote !== undefined) {
-      await partial.register(local as GitRepository, plan.remote, plan.filter);
-    }
-    if (partial && plan.remote !== undefined) await partial.mark(local, result);
+    await partial?.fetched(local, plan, result);
     return result;
   }
 
@@ -477,8 +501,8 @@ function operations(remoteUrl: string, session: SessionRunner, partial?: Partial
       onHeadView && (partial ? partial.headView(onHeadView) : finishedView(onHeadView));
     let repository: GitRepository | undefined;
     try {
-      const result = await session('git-upload-pack', options, (remote, signal) =>
-        cloneInto(create, remote, {
+      const result = await session('git-upload-pack', options, (remote, signal, open) =>
+        cloneWith(open, create, remote, {
           ...rest,
           ...(view?.onRefs && view.onObject ? { onRefs: view.onRefs, onObject: view.onObject } : {}),
           bare,
@@ -494,13 +518,8 @@ function operations(remoteUrl: string, session: SessionRunner, partial?: Partial
       // one write of the config at most: the origin (a bare clone's is in it from the start) and,
       // as git clone --filter, the promisor remote (recorded even when the server ignored the
       // filter), the pack's .promisor meanwhile
-      const promisor = partial && filter !== undefined ? partial : undefined;
-      const cloned = repository;
-      await Promise.all([
-        setUpOrigin(cloned, origin, promisor && ((config) => promisor.configure(config, 'origin', filter!))),
-        promisor?.mark(cloned, result),
-      ]);
-      if (promisor) repository = promisor.promisor(cloned);
+      if (partial && filter !== undefined) repository = await partial.cloned(repository, origin, filter, result);
+      else await setUpOrigin(repository, origin);
       if (!bare) {
         const head = await repository.refs.resolve('HEAD');
         if (head !== undefined) {

@@ -24,7 +24,7 @@ import { bytesToHex, type ObjectId, type ObjectType } from './object.js';
 import type { ObjectFilter } from './object-filter.js';
 import type { ObjectStore } from './store.js';
 import { readHeaderOf } from './stored-reads.js';
-import { parseTag } from './tag.js';
+import { parseTagTarget } from './tag.js';
 import { forEachTreeEntryRaw } from './tree.js';
 import { CommitQueue, type EnumerateOptions, type PackObject } from './walk.js';
 
@@ -156,7 +156,7 @@ export async function bitmapWalk(
         if (type === 'blob') return;
         const tag = await readObject(oid);
         if (!tag) return missing(oid, 'tag');
-        oid = parseTag(tag.data).object;
+        oid = parseTagTarget(tag.data);
       }
     };
     // tips with a stored bitmap first: the walk then stops at whatever they reach
@@ -215,7 +215,7 @@ export async function bitmapWalk(
       if (type !== 'tag') break;
       const tag = await readObject(h);
       if (!tag) break;
-      h = parseTag(tag.data).object;
+      h = parseTagTarget(tag.data);
     }
   }
   const haves = new Side(n);
@@ -237,7 +237,7 @@ export async function bitmapWalk(
       const obj = await store.read(oid);
       if (obj?.type !== 'tag') break;
       chain.push(oid);
-      oid = parseTag(obj.data).object;
+      oid = parseTagTarget(obj.data);
     }
     if (chain.length > 0 && sent(oid)) {
       for (const c of chain) {
@@ -290,7 +290,7 @@ async function givenObjects(
       if (type !== 'tag') break;
       const tag = await readObject(oid);
       if (!tag) break;
-      oid = parseTag(tag.data).object;
+      oid = parseTagTarget(tag.data);
     }
   }
   return given;

@@ -35,9 +35,7 @@ export function parsePerson(text: string, what = 'ident', code = 'PARSE_COMMIT')
   const m = /^(.*?) ?<([^<>]*)> (-?\d+) ([+-]\d{4})$/.exec(text);
   if (!m) {
     // git tolerates odd idents; keep what can be kept.
-    const lt = text.indexOf('<');
-    const gt = text.indexOf('>', lt);
-    if (lt < 0 || gt < 0) throw new PackError(code, `bad ${what}: ${text.slice(0, 80)}`);
+    const [lt, gt] = identBrackets(text, what, code);
     const rest = text
       .slice(gt + 1)
       .trim()
@@ -50,6 +48,17 @@ export function parsePerson(text: string, what = 'ident', code = 'PARSE_COMMIT')
     };
   }
   return { name: m[1]!, email: m[2]!, timestamp: Number(m[3]), timezone: m[4]! };
+}
+
+/**
+ * Where the `<` and `>` around an ident's email are: what `parsePerson` needs of an ident that
+ * is not in the usual form, or throws (`code`: `bad <what>: ...`).
+ */
+export function identBrackets(text: string, what: string, code: string): [lt: number, gt: number] {
+  const lt = text.indexOf('<');
+  const gt = text.indexOf('>', lt);
+  if (lt < 0 || gt < 0) throw new PackError(code, `bad ${what}: ${text.slice(0, 80)}`);
+  return [lt, gt];
 }
 
 export function formatPerson(p: Person): string {

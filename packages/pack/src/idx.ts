@@ -131,49 +131,25 @@ export function writeIdx(entries: IndexEntries, packHash: string, options: { str
   if (options.strict) refuseDuplicates(ids, order, (k) => offsets[k]!);
   let large = 0;
   for (let i = 0; i < n; i++) if (offsets[order[i]!]! >= 0x80000000) large++;
-  const size = 8 + 1024 + n * 28 + large * 8 + 40;
-  const out = new Uint8Array(size);
-  out.set(MAGIC, 0);
-  out[7] = 2;
-  const oids = 8 + 1024;
-  const crcs = oids + n * 20;
+  const crcs = IDS_AT + n * 20;
   const offs = crcs + n * 4;
   const bigs = offs + n * 4;
-  const fanout = new Uint32Array(256);
+  const out = new Uint8Array(bigs + large * 8 + 40);
   let big = 0;
   for (let i = 0; i < n; i++) {
     const k = order[i]!;
     const offset = offsets[k]!;
-    for (let b = 0, from = k * 20, to = oids + i * 20; b < 20; b++) out[to + b] = ids[from + b]!;
-    fanout[ids[k * 20]!]!++;
-    const crc = crc32s[k]! >>> 0;
-    const c = crcs + i * 4;
-    out[c] = crc >>> 24;
-    out[c + 1] = (crc >>> 16) & 255;
-    out[c + 2] = (crc >>> 8) & 255;
-    out[c + 3] = crc & 255;
+    for (let b = 0, from = k * 20, to = IDS_AT + i * 20; b < 20; b++) out[to + b] = ids[from + b]!;
+    put32(out, crcs + i * 4, crc32s[k]! >>> 0);
     if (offset >= 0x80000000) {
       put32(out, offs + i * 4, (0x80000000 | big) >>> 0);
       put32(out, bigs + big * 8, Math.floor(offset / 0x100000000));
       put32(out, bigs + big * 8 + 4, offset >>> 0);
       big++;
-    } else {
-      const v = offset;
-      const at = offs + i * 4;
-      out[at] = v >>> 24;
-      out[at + 1] = (v >>> 16) & 255;
-      out[at + 2] = (v >>> 8) & 255;
-      out[at + 3] = v & 255;
-    }
+    } else put32(out, offs + i * 4, offset);
   }
-  let total = 0;
-  for (let i = 0; i < 256; i++) {
-    total += fanout[i]!;
-    put32(out, 8 + i * 4, total);
-  }
-  const trailer = bigs + large * 8;
-  hexToBytes(packHash, out, trailer);
-  out.set(sha1(out.subarray(0, trailer + 20)), trailer + 20);
+  writeFanout(out, n);
+  sealIdx(out, bigs + large * 8, packHash);
   return out;
 }
 

@@ -19,7 +19,7 @@ function fill(slots: ImportSlots, count: number, rand: () => number, offsetOf: (
     const crc32 = Math.floor(rand() * 2 ** 32) >>> 0;
     const offset = offsetOf(i);
     const e = slots.add(offset, offsetOf(i + 1), crc32);
-    slots.setOidBytes(e, id);
+    slots.setOid(e, bytesToHex(id));
     entries.push({ oid: bytesToHex(id), offset, crc32 });
   }
   return entries;
@@ -68,7 +68,7 @@ describe('ImportSlots', () => {
     for (let i = 0; i < 10; i++) {
       const e = slots.add(12 + i, 13 + i, 0);
       slots.setType(e, types[i % 5]);
-      if (i % 2 === 0) slots.setOidBytes(e, new Uint8Array(20).fill(i));
+      if (i % 2 === 0) slots.setOid(e, bytesToHex(new Uint8Array(20).fill(i)));
     }
     expect([...slots.takeTypeCodes()]).toEqual([1, 2, 3, 4, 0, 1, 2, 3, 4, 0]);
   });

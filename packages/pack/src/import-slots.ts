@@ -110,11 +110,6 @@ export class ImportSlots {
     return this.#ids.subarray(0, this.#length * ID);
   }
 
-  /** The type of an entry as its pack type code (1 commit, 2 tree, 3 blob, 4 tag; 0 unknown). */
-  typeCode(i: number): number {
-    return this.#type[i]! & TYPE_MASK;
-  }
-
   /**
    * Every entry's type code (see `typeCode`), in entry order, in the memory of the type column:
    * what an entry's id is known or its type is no longer answers afterwards (call it last).
@@ -150,13 +145,6 @@ export class ImportSlots {
   /** Sets an entry's id and indexes it (unless an earlier entry has the same id). */
   setOid(i: number, oid: ObjectId): void {
     hexToBytes(oid, this.#ids, i * ID);
-    this.#markKnown(i);
-  }
-
-  /** Sets an entry's id from 20 bytes at `bytes[at]` (see `setOid`). */
-  setOidBytes(i: number, bytes: Uint8Array, at = 0): void {
-    const ids = this.#ids;
-    for (let k = 0, to = i * ID; k < ID; k++) ids[to + k] = bytes[at + k]!;
     this.#markKnown(i);
   }
 

@@ -71,7 +71,7 @@ export {
   readHeaderSyncOf,
   readRawOf,
 } from './stored-reads.js';
-export { parseTag, serializeTag, type Tag } from './tag.js';
+export { parseTag, parseTagTarget, serializeTag, type Tag } from './tag.js';
 export { parseTree, serializeTree, type TreeEntry } from './tree.js';
 export {
   CommitCache,

@@ -11,7 +11,7 @@ import { bytesToHex, type ObjectId, type ObjectType } from './object.js';
 import { filterKeeps, type ObjectFilter } from './object-filter.js';
 import { OidSet } from './oid-set.js';
 import type { ObjectStore } from './store.js';
-import { parseTag } from './tag.js';
+import { parseTagTarget } from './tag.js';
 
 export interface CommitInfo {
   oid: ObjectId;
@@ -350,8 +350,7 @@ export async function enumerateObjects(store: ObjectStore, options: EnumerateOpt
           sent.add(oid);
           tagObjects.push({ oid, type, nameHash: 0 });
         }
-        const tag = parseTag((await store.read(oid))!.data);
-        oid = tag.object;
+        oid = parseTagTarget((await store.read(oid))!.data);
         continue;
       }
       if (type === 'commit') commitStarts.push(oid);
@@ -367,7 +366,7 @@ export async function enumerateObjects(store: ObjectStore, options: EnumerateOpt
       const header = store.readHeader ? await store.readHeader(h) : await store.read(h);
       if (header?.type === 'commit') haveCommits.push(h);
       if (header?.type !== 'tag') break;
-      h = parseTag((await store.read(h))!.data).object;
+      h = parseTagTarget((await store.read(h))!.data);
     }
   }
   const walk = await walkCommits(store, commitStarts, {
@@ -490,7 +489,7 @@ export async function enumerateObjects(store: ObjectStore, options: EnumerateOpt
       const obj = await store.read(oid);
       if (obj?.type !== 'tag') break;
       chain.push(oid);
-      oid = parseTag(obj.data).object;
+      oid = parseTagTarget(obj.data);
     }
     if (chain.length > 0 && sent.has(oid)) {
       for (const c of chain) {

@@ -4,7 +4,7 @@
  * connectivity check of a push.
  *
  * Objects are read with the pack package's parsers: of a commit its tree, parents and committer
- * time (`parseCommitLinks`), of a tag the object it names (`parseTag`).
+ * time (`parseCommitLinks`), of a tag the object it names (`parseTagTarget`).
  */
 import {
   type GitObject,
@@ -12,7 +12,7 @@ import {
   type ObjectStore,
   type ObjectType,
   parseCommitLinks,
-  parseTag,
+  parseTagTarget,
 } from '@gitport/pack';
 import { ProtocolError, throwIfAborted } from './errors.js';
 
@@ -37,7 +37,7 @@ export function parseCommitNode(oid: ObjectId, data: Uint8Array): CommitNode {
 /** The object an annotated tag names (pack's parser); PROTOCOL_BAD_OBJECT when malformed. */
 function tagTarget(oid: ObjectId, data: Uint8Array): ObjectId {
   try {
-    return parseTag(data).object;
+    return parseTagTarget(data);
   } catch (error) {
     throw new ProtocolError('PROTOCOL_BAD_OBJECT', `tag ${oid} is malformed`, { cause: error });
   }

@@ -30,7 +30,7 @@ import { ProtocolError, throwIfAborted } from './errors.js';
 import { INITIAL_FLUSH, MAX_IN_VAIN, Negotiator, nextFlush } from './negotiator.js';
 import type { PreparedRefs, RefUpdate, RefUpdateResult, RefValue } from './ref-store.js';
 import { matchRefspec, parseRefspec, type Refspec, refspecPrefix } from './refspec.js';
-import { openSession, type Remote, remoteError, type ServiceSession } from './remote.js';
+import { openSession, type Remote, remoteError, type ServiceSession, type SessionOpener } from './remote.js';
 import { applyShallowInfo, decodeShallowInfo, SHALLOW_INFO_SECTION } from './shallow-info.js';
 import {
   type DeepenRequest,
@@ -138,6 +138,20 @@ export function checkFilterSpec(spec: string): string {
   return spec;
 }
 
+/**
+ * How the clients reach a remote and check filter-specs. `lsRemote`, `fetch`, `clone` and
+ * `fetchObjects` open any remote (`openSession`) and check a filter-spec before anything is sent;
+ * their `...With` forms open sessions with the opener given (a caller whose remotes are all of
+ * one kind passes that kind's, and its bundle leaves the other out) and send a filter-spec as
+ * given: the caller checked it (`checkFilterSpec`).
+ */
+interface Client {
+  open: SessionOpener;
+  check?: (spec: string) => unknown;
+}
+
+const ANY_REMOTE: Client = { open: openSession, check: checkFilterSpec };
+
 /** Whether the server's advertisement says it honours `filter` (v0 capability, v2 fetch feature). */
 function serverFilters(session: ServiceSession): boolean {
   const adv = session.advertisement;
@@ -198,9 +212,18 @@ async function remoteRefs(
 }
 
 /** Lists the remote's refs (`git ls-remote --symref`). */
-export async function lsRemote(remote: Remote, options: LsRemoteOptions = {}): Promise<LsRemoteResult> {
+export function lsRemote(remote: Remote, options: LsRemoteOptions = {}): Promise<LsRemoteResult> {
+  return lsRemoteWith(openSession, remote, options);
+}
+
+/** `lsRemote` over the sessions `open` opens. */
+export async function lsRemoteWith<R extends Remote>(
+  open: SessionOpener<R>,
+  remote: R,
+  options: LsRemoteOptions = {},
+): Promise<LsRemoteResult> {
   const agent = options.agent ?? DEFAULT_AGENT;
-  const session = await openSession(remote, 'git-upload-pack', options);
+  const session = await open(remote, 'git-upload-pack', options);
   try {
     const { refs, head } = await remoteRefs(session, agent, options.prefixes);
     if (!session.stateless) await session.round(FLUSH).catch(() => undefined);
@@ -221,7 +244,17 @@ interface Want {
 
 /** Fetches from `remote` into `local` (objects, then refs). */
 export function fetch(local: Repository, remote: Remote, options: FetchOptions = {}): Promise<FetchResult> {
-  return fetchInto(local, remote, options, false);
+  return fetchInto(ANY_REMOTE, local, remote, options, false);
+}
+
+/** `fetch` over the sessions `open` opens, the filter-spec (if any) sent as given. */
+export function fetchWith<R extends Remote>(
+  open: SessionOpener<R>,
+  local: Repository,
+  remote: R,
+  options: FetchOptions = {},
+): Promise<FetchResult> {
+  return fetchInto({ open: open as SessionOpener }, local, remote, options, false);
 }
 
 /**
@@ -230,6 +263,7 @@ export function fetch(local: Repository, remote: Remote, options: FetchOptions =
  * comes) or `initialize` when it has one (one write instead of one locked update per ref).
  */
 async function fetchInto(
+  client: Client,
   localIn: LocalRepository,
   remote: Remote,
   options: FetchOptions,
@@ -237,14 +271,14 @@ async function fetchInto(
 ): Promise<FetchResult> {
   const agent = options.agent ?? DEFAULT_AGENT;
   const { signal } = options;
-  if (options.filter !== undefined) checkFilterSpec(options.filter);
+  if (options.filter !== undefined) client.check?.(options.filter);
   const specs: Refspec[] = (options.refspecs ?? ['+refs/heads/*:refs/remotes/origin/*']).map(parseRefspec);
   const tagMode = options.tags ?? 'follow';
   if (tagMode === 'all') specs.push({ force: true, src: 'refs/tags/*', dst: 'refs/tags/*' });
   const prefixes = [...new Set([...specs.map(refspecPrefix), ...(tagMode === 'follow' ? ['refs/tags/'] : []), 'HEAD'])];
   const early = options.pipelineLsRefs && 'connection' in remote ? lsRefsRequest(agent, prefixes) : undefined;
   // the request goes out now; a repository at hand or being created is awaited meanwhile
-  const opening = openSession(remote, 'git-upload-pack', { ...options, ...(early ? { first: early } : {}) });
+  const opening = client.open(remote, 'git-upload-pack', { ...options, ...(early ? { first: early } : {}) });
   // a new repository made by a function: made only once the fetch request is on its way (its
   // file system may hold the thread while it writes the layout; meanwhile the remote prepares
   // the pack); it has nothing to negotiate from, so nothing needs it before
@@ -378,10 +412,27 @@ export type LocalRepository = Repository | PromiseLike<Repository> | (() => Prom
  * `clone`: fetch every branch and tag into the same names, then point HEAD like the remote's.
  * `local` may be a repository still to be created (see LocalRepository).
  */
-export async function clone(
+export function clone(localIn: LocalRepository, remote: Remote, options: CloneOptions = {}): Promise<FetchResult> {
+  return cloneInto(ANY_REMOTE, localIn, remote, options);
+}
+
+/** `clone` over the sessions `open` opens, the filter-spec (if any) sent as given. */
+export function cloneWith<R extends Remote>(
+  open: SessionOpener<R>,
+  localIn: LocalRepository,
+  remote: R,
+  options: CloneOptions = {},
+): Promise<FetchResult> {
+  return cloneInto({ open: open as SessionOpener }, localIn, remote, options);
+}
+
+type CloneOptions = Omit<FetchOptions, 'refspecs' | 'tags'> & { bare?: boolean };
+
+async function cloneInto(
+  client: Client,
   localIn: LocalRepository,
   remote: Remote,
-  options: Omit<FetchOptions, 'refspecs' | 'tags'> & { bare?: boolean } = {},
+  options: CloneOptions,
 ): Promise<FetchResult> {
   let created: Promise<Repository> | undefined;
   // HEAD as the new repository has it, read while the fetch runs (the refspecs never touch it)
@@ -393,6 +444,7 @@ export async function clone(
     return created;
   };
   const result = await fetchInto(
+    client,
     create,
     remote,
     {
@@ -420,16 +472,37 @@ export interface FetchObjectsOptions
  * not bring its blobs; wanted objects are sent whatever it says) goes when the server has it.
  * The pack goes into `local`'s store.
  */
-export async function fetchObjects(
+export function fetchObjects(
   local: Repository,
   remote: Remote,
   oids: readonly ObjectId[],
   options: FetchObjectsOptions = {},
 ): Promise<FetchResult> {
+  return fetchObjectsInto(ANY_REMOTE, local, remote, oids, options);
+}
+
+/** `fetchObjects` over the sessions `open` opens, the filter-spec (if any) sent as given. */
+export function fetchObjectsWith<R extends Remote>(
+  open: SessionOpener<R>,
+  local: Repository,
+  remote: R,
+  oids: readonly ObjectId[],
+  options: FetchObjectsOptions = {},
+): Promise<FetchResult> {
+  return fetchObjectsInto({ open: open as SessionOpener }, local, remote, oids, options);
+}
+
+async function fetchObjectsInto(
+  client: Client,
+  local: Repository,
+  remote: Remote,
+  oids: readonly ObjectId[],
+  options: FetchObjectsOptions,
+): Promise<FetchResult> {
   const agent = options.agent ?? DEFAULT_AGENT;
-  if (options.filter !== undefined) checkFilterSpec(options.filter);
+  if (options.filter !== undefined) client.check?.(options.filter);
   const wants = [...new Set(oids)];
-  const session = await openSession(remote, 'git-upload-pack', options);
+  const session = await client.open(remote, 'git-upload-pack', options);
   try {
     const result: FetchResult = {
       version: session.advertisement.version,

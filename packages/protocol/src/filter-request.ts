@@ -12,7 +12,7 @@ import {
   type ObjectId,
   type ObjectStore,
   parseObjectFilter,
-  parseTag,
+  parseTagTarget,
   parseTree,
   walkCommits,
 } from '@gitport/pack';
@@ -104,7 +104,7 @@ export async function firstUnreachableObject(
       const obj = await store.read(oid);
       if (!obj) break;
       if (obj.type === 'tag') {
-        oid = parseTag(obj.data).object;
+        oid = parseTagTarget(obj.data);
         continue;
       }
       if (obj.type === 'commit') commits.push(oid);

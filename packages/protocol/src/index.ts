@@ -3,11 +3,13 @@
  * stream, stateful or stateless (smart HTTP): ref advertisement, negotiation, upload-pack and
  * receive-pack servers, fetch/clone and push clients, and the RefStore interface.
  *
- * Exported: the clients (`lsRemote`, `fetch`, `clone`, `push`), the servers (`serveUploadPack`,
- * `serveReceivePack` over a Connection; the smart-HTTP handlers), the RefStore interface with
- * what its implementations check ref names with, and the error. The wire codecs (advertisement,
- * capabilities, requests, acknowledgments, shallow-info) and the negotiation are internal: the
- * clients and servers speak them.
+ * Exported: the clients (`lsRemote`, `fetch`, `clone`, `push`; `lsRemoteWith`, `fetchWith`,
+ * `cloneWith`, `fetchObjectsWith` for a caller that opens one kind of session, with
+ * `openConnectionSession` or `openHttpSession`, and checks filter-specs itself), the servers
+ * (`serveUploadPack`, `serveReceivePack` over a Connection; the smart-HTTP handlers), the
+ * RefStore interface with what its implementations check ref names with, and the error. The wire
+ * codecs (advertisement, capabilities, requests, acknowledgments, shallow-info) and the
+ * negotiation are internal: the clients and servers speak them.
  */
 export type { AdvertisedRef } from './advertisement.js';
 export { Capabilities } from './capabilities.js';
@@ -17,15 +19,19 @@ export { hasCode, ProtocolError, peerErrorMessage } from './errors.js';
 export {
   checkFilterSpec,
   clone,
+  cloneWith,
   type FetchObjectsOptions,
   type FetchOptions,
   type FetchResult,
   fetch,
   fetchObjects,
+  fetchObjectsWith,
+  fetchWith,
   type LocalRepository,
   type LsRemoteOptions,
   type LsRemoteResult,
   lsRemote,
+  lsRemoteWith,
 } from './fetch-client.js';
 export {
   advertiseRefsHttp,
@@ -70,5 +76,17 @@ export {
   type RefValue,
   refNameSizeProblem,
 } from './ref-store.js';
-export type { HttpFetch, HttpRequest, HttpResponse, Remote } from './remote.js';
+export {
+  type ConnectionRemote,
+  type HttpFetch,
+  type HttpRemote,
+  type HttpRequest,
+  type HttpResponse,
+  openConnectionSession,
+  openHttpSession,
+  type Remote,
+  type ServiceSession,
+  type SessionOpener,
+  type SessionOptions,
+} from './remote.js';
 export { serveUploadPack, type UploadPackLimits, type UploadPackOptions } from './upload-pack.js';

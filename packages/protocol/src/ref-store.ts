@@ -26,15 +26,14 @@
  * `update` resolves with one result per update and does not throw for a failure of one ref
  * (a lock held, a storage error): that ref is rejected with a message saying why.
  */
+import { isObjectId as isPackObjectId } from '@gitport/pack';
 import { ProtocolError } from './errors.js';
 
 /** 40 lowercase hex digits (sha1); the same type as @gitport/pack's `ObjectId`. */
 export type ObjectId = string;
 
-const OID_PATTERN = /^[0-9a-f]{40}$/;
-export function isObjectId(value: string): boolean {
-  return OID_PATTERN.test(value);
-}
+/** 40 lowercase hex digits (the pack package's check). */
+export const isObjectId: (value: string) => boolean = isPackObjectId;
 
 /** A direct ref (`refs/...` pointing at an object). `HEAD` is reported by `readSymbolic`/`resolve`. */
 export interface Ref {

@@ -93,39 +93,79 @@ export function remoteError(error: unknown): unknown {
   return error;
 }
 
+/** What opening a session takes besides the remote and the service. */
+export interface SessionOptions {
+  protocol?: 0 | 1 | 2;
+  signal?: AbortSignal;
+  /**
+   * Stateful only: bytes sent before the advertisement is read, for a server whose answer is
+   * known (a v2 command to a server asked for v2): they travel with the connection's start.
+   */
+  first?: Uint8Array;
+}
+
+/** A remote reached over a connection already attached to its service. */
+export type ConnectionRemote = Extract<Remote, { connection: Connection }>;
+/** A remote reached over smart HTTP. */
+export type HttpRemote = Exclude<Remote, ConnectionRemote>;
+
+/**
+ * Opens a session with a remote's service: `openSession` for any remote, or, for a caller that
+ * knows which kind its remotes are, `openConnectionSession` or `openHttpSession` alone (a bundle
+ * then carries only that one).
+ */
+export type SessionOpener<R extends Remote = Remote> = (
+  remote: R,
+  service: GitService,
+  options?: SessionOptions,
+) => Promise<ServiceSession>;
+
 export async function openSession(
   remote: Remote,
   service: GitService,
-  options: {
-    protocol?: 0 | 1 | 2;
-    signal?: AbortSignal;
-    /**
-     * Stateful only: bytes sent before the advertisement is read, for a server whose answer is
-     * known (a v2 command to a server asked for v2): they travel with the connection's start.
-     */
-    first?: Uint8Array;
-  } = {},
+  options: SessionOptions = {},
+): Promise<ServiceSession> {
+  return 'connection' in remote
+    ? openConnectionSession(remote, service, options)
+    : openHttpSession(remote, service, options);
+}
+
+/** The stateful session of a connection (the service is the one the connection is attached to). */
+export async function openConnectionSession(
+  remote: ConnectionRemote,
+  _service: GitService,
+  options: SessionOptions = {},
+): Promise<ServiceSession> {
+  try {
+    const conn = remote.connection;
+    const reader = newReader(conn.input, options.signal);
+    if (options.first) await conn.write(options.first);
+    const advertisement = await decodeAdvertisement(reader);
+    return {
+      stateless: false,
+      advertisement,
+      async round(request) {
+        // an empty request only reads (the answer to what `first` sent)
+        if (request instanceof Uint8Array) {
+          if (request.length > 0) await conn.write(request);
+        } else for await (const chunk of request) await conn.write(chunk);
+        return reader;
+      },
+      close: () => conn.end(),
+    };
+  } catch (error) {
+    throw remoteError(error);
+  }
+}
+
+/** The stateless session of smart HTTP: the discovery GET (unless known), then one POST per round. */
+export async function openHttpSession(
+  remote: HttpRemote,
+  service: GitService,
+  options: SessionOptions = {},
 ): Promise<ServiceSession> {
   const { signal } = options;
   try {
-    if ('connection' in remote) {
-      const conn = remote.connection;
-      const reader = newReader(conn.input, signal);
-      if (options.first) await conn.write(options.first);
-      const advertisement = await decodeAdvertisement(reader);
-      return {
-        stateless: false,
-        advertisement,
-        async round(request) {
-          // an empty request only reads (the answer to what `first` sent)
-          if (request instanceof Uint8Array) {
-            if (request.length > 0) await conn.write(request);
-          } else for await (const chunk of request) await conn.write(chunk);
-          return reader;
-        },
-        close: () => conn.end(),
-      };
-    }
     const base = remote.url.replace(/\/+$/, '');
     const extra = remote.headers ?? {};
     const known = options.protocol === 2 ? remote.discovered?.get(service) : undefined;
