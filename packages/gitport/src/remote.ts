@@ -39,6 +39,7 @@ import {
   type FetchResult,
   fetch as fetchInto,
   fetchObjects as fetchObjectsInto,
+  type GitService,
   type LsRemoteOptions,
   type LsRemoteResult,
   lsRemote,
@@ -53,7 +54,7 @@ import { checkoutCommit } from './checkout.js';
 import { GitportError, isGitportError, toGitportError } from './errors.js';
 import { type FsLike, type FsPromisesLike, type GitFs, joinPath } from './fs.js';
 import { finishedView, type HeadView, type HeadViewCollector, headViewCollector } from './head-view.js';
-import { encodeGitRequest, GIT_STREAM, type GitService } from './host.js';
+import { encodeGitRequest, GIT_STREAM } from './host.js';
 import { type HttpRemoteOptions, smartHttpClient } from './http-remote.js';
 import { checkFilter, markPromisorPack, planFetchFilter, registerPromisor, withPromisor } from './partial-clone.js';
 import { PromisorObjectStore } from './promisor.js';
