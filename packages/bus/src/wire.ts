@@ -1,9 +1,9 @@
 /**
  * The bus's data envelopes on the wire (see bus.ts): arrays indexed by the slots below, with
- * numeric kinds. An array of a few slots clones in about half the time an object with named
- * fields takes, and this is the cost every message pays twice (serialise, deserialise). The names
- * exist only in the source: on the wire a slot is its index and a kind its number, so these values
- * never change (peers on older versions read the same bytes).
+ * numeric kinds. An array of a few slots clones for less than an object with named fields (no
+ * key strings to write and read), and this is the cost every message pays twice (serialise,
+ * deserialise). The names exist only in the source: on the wire a slot is its index and a kind
+ * its number, so these values never change (peers on older versions read the same bytes).
  *
  * Internal to the package; tests that play a peer by hand build and read envelopes with these names.
  */

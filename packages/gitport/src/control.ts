@@ -19,8 +19,8 @@
 import type { Bus } from '@gitport/bus';
 import * as Comlink from 'comlink';
 import { GitportError, type GitportErrorCode } from './errors.js';
-import type { RefUpdateEvent } from './ref-events.js';
 import type { RepositoryRegistry } from './registry.js';
+import type { RefUpdateEvent } from './wire.js';
 
 export const CONTROL_CHANNEL = 'gitport.control';
 

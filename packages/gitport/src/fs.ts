@@ -101,11 +101,18 @@ export interface GitFsOptions {
   lockNamespace?: string;
 }
 
+/** A GitFs's lock namespace, private to it otherwise (for gitFsAfter). */
+let lockNamespaceOf: (fs: GitFs) => string;
+
 /** The normalised file system repositories use. */
 export class GitFs {
   readonly raw: FsPromisesLike;
   readonly #mutex: KeyedMutex;
   readonly #lockNamespace: string;
+
+  static {
+    lockNamespaceOf = (fs) => fs.#lockNamespace;
+  }
 
   constructor(fs: FsLike | FsPromisesLike, options: GitFsOptions = {}) {
     this.raw = 'promises' in fs && typeof fs.promises === 'object' ? fs.promises : (fs as FsPromisesLike);
@@ -353,4 +360,21 @@ export class GitFs {
     const locks = webLocks();
     return this.#mutex.run(key, () => (locks ? locks.request(`${this.#lockNamespace}:${key}`, fn) : fn()));
   }
+}
+
+/**
+ * `fs` with each call made once `ready` resolved (and failing as it failed): for stores opened
+ * over a directory that is still being made. Its locks are those of `fs`.
+ */
+export function gitFsAfter(fs: GitFs, ready: Promise<unknown>): GitFs {
+  // every member of a file system is async: each waits alike
+  const gated = new Proxy(fs.raw, {
+    get(target, key) {
+      const value = (target as unknown as Record<string | symbol, unknown>)[key];
+      return typeof value === 'function' ? (...args: unknown[]) => ready.then(() => value.apply(target, args)) : value;
+    },
+  });
+  // (every GitFs has registered its file system's)
+  mutexes.set(gated, mutexes.get(fs.raw)!);
+  return new GitFs(gated, { lockNamespace: lockNamespaceOf(fs) });
 }

@@ -5,7 +5,6 @@ import { encodeData, encodeText, PacketReader, packetText } from '@gitport/pktli
 import { open } from '@gitport/transport';
 import { describe, expect, it } from 'vitest';
 import { encodeGitRequest, GIT_STREAM, host, parseGitRequest } from './host.js';
-import { HTTP_STREAM } from './http-plugin.js';
 import { MemoryFs } from './memory-fs.js';
 import {
   FsRepositoryRegistry,
@@ -14,6 +13,7 @@ import {
   staticRepositories,
 } from './registry.js';
 import { remote } from './remote.js';
+import { HTTP_STREAM } from './wire.js';
 
 const decoder = new TextDecoder();
 

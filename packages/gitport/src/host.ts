@@ -36,6 +36,7 @@ import { ZERO_ID } from '@gitport/pack';
 import { encodeData, encodeText, PacketReader, packetText } from '@gitport/pktline';
 import {
   advertiseRefsHttp,
+  type GitService,
   handleReceivePackHttp,
   handleUploadPackHttp,
   type PushCommand,
@@ -51,20 +52,12 @@ import {
 import { type DuplexStream, listen } from '@gitport/transport';
 import { exposeControl } from './control.js';
 import { GitportError } from './errors.js';
-import { encodeHead, HTTP_STREAM, type HttpRequestHead, readHead } from './http-plugin.js';
-import { REF_UPDATE_EVENT, type RefUpdateEvent } from './ref-events.js';
+import { encodeHead, type HttpRequestHead, readHead } from './http-plugin.js';
 import { type HostedRepository, type RepositoryRegistry, staticRepositories } from './registry.js';
+import { HTTP_STOP, HTTP_STREAM, REF_UPDATE_EVENT, type RefUpdateEvent } from './wire.js';
 import { yieldingStore } from './yielding-store.js';
 
 export const GIT_STREAM = 'gitport.git';
-
-import { HTTP_STOP } from './wire.js';
-
-export { HTTP_STOP };
-
-import type { GitService } from '@gitport/protocol';
-
-export type { GitService };
 
 export interface HostOptions {
   uploadPack?: UploadPackOptions;

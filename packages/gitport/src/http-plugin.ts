@@ -17,10 +17,8 @@ import type { Bus } from '@gitport/bus';
 import { encodeData, PacketReader, packetText } from '@gitport/pktline';
 import { open } from '@gitport/transport';
 import { GitportError } from './errors.js';
-
 import { HTTP_STREAM } from './wire.js';
 
-export { HTTP_STREAM };
 /** The largest request or response head (JSON) accepted. */
 export const MAX_HTTP_HEAD = 16 * 1024;
 

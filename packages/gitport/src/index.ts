@@ -4,7 +4,7 @@
  * a comlink control API. Node's fs adapter lives in `gitport/node`.
  */
 
-export { ZERO_ID } from '@gitport/pack';
+export type { GitService } from '@gitport/protocol';
 export {
   type CommitOptions,
   type CommitResult,
@@ -39,10 +39,8 @@ export {
   encodeGitRequest,
   GIT_STREAM,
   type GitRequest,
-  type GitService,
   type Host,
   type HostOptions,
-  HTTP_STOP,
   host,
   hostGit,
   hostReadOnly,
@@ -52,7 +50,6 @@ export {
   defaultResolver,
   type GitHttpRequest,
   type GitHttpResponse,
-  HTTP_STREAM,
   type HttpClient,
   type HttpClientOptions,
   httpClient,
@@ -74,7 +71,7 @@ export {
   type PromisorRemote,
   type PromisorStoreOptions,
 } from './promisor.js';
-export { isRefUpdateEvent, REF_UPDATE_EVENT, type RefUpdateEvent, refUpdateEvents } from './ref-events.js';
+export { refUpdateEvents } from './ref-events.js';
 export {
   assertRepositoryName,
   FsRepositoryRegistry,
@@ -123,3 +120,11 @@ export {
   type WatchOptions,
   watch,
 } from './watch.js';
+export {
+  HTTP_STOP,
+  HTTP_STREAM,
+  isRefUpdateEvent,
+  REF_UPDATE_EVENT,
+  type RefUpdateEvent,
+  ZERO_ID,
+} from './wire.js';

@@ -10,12 +10,12 @@ import { open } from '@gitport/transport';
 import { afterEach, describe, expect, it } from 'vitest';
 import { commit, readFile } from './commit-files.js';
 import { GIT_STREAM, type HostOptions, host, hostGit, hostReadOnly } from './host.js';
-import { HTTP_STREAM } from './http-plugin.js';
 import { MemoryFs } from './memory-fs.js';
-import type { RefUpdateEvent } from './ref-events.js';
 import { staticRepositories } from './registry.js';
 import { busRemote, type FetchRemote, push, remote } from './remote.js';
 import { type GitRepository, initRepository } from './repository.js';
+import type { RefUpdateEvent } from './wire.js';
+import { HTTP_STREAM } from './wire.js';
 
 const author = { name: 'A', email: 'a@example.com', timestamp: 1_700_000_000 };
 

@@ -7,8 +7,6 @@ import { ZERO_ID } from '@gitport/pack';
 import type { RefUpdateResult } from '@gitport/protocol';
 import type { RefUpdateEvent } from './wire.js';
 
-export { isRefUpdateEvent, REF_UPDATE_EVENT, type RefUpdateEvent } from './wire.js';
-
 /** Events for the updates a store applied. */
 export function refUpdateEvents(repo: string, results: readonly RefUpdateResult[]): RefUpdateEvent[] {
   const events: RefUpdateEvent[] = [];

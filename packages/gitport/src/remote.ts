@@ -40,6 +40,7 @@ import {
   type FetchResult,
   fetchObjectsWith,
   fetchWith,
+  type GitService,
   type LsRemoteOptions,
   type LsRemoteResult,
   lsRemoteWith,
@@ -57,7 +58,7 @@ import { checkoutCommit } from './checkout.js';
 import { GitportError, isGitportError, toGitportError } from './errors.js';
 import { type FsLike, type FsPromisesLike, type GitFs, joinPath } from './fs.js';
 import { finishedView, type HeadView, type HeadViewCollector, headViewCollector } from './head-view.js';
-import { encodeGitRequest, GIT_STREAM, type GitService } from './host.js';
+import { encodeGitRequest, GIT_STREAM } from './host.js';
 import { type HttpRemoteOptions, smartHttpClient } from './http-remote.js';
 import {
   checkFilter,

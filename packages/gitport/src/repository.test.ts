@@ -1,6 +1,6 @@
 import * as nodeFsModule from 'node:fs';
 import { readdir, writeFile } from 'node:fs/promises';
-import { serializeTree } from '@gitport/pack';
+import { importPack, MemoryObjectStore, packObjects, readHeaderOf, serializeTree } from '@gitport/pack';
 import { connectionPair, fetch, serveUploadPack } from '@gitport/protocol';
 import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import git from 'isomorphic-git';
@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { nodeFs } from './fs.node.js';
 import { MemoryFs } from './memory-fs.js';
 import { FsRepositoryRegistry, isValidRepositoryName } from './registry.js';
-import { initRepository, openRepository } from './repository.js';
+import { initRepository, initRepositoryEarly, openRepository } from './repository.js';
 
 const encoder = new TextEncoder();
 const person = 'gitport <gitport@gitport.invalid> 1700000000 +0000';
@@ -160,5 +160,65 @@ describe('FsRepositoryRegistry', () => {
     expect(
       outcomes.filter((o) => o.status === 'rejected').map((o) => (o as PromiseRejectedResult).reason.code),
     ).toEqual(Array(4).fill('REPO_EXISTS'));
+  });
+});
+
+describe('initRepositoryEarly', () => {
+  it("gives the repository's own stores at once, their calls waiting for the layout, packs lent", async () => {
+    const source = new MemoryObjectStore();
+    const blob = await source.write('blob', encoder.encode('early\n'));
+    const fs = new MemoryFs();
+    const { early, ready } = initRepositoryEarly(fs, '/early.git');
+    // before the layout exists: a pack imported, a loose object written, a ref read
+    const imported = importPack(early.objects, packObjects(source, [blob]));
+    const loose = early.objects.write('blob', encoder.encode('loose\n'));
+    const head = early.refs.resolve('HEAD');
+    const repository = await ready;
+    expect(repository.objects).toBe(early.objects);
+    expect(repository.refs).toBe(early.refs);
+    expect((await imported).objects).toEqual([blob]);
+    expect(await repository.objects.has(await loose)).toBe(true);
+    expect(await head).toBeUndefined();
+    expect(await fs.promises.readFile('/early.git/HEAD', 'utf8')).toBe('ref: refs/heads/main\n');
+    // the packs are lent to the reads only serving needs, as any repository's
+    const located = await early.objects.storedPacks?.().locate(blob);
+    expect(located?.offset).toBe(12);
+    expect(await readHeaderOf(early.objects, blob)).toEqual({ type: 'blob', size: 6 });
+  });
+
+  it('over an existing repository fails as initRepository does, its stores writing nothing', async () => {
+    const fs = new MemoryFs();
+    const existing = await initRepository(fs, '/there.git');
+    const { early, ready } = initRepositoryEarly(fs, '/there.git', { defaultBranch: 'other' });
+    const bytes = encoder.encode('not here\n');
+    const write = early.objects.write('blob', bytes);
+    await expect(ready).rejects.toMatchObject({ code: 'REPO_EXISTS' });
+    await expect(write).rejects.toMatchObject({ cause: { code: 'REPO_EXISTS' } });
+    expect(await fs.promises.readFile('/there.git/HEAD', 'utf8')).toBe('ref: refs/heads/main\n');
+    expect(await existing.objects.has(await new MemoryObjectStore().write('blob', bytes))).toBe(false);
+  });
+
+  it('touches no file when its object store cannot be made', async () => {
+    const memory = new MemoryFs();
+    const calls: string[] = [];
+    // the file system as given, each call noted as it is made
+    const fs = new Proxy(memory.promises, {
+      get(target, key) {
+        const value = Reflect.get(target, key, target);
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          calls.push(String(key));
+          return value.apply(target, args);
+        };
+      },
+    });
+    const refused = new Error('no store');
+    const objects = () => {
+      throw refused;
+    };
+    expect(() => initRepositoryEarly(fs, '/none.git', { objects })).toThrow(refused);
+    await Promise.resolve();
+    expect(calls).toEqual([]);
+    expect(await memory.promises.readdir('/')).toEqual([]);
   });
 });

@@ -15,7 +15,7 @@
 import { FsObjectStore, type ObjectStore } from '@gitport/pack';
 import { isValidRefName } from '@gitport/protocol';
 import { GitportError } from './errors.js';
-import { errorCode, type FsLike, type FsPromisesLike, GitFs, joinPath } from './fs.js';
+import { errorCode, type FsLike, type FsPromisesLike, GitFs, gitFsAfter, joinPath } from './fs.js';
 import { FsRefStore } from './fs-ref-store.js';
 import { PromisorObjectStore, type PromisorRemote, type PromisorStoreOptions } from './promisor.js';
 
@@ -114,9 +114,10 @@ export async function initRepository(
 
 /**
  * `initRepository` for a clone that has its pack on the way: the repository's stores at once,
- * each call of theirs (but `readSync`) waiting for the layout, which is written meanwhile
- * (`ready`: the repository itself, or the error initRepository would have thrown). The pack's
- * import starts as its first bytes come, not once the file system wrote the layout.
+ * its layout written meanwhile (`ready`: the repository once written, or the error initRepository
+ * would have thrown). The stores are the repository's own, over its file system as it will be
+ * (`gitFsAfter`: each of their file calls waits for the layout), so the pack's import starts as
+ * its first bytes come, not once the file system wrote the layout.
  * `configLines` go into the new config (a clone's `[remote "origin"]`, written with the rest of
  * the layout rather than read back and rewritten afterwards).
  */
@@ -128,27 +129,16 @@ export function initRepositoryEarly(
 ): { early: Pick<GitRepository, 'objects' | 'refs'>; ready: Promise<GitRepository> } {
   const fs = toGitFs(fsIn);
   const { gitDir, bare } = initTarget(dir, options);
-  const repository = openGitDir(fs, gitDir, bare, options);
-  const laid = writeLayout(fs, gitDir, bare, options, configLines);
+  // the stores first: one that cannot be made throws before anything is written
+  let open!: () => void;
+  const laid = new Promise<void>((resolve) => (open = resolve)).then(() =>
+    writeLayout(fs, gitDir, bare, options, configLines),
+  );
+  const repository = openGitDir(gitFsAfter(fs, laid), gitDir, bare, options);
+  open();
   const ready = laid.then(() => repository);
   ready.catch(() => {});
-  return { early: { objects: afterLayout(repository.objects, laid), refs: afterLayout(repository.refs, laid) }, ready };
-}
-
-/**
- * `target` with each method but `readSync` called once `laid` resolved (rejecting as it did).
- * The packs an object store lends (`storedPacks`, read before any layout) are not lent: reads
- * that want them read the objects instead.
- */
-function afterLayout<T extends object>(target: T, laid: Promise<void>): T {
-  return new Proxy(target, {
-    get(object, key) {
-      if (key === 'storedPacks') return undefined;
-      const value = Reflect.get(object, key, object);
-      if (typeof value !== 'function' || key === 'readSync' || key === 'constructor') return value;
-      return (...args: unknown[]) => laid.then(() => value.apply(object, args));
-    },
-  });
+  return { early: repository, ready };
 }
 
 function initTarget(dir: string, options: InitOptions): { gitDir: string; bare: boolean } {

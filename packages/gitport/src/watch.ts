@@ -29,8 +29,8 @@ import type { FetchResult, Repository } from '@gitport/protocol';
 import { GitportError, isGitportError, toGitportError } from './errors.js';
 import { readEventStream } from './event-stream.js';
 import { credentialHeaders, type HttpRemoteOptions, splitCredentials } from './http-remote.js';
-import { isRefUpdateEvent, REF_UPDATE_EVENT, type RefUpdateEvent } from './ref-events.js';
 import { type RemoteFetchOptions, type RemoteOperations, remote } from './remote.js';
+import { isRefUpdateEvent, REF_UPDATE_EVENT, type RefUpdateEvent } from './wire.js';
 
 /** A repository on a bus host, followed through its `ref-update` signals. */
 export interface BusWatchSource {

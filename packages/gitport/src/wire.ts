@@ -15,7 +15,7 @@ export const HTTP_STREAM = 'gitport.http';
 export const HTTP_STOP = 'gitport.http-stop';
 export const REF_UPDATE_EVENT = 'ref-update';
 /** What a ref-update event carries as `old` for a ref created, and as `new` for one deleted: 40 zeros. */
-export const ZERO_ID = '0000000000000000000000000000000000000000';
+export { ZERO_ID } from '@gitport/pack/zero-id';
 
 export interface RefUpdateEvent {
   repo: string;

@@ -5,6 +5,9 @@
 import { createSha1, sha1, sha1Hex } from '#sha1';
 import { PackError } from './errors.js';
 
+/** The id of no object, from its module that imports nothing (the `@gitport/pack/zero-id` entry). */
+export { ZERO_ID } from './zero-id.js';
+
 export type ObjectId = string;
 export type ObjectType = 'commit' | 'tree' | 'blob' | 'tag';
 export interface GitObject {
@@ -26,8 +29,6 @@ export const CODE_TYPES: readonly (ObjectType | undefined)[] = [
   undefined,
   undefined,
 ];
-
-export const ZERO_ID: ObjectId = '0'.repeat(40);
 
 const encoder = new TextEncoder();
 
