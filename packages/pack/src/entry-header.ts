@@ -128,25 +128,63 @@ function sizeLength(size: number): number {
  * integer, or a base that does not fit the type.
  */
 export function encodeEntryHeader(type: EntryType, size: number, base?: number | Uint8Array): Uint8Array {
-  if (!Number.isSafeInteger(size) || size < 0) throw new PackError('PACK_BAD_INPUT', `bad entry size ${size}`);
-  let tail: Uint8Array | undefined;
-  if (base !== undefined) {
-    if (type === EntryType.OFS_DELTA && typeof base === 'number') tail = encodeOfsOffset(base);
-    else if (type === EntryType.REF_DELTA && base instanceof Uint8Array && base.length === 20) tail = base;
-    else throw new PackError('PACK_BAD_INPUT', `a base that does not fit an entry of type ${type}`);
-  }
+  checkHeader(type, size, base);
+  const out = new Uint8Array(
+    sizeLength(size) +
+      (base === undefined ? 0 : typeof base === 'number' ? ofsOffsetLength(base) : (base as Uint8Array).length),
+  );
+  writeEntryHeader(out, 0, type, size, base);
+  return out;
+}
+
+/** The most bytes `writeEntryHeader` writes: a size varint of 2^53, then a REF_DELTA's id. */
+export const MAX_ENTRY_HEADER = 8 + 20;
+
+/**
+ * `encodeEntryHeader` written into `out` from `at` on (room for `MAX_ENTRY_HEADER` bytes is
+ * enough); returns where it ends. The same checks, the same PACK_BAD_INPUT errors.
+ */
+export function writeEntryHeader(
+  out: Uint8Array,
+  at: number,
+  type: EntryType,
+  size: number,
+  base?: number | Uint8Array,
+): number {
+  checkHeader(type, size, base);
   const n = sizeLength(size);
-  const out = new Uint8Array(n + (tail?.length ?? 0));
   let c = (type << 4) | (size & 15);
   let rest = Math.floor(size / 16);
   for (let i = 0; i < n - 1; i++) {
-    out[i] = c | 0x80;
+    out[at + i] = c | 0x80;
     c = rest & 0x7f;
     rest = Math.floor(rest / 128);
   }
-  out[n - 1] = c;
-  if (tail) out.set(tail, n);
-  return out;
+  out[at + n - 1] = c;
+  at += n;
+  if (base === undefined) return at;
+  if (typeof base === 'number') return writeOfsOffset(out, at, base);
+  out.set(base, at);
+  return at + base.length;
+}
+
+function checkHeader(type: EntryType, size: number, base: number | Uint8Array | undefined): void {
+  if (!Number.isSafeInteger(size) || size < 0) throw new PackError('PACK_BAD_INPUT', `bad entry size ${size}`);
+  if (base === undefined) return;
+  if (type === EntryType.OFS_DELTA && typeof base === 'number') {
+    if (!Number.isSafeInteger(base) || base <= 0)
+      throw new PackError('PACK_BAD_INPUT', `bad delta base distance ${base}`);
+    return;
+  }
+  if (type === EntryType.REF_DELTA && base instanceof Uint8Array && base.length === 20) return;
+  throw new PackError('PACK_BAD_INPUT', `a base that does not fit an entry of type ${type}`);
+}
+
+/** Bytes of the varint of an OFS_DELTA's distance. */
+function ofsOffsetLength(distance: number): number {
+  let n = 1;
+  for (let rest = Math.floor(distance / 128); rest > 0; rest = Math.floor((rest - 1) / 128)) n++;
+  return n;
 }
 
 /** The varint of an OFS_DELTA's distance back to its base's entry (positive). */
@@ -154,16 +192,21 @@ export function encodeOfsOffset(distance: number): Uint8Array {
   if (!Number.isSafeInteger(distance) || distance <= 0) {
     throw new PackError('PACK_BAD_INPUT', `bad delta base distance ${distance}`);
   }
-  let n = 1;
-  for (let rest = Math.floor(distance / 128); rest > 0; rest = Math.floor((rest - 1) / 128)) n++;
-  const out = new Uint8Array(n);
+  const out = new Uint8Array(ofsOffsetLength(distance));
+  writeOfsOffset(out, 0, distance);
+  return out;
+}
+
+/** `encodeOfsOffset` written into `out` from `at` on (a checked distance); returns where it ends. */
+function writeOfsOffset(out: Uint8Array, at: number, distance: number): number {
+  const n = ofsOffsetLength(distance);
   let rest = distance;
-  out[n - 1] = rest & 0x7f;
+  out[at + n - 1] = rest & 0x7f;
   rest = Math.floor(rest / 128);
   for (let i = n - 2; i >= 0; i--) {
     rest -= 1;
-    out[i] = 0x80 | (rest & 0x7f);
+    out[at + i] = 0x80 | (rest & 0x7f);
     rest = Math.floor(rest / 128);
   }
-  return out;
+  return at + n;
 }
