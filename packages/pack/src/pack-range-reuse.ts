@@ -28,10 +28,13 @@ import type { BitmapEnumeration } from './bitmap-walk.js';
 import { parseCommitLinks } from './commit.js';
 import {
   decodeEntryHeader,
+  type EntryHeaderFields,
   EntryType,
   encodeEntryHeader,
   isWholeEntry,
+  isWholeEntryType,
   MAX_ENTRY_HEADER,
+  readEntryHeader,
   writeEntryHeader,
 } from './entry-header.js';
 import { PackError, throwIfAborted } from './errors.js';
@@ -213,6 +216,7 @@ async function* reuseChunks(
   };
   // what `plan` decided for the last entry: its stored header's length, and for a rewritten
   // header, its type, size and base (an OFS_DELTA's distance, a REF_DELTA's base position)
+  const header: EntryHeaderFields = { type: 0, size: 0, length: 0, baseOffset: 0, baseAt: 0 };
   let storedLength = 0;
   let newType: EntryType = EntryType.OFS_DELTA;
   let newSize = 0;
@@ -223,10 +227,12 @@ async function* reuseChunks(
    */
   const plan = (p: number, bytes: Uint8Array, at: number): Plan => {
     const offset = offsets[p]!;
-    const h = decodeEntryHeader(bytes, at, offset);
-    if (!h) throw new PackError('OBJECT_CORRUPT', `entry header cut short at ${offset}`);
+    const h = header;
+    if (!readEntryHeader(bytes, at, offset, bytes.length, h)) {
+      throw new PackError('OBJECT_CORRUPT', `entry header cut short at ${offset}`);
+    }
     storedLength = h.length;
-    if (isWholeEntry(h)) return VERBATIM;
+    if (isWholeEntryType(h.type)) return VERBATIM;
     newSize = h.size;
     if (h.type === EntryType.OFS_DELTA) {
       const bp = pack.positionAt(h.baseOffset);
@@ -247,11 +253,13 @@ async function* reuseChunks(
       return WHOLE;
     }
     // REF_DELTA: fine wherever its base is, in this pack or on the receiver
-    const bp = pack.position(h.baseOid);
-    const sent = bp >= 0 ? hasBit(bits, bp) : extra.has(h.baseOid);
+    const bp = pack.positionRaw(bytes, h.baseAt);
+    const sent = bp >= 0 ? hasBit(bits, bp) : extra.has(bytesToHex(bytes, h.baseAt, h.baseAt + 20));
     if (sent || (thin && bp >= 0 && hasBit(haves, bp))) return VERBATIM;
     return WHOLE;
   };
+  /** A rewritten header, before it goes where it belongs. */
+  const headerBytes = new Uint8Array(MAX_ENTRY_HEADER);
   /** Writes the header `plan` decided on into `into` at `at`; returns where it ends. */
   const writeHeader = (into: Uint8Array, at: number): number =>
     newType === EntryType.OFS_DELTA
@@ -316,25 +324,30 @@ async function* reuseChunks(
     }
     const buffer = readBuffer(to - from);
     await pack.source.readInto(from, buffer, DIRECT);
-    // the batch's entries as they go out: copied into `chunk` (made on the first gap or rewritten
-    // header; a batch read in one stretch and sent as it is goes out as the buffer read), where
-    // `run` is the verbatim stretch of the buffer not copied yet; `out` counts it already (plan()
-    // reads it for distances)
+    // the batch's entries as they go out, moved down in place over the entries not sent (and
+    // stored headers longer than their rewritten ones): `filled` bytes of the buffer are written,
+    // `run` is the verbatim stretch not moved yet, which `out` counts already (plan() reads it for
+    // distances). An entry that does not fit where it goes (a header grown longer, an entry
+    // rebuilt whole) moves what is written into `chunk`, which takes the rest of the batch.
     const chunkAt = out;
+    let target = buffer;
     let chunk: Uint8Array | undefined;
     let filled = 0;
     let runStart = -1;
     let runEnd = -1;
-    const room = (bytes: number) => {
+    /** The chunk, grown to take `bytes` more (made from what is written in place the first time). */
+    const room = (bytes: number): Uint8Array => {
       if (chunk && filled + bytes <= chunk.length) return chunk;
       const grown = outBuffer(Math.max(sentBytes + 64, filled + bytes, chunk ? chunk.length * 2 : 0));
-      if (chunk) grown.set(chunk.subarray(0, filled));
+      grown.set(target.subarray(0, filled));
       chunk = grown;
+      target = grown;
       return grown;
     };
     const flushRun = () => {
       if (runStart < 0) return;
-      room(runEnd - runStart).set(buffer.subarray(runStart, runEnd), filled);
+      if (chunk) room(runEnd - runStart).set(buffer.subarray(runStart, runEnd), filled);
+      else if (filled !== runStart) buffer.copyWithin(filled, runStart, runEnd);
       filled += runEnd - runStart;
       runStart = -1;
     };
@@ -351,11 +364,16 @@ async function* reuseChunks(
         continue;
       }
       flushRun();
+      const data = at + storedLength;
       if (how === REWRITE) {
-        const into = room(MAX_ENTRY_HEADER + end - at - storedLength);
-        filled = writeHeader(into, filled);
-        into.set(buffer.subarray(at + storedLength, end), filled);
-        filled += end - at - storedLength;
+        const length = writeHeader(headerBytes, 0);
+        // in place when the new header ends where the data starts at the latest
+        const into = chunk === undefined && filled + length <= data ? buffer : room(length + end - data);
+        for (let k = 0; k < length; k++) into[filled + k] = headerBytes[k]!;
+        filled += length;
+        if (into === buffer) buffer.copyWithin(filled, data, end);
+        else into.set(buffer.subarray(data, end), filled);
+        filled += end - data;
       } else {
         for (const piece of await wholeEntry(r)) {
           room(piece.length).set(piece, filled);
@@ -364,11 +382,9 @@ async function* reuseChunks(
       }
       out = chunkAt + filled;
     }
-    if (chunk === undefined) yield buffer.subarray(runStart, runEnd);
-    else {
-      flushRun();
-      yield chunk.subarray(0, filled);
-    }
+    flushRun();
+    // a chunk handed out for keeps is not a view of a buffer mostly left out
+    yield options.borrow || filled * 2 >= target.length ? target.subarray(0, filled) : target.slice(0, filled);
     p = nextSet(ranged, q + 1, n);
   }
 }
