@@ -224,6 +224,11 @@ export interface BitmappedPack {
   offsetAt(position: number): number;
   /** Where it ends (the next entry, or the trailer). */
   endAt(position: number): number;
+  /**
+   * Where each entry starts, in pack order, then where the trailer starts (`count + 1` values):
+   * `offsetAt` and `endAt` for a caller that reads many. Shared: do not modify.
+   */
+  offsets(): Uint32Array | Float64Array;
   /** The position of the entry starting at `offset`, or -1. */
   positionAt(offset: number): number;
   /** The objects reachable from the commit at `position` when it has a bitmap (do not modify). */
@@ -248,7 +253,18 @@ export function bitmappedPack(pack: PackOrder, bitmaps: BitmapIndex): BitmappedP
   const inverse = new Uint32Array(n);
   for (let p = 0; p < n; p++) inverse[pack.positions[p]!] = p;
   const { positions, index } = pack;
-  const offsetAt = (p: number) => index.offsetAt(positions[p]!);
+  // the entries' offsets in pack order, the trailer's last: made on the first read that needs
+  // them (range reuse reads two per entry it sends; through the index each costs two lookups)
+  let table: Uint32Array | Float64Array | undefined;
+  const offsets = (): Uint32Array | Float64Array => {
+    if (table) return table;
+    const t = pack.size < 2 ** 32 ? new Uint32Array(n + 1) : new Float64Array(n + 1);
+    for (let p = 0; p < n; p++) t[p] = index.offsetAt(positions[p]!);
+    t[n] = pack.size - 20;
+    table = t;
+    return t;
+  };
+  const offsetAt = (p: number) => offsets()[p]!;
   return {
     bitmaps,
     count: n,
@@ -264,13 +280,15 @@ export function bitmappedPack(pack: PackOrder, bitmaps: BitmapIndex): BitmappedP
     },
     oidAt: (p) => index.oidAt(positions[p]!),
     offsetAt,
-    endAt: (p) => (p + 1 < n ? offsetAt(p + 1) : pack.size - 20),
+    endAt: (p) => offsets()[p + 1]!,
+    offsets,
     positionAt(offset) {
+      const t = offsets();
       let lo = 0;
       let hi = n - 1;
       while (lo <= hi) {
         const mid = (lo + hi) >>> 1;
-        const o = offsetAt(mid);
+        const o = t[mid]!;
         if (o === offset) return mid;
         if (o < offset) lo = mid + 1;
         else hi = mid - 1;

@@ -137,7 +137,7 @@ describe('bitmap walk and range reuse on a repository git packed with a bitmap',
     await store.close();
   });
 
-  it('adds annotated tags with include-tag, and filters blob:none and object:type', async () => {
+  it('adds annotated tags with include-tag, and filters by the type bitmaps and blob sizes', async () => {
     const store = new FsObjectStore(nodeFs, gitDir, { bitmaps: bitmapServing });
     const tags = [await rev('v1'), await rev('nested-tag')];
     const wants = [packed];
@@ -148,15 +148,48 @@ describe('bitmap walk and range reuse on a repository git packed with a bitmap',
     const treeTag = await rev('tree-tag');
     const withTreeTag = await tryBitmapWalk(store, { wants, tags: [treeTag] });
     expect(bitmapObjects(withTreeTag!).some((o) => o.oid === treeTag)).toBe(true);
-    for (const spec of ['blob:none', 'object:type=tree', 'object:type=commit', 'object:type=blob']) {
+    const specs = [
+      'blob:none',
+      'object:type=tree',
+      'object:type=commit',
+      'object:type=blob',
+      'tree:0',
+      'blob:limit=0',
+      'blob:limit=1k',
+      'blob:limit=2000',
+      'combine:blob:limit=1k+object:type=blob',
+      'combine:tree:0+blob:none',
+    ];
+    const all = await refs();
+    const requests: { wants: string[]; haves?: string[] }[] = [
+      { wants: all },
+      // tags of a tree and of a blob: what they peel to is named by the request, and stays
+      { wants: [packed, await rev('tree-tag'), await rev('blob-tag')] },
+      { wants: [tip], haves: [await rev('HEAD~6')] },
+    ];
+    for (const spec of specs) {
       const filter = parseObjectFilter(spec);
-      const all = await refs();
-      const fb = await tryBitmapWalk(store, { wants: all, filter });
-      const fw = await enumerateObjects(store, { wants: all, filter });
-      expect(new Set(bitmapObjects(fb!).map((o) => o.oid)), spec).toEqual(new Set(fw.objects.map((o) => o.oid)));
+      for (const { wants: w, haves = [] } of requests) {
+        const fb = await tryBitmapWalk(store, { wants: w, haves, filter });
+        expect(fb, spec).toBeDefined();
+        const got = new Set(bitmapObjects(fb!).map((o) => o.oid));
+        expect(fb!.count, spec).toBe(got.size);
+        // git answers the same request from its bitmaps
+        const viaGit = await revList([`--filter=${spec}`, '--use-bitmap-index', ...w, ...haves.map((h) => `^${h}`)]);
+        expect(got, `${spec} ${w.length} wants`).toEqual(viaGit);
+        if (haves.length === 0) {
+          // and the walk selects the same (with haves it keeps more of what they reach)
+          const fw = await enumerateObjects(store, { wants: w, filter });
+          expect(got, spec).toEqual(new Set(fw.objects.map((o) => o.oid)));
+        }
+      }
     }
     // requests the bitmaps do not answer exactly
     expect(await tryBitmapWalk(store, { wants, filter: parseObjectFilter('tree:1') })).toBeUndefined();
+    expect(
+      await tryBitmapWalk(store, { wants, filter: parseObjectFilter('combine:blob:none+tree:2') }),
+    ).toBeUndefined();
+    expect(await tryBitmapWalk(store, { wants, filter: parseObjectFilter(`sparse:oid=${packed}`) })).toBeUndefined();
     expect(await tryBitmapWalk(store, { wants, shallow: [packed] })).toBeUndefined();
     await store.close();
   });

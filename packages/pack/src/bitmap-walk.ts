@@ -12,8 +12,14 @@
  * commits (git without bitmaps does the same), this excludes everything the haves reach, as git
  * with bitmaps does: never more objects, sometimes fewer.
  *
+ * A filter is answered from the type bitmaps, as git's pack-bitmap.c `filter_bitmap` does, for the
+ * filters that do not depend on paths or depths below the root: `blob:none`, `object:type`,
+ * `tree:0` (every tree and blob), `blob:limit` (blob sizes from their entry headers) and
+ * `combine:` of these. Objects a request names (the wants, and what an annotated tag among them
+ * peels to) stay whatever the filter says, as in the walk.
+ *
  * Requests it cannot serve exactly return undefined, and the caller walks: shallow boundaries,
- * and filters other than blob:none and object:type.
+ * `tree:<depth>` past 0 and `sparse:oid`.
  */
 
 import type { BitmappedPack } from './bitmap-index.js';
@@ -23,7 +29,7 @@ import { andNotBits, type Bits, countBits, emptyBits, hasBit, orBits, setBit } f
 import { bytesToHex, type ObjectId, type ObjectType } from './object.js';
 import type { ObjectFilter } from './object-filter.js';
 import type { ObjectStore } from './store.js';
-import { readHeaderOf } from './stored-reads.js';
+import { readHeaderOf, readHeaderSyncOf } from './stored-reads.js';
 import { parseTagTarget } from './tag.js';
 import { forEachTreeEntryRaw } from './tree.js';
 import { CommitQueue, type EnumerateOptions, type PackObject } from './walk.js';
@@ -44,18 +50,25 @@ export interface BitmapEnumeration {
 /** What the object walk takes, less its thin-pack edges (the bitmaps give what the receiver has). */
 export type BitmapWalkOptions = Omit<EnumerateOptions, 'edges' | 'edgeCommits'>;
 
-/** The types a filter keeps, when it is one the bitmaps answer exactly; null when they do not. */
-function keptTypes(filter: ObjectFilter | undefined): Set<ObjectType> | null {
-  const all = new Set<ObjectType>(['commit', 'tree', 'blob', 'tag']);
-  if (!filter) return all;
-  if (filter.kind === 'blob:none') return new Set(['commit', 'tree', 'tag']);
-  if (filter.kind === 'object:type') return new Set([filter.type]);
-  return null;
+/** Whether the bitmaps answer `filter` exactly (git's `can_filter_bitmap`). */
+export function bitmapFilterable(filter: ObjectFilter): boolean {
+  switch (filter.kind) {
+    case 'blob:none':
+    case 'blob:limit':
+    case 'object:type':
+      return true;
+    case 'tree':
+      return filter.depth === 0;
+    case 'combine':
+      return filter.filters.every(bitmapFilterable);
+    case 'sparse:oid':
+      return false;
+  }
 }
 
 /** Whether `bitmapWalk` can answer a request (no shallow boundary, a filter it does exactly). */
 export function bitmapWalkApplies(options: Pick<BitmapWalkOptions, 'shallow' | 'filter'>): boolean {
-  return (options.shallow?.length ?? 0) === 0 && keptTypes(options.filter) !== null;
+  return (options.shallow?.length ?? 0) === 0 && (options.filter === undefined || bitmapFilterable(options.filter));
 }
 
 /** One side of the walk: a bitmap over the pack and the objects outside it. */
@@ -76,11 +89,10 @@ export async function bitmapWalk(
   pack: BitmappedPack,
   options: BitmapWalkOptions,
 ): Promise<BitmapEnumeration | undefined> {
-  const kept = keptTypes(options.filter);
-  if (!kept || (options.shallow?.length ?? 0) > 0) return undefined;
+  if (!bitmapWalkApplies(options)) return undefined;
   const signal = options.signal;
   const n = pack.count;
-  const { commits, trees, blobs, tags } = pack.bitmaps;
+  const { commits, trees, blobs } = pack.bitmaps;
   const typeAt = (p: number): ObjectType =>
     hasBit(commits, p) ? 'commit' : hasBit(trees, p) ? 'tree' : hasBit(blobs, p) ? 'blob' : 'tag';
   const headerOf = (oid: ObjectId) => readHeaderOf(store, oid);
@@ -250,19 +262,12 @@ export async function bitmapWalk(
   // a filter the type bitmaps answer: objects named in the request stay
   if (options.filter) {
     const given = await givenObjects(pack, options.wants, typeAt, headerOf, readObject);
-    for (const [type, bits] of [
-      ['commit', commits],
-      ['tree', trees],
-      ['blob', blobs],
-      ['tag', tags],
-    ] as const) {
-      if (!kept.has(type)) andNotBits(wants.bits, bits);
-    }
-    for (const [oid, o] of wants.extra) if (!kept.has(o.type) && !given.has(oid)) wants.extra.delete(oid);
+    const givenBits = emptyBits(n);
     for (const oid of given) {
       const p = pack.position(oid);
-      if (p >= 0 && !hasBit(haves.bits, p)) setBit(wants.bits, p);
+      if (p >= 0) setBit(givenBits, p);
     }
+    await filterBits(options.filter, { store, pack, bits: wants.bits, extra: wants.extra, given, givenBits, signal });
   }
   const extra = [...wants.extra.values()];
   // commits first, as the walk lists them
@@ -270,9 +275,92 @@ export async function bitmapWalk(
   return { pack, bits: wants.bits, extra, haves: haves.bits, count: countBits(wants.bits) + extra.length };
 }
 
+/** What a filter acts on: the selection, in the bitmapped pack and outside it, and what stays. */
+interface FilterTarget {
+  store: ObjectStore;
+  pack: BitmappedPack;
+  /** The selected objects of the bitmapped pack (filtered in place). */
+  bits: Bits;
+  /** The selected objects outside it (filtered in place). */
+  extra: Map<ObjectId, PackObject>;
+  /** Objects named in the request, which stay (by id, and as bits of the pack). */
+  given: Set<ObjectId>;
+  givenBits: Bits;
+  signal: AbortSignal | undefined;
+}
+
 /**
- * The objects a request names, which a filter keeps (as the walk in walk.ts does): the wants
- * themselves, and the tree or blob an annotated tag among them peels to.
+ * Leaves out of `t` what `filter` leaves out (git's `filter_bitmap`): whole types by their type
+ * bitmaps, blobs of `blob:limit` one by one by their sizes; each part of a `combine:` in turn
+ * (an object stays only when every part keeps it).
+ */
+async function filterBits(filter: ObjectFilter, t: FilterTarget): Promise<void> {
+  const { commits, trees, blobs, tags } = t.pack.bitmaps;
+  const dropType = (type: ObjectType, typeBits: Bits) => {
+    const { bits, givenBits } = t;
+    for (let w = 0; w < bits.length; w++) bits[w]! &= ~(typeBits[w]! & ~givenBits[w]!);
+    for (const [oid, o] of t.extra) if (o.type === type && !t.given.has(oid)) t.extra.delete(oid);
+  };
+  switch (filter.kind) {
+    case 'blob:none':
+      return dropType('blob', blobs);
+    case 'tree':
+      // only depth 0 comes here (bitmapFilterable): every tree and blob
+      dropType('tree', trees);
+      return dropType('blob', blobs);
+    case 'object:type':
+      for (const [type, typeBits] of [
+        ['commit', commits],
+        ['tree', trees],
+        ['blob', blobs],
+        ['tag', tags],
+      ] as const) {
+        if (type !== filter.type) dropType(type, typeBits);
+      }
+      return;
+    case 'blob:limit':
+      return dropLargeBlobs(filter.bytes, t);
+    case 'combine':
+      for (const f of filter.filters) await filterBits(f, t);
+      return;
+    case 'sparse:oid':
+      throw new PackError('FILTER_UNSUPPORTED', 'filter sparse:oid is not answered by bitmaps');
+  }
+}
+
+/**
+ * `blob:limit=<limit>`: leaves out the blobs of at least `limit` bytes, sizes read from their
+ * entry headers (a delta's from the start of its data), as git's `filter_bitmap_blob_limit`.
+ */
+async function dropLargeBlobs(limit: number, t: FilterTarget): Promise<void> {
+  const { pack, bits, givenBits, store } = t;
+  const blobs = pack.bitmaps.blobs;
+  for (let w = 0; w < bits.length; w++) {
+    let word = (bits[w]! & blobs[w]! & ~givenBits[w]!) >>> 0;
+    if (word === 0) continue;
+    throwIfAborted(t.signal);
+    while (word !== 0) {
+      const low = word & -word;
+      word = (word ^ low) >>> 0;
+      const p = w * 32 + 31 - Math.clz32(low);
+      const oid = pack.oidAt(p);
+      const size = (readHeaderSyncOf(store, oid) ?? (await readHeaderOf(store, oid)))?.size;
+      if (size === undefined) throw new PackError('OBJECT_NOT_FOUND', `blob ${oid} is missing`);
+      if (size >= limit) bits[w]! &= ~low;
+    }
+  }
+  for (const [oid, o] of t.extra) {
+    if (o.type !== 'blob' || t.given.has(oid)) continue;
+    const size = (await readHeaderOf(store, oid))?.size;
+    if (size === undefined) throw new PackError('OBJECT_NOT_FOUND', `blob ${oid} is missing`);
+    if (size >= limit) t.extra.delete(oid);
+  }
+}
+
+/**
+ * The objects a request names, which a filter keeps (as the walk in walk.ts does, and git's
+ * `find_tip_objects`): the wants themselves, and every object an annotated tag among them peels
+ * to, the end of the chain included.
  */
 async function givenObjects(
   pack: BitmappedPack,
@@ -286,7 +374,7 @@ async function givenObjects(
     for (let guard = 0; guard < 100; guard++) {
       const p = pack.position(oid);
       const type = p >= 0 ? typeAt(p) : (await headerOf(oid))?.type;
-      if (type === 'tree' || type === 'blob') given.add(oid);
+      given.add(oid);
       if (type !== 'tag') break;
       const tag = await readObject(oid);
       if (!tag) break;

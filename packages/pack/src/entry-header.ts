@@ -76,26 +76,64 @@ export function decodeEntryHeader(
   offset: number,
   end: number = bytes.length,
 ): EntryHeader | undefined {
+  const f = scratch;
+  if (!readEntryHeader(bytes, start, offset, end, f)) return undefined;
+  const type = f.type as EntryType;
+  if (isWholeEntryType(type)) return { type, size: f.size, length: f.length };
+  if (type === EntryType.OFS_DELTA) return { type, size: f.size, length: f.length, baseOffset: f.baseOffset };
+  return { type, size: f.size, length: f.length, baseOid: bytesToHex(bytes, f.baseAt, f.baseAt + 20) };
+}
+
+/** The fields of an entry header, filled in place by `readEntryHeader`. */
+export interface EntryHeaderFields {
+  type: number;
+  size: number;
+  /** Bytes the header takes, base included. */
+  length: number;
+  /** OFS_DELTA: pack offset of the base's entry. */
+  baseOffset: number;
+  /** REF_DELTA: where the base's 20-byte id starts in the bytes read. */
+  baseAt: number;
+}
+
+const scratch: EntryHeaderFields = { type: 0, size: 0, length: 0, baseOffset: 0, baseAt: 0 };
+
+/**
+ * `decodeEntryHeader` into `into` (no object per entry, no id as text: for loops over many
+ * entries); false when the bytes end before the header does. The same checks and errors.
+ */
+export function readEntryHeader(
+  bytes: Uint8Array,
+  start: number,
+  offset: number,
+  end: number,
+  into: EntryHeaderFields,
+): boolean {
   let p = start;
-  if (p >= end) return undefined;
+  if (p >= end) return false;
   let c = bytes[p++]!;
   const type = entryTypeOf(c);
   let size = c & 15;
   let shift = 4;
   while (c & 0x80) {
-    if (p >= end) return undefined;
+    if (p >= end) return false;
     c = bytes[p++]!;
     if (shift > MAX_SIZE_SHIFT) throw new PackError('PACK_BAD_HEADER', 'entry size varint too long', { offset });
     size += (c & 0x7f) * 2 ** shift;
     shift += 7;
   }
-  if (isWholeEntryType(type)) return { type, size, length: p - start };
+  into.type = type;
+  into.size = size;
+  if (isWholeEntryType(type)) {
+    into.length = p - start;
+    return true;
+  }
   if (type === EntryType.OFS_DELTA) {
-    if (p >= end) return undefined;
+    if (p >= end) return false;
     c = bytes[p++]!;
     let distance = c & 0x7f;
     while (c & 0x80) {
-      if (p >= end) return undefined;
+      if (p >= end) return false;
       c = bytes[p++]!;
       distance = (distance + 1) * 128 + (c & 0x7f);
       // already past the start of the pack: no need to read the rest of it
@@ -105,11 +143,15 @@ export function decodeEntryHeader(
     if (distance <= 0 || baseOffset < FIRST_ENTRY) {
       throw new PackError('PACK_BAD_BASE_OFFSET', 'delta base offset points outside the pack', { offset });
     }
-    return { type, size, length: p - start, baseOffset };
+    into.length = p - start;
+    into.baseOffset = baseOffset;
+    return true;
   }
   if (type === EntryType.REF_DELTA) {
-    if (p + 20 > end) return undefined;
-    return { type, size, length: p + 20 - start, baseOid: bytesToHex(bytes, p, p + 20) };
+    if (p + 20 > end) return false;
+    into.length = p + 20 - start;
+    into.baseAt = p;
+    return true;
   }
   throw new PackError('PACK_BAD_TYPE', `entry type ${type} is not valid`, { offset });
 }
@@ -128,25 +170,63 @@ function sizeLength(size: number): number {
  * integer, or a base that does not fit the type.
  */
 export function encodeEntryHeader(type: EntryType, size: number, base?: number | Uint8Array): Uint8Array {
-  if (!Number.isSafeInteger(size) || size < 0) throw new PackError('PACK_BAD_INPUT', `bad entry size ${size}`);
-  let tail: Uint8Array | undefined;
-  if (base !== undefined) {
-    if (type === EntryType.OFS_DELTA && typeof base === 'number') tail = encodeOfsOffset(base);
-    else if (type === EntryType.REF_DELTA && base instanceof Uint8Array && base.length === 20) tail = base;
-    else throw new PackError('PACK_BAD_INPUT', `a base that does not fit an entry of type ${type}`);
-  }
+  checkHeader(type, size, base);
+  const out = new Uint8Array(
+    sizeLength(size) +
+      (base === undefined ? 0 : typeof base === 'number' ? ofsOffsetLength(base) : (base as Uint8Array).length),
+  );
+  writeEntryHeader(out, 0, type, size, base);
+  return out;
+}
+
+/** The most bytes `writeEntryHeader` writes: a size varint of 2^53, then a REF_DELTA's id. */
+export const MAX_ENTRY_HEADER = 8 + 20;
+
+/**
+ * `encodeEntryHeader` written into `out` from `at` on (room for `MAX_ENTRY_HEADER` bytes is
+ * enough); returns where it ends. The same checks, the same PACK_BAD_INPUT errors.
+ */
+export function writeEntryHeader(
+  out: Uint8Array,
+  at: number,
+  type: EntryType,
+  size: number,
+  base?: number | Uint8Array,
+): number {
+  checkHeader(type, size, base);
   const n = sizeLength(size);
-  const out = new Uint8Array(n + (tail?.length ?? 0));
   let c = (type << 4) | (size & 15);
   let rest = Math.floor(size / 16);
   for (let i = 0; i < n - 1; i++) {
-    out[i] = c | 0x80;
+    out[at + i] = c | 0x80;
     c = rest & 0x7f;
     rest = Math.floor(rest / 128);
   }
-  out[n - 1] = c;
-  if (tail) out.set(tail, n);
-  return out;
+  out[at + n - 1] = c;
+  at += n;
+  if (base === undefined) return at;
+  if (typeof base === 'number') return writeOfsOffset(out, at, base);
+  out.set(base, at);
+  return at + base.length;
+}
+
+function checkHeader(type: EntryType, size: number, base: number | Uint8Array | undefined): void {
+  if (!Number.isSafeInteger(size) || size < 0) throw new PackError('PACK_BAD_INPUT', `bad entry size ${size}`);
+  if (base === undefined) return;
+  if (type === EntryType.OFS_DELTA && typeof base === 'number') {
+    if (!Number.isSafeInteger(base) || base <= 0)
+      throw new PackError('PACK_BAD_INPUT', `bad delta base distance ${base}`);
+    return;
+  }
+  if (type === EntryType.REF_DELTA && base instanceof Uint8Array && base.length === 20) return;
+  throw new PackError('PACK_BAD_INPUT', `a base that does not fit an entry of type ${type}`);
+}
+
+/** Bytes of the varint of an OFS_DELTA's distance. */
+function ofsOffsetLength(distance: number): number {
+  let n = 1;
+  for (let rest = Math.floor(distance / 128); rest > 0; rest = Math.floor((rest - 1) / 128)) n++;
+  return n;
 }
 
 /** The varint of an OFS_DELTA's distance back to its base's entry (positive). */
@@ -154,16 +234,21 @@ export function encodeOfsOffset(distance: number): Uint8Array {
   if (!Number.isSafeInteger(distance) || distance <= 0) {
     throw new PackError('PACK_BAD_INPUT', `bad delta base distance ${distance}`);
   }
-  let n = 1;
-  for (let rest = Math.floor(distance / 128); rest > 0; rest = Math.floor((rest - 1) / 128)) n++;
-  const out = new Uint8Array(n);
+  const out = new Uint8Array(ofsOffsetLength(distance));
+  writeOfsOffset(out, 0, distance);
+  return out;
+}
+
+/** `encodeOfsOffset` written into `out` from `at` on (a checked distance); returns where it ends. */
+function writeOfsOffset(out: Uint8Array, at: number, distance: number): number {
+  const n = ofsOffsetLength(distance);
   let rest = distance;
-  out[n - 1] = rest & 0x7f;
+  out[at + n - 1] = rest & 0x7f;
   rest = Math.floor(rest / 128);
   for (let i = n - 2; i >= 0; i--) {
     rest -= 1;
-    out[i] = 0x80 | (rest & 0x7f);
+    out[at + i] = 0x80 | (rest & 0x7f);
     rest = Math.floor(rest / 128);
   }
-  return out;
+  return at + n;
 }

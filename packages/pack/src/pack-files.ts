@@ -189,7 +189,9 @@ export class PackFiles {
         return positions;
       },
       size,
-      source: { readInto: (position, into) => this.#readInto(pack, position, into) },
+      source: {
+        readInto: (position, into, options) => this.#readInto(pack, position, into, options?.direct === true),
+      },
       serial: this.#serials++,
     };
     this.#packs.push(pack);
@@ -364,9 +366,10 @@ export class PackFiles {
    * Copies a range of a pack into `into`: from the page cache when its pages are there, else (a
    * long range) by a positional read straight into it. The pages such reads would bring are not
    * cached: what is copied out (a pack being sent) is read once, and would only push out what
-   * walks read again.
+   * walks read again. `direct`: short copies too are read straight into `into` (their caller
+   * batches its reads).
    */
-  async #readInto(pack: LoadedPack, position: number, into: Uint8Array): Promise<void> {
+  async #readInto(pack: LoadedPack, position: number, into: Uint8Array, direct: boolean): Promise<void> {
     const length = into.length;
     if (position < 0 || position + length > pack.size) {
       throw new PackError('OBJECT_CORRUPT', `read outside ${pack.name}.pack`);
@@ -386,7 +389,7 @@ export class PackFiles {
     if (cached) into.set(cached);
     // a short copy goes through the pages: a pack written from stored entries copies them one by
     // one, mostly in pack order, where a read of its own for each would be a read per object
-    else if (length < DIRECT_COPY) into.set(await this.readAt(pack, position, length));
+    else if (length < DIRECT_COPY && !direct) into.set(await this.readAt(pack, position, length));
     else await this.#readDirect(pack, position, length, into);
   }
 

@@ -26,7 +26,17 @@
 import { deflate } from '#zlib';
 import type { BitmapEnumeration } from './bitmap-walk.js';
 import { parseCommitLinks } from './commit.js';
-import { decodeEntryHeader, EntryType, encodeEntryHeader, isWholeEntry } from './entry-header.js';
+import {
+  decodeEntryHeader,
+  type EntryHeaderFields,
+  EntryType,
+  encodeEntryHeader,
+  isWholeEntry,
+  isWholeEntryType,
+  MAX_ENTRY_HEADER,
+  readEntryHeader,
+  writeEntryHeader,
+} from './entry-header.js';
 import { PackError, throwIfAborted } from './errors.js';
 import { countBits, hasBit } from './ewah.js';
 import { bytesToHex, hexToBytes, type ObjectId, type ObjectType, TYPE_CODES } from './object.js';
@@ -137,6 +147,19 @@ async function* reuseChunks(
     }
     return spare.subarray(0, length);
   };
+  // the same for the chunks a batch is copied into when it does not go out as it was read
+  const outSpares: (Uint8Array | undefined)[] = [undefined, undefined];
+  let outTurn = 0;
+  const outBuffer = (length: number): Uint8Array => {
+    if (!options.borrow) return new Uint8Array(length);
+    const k = outTurn++ & 1;
+    let spare = outSpares[k];
+    if (!spare || spare.length < length) {
+      spare = new Uint8Array(Math.max(length, Math.min(chunkBytes, (spare?.length ?? 32 * 1024) * 4)));
+      outSpares[k] = spare;
+    }
+    return spare.subarray(0, length);
+  };
   // the lead's entries go first; the ranges are the other entries sent
   const lead = options.lead !== undefined ? await leadPositions(store, e, options.lead) : [];
   const ranged = lead.length > 0 ? bits.slice() : bits;
@@ -146,12 +169,15 @@ async function* reuseChunks(
   /** Output offset of each entry of the ranges written (by its rank among them), -1 before. */
   const rank = bitRanks(ranged);
   const written = new Float64Array(countBits(ranged)).fill(-1);
-  const writtenAt = (p: number) => leadAt.get(p) ?? (hasBit(ranged, p) ? written[rankOf(ranged, rank, p)]! : -1);
+  const writtenAt = (p: number) =>
+    hasBit(ranged, p) ? written[rankOf(ranged, rank, p)]! : lead.length > 0 ? (leadAt.get(p) ?? -1) : -1;
   const setWritten = (p: number, at: number) => {
     written[rankOf(ranged, rank, p)] = at;
   };
+  /** Where each entry starts, in pack order (and where the last ends). */
+  const offsets = pack.offsets();
   let out = start;
-  /** Pieces of the chunk being built (views of the buffer read, or new headers). */
+  /** Pieces of the chunk being built (entries put first, rebuilt whole, or a large one's header). */
   let pieces: Uint8Array[] = [];
   let piecesBytes = 0;
   /** Adds bytes to the chunk being built and moves `out` past them. */
@@ -161,16 +187,15 @@ async function* reuseChunks(
     out += bytes.length;
   };
   /**
-   * The pieces as chunks: borrowed, each as it is (views of the buffer read, which the caller is
-   * done with before the next chunk, and new headers); else one chunk, a view of the buffer read
-   * when it is one stretch of it, or a copy of them all.
+   * The pieces as chunks (each a buffer of its own): borrowed, each as it is; else one chunk,
+   * a copy of them all.
    */
-  const cut = (buffer: Uint8Array | undefined): Uint8Array[] => {
+  const cut = (): Uint8Array[] => {
     const list = pieces;
     const bytes = piecesBytes;
     pieces = [];
     piecesBytes = 0;
-    if (options.borrow || (list.length === 1 && buffer && list[0]!.buffer === buffer.buffer)) return list;
+    if (options.borrow || list.length === 1) return list;
     const chunk = new Uint8Array(bytes);
     let at = 0;
     for (const p of list) {
@@ -179,93 +204,116 @@ async function* reuseChunks(
     }
     return [chunk];
   };
-  /** The object at `p` rebuilt and deflated whole. */
-  const whole = async (p: number) => {
+  /** The object at `p` rebuilt and deflated whole: its header and its data. */
+  const wholeEntry = async (p: number): Promise<[Uint8Array, Uint8Array]> => {
     const oid = pack.oidAt(p);
     const obj = await store.read(oid);
     if (!obj) throw new PackError('OBJECT_NOT_FOUND', `object ${oid} is missing`);
-    push(encodeEntryHeader(TYPE_CODES[obj.type as ObjectType], obj.data.length));
-    push(deflate(obj.data, level));
+    return [encodeEntryHeader(TYPE_CODES[obj.type as ObjectType], obj.data.length), deflate(obj.data, level)];
   };
+  const whole = async (p: number) => {
+    for (const piece of await wholeEntry(p)) push(piece);
+  };
+  // what `plan` decided for the last entry: its stored header's length, and for a rewritten
+  // header, its type, size and base (an OFS_DELTA's distance, a REF_DELTA's base position)
+  const header: EntryHeaderFields = { type: 0, size: 0, length: 0, baseOffset: 0, baseAt: 0 };
+  let storedLength = 0;
+  let newType: EntryType = EntryType.OFS_DELTA;
+  let newSize = 0;
+  let newBase = 0;
   /**
-   * How the entry at `p` (header `head`, decoded from `bytes[at..]`) goes out: 'verbatim', or
-   * the new header to put before its compressed data, or 'whole'.
+   * How the entry at `p` (its bytes from `bytes[at]` on) goes out when written at `out`:
+   * VERBATIM, REWRITE (the header `writeHeader` writes, then its compressed data) or WHOLE.
    */
-  const plan = (p: number, bytes: Uint8Array, at: number): { header: Uint8Array | null; length: number } | 'whole' => {
-    const offset = pack.offsetAt(p);
-    const h = decodeEntryHeader(bytes, at, offset);
-    if (!h) throw new PackError('OBJECT_CORRUPT', `entry header cut short at ${offset}`);
-    if (isWholeEntry(h)) return { header: null, length: h.length };
+  const plan = (p: number, bytes: Uint8Array, at: number): Plan => {
+    const offset = offsets[p]!;
+    const h = header;
+    if (!readEntryHeader(bytes, at, offset, bytes.length, h)) {
+      throw new PackError('OBJECT_CORRUPT', `entry header cut short at ${offset}`);
+    }
+    storedLength = h.length;
+    if (isWholeEntryType(h.type)) return VERBATIM;
+    newSize = h.size;
     if (h.type === EntryType.OFS_DELTA) {
       const bp = pack.positionAt(h.baseOffset);
       if (bp < 0) throw new PackError('OBJECT_CORRUPT', `no entry at offset ${h.baseOffset}`);
       const baseAt = writtenAt(bp);
       if (baseAt >= 0) {
         const distance = out - baseAt;
-        if (ofs && distance === offset - h.baseOffset) return { header: null, length: h.length };
-        return {
-          header: ofs
-            ? encodeEntryHeader(EntryType.OFS_DELTA, h.size, distance)
-            : encodeEntryHeader(EntryType.REF_DELTA, h.size, hexToBytes(pack.oidAt(bp))),
-          length: h.length,
-        };
+        if (ofs && distance === offset - h.baseOffset) return VERBATIM;
+        newType = ofs ? EntryType.OFS_DELTA : EntryType.REF_DELTA;
+        newBase = ofs ? distance : bp;
+        return REWRITE;
       }
       if (thin && hasBit(haves, bp)) {
-        return { header: encodeEntryHeader(EntryType.REF_DELTA, h.size, hexToBytes(pack.oidAt(bp))), length: h.length };
+        newType = EntryType.REF_DELTA;
+        newBase = bp;
+        return REWRITE;
       }
-      return 'whole';
+      return WHOLE;
     }
     // REF_DELTA: fine wherever its base is, in this pack or on the receiver
-    const bp = pack.position(h.baseOid);
-    const sent = bp >= 0 ? hasBit(bits, bp) : extra.has(h.baseOid);
-    if (sent || (thin && bp >= 0 && hasBit(haves, bp))) return { header: null, length: h.length };
-    return 'whole';
+    const bp = pack.positionRaw(bytes, h.baseAt);
+    const sent = bp >= 0 ? hasBit(bits, bp) : extra.has(bytesToHex(bytes, h.baseAt, h.baseAt + 20));
+    if (sent || (thin && bp >= 0 && hasBit(haves, bp))) return VERBATIM;
+    return WHOLE;
   };
+  /** A rewritten header, before it goes where it belongs. */
+  const headerBytes = new Uint8Array(MAX_ENTRY_HEADER);
+  /** Writes the header `plan` decided on into `into` at `at`; returns where it ends. */
+  const writeHeader = (into: Uint8Array, at: number): number =>
+    newType === EntryType.OFS_DELTA
+      ? writeEntryHeader(into, at, newType, newSize, newBase)
+      : writeEntryHeader(into, at, newType, newSize, hexToBytes(pack.oidAt(newBase)));
 
   for (const p of lead) {
     throwIfAborted(options.signal);
-    const from = pack.offsetAt(p);
-    const entry = new Uint8Array(pack.endAt(p) - from);
-    await pack.source.readInto(from, entry);
+    const from = offsets[p]!;
+    const entry = new Uint8Array(offsets[p + 1]! - from);
+    await pack.source.readInto(from, entry, DIRECT);
     const h = decodeEntryHeader(entry, 0, from);
     if (!h) throw new PackError('OBJECT_CORRUPT', `entry header cut short at ${from}`);
     leadAt.set(p, out);
     if (isWholeEntry(h)) push(entry);
     else await whole(p);
-    if (piecesBytes >= chunkBytes) yield* cut(undefined);
+    if (piecesBytes >= chunkBytes) yield* cut();
   }
-  if (pieces.length > 0) yield* cut(undefined);
+  if (pieces.length > 0) yield* cut();
   let p = nextSet(ranged, 0, n);
   while (p < n) {
     throwIfAborted(options.signal);
     // a batch: the next entries sent whose bytes fit the chunk (at least one entry), read at
     // once with the entries not sent between them when those are few bytes (one read instead
     // of one per run)
-    const from = pack.offsetAt(p);
+    const from = offsets[p]!;
     let q = p;
-    let to = pack.endAt(p);
+    let to = offsets[p + 1]!;
+    let sentBytes = to - from;
     for (let r = nextSet(ranged, p + 1, n); r < n; r = nextSet(ranged, r + 1, n)) {
-      const end = pack.endAt(r);
-      if (pack.offsetAt(r) - to > MAX_READ_GAP || end - from > chunkBytes) break;
+      const end = offsets[r + 1]!;
+      if (offsets[r]! - to > MAX_READ_GAP || end - from > chunkBytes) break;
+      sentBytes += end - offsets[r]!;
       q = r;
       to = end;
     }
     if (to - from > chunkBytes) {
       // one entry larger than a chunk: its header, then its data streamed
       const head = new Uint8Array(Math.min(HEADER_READ, to - from));
-      await pack.source.readInto(from, head);
+      await pack.source.readInto(from, head, DIRECT);
       const entryAt = out;
       const how = plan(p, head, 0);
-      if (how === 'whole') await whole(p);
+      if (how === WHOLE) await whole(p);
+      else if (how === VERBATIM) push(head.subarray(0, storedLength));
       else {
-        push(how.header ?? head.subarray(0, how.length));
+        const header = new Uint8Array(MAX_ENTRY_HEADER);
+        push(header.subarray(0, writeHeader(header, 0)));
       }
-      if (pieces.length > 0) yield* cut(undefined);
-      if (how !== 'whole') {
-        for (let at = from + how.length; at < to; at += chunkBytes) {
+      if (pieces.length > 0) yield* cut();
+      if (how !== WHOLE) {
+        for (let at = from + storedLength; at < to; at += chunkBytes) {
           throwIfAborted(options.signal);
           const piece = readBuffer(Math.min(chunkBytes, to - at));
-          await pack.source.readInto(at, piece);
+          await pack.source.readInto(at, piece, DIRECT);
           out += piece.length;
           yield piece;
         }
@@ -275,42 +323,80 @@ async function* reuseChunks(
       continue;
     }
     const buffer = readBuffer(to - from);
-    await pack.source.readInto(from, buffer);
-    // verbatim stretches of the buffer go out as views, rewritten entries in between; `run` is
-    // the stretch not pushed yet, and `out` counts it already (plan() reads it for distances)
+    await pack.source.readInto(from, buffer, DIRECT);
+    // the batch's entries as they go out, moved down in place over the entries not sent (and
+    // stored headers longer than their rewritten ones): `filled` bytes of the buffer are written,
+    // `run` is the verbatim stretch not moved yet, which `out` counts already (plan() reads it for
+    // distances). An entry that does not fit where it goes (a header grown longer, an entry
+    // rebuilt whole) moves what is written into `chunk`, which takes the rest of the batch.
+    const chunkAt = out;
+    let target = buffer;
+    let chunk: Uint8Array | undefined;
+    let filled = 0;
     let runStart = -1;
     let runEnd = -1;
+    /** The chunk, grown to take `bytes` more (made from what is written in place the first time). */
+    const room = (bytes: number): Uint8Array => {
+      if (chunk && filled + bytes <= chunk.length) return chunk;
+      const grown = outBuffer(Math.max(sentBytes + 64, filled + bytes, chunk ? chunk.length * 2 : 0));
+      grown.set(target.subarray(0, filled));
+      chunk = grown;
+      target = grown;
+      return grown;
+    };
     const flushRun = () => {
       if (runStart < 0) return;
-      out -= runEnd - runStart;
-      push(buffer.subarray(runStart, runEnd));
+      if (chunk) room(runEnd - runStart).set(buffer.subarray(runStart, runEnd), filled);
+      else if (filled !== runStart) buffer.copyWithin(filled, runStart, runEnd);
+      filled += runEnd - runStart;
       runStart = -1;
     };
     for (let r = p; r <= q; r = nextSet(ranged, r + 1, n)) {
-      const at = pack.offsetAt(r) - from;
-      const end = pack.endAt(r) - from;
+      const at = offsets[r]! - from;
+      const end = offsets[r + 1]! - from;
       const how = plan(r, buffer, at);
-      if (how !== 'whole' && how.header === null) {
+      setWritten(r, out);
+      if (how === VERBATIM) {
         if (runStart >= 0 && runEnd !== at) flushRun();
         if (runStart < 0) runStart = at;
         runEnd = end;
-        setWritten(r, out);
         out += end - at;
         continue;
       }
       flushRun();
-      setWritten(r, out);
-      if (how === 'whole') await whole(r);
-      else {
-        push(how.header!);
-        push(buffer.subarray(at + how.length, end));
+      const data = at + storedLength;
+      if (how === REWRITE) {
+        const length = writeHeader(headerBytes, 0);
+        // in place when the new header ends where the data starts at the latest
+        const into = chunk === undefined && filled + length <= data ? buffer : room(length + end - data);
+        for (let k = 0; k < length; k++) into[filled + k] = headerBytes[k]!;
+        filled += length;
+        if (into === buffer) buffer.copyWithin(filled, data, end);
+        else into.set(buffer.subarray(data, end), filled);
+        filled += end - data;
+      } else {
+        for (const piece of await wholeEntry(r)) {
+          room(piece.length).set(piece, filled);
+          filled += piece.length;
+        }
       }
+      out = chunkAt + filled;
     }
     flushRun();
-    yield* cut(buffer);
+    // a chunk handed out for keeps is not a view of a buffer mostly left out
+    yield options.borrow || filled * 2 >= target.length ? target.subarray(0, filled) : target.slice(0, filled);
     p = nextSet(ranged, q + 1, n);
   }
 }
+
+/** How an entry of the bitmapped pack goes out (see `plan` in reuseChunks). */
+type Plan = 0 | 1 | 2;
+const VERBATIM: Plan = 0;
+const REWRITE: Plan = 1;
+const WHOLE: Plan = 2;
+
+/** Reads of ranges each read once, in batches: past any cache of pages. */
+const DIRECT = { direct: true };
 
 /**
  * Bytes of entries not sent that a batch reads through to reach the next entry sent: reading

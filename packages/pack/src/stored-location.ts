@@ -8,8 +8,12 @@ import type { ObjectId } from './object.js';
 
 /** A pack the entries of a `StoredLocation` are read from: one object per pack. */
 export interface PackSource {
-  /** Fills `into` with the pack's bytes from `position` on (`into.length` of them). */
-  readInto(position: number, into: Uint8Array): Promise<void>;
+  /**
+   * Fills `into` with the pack's bytes from `position` on (`into.length` of them). `direct`: the
+   * caller reads each range once, in batches of its own, so short reads need not go through (and
+   * fill) a cache of pages either.
+   */
+  readInto(position: number, into: Uint8Array, options?: { direct?: boolean }): Promise<void>;
 }
 
 export interface StoredLocation {

@@ -340,10 +340,14 @@ export async function enumerateObjects(store: ObjectStore, options: EnumerateOpt
     if (!h) throw new PackError('OBJECT_NOT_FOUND', `object ${oid} is missing`);
     return h.type;
   };
+  // the objects the request names: the wants, and every object their tags peel to (a filter
+  // keeps them, as git keeps every object of a wanted tag's chain, its end included)
+  const given = new Set<ObjectId>();
   // peel wanted tags
   for (let oid of options.wants) {
     for (let guard = 0; ; guard++) {
       if (guard > 100) throw new PackError('OBJECT_CORRUPT', `tag chain too long at ${oid}`);
+      given.add(oid);
       const type = await typeOf(oid);
       if (type === 'tag') {
         if (!sent.has(oid)) {
@@ -502,7 +506,6 @@ export async function enumerateObjects(store: ObjectStore, options: EnumerateOpt
   }
   if (options.filter) {
     const filter = options.filter;
-    const given = new Set(options.wants);
     const kept = objects.filter((o) => given.has(o.oid) || filterKeeps(filter, 'commit'));
     const keptTags = tagObjects.filter((o) => given.has(o.oid) || filterKeeps(filter, 'tag'));
     const filtered = filteredTreeWalk(store, filter, excluded, (o) => kept.push(o), signal);
