@@ -13,6 +13,8 @@
  * The hosting worker gets a small young generation, as `hostGit`'s documentation advises (and
  * as the gateway's worker pool does for its repository workers): what serving allocates lives
  * in typed arrays, and V8 would otherwise grow that worker's young generation to tens of MB.
+ * The cloning worker gets the one the remote's documentation (gitport's remote.ts) advises for a
+ * thread that clones: a few MB, no smaller than the chunks a fetch has in flight need.
  */
 import { MessageChannel, parentPort, Worker, workerData } from 'node:worker_threads';
 
@@ -35,7 +37,7 @@ if (parentPort === null) {
   };
   const hostWorker = start('host', port1, { source }, { resourceLimits: { maxYoungGenerationSizeMb: 2 } });
   await hostWorker.done;
-  const client = start('client', port2, { dest });
+  const client = start('client', port2, { dest }, { resourceLimits: { maxYoungGenerationSizeMb: 4 } });
   try {
     await client.done;
   } finally {

@@ -31,6 +31,15 @@
  * TRANSPORT_ABORTED and moves no ref (receive-pack applies ref updates only after the whole pack
  * is stored). Progress: `onProgress` gets the remote's progress text (side-band 2) and, for
  * clones, phase events.
+ *
+ * Memory: what a clone or fetch keeps lives in typed arrays (the import's tables, its base cache,
+ * the chunks in flight), while V8 grows a thread's young generation to several MB as the
+ * modules load and the import runs. A Node worker thread that mostly clones and fetches keeps
+ * nearer its working set with `new Worker(url, { resourceLimits: { maxYoungGenerationSizeMb: 4
+ * } })`; not less: V8 splits the young generation in three, and a semi-space smaller than the
+ * receive window (FETCH_WINDOW, 1 MiB) holds the chunks in flight past two scavenges, so they
+ * move to the old generation and wait there for a full collection, which costs more than the
+ * smaller young generation saves. (host.ts gives the advice for a thread that hosts.)
  */
 import type { Bus } from '@gitport/bus';
 import {

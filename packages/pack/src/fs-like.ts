@@ -32,6 +32,8 @@ export interface FileHandleLike {
     length?: number,
     position?: number,
   ): Promise<{ bytesWritten: number } | number>;
+  /** Writes `buffers` one after another at `position` in one call (Node's FileHandle has it). */
+  writev?(buffers: Uint8Array[], position?: number): Promise<{ bytesWritten: number } | number>;
   close(): Promise<void>;
 }
 

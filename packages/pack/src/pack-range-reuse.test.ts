@@ -159,6 +159,10 @@ describe('rangeReuse', () => {
           copies.push(c.slice());
         }
         expect(Buffer.compare((await packOf(copies, prefix.count, chunkBytes)).pack, out)).toBe(0);
+        // after 4 GiB of other output (offsets past 32 bits): the same entries, distances alike
+        const far: Uint8Array[] = [];
+        for await (const c of rangeReuse(store, e, { ...options, chunkBytes }).chunks(2 ** 32 + 12)) far.push(c);
+        expect(Buffer.compare((await packOf(far, prefix.count, chunkBytes)).pack, out)).toBe(0);
         // what the entries became
         const kinds = new Map<string, number>();
         for await (const entry of new PackReader([out]).entries())

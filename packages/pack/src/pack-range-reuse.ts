@@ -166,13 +166,18 @@ async function* reuseChunks(
   for (const p of lead) ranged[p >>> 5]! &= ~(1 << (p & 31));
   /** Output offset of each lead entry written. */
   const leadAt = new Map<number, number>();
-  /** Output offset of each entry of the ranges written (by its rank among them), -1 before. */
+  /**
+   * Output offset plus one of each entry of the ranges written (by its rank among them), 0
+   * before: four bytes an entry (a table the size of the objects sent, held while they go out),
+   * eight once an offset no longer fits.
+   */
   const rank = bitRanks(ranged);
-  const written = new Float64Array(countBits(ranged)).fill(-1);
+  let written: Uint32Array | Float64Array = new Uint32Array(countBits(ranged));
   const writtenAt = (p: number) =>
-    hasBit(ranged, p) ? written[rankOf(ranged, rank, p)]! : lead.length > 0 ? (leadAt.get(p) ?? -1) : -1;
+    hasBit(ranged, p) ? written[rankOf(ranged, rank, p)]! - 1 : lead.length > 0 ? (leadAt.get(p) ?? -1) : -1;
   const setWritten = (p: number, at: number) => {
-    written[rankOf(ranged, rank, p)] = at;
+    if (at >= 0xffffffff && written instanceof Uint32Array) written = Float64Array.from(written);
+    written[rankOf(ranged, rank, p)] = at + 1;
   };
   /** Where each entry starts, in pack order (and where the last ends). */
   const offsets = pack.offsets();

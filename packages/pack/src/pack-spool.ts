@@ -1,8 +1,9 @@
 /**
  * A pack being received, written to `objects/pack/tmp_pack_*` as it arrives (see `PackSpool` in
  * store.ts) and renamed into place, with its .idx, once verified. Appends gather in blocks of
- * 64 KiB, each written as one; the last 256 KiB stay in memory too, since delta bases usually lie
- * close behind their deltas. Blocks of finished spools go back to their store's pool.
+ * 64 KiB, written a few at a time in one call; the last 256 KiB stay in memory too, since delta
+ * bases usually lie close behind their deltas. Blocks of finished spools go back to their
+ * store's pool.
  */
 import { PackError } from './errors.js';
 import type { FileHandleLike } from './fs-like.js';
@@ -18,6 +19,12 @@ import { bytesRead, bytesWritten } from './store-files.js';
 const SPOOL_BLOCK = 64 * 1024;
 /** Bytes of the latest blocks a spool keeps in memory for reads. */
 const RECENT_BYTES = 256 * 1024;
+/**
+ * Bytes of full blocks handed to one write call (vectored where the file handle can): each call
+ * is a round trip to the I/O thread pool, which costs more than the bytes it writes. The blocks
+ * lie within the recent ones, so waiting for a few costs no memory.
+ */
+const WRITE_BYTES = RECENT_BYTES;
 /** Spare blocks a pool keeps (at most 128 KiB: each is private memory held between packs). */
 const SPARE_BLOCKS_MAX = 2;
 
@@ -100,6 +107,21 @@ export async function openPackSpool(host: PackSpoolHost): Promise<PackSpool | un
       done += n;
     }
   };
+  const writev = handle.writev?.bind(handle);
+  const totalLength = (blocks: Uint8Array[]) => blocks.reduce((sum, b) => sum + b.length, 0);
+  /** Writes what a short vectored write of `blocks` at `position` left out, past its first `done` bytes. */
+  const writeRest = async (blocks: Uint8Array[], position: number, done: number) => {
+    let skip = done;
+    let at = position;
+    for (const block of blocks) {
+      if (skip >= block.length) skip -= block.length;
+      else {
+        await writeAt(block.subarray(skip), at + skip);
+        skip = 0;
+      }
+      at += block.length;
+    }
+  };
   const readAt = async (position: number, length: number) => {
     const out = new Uint8Array(length);
     let got = 0;
@@ -111,9 +133,9 @@ export async function openPackSpool(host: PackSpoolHost): Promise<PackSpool | un
     }
     return out;
   };
-  // appends gather in a block written as one; the last RECENT_BYTES stay in memory too: the
-  // importer reads back only bases its cache dropped, and a delta's base lies mostly right
-  // before it, so a larger window spares few file reads and costs private memory
+  // appends gather in blocks, written a few at a time; the last RECENT_BYTES stay in memory
+  // too: the importer reads back only bases its cache dropped, and a delta's base lies mostly
+  // right before it, so a larger window spares few file reads and costs private memory
   let length = 0;
   const BLOCK = SPOOL_BLOCK;
   let tail = pool.take();
@@ -126,11 +148,58 @@ export async function openPackSpool(host: PackSpoolHost): Promise<PackSpool | un
     if (seg.written) pool.give(seg.bytes);
   };
   const RECENT_MAX = RECENT_BYTES;
+  /** Full blocks not yet handed to a write (all within `recent`). */
+  let unissued: Segment[] = [];
+  let unissuedBytes = 0;
+  /** Every write issued so far. */
   let queue: Promise<void> = Promise.resolve();
-  /** The writes queued before the latest block's (what `drain` waits for). */
+  /** The writes issued before the latest one (what `drain` waits for). */
   let earlier: Promise<void> = queue;
+  /**
+   * What a new write waits for before it starts: nothing, as writes lie at distinct offsets,
+   * unless a truncate made a later one overlap one still in flight.
+   */
+  let barrier: Promise<void> = queue;
   let failure: unknown;
   let closed = false;
+  const writeGroup = async (segments: Segment[]) => {
+    const at = segments[0]!.at;
+    if (segments.length > 1 && writev) {
+      const blocks = segments.map((seg) => seg.bytes);
+      const total = totalLength(blocks);
+      const n = bytesWritten(await writev(blocks, at));
+      // a short vectored write (rare on a regular file) is finished block by block
+      if (n < total) await writeRest(blocks, at, n);
+    } else for (const seg of segments) await writeAt(seg.bytes, seg.at);
+  };
+  /**
+   * Hands the full blocks gathered so far to one write, which starts at once rather than after
+   * the previous one: a chain would start the next write only on the turn of the event loop
+   * after the previous one finished, and an import that parses input already in memory turns it
+   * only every few blocks, so writes would fall behind (queued blocks held in memory, the
+   * import then waiting for them one round trip at a time). Each write call costs a round trip
+   * to the thread pool, hence a few blocks per call.
+   */
+  const issue = () => {
+    if (unissued.length === 0) return;
+    const segments = unissued;
+    unissued = [];
+    unissuedBytes = 0;
+    const written = barrier
+      .then(async () => {
+        if (failure !== undefined) return;
+        await writeGroup(segments);
+        for (const seg of segments) {
+          seg.written = true;
+          if (seg.dropped) pool.give(seg.bytes);
+        }
+      })
+      .catch((error) => {
+        failure ??= error;
+      });
+    earlier = queue;
+    queue = Promise.all([queue, written]).then(() => undefined);
+  };
   const flushTail = () => {
     if (tailLength === 0) return;
     // a full block is handed over as it is (a new one takes its place); a partial one is copied
@@ -141,22 +210,14 @@ export async function openPackSpool(host: PackSpoolHost): Promise<PackSpool | un
     const seg: Segment = { at, bytes: block, written: false, dropped: false };
     recent.push(seg);
     recentBytes += block.length;
+    unissued.push(seg);
+    unissuedBytes += block.length;
+    if (unissuedBytes >= WRITE_BYTES || block.length < BLOCK) issue();
     while (recent.length > 1 && recentBytes - recent[0]!.bytes.length >= RECENT_MAX) {
       const first = recent.shift()!;
       recentBytes -= first.bytes.length;
       drop(first);
     }
-    earlier = queue;
-    queue = queue
-      .then(async () => {
-        if (failure !== undefined) return;
-        await writeAt(block, at);
-        seg.written = true;
-        if (seg.dropped) pool.give(seg.bytes);
-      })
-      .catch((error) => {
-        failure ??= error;
-      });
   };
   /** A copy of the range from memory, when it lies in the recent blocks and the tail. */
   const fromMemory = (offset: number, n: number): Uint8Array | undefined => {
@@ -198,6 +259,7 @@ export async function openPackSpool(host: PackSpoolHost): Promise<PackSpool | un
   /** Every byte appended so far on file: what reading the file back, patching and the commit need. */
   const settle = async () => {
     flushTail();
+    issue();
     await queue;
     failed();
   };
@@ -206,6 +268,7 @@ export async function openPackSpool(host: PackSpoolHost): Promise<PackSpool | un
    * goes on being written while the caller works; a partly filled block stays in memory.
    */
   const drain = async () => {
+    issue();
     await earlier;
     failed();
   };
@@ -233,6 +296,7 @@ export async function openPackSpool(host: PackSpoolHost): Promise<PackSpool | un
       if (offset + n <= length - tailLength) {
         // on file once the writes queued so far are done: the partly filled block stays as it
         // is (handing it over would copy it, for each entry read back)
+        issue();
         await queue;
         failed();
       } else await settle();
@@ -247,8 +311,11 @@ export async function openPackSpool(host: PackSpoolHost): Promise<PackSpool | un
         return;
       }
       flushTail();
+      issue();
       length = n;
-      // what lies past the new end will be overwritten by later appends
+      // what lies past the new end will be overwritten by later appends: their writes wait for
+      // the ones issued so far
+      barrier = queue;
       while (recent.length > 0 && recent[recent.length - 1]!.at >= n) {
         const last = recent.pop()!;
         recentBytes -= last.bytes.length;

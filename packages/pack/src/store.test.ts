@@ -413,6 +413,53 @@ describe('FsObjectStore pack spool', () => {
   });
 });
 
+describe('FsObjectStore pack spool writes', () => {
+  /** node:fs whose file handles' vectored writes stop after `most` bytes, as a short write may. */
+  const shortWrites = (most: number): ObjectStoreFs => ({
+    ...nodeFs.promises,
+    async open(path: string, flags: string) {
+      const handle = await nodeFs.promises.open(path, flags);
+      const whole = handle.writev.bind(handle);
+      const writev = async (buffers: Uint8Array[], position?: number) => {
+        let left = most;
+        const part: Uint8Array[] = [];
+        for (const b of buffers) {
+          if (left <= 0) break;
+          part.push(b.subarray(0, Math.min(left, b.length)));
+          left -= b.length;
+        }
+        return whole(part, position);
+      };
+      return Object.assign(handle, { writev });
+    },
+  });
+
+  for (const [name, fs] of [
+    ['node:fs', nodeFs.promises],
+    ['short vectored writes', shortWrites(100_000)],
+  ] as const) {
+    it(`puts every byte on file, across a truncate into written blocks (${name})`, async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'gitport-store-'));
+      temps.push(dir);
+      const store = new FsObjectStore(fs as ObjectStoreFs, dir);
+      const spool = (await beginPack(store))!;
+      const bytes = seededBlob(21, 2_000_003);
+      appendInPieces(spool, bytes, 30_000);
+      await spool.drain();
+      // back into blocks already written, then other bytes over them
+      const cut = 1_000_001;
+      spool.truncate(cut);
+      const rest = seededBlob(22, 700_000);
+      appendInPieces(spool, rest, 50_000);
+      const parts: Uint8Array[] = [];
+      for await (const c of spool.chunks()) parts.push(c);
+      expect(bytesToHex(concat(parts))).toBe(bytesToHex(concat([bytes.subarray(0, cut), rest])));
+      await spool.abort();
+      await store.close();
+    });
+  }
+});
+
 describe('FsObjectStore pack spools in a row', () => {
   it('a spool after another (blocks reused) reads and writes its own bytes', async () => {
     const store = await diskStore();
