@@ -279,9 +279,11 @@ async function* packStream(
   options: PackEncoding,
 ): AsyncGenerator<Uint8Array> {
   const filtered = selection.filter !== undefined;
-  // the delta search's worker thread starts, and opens the store where it can, while the objects
-  // are counted: the search then begins on both threads at once
-  if (searchesAhead(options)) remoteDeltaSearch()?.prepare(store);
+  // without reuse every object is searched: the delta search's worker thread starts, and opens
+  // the store where it can, while the objects are counted, so that it shares the header reads and
+  // the search begins on both threads at once (with reuse, few objects are searched, and the
+  // worker's copy of the pack indexes would mostly be memory for nothing)
+  if (options.reuse === false && searchesAhead(options)) remoteDeltaSearch()?.prepare(store);
   const serving = (store as BitmapServedStore).bitmaps;
   const walk = {
     wants: selection.wants,
