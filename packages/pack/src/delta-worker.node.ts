@@ -19,6 +19,7 @@ import { type DeltaObject, DeltaWindow } from './delta.js';
 import type { RemoteDeltaJob, RemoteDeltaResult, RemoteDeltaSearch } from './delta-worker.js';
 import { FsObjectStore } from './fs-store.js';
 import { type ObjectId, TYPE_CODES } from './object.js';
+import { readHeaderOf, readHeaderSyncOf } from './stored-reads.js';
 
 const MARK = 'gitport-delta-worker';
 
@@ -55,10 +56,14 @@ type ToWorker =
     }
   | ({ op: 'batch'; id: number; chunk: number; last: boolean; oids?: ObjectId[] } & Packed)
   | ({ op: 'compress'; id: number; oids?: (ObjectId | undefined)[] } & Packed)
-  | { op: 'end'; id: number };
+  | { op: 'end'; id: number }
+  /** Opens the repository ahead of a job (see `RemoteDeltaSearch.prepare`). */
+  | { op: 'open'; gitDir: string }
+  | ({ op: 'headers'; id: number; gitDir: string; oids: readonly ObjectId[] } & HeaderReads);
 type FromWorker =
   | ({ op: 'results'; id: number; last: boolean } & Packed)
   | { op: 'done'; id: number }
+  | { op: 'headers'; id: number }
   | { op: 'error'; id: number; message: string };
 
 /**
@@ -95,7 +100,32 @@ interface Pending {
   reject: (error: Error) => void;
 }
 
-let shared: { worker: Worker; jobs: Map<number, Pending> } | null | undefined;
+/**
+ * Header reads shared by the two threads (see SharedHeaderReads), in memory both see: who took
+ * each batch (0 nobody, CLAIMED_THERE the worker, CLAIMED_HERE the caller), and what the worker read.
+ */
+interface HeaderReads {
+  batch: number;
+  claims: Int32Array;
+  types: Uint8Array;
+  sizes: Float64Array;
+}
+const CLAIMED_THERE = 1;
+const CLAIMED_HERE = 2;
+
+/** A header read asked of the worker (see `RemoteDeltaSearch.headers`). */
+interface Asked {
+  resolve: () => void;
+  reject: (error: Error) => void;
+}
+
+interface Shared {
+  worker: Worker;
+  jobs: Map<number, Pending>;
+  asked: Map<number, Asked>;
+}
+
+let shared: Shared | null | undefined;
 let nextId = 1;
 
 function spawn(): Worker {
@@ -108,13 +138,27 @@ function spawn(): Worker {
   return new Worker(bootstrap, { ...options, eval: true, execArgv: ['--conditions=source'] });
 }
 
-function worker(): { worker: Worker; jobs: Map<number, Pending> } | undefined {
+/** The worker holds the process only while it has work (a job, or headers asked). */
+function unrefIfIdle(state: Shared): void {
+  if (state.jobs.size === 0 && state.asked.size === 0) state.worker.unref();
+}
+
+function worker(): Shared | undefined {
   if (shared !== undefined) return shared ?? undefined;
   try {
     const w = spawn();
     const jobs = new Map<number, Pending>();
-    const state = { worker: w, jobs };
+    const asked = new Map<number, Asked>();
+    const state: Shared = { worker: w, jobs, asked };
     w.on('message', (m: FromWorker) => {
+      const ask = asked.get(m.id);
+      if (ask && (m.op === 'headers' || m.op === 'error')) {
+        asked.delete(m.id);
+        unrefIfIdle(state);
+        if (m.op === 'headers') ask.resolve();
+        else ask.reject(new Error(m.message));
+        return;
+      }
       const job = jobs.get(m.id);
       if (!job) return;
       if (m.op === 'results') {
@@ -124,18 +168,20 @@ function worker(): { worker: Worker; jobs: Map<number, Pending> } | undefined {
         for (let at = 0; at < meta.length; at += RESULT_FIELDS) {
           const offset = meta[at + 4]!;
           // views of the message's buffer, which the writer copies into its chunks
+          // small integers (see searchBatch): the writer copies them into its items
+          const size = meta[at + 3]!;
           job.results.push({
-            i: meta[at]!,
-            base: meta[at + 1]!,
-            depth: meta[at + 2]!,
-            size: meta[at + 3]!,
+            i: meta[at]! | 0,
+            base: meta[at + 1]! | 0,
+            depth: meta[at + 2]! | 0,
+            size: size <= 0x3fffffff ? size | 0 : size,
             z: bytes.subarray(offset, offset + meta[at + 5]!),
           });
         }
         if (m.last) job.queued--;
-      } else {
+      } else if (m.op === 'done' || m.op === 'error') {
         jobs.delete(m.id);
-        if (jobs.size === 0) w.unref();
+        unrefIfIdle(state);
         if (m.op === 'done') job.resolve(job.results);
         else job.reject(new Error(m.message));
       }
@@ -143,7 +189,9 @@ function worker(): { worker: Worker; jobs: Map<number, Pending> } | undefined {
     const fail = (error: Error) => {
       if (shared === state) shared = null;
       for (const job of jobs.values()) job.reject(error);
+      for (const ask of asked.values()) ask.reject(error);
       jobs.clear();
+      asked.clear();
     };
     w.on('error', fail);
     w.on('exit', (code) => fail(new Error(`delta worker exited (${code})`)));
@@ -171,9 +219,10 @@ function sharedGitDir(store: object | undefined): string | undefined {
 
 /**
  * Use of the worker thread in this process, for tests and diagnostics: jobs begun on it, those
- * whose objects it read itself, and results it sent back (objects it searched or deflated).
+ * whose objects it read itself, results it sent back (objects it searched or deflated), and
+ * header reads shared with it.
  */
-export const deltaWorkerUse = { jobs: 0, reading: 0, results: 0 };
+export const deltaWorkerUse = { jobs: 0, reading: 0, results: 0, headers: 0 };
 
 /** Whether a second thread can help with `cores` cores available: not on one core, where it only competes. */
 export function deltaWorkerHelps(cores: number): boolean {
@@ -190,6 +239,39 @@ export function remoteDeltaSearch(cores = availableParallelism()): RemoteDeltaSe
   const state = worker();
   if (!state) return undefined;
   return {
+    prepare(store) {
+      const gitDir = sharedGitDir(store);
+      if (gitDir === undefined) return false;
+      state.worker.postMessage({ op: 'open', gitDir } satisfies ToWorker);
+      return true;
+    },
+    headers(store, oids, batch) {
+      const gitDir = sharedGitDir(store);
+      if (gitDir === undefined) return undefined;
+      const id = nextId++;
+      const batches = Math.ceil(oids.length / batch);
+      const reads: HeaderReads = {
+        batch,
+        claims: new Int32Array(new SharedArrayBuffer(4 * batches)),
+        types: new Uint8Array(new SharedArrayBuffer(oids.length)),
+        sizes: new Float64Array(new SharedArrayBuffer(8 * oids.length)),
+      };
+      deltaWorkerUse.headers++;
+      const answered = new Promise<void>((resolve, reject) => state.asked.set(id, { resolve, reject }));
+      // never an unhandled rejection: a caller that read every batch itself does not wait
+      answered.catch(() => {});
+      // the worker holds the process only once the caller waits for it (`done`)
+      state.worker.postMessage({ op: 'headers', id, gitDir, oids, ...reads } satisfies ToWorker);
+      return {
+        batches,
+        claim: (b) => Atomics.compareExchange(reads.claims, b, 0, CLAIMED_HERE) === 0,
+        done: async () => {
+          if (state.asked.has(id)) state.worker.ref();
+          await answered;
+          return { types: reads.types, sizes: reads.sizes };
+        },
+      };
+    },
     begin(options): RemoteDeltaJob {
       const id = nextId++;
       let settled: Promise<RemoteDeltaResult[]>;
@@ -254,7 +336,7 @@ export function remoteDeltaSearch(cores = availableParallelism()): RemoteDeltaSe
           if (!job) return;
           post({ op: 'end', id });
           state.jobs.delete(id);
-          if (state.jobs.size === 0) state.worker.unref();
+          unrefIfIdle(state);
           job.reject(new Error('cancelled'));
         },
       };
@@ -316,7 +398,7 @@ function deflateBatch(job: Job, meta: Float64Array, data: Uint8Array[], results:
     const bytes = data[k]!;
     const z = deflate(bytes, job.level);
     if (!delta) job.wholeBudget -= z.length;
-    results.push({ i: meta[at]!, base: -1, depth: 0, size: bytes.length, z });
+    results.push({ i: meta[at]! | 0, base: -1, depth: 0, size: bytes.length, z });
   }
 }
 
@@ -338,13 +420,18 @@ function searchBatch(
   for (let k = 0; k < data.length; k++) {
     const at = k * BATCH_FIELDS;
     const flags = meta[at + 3]!;
+    // small integers where they are ones (numbers read from a Float64Array are doubles): fields
+    // that hold both change representation, and V8 drops the search's optimized code
+    const size = meta[at + 1]!;
     const target: WorkerObject = {
-      i: meta[at]!,
-      type: meta[at + 2]!,
-      size: meta[at + 1]!,
+      i: meta[at]! | 0,
+      type: meta[at + 2]! | 0,
+      size: size <= 0x3fffffff ? size | 0 : size,
       whole: (flags & FLAG_WHOLE) !== 0,
       edge: (flags & FLAG_EDGE) !== 0,
       depth: 0,
+      // set from the start: a field added later changes the object's map
+      index: undefined,
     };
     // a view of the batch's buffer (or of the store's caches), kept while the object is in the window
     const bytes = data[k]!;
@@ -370,25 +457,93 @@ function searchBatch(
   }
 }
 
+/** A store of the worker's, over the repository at `gitDir`, with its pack indexes read. */
+function openStore(gitDir: string): FsObjectStore {
+  return new FsObjectStore(nodeFs, gitDir, { cacheBytes: WORKER_CACHE_BYTES, pageCacheBytes: WORKER_PAGE_CACHE_BYTES });
+}
+
+/** Reads the store's pack indexes and puts each pack's entries in offset order, as its first reads would. */
+async function warm(store: FsObjectStore): Promise<void> {
+  const { packs } = store.storedPacks();
+  await packs.refresh();
+  for (const pack of packs.list) void pack.positions;
+}
+
+/**
+ * Reads the headers of the batches of `oids` it takes, from the first on, until one is taken
+ * by the caller (who takes them from the last back): type codes (0: not found) and sizes.
+ */
+async function readHeaders(store: FsObjectStore, oids: readonly ObjectId[], reads: HeaderReads): Promise<void> {
+  const { batch, claims, types, sizes } = reads;
+  for (let b = 0; b < claims.length; b++) {
+    if (Atomics.compareExchange(claims, b, 0, CLAIMED_THERE) !== 0) return;
+    const end = Math.min(oids.length, (b + 1) * batch);
+    for (let k = b * batch; k < end; k++) {
+      const oid = oids[k]!;
+      const h = readHeaderSyncOf(store, oid) ?? (await readHeaderOf(store, oid));
+      if (!h) continue;
+      types[k] = TYPE_CODES[h.type];
+      sizes[k] = h.size;
+    }
+  }
+}
+
 function runWorker(): void {
   const port = parentPort!;
   const jobs = new Map<number, Job>();
+  /**
+   * The store opened ahead of a job (`open`, `headers`): the next job on the same repository
+   * takes it; a job's end, or another repository opened, closes it, so that none stays open for
+   * long with a stale list of packs.
+   */
+  let opened: { gitDir: string; store: FsObjectStore } | undefined;
+  const dropOpened = async () => {
+    const o = opened;
+    opened = undefined;
+    await o?.store.close().catch(() => {});
+  };
+  const openedFor = async (gitDir: string): Promise<FsObjectStore> => {
+    if (opened?.gitDir !== gitDir) {
+      await dropOpened();
+      const store = openStore(gitDir);
+      opened = { gitDir, store };
+      await warm(store);
+    }
+    return opened!.store;
+  };
   // messages are handled one after another, each to its end (reads may wait for the disk)
   let tail = Promise.resolve();
   port.on('message', (m: ToWorker) => {
     tail = tail.then(() => handle(m));
   });
   const handle = async (m: ToWorker): Promise<void> => {
+    if (m.op === 'open') {
+      // a failure here is met again, and reported, by the job that follows
+      await openedFor(m.gitDir).catch(() => dropOpened());
+      return;
+    }
+    if (m.op === 'headers') {
+      try {
+        // nothing is opened when the caller has taken every batch already
+        if (Atomics.load(m.claims, 0) === 0) await readHeaders(await openedFor(m.gitDir), m.oids, m);
+        port.postMessage({ op: 'headers', id: m.id } satisfies FromWorker);
+      } catch (error) {
+        await dropOpened();
+        port.postMessage({ op: 'error', id: m.id, message: (error as Error).message } satisfies FromWorker);
+      }
+      return;
+    }
     try {
       if (m.op === 'job') {
+        let store: FsObjectStore | undefined;
+        if (m.gitDir !== undefined && opened?.gitDir === m.gitDir) {
+          store = opened.store;
+          opened = undefined;
+        } else if (m.gitDir !== undefined) {
+          store = openStore(m.gitDir);
+        }
         jobs.set(m.id, {
-          store:
-            m.gitDir === undefined
-              ? undefined
-              : new FsObjectStore(nodeFs, m.gitDir, {
-                  cacheBytes: WORKER_CACHE_BYTES,
-                  pageCacheBytes: WORKER_PAGE_CACHE_BYTES,
-                }),
+          store,
           window: new DeltaWindow<WorkerObject>(m.window, m.depth),
           level: m.level,
           wholeBudget: m.wholeBudget,
@@ -403,6 +558,7 @@ function runWorker(): void {
         job.window.clear();
         jobs.delete(m.id);
         await job.store?.close();
+        await dropOpened();
         port.postMessage({ op: 'done', id: m.id } satisfies FromWorker);
         return;
       }

@@ -9,9 +9,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serializeCommit } from './commit.js';
 import { deltaWorkerHelps, deltaWorkerUse, remoteDeltaSearch } from './delta-worker.node.js';
 import { FsObjectStore } from './fs-store.js';
+import { TYPE_CODES } from './object.js';
 import { importPack } from './pack-import.js';
 import { createPack } from './pack-writer.js';
 import { MemoryObjectStore } from './store.js';
+import { readHeaderOf } from './stored-reads.js';
 import { concat } from './test-bytes.js';
 import { serializeTree } from './tree.js';
 
@@ -201,5 +203,87 @@ describe('delta search on a worker that reads the repository itself', () => {
     }
     expect(two.length).toBeLessThan(12_000_000 / 10);
     expect(Math.abs(two.length - one.length) / one.length).toBeLessThan(0.05);
+  });
+});
+
+describe('object headers read on both threads', () => {
+  let sandbox: GitSandbox;
+  let gitDir: string;
+  let head: string;
+  let oids: string[];
+  beforeAll(async () => {
+    sandbox = await createGitSandbox();
+    gitDir = sandbox.path('repo.git');
+    await sandbox.git(['init', '--quiet', '--bare', gitDir]);
+    // 40 commits x 30 small files, every file edited in every commit: ~1,300 objects, past the
+    // count from which the writer shares the header reads
+    let stream = '';
+    for (let c = 0; c < 40; c++) {
+      stream += `commit refs/heads/main\ncommitter a <a@b> ${1_700_000_000 + c} +0000\ndata 3\nc${c}\n`;
+      for (let f = 0; f < 30; f++) {
+        const text = `${Array.from({ length: 40 }, (_, l) => `file ${f} line ${l} commit ${l === c ? c : 0}`).join('\n')}\n`;
+        stream += `M 100644 inline d${f % 5}/f${f}.txt\ndata ${Buffer.byteLength(text)}\n${text}\n`;
+      }
+    }
+    await sandbox.git(['--git-dir', gitDir, 'fast-import', '--quiet'], { input: stream });
+    await sandbox.git(['--git-dir', gitDir, 'repack', '-adq']);
+    head = await sandbox.git(['--git-dir', gitDir, 'rev-parse', 'refs/heads/main']);
+    oids = (await sandbox.git(['--git-dir', gitDir, 'rev-list', '--objects', '--all']))
+      .split('\n')
+      .map((l) => l.slice(0, 40));
+  });
+  afterAll(async () => {
+    await sandbox?.cleanup();
+  });
+
+  it('each batch is read once, by one thread or the other, as the store reads it', async () => {
+    const store = new FsObjectStore(nodeFs, gitDir);
+    const search = remoteDeltaSearch(2)!;
+    try {
+      expect(search.prepare(store)).toBe(true);
+      expect(search.prepare(new FsObjectStore({ ...nodeFs.promises }, gitDir))).toBe(false);
+      expect(search.headers(new MemoryObjectStore(), oids, 16)).toBeUndefined();
+      const absent = '0123456789abcdef0123456789abcdef01234567';
+      const list = [...oids, absent];
+      const expected = await Promise.all(list.map((oid) => readHeaderOf(store, oid)));
+      // the caller takes none: the worker reads every batch
+      const all = search.headers(store, list, 16)!;
+      expect(all.batches).toBe(Math.ceil(list.length / 16));
+      const got = await all.done();
+      for (let k = 0; k < oids.length; k++) {
+        expect([got.types[k], got.sizes[k]]).toEqual([TYPE_CODES[expected[k]!.type], expected[k]!.size]);
+      }
+      expect(got.types[oids.length]).toBe(0);
+      // the caller takes batches from the last back until the worker has one: each batch one reader's
+      for (let round = 0; round < 3; round++) {
+        const shared = search.headers(store, oids, 8)!;
+        let b = shared.batches - 1;
+        while (b >= 0 && shared.claim(b)) b--;
+        const there = b >= 0 ? await shared.done() : undefined;
+        for (let k = 0; k < oids.length; k++) {
+          const mine = Math.floor(k / 8) > b;
+          expect(there?.types[k] ?? 0).toBe(mine ? 0 : TYPE_CODES[expected[k]!.type]);
+        }
+      }
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a pack written without reuse, headers read on both threads, is one git indexes', async () => {
+    const before = deltaWorkerUse.headers;
+    const store = new FsObjectStore(nodeFs, gitDir);
+    let pack: Uint8Array;
+    try {
+      pack = await collect(createPack(store, { wants: [head] }, { reuse: false }));
+    } finally {
+      await store.close();
+    }
+    expect(deltaWorkerUse.headers - before).toBe(deltaWorkerHelps(availableParallelism()) ? 1 : 0);
+    const file = sandbox.path('written.pack');
+    await writeFile(file, pack);
+    await sandbox.git(['--git-dir', gitDir, 'index-pack', '--strict', file]);
+    const verified = await sandbox.git(['--git-dir', gitDir, 'verify-pack', '-v', file.replace(/\.pack$/, '.idx')]);
+    expect(verified.split('\n').filter((l) => /^[0-9a-f]{40} /.test(l)).length).toBe(oids.length);
   });
 });

@@ -68,7 +68,34 @@ export interface RemoteDeltaJob {
   cancel(): void;
 }
 
+/**
+ * Types and sizes of objects read from their entry headers by two threads at once: the list is
+ * cut into batches; the other thread takes them from the first on, the caller from the last
+ * back, each batch taken once (through memory both threads share), until they meet.
+ */
+export interface SharedHeaderReads {
+  readonly batches: number;
+  /** Takes batch `b` for the caller, unless the other thread took it first: true when the caller reads it. */
+  claim(b: number): boolean;
+  /**
+   * Once the other thread is done with the batches it took: the type code of each object
+   * (TYPE_CODES; 0 in batches it did not read, or for an object it did not find there) and size.
+   */
+  done(): Promise<{ types: Uint8Array; sizes: Float64Array }>;
+}
+
 export interface RemoteDeltaSearch {
+  /**
+   * Opens `store` on the other thread ahead of the search (its pack indexes read, its entries
+   * put in offset order), where it can be opened there, so that a job begun later on the same
+   * store reads at once. Returns whether it can.
+   */
+  prepare(store: object): boolean;
+  /**
+   * Reads types and sizes of `oids` in batches of `batch` on the other thread too (see
+   * SharedHeaderReads), where `store` can be opened there; else undefined.
+   */
+  headers(store: object, oids: readonly ObjectId[], batch: number): SharedHeaderReads | undefined;
   begin(options: {
     window: number;
     depth: number;

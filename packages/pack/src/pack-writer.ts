@@ -203,7 +203,8 @@ function newItem(p: PackObject, n: number): Item {
   return {
     oid: p.oid,
     type: p.type,
-    nameHash: p.nameHash,
+    // as a 32-bit signed integer, always a small integer (see sizeField; compared unsigned)
+    nameHash: p.nameHash | 0,
     size: 0,
     base: undefined,
     baseItem: undefined,
@@ -220,6 +221,15 @@ function newItem(p: PackObject, n: number): Item {
   };
 }
 
+/**
+ * A size as an item field: a small integer where it is one. Sizes decoded from headers may come
+ * as doubles; a field that holds both changes its representation, and V8 then migrates every
+ * item and drops the code optimized for the old one (the delta search's, among others).
+ */
+function sizeField(size: number): number {
+  return size <= 0x3fffffff ? size | 0 : size;
+}
+
 /** Longest run of consecutive source entries copied with one read. */
 const MAX_COPY_RUN = 1 << 20;
 
@@ -228,6 +238,16 @@ const PARALLEL_MIN_OBJECTS = 256;
 const PARALLEL_MIN_BYTES = 4 * 1024 * 1024;
 /** Chunks the candidates are cut into for sharing between the threads. */
 const PARALLEL_CHUNKS = 128;
+
+/** Below this many objects to read headers of, the worker thread reads none of them. */
+const PARALLEL_MIN_HEADERS = 1024;
+/** Objects in a batch of headers read by one thread or the other. */
+const HEADER_BATCH = 256;
+
+/** Whether a delta search may be shared with another thread (where one can start). */
+function searchesAhead(options: PackEncoding): boolean {
+  return options.deltas !== false && (options.window ?? 10) > 0 && (options.threads ?? 2) > 1;
+}
 
 /** The objects of the pack, for callers that want the list without the bytes. */
 export { enumerateObjects };
@@ -259,6 +279,11 @@ async function* packStream(
   options: PackEncoding,
 ): AsyncGenerator<Uint8Array> {
   const filtered = selection.filter !== undefined;
+  // without reuse every object is searched: the delta search's worker thread starts, and opens
+  // the store where it can, while the objects are counted, so that it shares the header reads and
+  // the search begins on both threads at once (with reuse, few objects are searched, and the
+  // worker's copy of the pack indexes would mostly be memory for nothing)
+  if (options.reuse === false && searchesAhead(options)) remoteDeltaSearch()?.prepare(store);
   const serving = (store as BitmapServedStore).bitmaps;
   const walk = {
     wants: selection.wants,
@@ -378,15 +403,27 @@ async function* writeStream(
     const paths = new Set<number>();
     for (const item of order) if (item.type === 'blob' || item.type === 'tree') paths.add(item.nameHash);
     for (const o of enumeration.edges) {
-      if (!paths.has(o.nameHash) || items.has(o.oid) || edges.has(o.oid)) continue;
+      if (!paths.has(o.nameHash | 0) || items.has(o.oid) || edges.has(o.oid)) continue;
       edges.set(o.oid, newItem(o, -1));
     }
   }
   // the delta search's worker thread (shared by the process) starts loading meanwhile, where the
   // search may be shared: asking for it begins no job
-  if (deltas && windowSize > 0 && (options.threads ?? 2) > 1 && order.length >= PARALLEL_MIN_OBJECTS) {
-    remoteDeltaSearch();
-  }
+  if (searchesAhead(options) && order.length >= PARALLEL_MIN_OBJECTS) remoteDeltaSearch();
+  // without reuse every object's type and size come from its entry headers: the worker thread
+  // reads those of the later half too, where it opens the store itself, batch by batch from the
+  // first while this thread reads the first half, then batches from the last back (see
+  // SharedHeaderReads): a worker still starting takes none, and this thread waits for none
+  const half = order.length >>> 1;
+  const shared =
+    !reuse && searchesAhead(options) && order.length >= PARALLEL_MIN_HEADERS
+      ? remoteDeltaSearch()?.headers(
+          store,
+          order.slice(half).map((i) => i.oid),
+          HEADER_BATCH,
+        )
+      : undefined;
+  const split = shared ? half : order.length;
   // 1. stored representations: where each lies, in columns, read again when written
   let done = 0;
   const reused = new Reused(order.length);
@@ -409,16 +446,21 @@ async function* writeStream(
   /** A stored delta's base when the delta can go out: in this pack, or (thin) the receiver's. */
   const reusableBase = (base: ObjectId): ObjectId | undefined =>
     items.has(base) || (options.thin && !filtered && enumeration?.uninteresting.has(base)) ? base : undefined;
-  for (let n = 0; n < order.length; n++) {
+  /** Sets an item's type and size from its entry headers (read by this thread). */
+  const readHeader = async (item: Item) => {
+    const h = readHeaderSyncOf(store, item.oid) ?? (await readHeaderOf(store, item.oid));
+    if (!h) throw new PackError('OBJECT_NOT_FOUND', `object ${item.oid} is missing`);
+    item.type = h.type;
+    item.size = sizeField(h.size);
+  };
+  for (let n = 0; n < split; n++) {
     const item = order[n]!;
     if ((n & 255) === 0) throwIfAborted(signal);
     const p = located ? located.pack[n]! : -1;
     if (located && p >= 0) {
       const code = located.code[n]!;
-      // kept a small integer where it is one: a double read from the column would change the
-      // representation of the field, and V8 then migrates every item
-      const size = located.size[n]!;
-      item.size = size <= 0x3fffffff ? size | 0 : size;
+      // a double read from the column would change the representation of the field
+      item.size = sizeField(located.size[n]!);
       if (isWholeEntryType(code)) {
         item.type = CODE_TYPES[code]!;
         reused.kind[n] = REUSE_WHOLE;
@@ -440,7 +482,7 @@ async function* writeStream(
     }
     const raw = reuse ? await readRawOf(store, item.oid) : undefined;
     if (raw) {
-      item.size = raw.size;
+      item.size = sizeField(raw.size);
       if (raw.kind === 'whole') {
         item.type = raw.type;
         reused.kind[n] = REUSE_WHOLE;
@@ -463,10 +505,28 @@ async function* writeStream(
         reused.bytes.set(n, raw.compressed);
       }
     } else {
-      const h = readHeaderSyncOf(store, item.oid) ?? (await readHeaderOf(store, item.oid));
-      if (!h) throw new PackError('OBJECT_NOT_FOUND', `object ${item.oid} is missing`);
-      item.type = h.type;
-      item.size = h.size;
+      await readHeader(item);
+    }
+  }
+  if (shared) {
+    const batchEnd = (b: number) => Math.min(order.length, split + (b + 1) * HEADER_BATCH);
+    let b = shared.batches - 1;
+    for (; b >= 0 && shared.claim(b); b--) {
+      throwIfAborted(signal);
+      for (let n = split + b * HEADER_BATCH; n < batchEnd(b); n++) await readHeader(order[n]!);
+    }
+    // the worker took batches 0..b: read there (or here, when it failed or did not find one)
+    const got = b >= 0 ? await shared.done().catch(() => undefined) : undefined;
+    for (let n = split; b >= 0 && n < batchEnd(b); n++) {
+      const item = order[n]!;
+      if ((n & 255) === 0) throwIfAborted(signal);
+      const code = got?.types[n - split] ?? 0;
+      if (code === 0) {
+        await readHeader(item);
+        continue;
+      }
+      item.type = CODE_TYPES[code]!;
+      item.size = sizeField(got!.sizes[n - split]!);
     }
   }
   // reused deltas: base in this pack (or one the receiver has when thin: one of the boundary
@@ -514,7 +574,7 @@ async function* writeStream(
       if (!h) throw new PackError('OBJECT_NOT_FOUND', `object ${item.oid} is missing`);
       item.type = h.type;
       // a delta not reused is searched and written as the object it makes
-      if (kind === STORED_DELTA) item.size = h.size;
+      if (kind === STORED_DELTA) item.size = sizeField(h.size);
     }
   }
   // a delta not reused: its entry is of no further use
@@ -530,14 +590,14 @@ async function* writeStream(
       const h = hasHeaderReads(store) ? await readHeaderOf(store, e.oid) : undefined;
       if (h) {
         e.type = h.type;
-        e.size = h.size;
+        e.size = sizeField(h.size);
         if (e.size >= 32 && (e.type === 'blob' || e.type === 'tree')) candidates.push(e);
       }
     }
     candidates.sort(
       (a, b) =>
         TYPE_CODES[a.type] - TYPE_CODES[b.type] ||
-        a.nameHash - b.nameHash ||
+        (a.nameHash >>> 0) - (b.nameHash >>> 0) ||
         b.size - a.size ||
         (a.edge === b.edge ? 0 : a.edge ? -1 : 1),
     );
