@@ -158,8 +158,8 @@ describe('OpfsFs reading a file that another context replaces', () => {
   });
 });
 
-describe('OpfsFs writing large files in a dedicated worker', () => {
-  it('writes them in place through a sync access handle, whole, whatever the file held before', async () => {
+describe('OpfsFs writing files in a dedicated worker', () => {
+  it('writes large, scratch and new files in place, whole, whatever the file held before; renames scratch files', async () => {
     const worker = new Worker(new URL('./opfs-write.worker.ts', import.meta.url), { type: 'module' });
     try {
       const answer = await new Promise<Record<string, unknown>>((resolve, reject) => {
@@ -169,7 +169,19 @@ describe('OpfsFs writing large files in a dedicated worker', () => {
       });
       expect(answer).toEqual({
         ok: true,
-        checks: { large: true, shorter: true, longer: true, small: true, lock: true, 'lock-shorter': true, tmp: true },
+        checks: {
+          large: true,
+          shorter: true,
+          longer: true,
+          small: true,
+          lock: true,
+          'lock-shorter': true,
+          tmp: true,
+          'new-small': true,
+          'small-rewritten': true,
+          renamed: true,
+          'renamed-gone': true,
+        },
         // the writable cannot open a file a sync access handle holds either: the error is the browser's
         heldOutcome: 'NoModificationAllowedError',
         syncHandles: true,

@@ -1,7 +1,9 @@
 /**
- * OpfsFs writing large files in a dedicated worker, where it writes them in place through a sync
- * access handle: a file rewritten shorter, longer and small reads back exactly; a file another
- * sync access handle holds falls back to a writable, which the browser refuses as it always did.
+ * OpfsFs writing files in a dedicated worker, where it writes large, scratch and new ones in place
+ * through a sync access handle: a file rewritten shorter, longer and small reads back exactly; a
+ * small file is written new and rewritten shorter; a scratch file is renamed after its write, and
+ * one another context removed meanwhile is missing; a file another sync access handle holds falls
+ * back to a writable, which the browser refuses as it always did.
  * Answers what it found.
  */
 import { OpfsFs } from 'gitport';
@@ -40,6 +42,30 @@ self.onmessage = async (event: MessageEvent<{ dir: string }>) => {
       await fs.promises.writeFile(scratch, data);
       checks[name] = same((await fs.promises.readFile(scratch)) as Uint8Array, data);
     }
+    // a small file: a new one is written in place, one that holds bytes replaced whole
+    const config = `${dir}/config`;
+    await fs.promises.writeFile(config, '[core]\n\tbare = true\n');
+    checks['new-small'] = (await fs.promises.readFile(config, 'utf8')) === '[core]\n\tbare = true\n';
+    await fs.promises.writeFile(config, '[core]\n');
+    checks['small-rewritten'] = (await fs.promises.readFile(config, 'utf8')) === '[core]\n';
+    // a scratch file renamed after its write (through the handle kept from the write)
+    const moved = pattern(70_000, 9);
+    await fs.promises.writeFile(`${dir}/tmp_obj_2`, moved);
+    await fs.promises.rename!(`${dir}/tmp_obj_2`, `${dir}/pack-2.pack`);
+    checks.renamed =
+      same((await fs.promises.readFile(`${dir}/pack-2.pack`)) as Uint8Array, moved) &&
+      !(await fs.promises.readdir(dir)).includes('tmp_obj_2');
+    // removed by another context between its write and its rename: missing, not renamed
+    await fs.promises.writeFile(`${dir}/tmp_obj_3`, moved);
+    await new OpfsFs().promises.unlink(`${dir}/tmp_obj_3`);
+    let gone: unknown;
+    try {
+      await fs.promises.rename!(`${dir}/tmp_obj_3`, `${dir}/pack-3.pack`);
+      gone = 'renamed';
+    } catch (error) {
+      gone = (error as { code?: string }).code;
+    }
+    checks['renamed-gone'] = gone === 'ENOENT' && !(await fs.promises.readdir(dir)).includes('pack-3.pack');
     // another handle holds the file: the write falls back to a writable, refused while it is held
     const root = await navigator.storage.getDirectory();
     const parent = await root.getDirectoryHandle(dir.slice(1));

@@ -1,9 +1,11 @@
 /**
  * The Origin Private File System (File System Access API, `navigator.storage.getDirectory()`)
  * in isomorphic-git's fs shape. Paths are `/`-separated under the given root directory handle.
- * `writeFile` goes through `createWritable()`, which writes a swap file and replaces the target
- * on close (so readers never see half a file), except for large files in a dedicated worker,
- * written in place through a sync access handle (see `SYNC_WRITE_MIN`); `rename` uses `FileSystemHandle.move` where the
+ * In a dedicated worker, `writeFile` writes in place through a sync access handle what no reader
+ * may see half written: new or empty files, scratch files (`isScratchName`) and large ones (see
+ * `SYNC_WRITE_MIN`); otherwise, and outside workers, it goes through `createWritable()`, which
+ * writes a swap file and replaces the target on close (so readers never see half a file).
+ * Scratch files' handles are kept from their write to their rename. `rename` uses `FileSystemHandle.move` where the
  * browser has it and copies otherwise; `readRange` slices the `File` (a positional read);
  * `readdirTypes` lists with each entry's kind, so a walk of refs need not open each entry to
  * find the directories.
@@ -54,34 +56,46 @@ const isScratchName = (name: string) => name.startsWith('tmp_') || name.endsWith
 const DIR_CACHE_MAX = 4096;
 
 interface SyncAccessHandle {
+  getSize(): number;
   truncate(size: number): void;
   write(data: Uint8Array, options: { at: number }): number;
-  flush(): void;
   close(): void;
+}
+
+function syncAccessOpener(handle: FileSystemFileHandle): (() => Promise<SyncAccessHandle>) | undefined {
+  const open = (handle as { createSyncAccessHandle?: () => Promise<SyncAccessHandle> }).createSyncAccessHandle;
+  return typeof open === 'function' ? () => open.call(handle) : undefined;
+}
+
+function writeAll(access: SyncAccessHandle, bytes: Uint8Array, at: number, name: string): void {
+  let done = 0;
+  while (done < bytes.length) {
+    const n = access.write(bytes.subarray(done), { at: at + done });
+    if (n <= 0) throw new OpfsError('EIO', 'write', name);
+    done += n;
+  }
 }
 
 /**
  * Writes `data` as the whole file through a sync access handle; false where there is none (a
- * window, another browser) or the file is open elsewhere, for the caller to write it otherwise.
+ * window, another browser) or the file is open elsewhere, and, unless `always`, when the file
+ * already holds bytes (the caller then replaces it through a swap file, which readers never see
+ * half written). A new file written in place costs two round trips to the browser that wait,
+ * against four for a writable stream: a repository's layout and its ref locks are new files.
  */
-async function writeInPlace(handle: FileSystemFileHandle, data: Uint8Array): Promise<boolean> {
-  const open = (handle as { createSyncAccessHandle?: () => Promise<SyncAccessHandle> }).createSyncAccessHandle;
-  if (typeof open !== 'function') return false;
+async function writeInPlace(handle: FileSystemFileHandle, data: Uint8Array, always: boolean): Promise<boolean> {
+  const open = syncAccessOpener(handle);
+  if (!open) return false;
   let access: SyncAccessHandle;
   try {
-    access = await open.call(handle);
+    access = await open();
   } catch {
     return false;
   }
   try {
-    access.truncate(0);
-    let at = 0;
-    while (at < data.length) {
-      const n = access.write(data.subarray(at), { at });
-      if (n <= 0) throw new OpfsError('EIO', 'write', handle.name);
-      at += n;
-    }
-    access.flush();
+    if (always) access.truncate(0);
+    else if (access.getSize() > 0) return false;
+    writeAll(access, data, 0, handle.name);
   } finally {
     access.close();
   }
@@ -110,6 +124,11 @@ export class OpfsFs implements FsLike {
   readonly #root: Promise<FileSystemDirectoryHandle>;
   /** Directory handles by path below the root (`a/b`), as looked up. */
   readonly #dirs = new Map<string, FileSystemDirectoryHandle>();
+  /**
+   * Handles of scratch files (`isScratchName`) written here and not yet renamed or removed, by
+   * path below the root: the rename that follows each such write needs no lookup of its own.
+   */
+  readonly #scratch = new Map<string, FileSystemFileHandle>();
   readonly promises: FsPromisesLike;
 
   /** `root` defaults to the origin's OPFS root directory. */
@@ -138,13 +157,10 @@ export class OpfsFs implements FsLike {
         } catch (error) {
           throw translate(error, 'open', path);
         }
-        if (
-          typeof data !== 'string' &&
-          (data.length >= SYNC_WRITE_MIN || isScratchName(name)) &&
-          (await writeInPlace(handle, data))
-        ) {
-          return;
-        }
+        const scratch = isScratchName(name);
+        if (scratch) self.#keepScratch([...parts, name].join('/'), handle);
+        const bytes = typeof data === 'string' ? new TextEncoder().encode(data) : data;
+        if (await writeInPlace(handle, bytes, scratch || bytes.length >= SYNC_WRITE_MIN)) return;
         const writable = await handle.createWritable();
         await writable.write(typeof data === 'string' ? data : (data as Uint8Array<ArrayBuffer>));
         await writable.close();
@@ -152,6 +168,7 @@ export class OpfsFs implements FsLike {
       async unlink(path: string) {
         const parts = split(path);
         const name = parts.pop()!;
+        self.#scratch.delete([...parts, name].join('/'));
         await self.#file(path, 'unlink');
         try {
           await self.#within(parts, 'unlink', path, (dir) => dir.removeEntry(name));
@@ -245,6 +262,7 @@ export class OpfsFs implements FsLike {
           throw translate(error, 'rmdir', path);
         } finally {
           self.#forget([...parts, name].join('/'));
+          self.#scratch.clear();
         }
       },
       async stat(path: string): Promise<FsStat> {
@@ -278,13 +296,18 @@ export class OpfsFs implements FsLike {
         return self.promises.stat(path);
       },
       async rename(from: string, to: string) {
-        const handle = (await self.#file(from, 'rename')) as FileHandle;
+        const key = split(from).join('/');
+        const kept = self.#scratch.get(key) as FileHandle | undefined;
+        self.#scratch.delete(key);
+        const handle = kept ?? ((await self.#file(from, 'rename')) as FileHandle);
         const parts = split(to);
         const name = parts.pop()!;
         if (typeof handle.move === 'function') {
           try {
             await self.#within(parts, 'rename', to, (target) => handle.move!(target, name));
           } catch (error) {
+            // a kept handle of a file another context removed meanwhile: looked up afresh
+            if (kept && errorName(error) === 'NotFoundError') return self.promises.rename!(from, to);
             throw translate(error, 'rename', to);
           }
           return;
@@ -304,6 +327,11 @@ export class OpfsFs implements FsLike {
         return self.#read(path, 'read', (file) => file.slice(offset, offset + length));
       },
     };
+  }
+
+  #keepScratch(key: string, file: FileSystemFileHandle): void {
+    if (this.#scratch.size >= DIR_CACHE_MAX) this.#scratch.clear();
+    this.#scratch.set(key, file);
   }
 
   #keep(key: string, dir: FileSystemDirectoryHandle): void {

@@ -3,7 +3,7 @@
  *
  *   <gitDir>/HEAD          "ref: refs/heads/<default branch>\n"
  *   <gitDir>/config        [core] repositoryformatversion = 0, bare = true|false
- *   <gitDir>/description, info/exclude, hooks/ (as git init writes them; optional for readers)
+ *   (no description, info/ or hooks/: optional for git, as `git init --template=` leaves them out)
  *   <gitDir>/objects/      loose objects, info/, pack/ (pack-*.pack + pack-*.idx)
  *   <gitDir>/refs/heads/, refs/tags/, packed-refs
  *
@@ -170,7 +170,7 @@ async function writeLayout(
     }),
   ]);
   if (exists) throw new GitportError('REPO_EXISTS', `a repository already exists at ${gitDir}`);
-  await Promise.all(['objects', 'refs', 'info'].map((sub) => fs.mkdirIn(joinPath(gitDir, sub))));
+  await Promise.all(['objects', 'refs'].map((sub) => fs.mkdirIn(joinPath(gitDir, sub))));
   const config = [
     '[core]',
     '\trepositoryformatversion = 0',
@@ -183,11 +183,6 @@ async function writeLayout(
   await Promise.all([
     ...['objects/info', 'objects/pack', 'refs/heads', 'refs/tags'].map((sub) => fs.mkdirIn(joinPath(gitDir, sub))),
     fs.write(joinPath(gitDir, 'config'), config),
-    fs.write(
-      joinPath(gitDir, 'description'),
-      "Unnamed repository; edit this file 'description' to name the repository.\n",
-    ),
-    fs.write(joinPath(gitDir, 'info/exclude'), '# git ls-files --others --exclude-from=.git/info/exclude\n'),
   ]);
   // HEAD last: its presence is what makes the directory a repository.
   await fs.write(joinPath(gitDir, 'HEAD'), `ref: refs/heads/${branch}\n`);

@@ -95,7 +95,7 @@ export async function importPack(
   // objects, not the pack); others get it from memory
   const spool =
     options.spool !== undefined ? await options.spool : spoolsPacks(store) ? await beginPack(store) : undefined;
-  if (!spool) return importWith(store, pack, options, undefined);
+  if (!spool) return importWith(store, drained(pack), options, undefined);
   if (typeof store.writePack !== 'function') {
     await spool.abort();
     throw new PackError('PACK_BAD_INPUT', 'a pack spool was given for a store that keeps no packs');
@@ -113,11 +113,13 @@ export async function importPack(
  * is started every DRAIN_STEP bytes, and waited for only once DRAIN_LAG bytes arrived since it
  * started and it is still not done (so the memory queued for writing stays bounded). Waiting for
  * each write before parsing on leaves the thread idle for every write's round trip, which a
- * loaded machine makes long.
+ * loaded machine makes long. With or without a spool, the event loop goes round every
+ * YIELD_STEP bytes: what else the thread has to do (a file system's answers, a new repository's
+ * layout being written) would otherwise wait for the whole of a pack whose chunks are queued.
  */
 async function* drained(
   source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
-  spool: PackSpool,
+  spool?: PackSpool,
 ): AsyncGenerator<Uint8Array> {
   let pending: Promise<void> | undefined;
   let settled = false;
@@ -143,6 +145,10 @@ async function* drained(
       if (!turned) await nextTurn();
       arm();
     }
+    if (!spool) {
+      yield chunk;
+      continue;
+    }
     if (pending && (settled || since >= DRAIN_LAG)) {
       // a write error surfaces here
       await pending;
@@ -165,7 +171,7 @@ async function* drained(
     yield chunk;
   }
   if (pending) await pending;
-  await spool.drain();
+  await spool?.drain();
 }
 
 /** Bytes of pack input between two drains of the spool. */
@@ -174,8 +180,25 @@ const DRAIN_STEP = 1 << 20;
 const DRAIN_LAG = 2 << 20;
 /** Bytes of pack input between two turns of the event loop. */
 const YIELD_STEP = 256 << 10;
-const immediate = (globalThis as { setImmediate?: (fn: () => void) => unknown }).setImmediate;
-/** One event loop turn where a cheap one exists (Node's setImmediate; browsers clamp timers). */
+const immediate = (globalThis as { setImmediate?: (fn: () => void) => unknown }).setImmediate ?? channelTask();
+
+/** `fn` in a task of its own through a MessageChannel (browsers have no setImmediate, and clamp timers). */
+function channelTask(): ((fn: () => void) => void) | undefined {
+  if (typeof MessageChannel !== 'function') return undefined;
+  const waiting: (() => void)[] = [];
+  let port: MessagePort | undefined;
+  return (fn) => {
+    if (!port) {
+      const channel = new MessageChannel();
+      channel.port1.onmessage = () => waiting.shift()?.();
+      port = channel.port2;
+    }
+    waiting.push(fn);
+    port.postMessage(0);
+  };
+}
+
+/** One event loop turn where a cheap one exists (Node's setImmediate, a MessageChannel task in browsers). */
 const nextTurn = immediate ? () => new Promise<void>((resolve) => void immediate(resolve)) : undefined;
 
 async function importWith(
