@@ -205,7 +205,7 @@ function worker(): Shared | undefined {
   }
 }
 
-/** Object cache and page cache of the worker's own store: it reads about half of the objects. */
+/** Object cache and page cache of the worker's own store: it reads its share of the objects. */
 const WORKER_CACHE_BYTES = 16 * 2 ** 20;
 const WORKER_PAGE_CACHE_BYTES = 32 * 2 ** 20;
 

@@ -29,8 +29,9 @@ interface InflateInfo {
 /**
  * A reusable native inflate context. `inflateSync` builds (and tears down) a zlib context per
  * call, which dominates for the many small entries of a pack; driving one context's handle
- * (`writeSync` + `reset`, what `inflateSync` itself does internally) is 2-3x faster. Node does
- * not document the handle, so it is feature-detected and `inflateSync` remains the fallback.
+ * (`writeSync` + `reset`, what `inflateSync` itself does internally) skips that setup. Node
+ * does not document the handle, so it is feature-detected and `inflateSync` remains the
+ * fallback.
  */
 interface NativeHandle {
   writeSync(
