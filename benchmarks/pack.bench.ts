@@ -24,7 +24,7 @@ import * as fs from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { bitmapServing, createPack, FsObjectStore, importPack, MemoryObjectStore } from '@gitport/pack';
+import { bitmapServing, createPack, FsObjectStore, importPack, MemoryObjectStore, openPackSpool } from '@gitport/pack';
 import * as isogit from 'isomorphic-git';
 import { afterAll, bench, describe } from 'vitest';
 import { ensureHistory } from '../tests/src/history.js';
@@ -198,7 +198,7 @@ for (const fx of fixtures) {
       'gitport importPack (FsObjectStore)',
       async () => {
         const dir = await freshRepo();
-        const store = new FsObjectStore(fs, dir);
+        const store = new FsObjectStore(fs, dir, { packSpool: openPackSpool });
         const t = await timedHere(() => importPack(store, chunks(fx.pack)));
         await store.close();
         if (t.result.objects.length !== fx.objects) throw new Error(`imported ${t.result.objects.length} objects`);

@@ -6,7 +6,7 @@
  */
 import * as fs from 'node:fs';
 // the import's modules alone, not the whole package: see @gitport/pack/import
-import { FsObjectStore, importPack } from '@gitport/pack/import';
+import { FsObjectStore, importPack, openPackSpool } from '@gitport/pack/import';
 
 const usage = 'usage: gitport index-pack --git-dir DIR --stdin [--fix-thin]\n';
 
@@ -37,7 +37,7 @@ export async function indexPack(args: readonly string[]): Promise<number> {
     process.stderr.write(usage);
     return 129;
   }
-  const store = new FsObjectStore(fs, gitDir);
+  const store = new FsObjectStore(fs, gitDir, { packSpool: openPackSpool });
   try {
     const { hash } = await importPack(store, readStdin(), { fixThin, reusedInput: true, cacheBytes: CACHE_BYTES });
     process.stdout.write(`pack\t${hash}\n`);

@@ -1,10 +1,12 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { nodeFs } from './fs.node.js';
+import { MemoryFs } from './memory-fs.js';
 import { initNodeRepository, nodeRepositories, openNodeRepository } from './node.js';
+import { initRepository, openRepository } from './repository.js';
 
 let dir: string;
 beforeEach(async () => {
@@ -115,5 +117,24 @@ describe('nodeFs', () => {
     };
     expect(typeof handle.fd).toBe('number');
     await handle.close();
+  });
+
+  it('brings the pack spool: the default store over it writes an incoming pack to disk, over MemoryFs none', async () => {
+    const made = await initRepository(nodeFs(), join(dir, 'spooled.git'));
+    const opened = await openRepository(nodeFs({ sync: true }), join(dir, 'spooled.git'));
+    const shortcut = await openNodeRepository(join(dir, 'spooled.git'));
+    for (const repo of [made, opened, shortcut]) {
+      const spool = await repo.objects.beginPack?.();
+      expect(spool).toBeDefined();
+      spool!.append(bytes('PACK'));
+      await spool!.drain();
+      expect(readdirSync(join(dir, 'spooled.git/objects/pack')).filter((f) => f.startsWith('tmp_pack_'))).toHaveLength(
+        1,
+      );
+      await spool!.abort();
+      expect(readdirSync(join(dir, 'spooled.git/objects/pack'))).toEqual([]);
+    }
+    const memory = await initRepository(new MemoryFs(), '/m.git');
+    expect(memory.objects.beginPack).toBeUndefined();
   });
 });

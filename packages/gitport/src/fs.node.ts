@@ -14,6 +14,7 @@
  */
 import * as fs from 'node:fs';
 import { isMainThread } from 'node:worker_threads';
+import { openPackSpool } from '@gitport/pack';
 import type { FileHandleLike, FsLike, FsPromisesLike } from './fs.js';
 
 export interface NodeFsOptions {
@@ -27,7 +28,9 @@ type NodeFsPromises = FsPromisesLike & {
 };
 
 export function nodeFs(options: NodeFsOptions = {}): FsLike {
-  return { promises: (options.sync ?? !isMainThread) ? syncPromises() : asyncPromises() };
+  const promises = (options.sync ?? !isMainThread) ? syncPromises() : asyncPromises();
+  // the default object store over this fs spools incoming packs to disk (see repository.ts)
+  return { promises: Object.assign(promises, { packSpool: openPackSpool }) };
 }
 
 function asyncPromises(): NodeFsPromises {

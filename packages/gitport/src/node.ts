@@ -2,7 +2,7 @@
  * `gitport/node`: everything in `gitport`, plus Node's fs adapter and shortcuts that open and
  * create repositories on a Node path.
  */
-import { bitmapServing, FsObjectStore, readPackIndex } from '@gitport/pack';
+import { bitmapServing, FsObjectStore, openPackSpool, readPackIndex } from '@gitport/pack';
 import { type NodeFsOptions, nodeFs } from './fs.node.js';
 import { FsRepositoryRegistry } from './registry.js';
 import {
@@ -21,11 +21,17 @@ export { type NodeFsOptions, nodeFs };
 /**
  * The object store of the Node shortcuts below (unless `objects` is given): the default
  * `FsObjectStore`, serving by reachability bitmaps where a pack has a `.bitmap` (see
- * `@gitport/pack`'s `bitmapServing`) and reading pack indexes piece by piece into columns
- * (`readPackIndex`); the browser default leaves both out.
+ * `@gitport/pack`'s `bitmapServing`), reading pack indexes piece by piece into columns
+ * (`readPackIndex`) and writing an incoming pack to a temporary file as it arrives
+ * (`openPackSpool`); the browser default leaves the first two out, and spools only over an fs
+ * that brings the spool (`nodeFs`).
  */
 export const nodeObjects: ObjectStoreFactory = (fs, gitDir) =>
-  new FsObjectStore(packFs(fs), gitDir, { bitmaps: bitmapServing, indexReader: readPackIndex });
+  new FsObjectStore(packFs(fs), gitDir, {
+    bitmaps: bitmapServing,
+    indexReader: readPackIndex,
+    packSpool: openPackSpool,
+  });
 
 function withNodeObjects<T extends OpenOptions>(options: T): T {
   return { ...options, objects: options.objects ?? nodeObjects };

@@ -65,7 +65,6 @@ export class PromisorObjectStore implements ObjectStore {
   writeHashed?: ObjectStore['writeHashed'];
   writePack?: ObjectStore['writePack'];
   beginPack?: ObjectStore['beginPack'];
-  packSpoolHost?: ObjectStore['packSpoolHost'];
   findPack?: ObjectStore['findPack'];
   storedPacks?: ObjectStore['storedPacks'];
   beginQuarantine?: ObjectStore['beginQuarantine'];
@@ -88,7 +87,6 @@ export class PromisorObjectStore implements ObjectStore {
     if (local.writeHashed) this.writeHashed = local.writeHashed.bind(local);
     if (local.writePack) this.writePack = local.writePack.bind(local);
     if (local.beginPack) this.beginPack = local.beginPack.bind(local);
-    if (local.packSpoolHost) this.packSpoolHost = local.packSpoolHost.bind(local);
     if (local.findPack) this.findPack = local.findPack.bind(local);
     if (local.storedPacks) this.storedPacks = local.storedPacks.bind(local);
     if (local.beginQuarantine) this.beginQuarantine = local.beginQuarantine.bind(local);

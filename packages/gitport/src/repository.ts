@@ -12,7 +12,7 @@
  * `FsObjectStore` over `<gitDir>` (or whatever `objects` factory is given), the refs are
  * `FsRefStore`.
  */
-import { FsObjectStore, type ObjectStore } from '@gitport/pack';
+import { FsObjectStore, type ObjectStore, type PackSpoolOpener } from '@gitport/pack';
 import { isValidRefName } from '@gitport/protocol';
 import { GitportError } from './errors.js';
 import { errorCode, type FsLike, type FsPromisesLike, GitFs, gitFsAfter, joinPath } from './fs.js';
@@ -31,7 +31,11 @@ export interface GitRepository {
 export type ObjectStoreFactory = (fs: GitFs, gitDir: string) => ObjectStore;
 
 export interface OpenOptions {
-  /** Builds the object store; defaults to `@gitport/pack`'s `FsObjectStore` over the git directory. */
+  /**
+   * Builds the object store; defaults to `@gitport/pack`'s `FsObjectStore` over the git
+   * directory, which writes an incoming pack to a temporary file as it arrives over an fs that
+   * brings a spool (`nodeFs`), and gathers it in memory otherwise.
+   */
   objects?: ObjectStoreFactory;
   /**
    * Age from which a ref lock or a temporary file counts as left by a writer that died: the ref
@@ -94,7 +98,19 @@ export function packFs(fs: GitFs): ConstructorParameters<typeof FsObjectStore>[0
   };
 }
 
-const defaultObjects: ObjectStoreFactory = (fs, gitDir) => new FsObjectStore(packFs(fs), gitDir);
+/**
+ * The spool for incoming packs an fs brings along as `packSpool` (`nodeFs` brings `openPackSpool`):
+ * the default store over it writes an incoming pack to a temporary file as it arrives. Over any
+ * other fs (memory, OPFS) it gathers the pack in memory, and a bundle leaves the spool out.
+ */
+function packSpoolOf(fs: GitFs): PackSpoolOpener | undefined {
+  return (fs.raw as { packSpool?: PackSpoolOpener }).packSpool;
+}
+
+const defaultObjects: ObjectStoreFactory = (fs, gitDir) => {
+  const packSpool = packSpoolOf(fs);
+  return new FsObjectStore(packFs(fs), gitDir, packSpool ? { packSpool } : {});
+};
 
 function toGitFs(fs: FsLike | FsPromisesLike | GitFs): GitFs {
   return fs instanceof GitFs ? fs : new GitFs(fs);

@@ -113,7 +113,6 @@ export function yieldingStore(store: ObjectStore): ObjectStore {
   if (store.writeHashed !== undefined) wrapped.writeHashed = store.writeHashed.bind(store);
   if (store.writePack !== undefined) wrapped.writePack = store.writePack.bind(store);
   if (store.beginPack !== undefined) wrapped.beginPack = store.beginPack.bind(store);
-  if (store.packSpoolHost !== undefined) wrapped.packSpoolHost = store.packSpoolHost.bind(store);
   if (hasStoredPacks(store)) wrapped.findPack = (oids) => findPackOf(store, oids);
   if (store.bitmappedPack !== undefined) wrapped.bitmappedPack = store.bitmappedPack.bind(store);
   wrappers.set(store, wrapped);

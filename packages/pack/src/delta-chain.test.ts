@@ -16,6 +16,7 @@ import type { ObjectStoreFs } from './fs-like.js';
 import { FsObjectStore } from './fs-store.js';
 import { hashObjectSync, type ObjectId } from './object.js';
 import { importPack } from './pack-import.js';
+import { openPackSpool } from './pack-spool.js';
 import { sha1 } from './sha1.js';
 import { MemoryObjectStore, type ObjectStore } from './store.js';
 import { concat } from './test-bytes.js';
@@ -142,7 +143,7 @@ const importStores: [string, () => Promise<{ store: ObjectStore; dir?: string }>
     'a store over .git that spools the pack',
     async () => {
       const dir = await gitDir();
-      return { store: new FsObjectStore(nodeFs, dir), dir };
+      return { store: new FsObjectStore(nodeFs, dir, { packSpool: openPackSpool }), dir };
     },
   ],
   [

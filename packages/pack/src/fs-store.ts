@@ -6,8 +6,9 @@
  *
  * The fs is injected in the shape isomorphic-git uses (fs-like.ts). New packs are written
  * `.pack` first, then `.idx`, each through a temporary file and a rename, as git does; loose
- * objects likewise. An incoming pack (`packSpoolHost`, for `beginPack` of pack-spool.ts) is
- * written to `objects/pack/tmp_pack_*` as it arrives and renamed into place once verified.
+ * objects likewise. With the `packSpool` option (`openPackSpool` of pack-spool.ts), an incoming
+ * pack (`beginPack`) is written to `objects/pack/tmp_pack_*` as it arrives and renamed into place
+ * once verified.
  * A push's objects go to a quarantine, `objects/tmp_objdir-incoming-*` (`quarantineHost`, see
  * quarantine.ts), until it is accepted.
  *
@@ -36,7 +37,7 @@ import {
 import { ObjectCache } from './object-cache.js';
 import { inflateEntry, type LoadedPack, MAX_CHAIN_STEPS, PackFiles, type StoredPacks } from './pack-files.js';
 import { BlockPool } from './pack-spool.js';
-import type { DirectoryQuarantineHost, PackFile, PackSpoolHost } from './store.js';
+import type { DirectoryQuarantineHost, PackFile, PackSpool, PackSpoolHost, PackSpoolOpener } from './store.js';
 import { isEnoent, StoreFiles } from './store-files.js';
 
 /** A delta of a chain being walked: read on the way down, applied on the way up. */
@@ -90,6 +91,13 @@ export class FsObjectStore implements BitmapServedStore {
   readonly #packs: PackFiles;
   /** Blocks of this store's pack spools. */
   readonly #blocks = new BlockPool();
+  /** The `packSpool` option, handed on to the store of a quarantine. */
+  readonly #openSpool: PackSpoolOpener | undefined;
+  /**
+   * A spool for an incoming pack in `objects/pack` (see `ObjectStore.beginPack`): only with the
+   * `packSpool` option; undefined when the fs cannot open a file for positional writes.
+   */
+  readonly beginPack?: () => Promise<PackSpool | undefined>;
   readonly #cache: ObjectCache<string, GitObject>;
   readonly #cacheLimit: number;
   /** Objects too large for `#cache`: the latest kept, so that reading a delta chain in order is linear. */
@@ -123,6 +131,11 @@ export class FsObjectStore implements BitmapServedStore {
        * (`readPackIndex`); without it, an index file is read and held whole.
        */
       indexReader?: PackIndexReader;
+      /**
+       * Spools incoming packs to a temporary file in the pack directory (`openPackSpool`), where
+       * the fs writes and reads at positions; without it, an incoming pack is gathered in memory.
+       */
+      packSpool?: PackSpoolOpener;
     } = {},
   ) {
     if (options.bitmaps) {
@@ -145,6 +158,14 @@ export class FsObjectStore implements BitmapServedStore {
     this.#cache = new ObjectCache(this.#cacheLimit, (o) => o.data.length);
     this.#tips = new ChainTips(this.#cacheLimit, (o) => o.data.length);
     this.#maxRebuild = options.maxRebuildBytes ?? DEFAULT_MAX_REBUILD_BYTES;
+    const open = options.packSpool;
+    this.#openSpool = open;
+    if (open) {
+      this.beginPack = async () => {
+        const host = await this.packSpoolHost();
+        return host ? open(host) : undefined;
+      };
+    }
   }
 
   get #objects(): string {
@@ -167,7 +188,7 @@ export class FsObjectStore implements BitmapServedStore {
       fs,
       objectsDir: this.#objects,
       store: this,
-      open: (dir) => new FsObjectStore(fs, dir),
+      open: (dir) => new FsObjectStore(fs, dir, { packSpool: this.#openSpool }),
       hasPack: async (name) => {
         await this.refresh();
         return this.#packs.has(name);
@@ -383,7 +404,7 @@ export class FsObjectStore implements BitmapServedStore {
     this.#packs.add(base, new PackIndex(idx), pack.length);
   }
 
-  /** What a spool of an incoming pack in `objects/pack` needs of this store (see pack-spool.ts). */
+  /** What a spool of an incoming pack in `objects/pack` needs of this store (see `beginPack`). */
   async packSpoolHost(): Promise<PackSpoolHost | undefined> {
     if (!this.#files.fs.open) return undefined;
     await this.#packs.ensureScanned();

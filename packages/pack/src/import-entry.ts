@@ -8,3 +8,4 @@ export { isPackError, PackError } from './errors.js';
 export type { FsLike, FsPromisesLike, ObjectStoreFs } from './fs-like.js';
 export { FsObjectStore } from './fs-store.js';
 export { type ImportOptions, type ImportResult, importPack } from './pack-import.js';
+export { openPackSpool } from './pack-spool.js';

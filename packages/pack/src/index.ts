@@ -39,9 +39,9 @@ export {
   type TreeVerdict,
 } from './object-filter.js';
 export type { StoredPacks } from './pack-files.js';
-export { type ImportOptions, type ImportResult, importPack } from './pack-import.js';
+export { beginPack, type ImportOptions, type ImportResult, importPack, spoolsPacks } from './pack-import.js';
 export { DEFAULT_LIMITS, type PackEntry, type PackLimits, PackReader, type PackReaderOptions } from './pack-reader.js';
-export { beginPack, type PackSpoolHost, spoolsPacks } from './pack-spool.js';
+export { openPackSpool, type PackSpoolHost } from './pack-spool.js';
 export { createPack, type PackEncoding, type PackSelection, packObjects } from './pack-writer.js';
 export {
   DirectoryQuarantine,
@@ -56,6 +56,7 @@ export {
   type ObjectStore,
   type PackFile,
   type PackSpool,
+  type PackSpoolOpener,
   type Quarantine,
   type RawEntry,
   type StoredPack,

@@ -11,6 +11,7 @@ import { FsObjectStore } from './fs-store.js';
 import { bytesToHex, concatBytes, hashObjectSync, hexToBytes } from './object.js';
 import { encodeWholeEntry, importPack } from './pack-import.js';
 import { PackReader } from './pack-reader.js';
+import { openPackSpool } from './pack-spool.js';
 import { packObjects } from './pack-writer.js';
 import { sha1 } from './sha1.js';
 import { MemoryObjectStore, type PackSpool } from './store.js';
@@ -42,7 +43,7 @@ describe('importPack into a store over .git', () => {
       for await (const c of packObjects(source, oids)) parts.push(c.slice());
       const dir = await mkdtemp(join(tmpdir(), 'gitport-import-'));
       try {
-        const store = new FsObjectStore(fs(), dir);
+        const store = new FsObjectStore(fs(), dir, { packSpool: openPackSpool });
         const r = await importPack(store, parts, { cacheBytes: 4096 });
         expect([...r.objects].sort()).toEqual([...oids].sort());
         for (const oid of oids) {
@@ -92,7 +93,7 @@ describe('importPack over reused input chunks', () => {
       for (const fs of [nodeFs.promises as unknown as ObjectStoreFs, withoutOpen()]) {
         const dir = await mkdtemp(join(tmpdir(), 'gitport-import-'));
         try {
-          const store = new FsObjectStore(fs, dir);
+          const store = new FsObjectStore(fs, dir, { packSpool: openPackSpool });
           const r = await importPack(store, reused(pack, seed), { reusedInput: true, cacheBytes: 4096 });
           expect(r.hash, `seed ${seed}`).toBe(expected);
           for (const oid of oids) {
@@ -177,7 +178,7 @@ describe('importPack: deltas that arrive before their base', () => {
   it('resolves them into a store over .git, with the index git writes', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'gitport-import-'));
     try {
-      const store = new FsObjectStore(nodeFs.promises as unknown as ObjectStoreFs, dir);
+      const store = new FsObjectStore(nodeFs.promises as unknown as ObjectStoreFs, dir, { packSpool: openPackSpool });
       // chunks of 7 bytes: every entry crosses chunks
       const chunks: Uint8Array[] = [];
       for (let o = 0; o < pack.length; o += 7) chunks.push(pack.slice(o, o + 7));

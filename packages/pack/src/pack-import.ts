@@ -5,8 +5,8 @@
  * rewritten), verifies the trailer, and only then hands the objects to the store: a pack that
  * fails anywhere changes nothing in the store.
  *
- * Stores that keep packs and offer `beginPack` (FsObjectStore over an fs with positional reads
- * and writes) get the pack written to a temporary file as it arrives; entries are read back by
+ * Stores that keep packs and offer `beginPack` (FsObjectStore given `packSpool`, over an fs with
+ * positional reads and writes) get the pack written to a temporary file as it arrives; entries are read back by
  * position when a delta needs a base no longer cached, so memory is bounded by the objects
  * (and a constant cache), not by the pack. The file is moved into place, `.pack` then `.idx`,
  * only once the pack checks out, and removed otherwise.
@@ -22,7 +22,6 @@ import { BASE_UNKNOWN, ImportSlots, WHOLE } from './import-slots.js';
 import { bytesToHex, hashObjectSync, type ObjectId, type ObjectType, objectHeader, TYPE_CODES } from './object.js';
 import { PackBuffer } from './pack-buffer.js';
 import { type PackEntry, type PackLimits, PackReader } from './pack-reader.js';
-import { beginPack, spoolsPacks } from './pack-spool.js';
 import { RingCache } from './ring-cache.js';
 import { slabAllocator } from './slab.js';
 import type { ObjectStore, PackSpool } from './store.js';
@@ -85,6 +84,19 @@ const WHOLE_CACHE_MAX = 32 * 1024;
 
 /** Resolved objects kept for delta resolution by default (see ImportOptions.cacheBytes). */
 const DEFAULT_CACHE_BYTES = 2 ** 20;
+
+/**
+ * A spool for an incoming pack into `store` (its `beginPack`); undefined for a store that keeps
+ * no packs, spools none, or whose fs cannot write at positions (the pack then goes from memory).
+ */
+export async function beginPack(store: ObjectStore): Promise<PackSpool | undefined> {
+  return store.beginPack?.();
+}
+
+/** Whether `store` can spool an incoming pack (`beginPack` gives a spool or undefined). */
+export function spoolsPacks(store: ObjectStore): boolean {
+  return typeof store.writePack === 'function' && store.beginPack !== undefined;
+}
 
 export async function importPack(
   store: ObjectStore,

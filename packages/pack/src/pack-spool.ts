@@ -8,7 +8,7 @@
 import { PackError } from './errors.js';
 import type { FileHandleLike } from './fs-like.js';
 import { type IndexEntries, PackIndex, writeIdx } from './idx.js';
-import type { ObjectStore, PackSpool, PackSpoolHost } from './store.js';
+import type { PackSpool, PackSpoolHost } from './store.js';
 import { bytesRead, bytesWritten } from './store-files.js';
 
 /**
@@ -57,22 +57,6 @@ interface Segment {
 }
 
 export type { PackSpoolHost };
-
-/**
- * A spool for an incoming pack into `store`: its own `beginPack`, or one over a temporary file
- * in the pack directory it lends (`packSpoolHost`); undefined for a store that keeps no packs
- * or an fs without positional writes (the caller then gathers the pack in memory).
- */
-export async function beginPack(store: ObjectStore): Promise<PackSpool | undefined> {
-  if (store.beginPack) return store.beginPack();
-  const host = await store.packSpoolHost?.();
-  return host ? openPackSpool(host) : undefined;
-}
-
-/** Whether `store` can spool an incoming pack (`beginPack` gives a spool or undefined). */
-export function spoolsPacks(store: ObjectStore): boolean {
-  return typeof store.writePack === 'function' && (store.beginPack !== undefined || store.packSpoolHost !== undefined);
-}
 
 /**
  * A spool over a new temporary file in `host.dir`; undefined when the fs cannot open one for

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FsObjectStore } from './fs-store.js';
 import { importPack } from './pack-import.js';
+import { openPackSpool } from './pack-spool.js';
 import { packObjects } from './pack-writer.js';
 import { openQuarantine } from './quarantine.js';
 import { MemoryObjectStore, type ObjectStore } from './store.js';
@@ -34,7 +35,7 @@ async function diskStore(fs: 'positional' | 'whole'): Promise<Subject> {
   dirs.push(dir);
   const promises = nodeFs.promises;
   const fsLike = fs === 'positional' ? promises : { ...promises, open: undefined };
-  const store = new FsObjectStore(fsLike as typeof promises, dir);
+  const store = new FsObjectStore(fsLike as typeof promises, dir, { packSpool: openPackSpool });
   return {
     store,
     files: async () => {

@@ -19,7 +19,6 @@
 import { PackError } from './errors.js';
 import { type IndexEntries, indexIds } from './idx.js';
 import type { GitObject, ObjectId, ObjectType } from './object.js';
-import { beginPack } from './pack-spool.js';
 import {
   type DirectoryQuarantineHost,
   MemoryObjectStore,
@@ -231,7 +230,7 @@ export class DirectoryQuarantine extends QuarantineBase {
 
   async beginPack(): Promise<PackSpool | undefined> {
     this.ensureOpen();
-    const spool = await beginPack(this.#innerStore);
+    const spool = await this.#innerStore.beginPack?.();
     if (!spool) return undefined;
     const written = this.written;
     // the spool as it is, with `commit` recording what the pack holds

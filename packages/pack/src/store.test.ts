@@ -15,9 +15,9 @@ import { FsObjectStore } from './fs-store.js';
 import { writeIdx } from './idx.js';
 import { readPackIndex } from './idx-read.js';
 import { bytesToHex, hashObject, TYPE_CODES } from './object.js';
-import { importPack } from './pack-import.js';
+import { beginPack, importPack } from './pack-import.js';
 import { type PackEntry, PackReader } from './pack-reader.js';
-import { beginPack } from './pack-spool.js';
+import { openPackSpool } from './pack-spool.js';
 import { createPack, packObjects } from './pack-writer.js';
 import { sha1 } from './sha1.js';
 import { MemoryObjectStore, type ObjectStore } from './store.js';
@@ -89,7 +89,7 @@ afterAll(async () => {
 async function diskStore(): Promise<FsObjectStore> {
   const dir = await mkdtemp(join(tmpdir(), 'gitport-store-'));
   temps.push(dir);
-  return new FsObjectStore(nodeFs, dir, { indexReader: readPackIndex });
+  return new FsObjectStore(nodeFs, dir, { indexReader: readPackIndex, packSpool: openPackSpool });
 }
 
 /** Appends `bytes` to `spool` in pieces of `step` bytes. */

@@ -64,14 +64,11 @@ export interface ObjectStore {
    * A place on disk for an incoming pack (stores over a .git directory whose fs can write and
    * read at positions): `importPack` writes the pack there as it arrives and reads entries back
    * by position, so memory stays bounded by the objects, not the pack. Undefined when the store
-   * cannot (then `writePack` gets the pack from memory).
+   * cannot (then `writePack` gets the pack from memory). FsObjectStore offers it when given the
+   * `packSpool` option (`openPackSpool`), so that a store that never spools (a browser's memory
+   * fs) does not carry the spool's code.
    */
   beginPack?(): Promise<PackSpool | undefined>;
-  /**
-   * What a store over a pack directory lends the spools of incoming packs (`beginPack(store)` of
-   * pack-spool.ts opens one, so that stores that never import packs do not carry the spool's code).
-   */
-  packSpoolHost?(): Promise<PackSpoolHost | undefined>;
   /**
    * A stored pack holding exactly these objects, streamed verbatim (git's pack reuse): what a
    * server sends on a clone of a freshly repacked repository.
@@ -251,3 +248,6 @@ export interface PackSpoolHost {
   /** Makes a pack just moved into place readable, with its index. */
   addPack(base: string, index: PackIndex, size: number): void;
 }
+
+/** Opens a spool over a store's pack directory (`openPackSpool`, the FsObjectStore `packSpool` option). */
+export type PackSpoolOpener = (host: PackSpoolHost) => Promise<PackSpool | undefined>;

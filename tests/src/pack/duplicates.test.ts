@@ -18,6 +18,7 @@ import {
   MemoryObjectStore,
   type ObjectStore,
   type ObjectStoreFs,
+  openPackSpool,
   writeIdx,
   ZERO_ID,
 } from '@gitport/pack';
@@ -131,7 +132,7 @@ async function checkWithGit(gitDir: string, commit: string, packs: number): Prom
 
 const stores: Record<string, (gitDir: string) => ObjectStore> = {
   // positional reads and writes: the pack is spooled to a temporary file as it arrives
-  spooled: (gitDir) => new FsObjectStore(fs, gitDir),
+  spooled: (gitDir) => new FsObjectStore(fs, gitDir, { packSpool: openPackSpool }),
   // none: the pack is held in memory and written whole
   'from memory': (gitDir) => {
     const { open: _open, ...withoutOpen } = fs as unknown as ObjectStoreFs;

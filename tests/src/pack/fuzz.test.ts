@@ -20,6 +20,7 @@ import {
   isPackError,
   MemoryObjectStore,
   type ObjectStoreFs,
+  openPackSpool,
   PackIndex,
   PackReader,
   parseCommit,
@@ -237,7 +238,7 @@ describe('fuzzing the pack parsers', () => {
     await fc.assert(
       fc.asyncProperty(mutatedPack(), async (pack) => {
         const gitDir = `${dir}/${n++}`;
-        const store = new FsObjectStore(fs, gitDir);
+        const store = new FsObjectStore(fs, gitDir, { packSpool: openPackSpool });
         const r = await typed(() => importPack(store, [pack], { limits: LIMITS }));
         await store.close();
         const names = await readdir(`${gitDir}/objects/pack`).catch(() => [] as string[]);

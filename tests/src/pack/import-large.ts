@@ -8,7 +8,7 @@
 import * as fs from 'node:fs';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { FsObjectStore, importPack } from '@gitport/pack';
+import { FsObjectStore, importPack, openPackSpool } from '@gitport/pack';
 
 const [packPath, repo, mode] = process.argv.slice(2);
 // `gc`: collect before each sample, so that the figures are what is held, not garbage not yet collected
@@ -36,7 +36,7 @@ async function* source() {
     yield new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
   }
 }
-const store = new FsObjectStore(fs, repo!);
+const store = new FsObjectStore(fs, repo!, { packSpool: openPackSpool });
 const result = await importPack(store, source(), {
   onProgress: sample,
 });

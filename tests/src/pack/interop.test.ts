@@ -17,6 +17,7 @@ import {
   MemoryObjectStore,
   mergeBase,
   type ObjectStore,
+  openPackSpool,
   PackReader,
 } from '@gitport/pack';
 import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
@@ -106,7 +107,7 @@ describe('importing packs written by git', () => {
     const pack = await gitPack(gitDir, '', ['--all', '--delta-base-offset']);
     const repo = sandbox.path('stored.git');
     await sandbox.git(['init', '-q', '--bare', repo]);
-    const store = new FsObjectStore(fs, repo);
+    const store = new FsObjectStore(fs, repo, { packSpool: openPackSpool });
     const { hash } = await importPack(store, chunked(pack, 4));
     await store.close();
     const file = join(repo, 'objects', 'pack', `pack-${hash}`);
@@ -137,7 +138,7 @@ describe('importing packs written by git', () => {
     await expect(importPack(new MemoryObjectStore(), chunked(thin, 5))).rejects.toMatchObject({
       code: 'PACK_MISSING_BASE',
     });
-    const store = new FsObjectStore(fs, repo);
+    const store = new FsObjectStore(fs, repo, { packSpool: openPackSpool });
     await expect(importPack(store, chunked(thin, 6))).rejects.toMatchObject({ code: 'PACK_MISSING_BASE' });
     const { hash, objects: imported } = await importPack(store, chunked(thin, 6), { fixThin: true });
     await store.close();
