@@ -14,8 +14,8 @@
  *
  * Decoding is table-driven: a table indexed by the next `maxBits` input bits (LSB first, as
  * deflate packs its codes) gives what the code means with its length (`value << 8 | op << 4 |
- * length`: a literal, a length or distance base with its extra bits, the end of the block); 0
- * marks bits no code starts with. Bits are read from the input at a bit position. Away from the
+ * length`: a literal, a length or distance base with its extra bits, the end of the block); a
+ * length of 0 marks bits no code starts with. Bits are read from the input at a bit position. Away from the
  * end of the input, a loop without end checks reads them four bytes at a time; near the end,
  * bytes past it read as 0, and a symbol that used bits past the end is undone: the decoder keeps
  * the bytes from that symbol on and asks for more input. Code sets are checked as zlib checks
@@ -74,6 +74,8 @@ const distExtra = new Uint8Array([
 const OP_LITERAL = 8;
 const OP_END = 9;
 const OP_INVALID = 15;
+/** The entry of bits no code starts with (length 0): invalid as a literal/length or a distance. */
+const NO_CODE = OP_INVALID << 4;
 
 /** Each symbol's table entry but its code length, for the literal/length, distance and code-length codes. */
 const litEntries = new Int32Array(288);
@@ -106,7 +108,7 @@ function buildTable(lengths: Uint8Array, n: number, table: Int32Array, entries: 
   let maxBits = 15;
   while (maxBits > 0 && count[maxBits] === 0) maxBits--;
   if (maxBits === 0) {
-    table[0] = table[1] = 0;
+    table[0] = table[1] = NO_CODE;
     return 1;
   }
   let left = 1;
@@ -123,7 +125,7 @@ function buildTable(lengths: Uint8Array, n: number, table: Int32Array, entries: 
   }
   const rev = (reversed ??= reverseTable());
   // a complete code fills every entry; only the one-code case leaves some invalid
-  if (left > 0) table.fill(0, 0, 1 << maxBits);
+  if (left > 0) table.fill(NO_CODE, 0, 1 << maxBits);
   const size = 1 << maxBits;
   for (let sym = 0; sym < n; sym++) {
     const len = lengths[sym]!;
@@ -436,7 +438,7 @@ export class Inflater {
     const total = nlit + ndist;
     for (let i = 0; i < total; ) {
       const c = codeTable[bits16(dat, pos) & codeMask]!;
-      if (c === 0) {
+      if ((c & 15) === 0) {
         if (pos + codeBits > totalBits) return -1;
         throw new InflateError('corrupt', 'zlib: invalid code lengths set');
       }
@@ -502,7 +504,7 @@ export class Inflater {
       const from = pos;
       const c = lit[bits16(dat, pos) & litMask]!;
       pos += c & 15;
-      if (pos > totalBits || (c === 0 && from + litBits > totalBits)) {
+      if (pos > totalBits || ((c & 15) === 0 && from + litBits > totalBits)) {
         this.written = bt;
         return ~from;
       }
@@ -517,7 +519,7 @@ export class Inflater {
         out[bt++] = c >>> 8;
         continue;
       }
-      if (c === 0 || op === OP_INVALID) throw new InflateError('corrupt', 'zlib: invalid literal/length code');
+      if (op === OP_INVALID) throw new InflateError('corrupt', 'zlib: invalid literal/length code');
       if (op === OP_END) {
         this.written = bt;
         return pos;
@@ -528,7 +530,7 @@ export class Inflater {
         pos += op;
       }
       const d = dist[bits16(dat, pos) & distMask]!;
-      if (d === 0) {
+      if ((d & 15) === 0) {
         if (pos + this.#distBits > totalBits) {
           this.written = bt;
           return ~from;
@@ -571,7 +573,8 @@ export class Inflater {
     const view = new DataView(dat.buffer, dat.byteOffset, dat.byteLength);
     const lit = this.#litTable;
     const dist = this.#distTable;
-    const litMask = (1 << this.#litBits) - 1;
+    const litBits = this.#litBits;
+    const litMask = (1 << litBits) - 1;
     const distMask = (1 << this.#distBits) - 1;
     let out = this.out;
     let olen = out.length;
@@ -594,9 +597,17 @@ export class Inflater {
         }
         out[bt++] = c >>> 8;
         pos += len;
+        // a second literal from the same bits, when they hold any code
+        if (len + litBits <= 25 && bt < olen) {
+          const c2 = lit[(v >>> len) & litMask]!;
+          if (((c2 >>> 4) & 15) === OP_LITERAL) {
+            out[bt++] = c2 >>> 8;
+            pos += c2 & 15;
+          }
+        }
         continue;
       }
-      if (c === 0 || op === OP_INVALID) throw new InflateError('corrupt', 'zlib: invalid literal/length code');
+      if (op === OP_INVALID) throw new InflateError('corrupt', 'zlib: invalid literal/length code');
       pos += len;
       if (op === OP_END) {
         this.written = bt;
@@ -611,7 +622,7 @@ export class Inflater {
       const d = dist[v & distMask]!;
       const dlen = d & 15;
       const dx = (d >>> 4) & 15;
-      if (d === 0 || dx === OP_INVALID) throw new InflateError('corrupt', 'zlib: invalid distance code');
+      if (dx === OP_INVALID) throw new InflateError('corrupt', 'zlib: invalid distance code');
       pos += dlen;
       let distance = d >>> 8;
       if (dx) {
