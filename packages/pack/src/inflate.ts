@@ -15,10 +15,9 @@
  * Decoding is table-driven: a table indexed by the next `maxBits` input bits (LSB first, as
  * deflate packs its codes) gives what the code means with its length (`value << 8 | op << 4 |
  * length`: a literal, a length or distance base with its extra bits, the end of the block); a
- * length of 0 marks bits no code starts with. Bits are read from the input at a bit position. Away from the
- * end of the input, a loop without end checks reads them four bytes at a time; near the end,
- * bytes past it read as 0, and a symbol that used bits past the end is undone: the decoder keeps
- * the bytes from that symbol on and asks for more input. Code sets are checked as zlib checks
+ * length of 0 marks bits no code starts with. Bits are read from the input at a bit position,
+ * four bytes at a time; bytes past the end read as 0, and a symbol that used bits past the end is
+ * undone: the decoder keeps the bytes from that symbol on and asks for more input. Code sets are checked as zlib checks
  * them (over-subscribed, incomplete), and so are distances, lengths and the Adler-32 trailer, so
  * corrupt input fails as zlib fails.
  */
@@ -56,20 +55,6 @@ function reverseTable(): Uint16Array {
   return t;
 }
 
-/** Base lengths and extra bits of length symbols 257..285, distance symbols 0..29. */
-const lengthBase = new Uint16Array([
-  3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258,
-]);
-const lengthExtra = new Uint8Array([
-  0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0,
-]);
-const distBase = new Uint16Array([
-  1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097, 6145,
-  8193, 12289, 16385, 24577,
-]);
-const distExtra = new Uint8Array([
-  0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13,
-]);
 /** What a table entry's op says (bits 4-7): 0-5 are a length's extra bits, 0-13 a distance's. */
 const OP_LITERAL = 8;
 const OP_END = 9;
@@ -83,9 +68,20 @@ const distEntries = new Int32Array(32);
 const codeEntries = new Int32Array(19);
 for (let sym = 0; sym < 256; sym++) litEntries[sym] = (sym << 8) | (OP_LITERAL << 4);
 litEntries[256] = OP_END << 4;
-for (let i = 0; i < 29; i++) litEntries[257 + i] = (lengthBase[i]! << 8) | (lengthExtra[i]! << 4);
+// RFC 1951 3.2.5: length symbols 257..284 and distances 0..29 go up in groups of four (two)
+// codes with one more extra bit each group, from base 3 (1); symbol 285 is length 258
+for (let i = 0, base = 3; i < 28; i++) {
+  const extra = i < 8 ? 0 : (i >>> 2) - 1;
+  litEntries[257 + i] = (base << 8) | (extra << 4);
+  base += 1 << extra;
+}
+litEntries[285] = 258 << 8;
 litEntries[286] = litEntries[287] = OP_INVALID << 4;
-for (let i = 0; i < 30; i++) distEntries[i] = (distBase[i]! << 8) | (distExtra[i]! << 4);
+for (let i = 0, base = 1; i < 30; i++) {
+  const extra = i < 4 ? 0 : (i >>> 1) - 1;
+  distEntries[i] = (base << 8) | (extra << 4);
+  base += 1 << extra;
+}
 distEntries[30] = distEntries[31] = OP_INVALID << 4;
 for (let sym = 0; sym < 19; sym++) codeEntries[sym] = sym << 4;
 
@@ -484,27 +480,30 @@ export class Inflater {
 
   /** Decodes a block's codes from bit `start`: the bit after its end-of-block, or `~bit` of the symbol cut short. */
   #codes(dat: Uint8Array, start: number, totalBits: number): number {
-    let pos = start;
-    // every read of one length and distance (at most 48 bits, read 4 bytes at a time) stays in
-    // the input while the symbol starts before the last 9 bytes
-    const fastEnd = (dat.length - 9) * 8;
-    if (pos < fastEnd) {
-      pos = this.#codesFast(dat, pos, fastEnd);
-      if (pos < 0) return ~pos;
-    }
     const lit = this.#litTable;
     const dist = this.#distTable;
     const litBits = this.#litBits;
+    const distBits = this.#distBits;
     const litMask = (1 << litBits) - 1;
-    const distMask = (1 << this.#distBits) - 1;
+    const distMask = (1 << distBits) - 1;
+    // bits are read four bytes at a time: through a DataView up to the input's last four bytes,
+    // byte by byte (bytes past the end as 0) after
+    const view = new DataView(dat.buffer, dat.byteOffset, dat.byteLength);
+    const viewEnd = (dat.length - 4) * 8;
     let out = this.out;
     let olen = out.length;
+    let outView = new DataView(out.buffer, out.byteOffset, olen);
     let bt = this.written;
+    let pos = start;
     for (;;) {
       const from = pos;
-      const c = lit[bits16(dat, pos) & litMask]!;
-      pos += c & 15;
-      if (pos > totalBits || ((c & 15) === 0 && from + litBits > totalBits)) {
+      // 25 bits at least: a literal/length code and its extra bits (20 at most)
+      let v = pos < viewEnd ? view.getUint32(pos >>> 3, true) >>> (pos & 7) : word(dat, pos);
+      const c = lit[v & litMask]!;
+      const len = c & 15;
+      pos += len;
+      // a code read past the input's end is not yet a symbol: wait for more input before judging
+      if (pos > totalBits || (len === 0 && from + litBits > totalBits)) {
         this.written = bt;
         return ~from;
       }
@@ -514,6 +513,7 @@ export class Inflater {
           this.written = bt;
           out = this.#room(1);
           olen = out.length;
+          outView = new DataView(out.buffer, out.byteOffset, olen);
           bt = this.written;
         }
         out[bt++] = c >>> 8;
@@ -526,111 +526,37 @@ export class Inflater {
       }
       let length = c >>> 8;
       if (op) {
-        length += bits(dat, pos, (1 << op) - 1);
+        length += (v >>> len) & ((1 << op) - 1);
         pos += op;
       }
-      const d = dist[bits16(dat, pos) & distMask]!;
-      if ((d & 15) === 0) {
-        if (pos + this.#distBits > totalBits) {
+      v = pos < viewEnd ? view.getUint32(pos >>> 3, true) >>> (pos & 7) : word(dat, pos);
+      const d = dist[v & distMask]!;
+      const dlen = d & 15;
+      if (dlen === 0) {
+        if (pos + distBits > totalBits) {
           this.written = bt;
           return ~from;
         }
         throw new InflateError('corrupt', 'zlib: invalid distance code');
       }
-      pos += d & 15;
-      // a code read past the input's end is not yet a symbol: wait for more input before judging
-      if (pos > totalBits) {
-        this.written = bt;
-        return ~from;
-      }
-      const dx = (d >>> 4) & 15;
-      if (dx === OP_INVALID) throw new InflateError('corrupt', 'zlib: invalid distance code');
-      let distance = d >>> 8;
-      if (dx) {
-        distance += bits16(dat, pos) & ((1 << dx) - 1);
-        pos += dx;
-      }
-      if (pos > totalBits) {
-        this.written = bt;
-        return ~from;
-      }
-      if (distance > bt) throw new InflateError('corrupt', 'zlib: invalid distance too far back');
-      if (bt + length > olen) {
-        this.written = bt;
-        out = this.#room(length);
-        olen = out.length;
-        bt = this.written;
-      }
-      bt = copyMatch(out, bt, distance, length);
-    }
-  }
-
-  /**
-   * `#codes` while symbols start before `fastEnd` (every bit they use is in the input): the bit
-   * where that stopped, or `~bit` after the end-of-block.
-   */
-  #codesFast(dat: Uint8Array, start: number, fastEnd: number): number {
-    const view = new DataView(dat.buffer, dat.byteOffset, dat.byteLength);
-    const lit = this.#litTable;
-    const dist = this.#distTable;
-    const litBits = this.#litBits;
-    const litMask = (1 << litBits) - 1;
-    const distMask = (1 << this.#distBits) - 1;
-    let out = this.out;
-    let olen = out.length;
-    let outView = new DataView(out.buffer, out.byteOffset, olen);
-    let bt = this.written;
-    let pos = start;
-    while (pos < fastEnd) {
-      // 25 bits at least: a literal/length code and its extra bits (20 at most)
-      let v = view.getUint32(pos >>> 3, true) >>> (pos & 7);
-      const c = lit[v & litMask]!;
-      const len = c & 15;
-      const op = (c >>> 4) & 15;
-      if (op === OP_LITERAL) {
-        if (bt >= olen) {
-          this.written = bt;
-          out = this.#room(1);
-          olen = out.length;
-          outView = new DataView(out.buffer, out.byteOffset, olen);
-          bt = this.written;
-        }
-        out[bt++] = c >>> 8;
-        pos += len;
-        // a second literal from the same bits, when they hold any code
-        if (len + litBits <= 25 && bt < olen) {
-          const c2 = lit[(v >>> len) & litMask]!;
-          if (((c2 >>> 4) & 15) === OP_LITERAL) {
-            out[bt++] = c2 >>> 8;
-            pos += c2 & 15;
-          }
-        }
-        continue;
-      }
-      if (op === OP_INVALID) throw new InflateError('corrupt', 'zlib: invalid literal/length code');
-      pos += len;
-      if (op === OP_END) {
-        this.written = bt;
-        return ~pos;
-      }
-      let length = c >>> 8;
-      if (op) {
-        length += (v >>> len) & ((1 << op) - 1);
-        pos += op;
-      }
-      v = view.getUint32(pos >>> 3, true) >>> (pos & 7);
-      const d = dist[v & distMask]!;
-      const dlen = d & 15;
-      const dx = (d >>> 4) & 15;
-      if (dx === OP_INVALID) throw new InflateError('corrupt', 'zlib: invalid distance code');
       pos += dlen;
+      if (pos > totalBits) {
+        this.written = bt;
+        return ~from;
+      }
+      const dx = (d >>> 4) & 15;
+      if (dx === OP_INVALID) throw new InflateError('corrupt', 'zlib: invalid distance code');
       let distance = d >>> 8;
       if (dx) {
         // a distance code and its extra bits take up to 28 bits: read again past 25
-        if (dlen + dx > 25) v = view.getUint32(pos >>> 3, true) >>> (pos & 7);
+        if (dlen + dx > 25) v = pos < viewEnd ? view.getUint32(pos >>> 3, true) >>> (pos & 7) : word(dat, pos);
         else v >>>= dlen;
         distance += v & ((1 << dx) - 1);
         pos += dx;
+        if (pos > totalBits) {
+          this.written = bt;
+          return ~from;
+        }
       }
       if (distance > bt) throw new InflateError('corrupt', 'zlib: invalid distance too far back');
       const end = bt + length;
@@ -651,8 +577,6 @@ export class Inflater {
       }
       bt = copyMatch(out, bt, distance, length);
     }
-    this.written = bt;
-    return pos;
   }
 }
 
@@ -677,4 +601,10 @@ function bits(d: Uint8Array, pos: number, mask: number): number {
 function bits16(d: Uint8Array, pos: number): number {
   const at = pos >>> 3;
   return (d[at]! | (d[at + 1]! << 8) | (d[at + 2]! << 16)) >>> (pos & 7);
+}
+
+/** At least 25 bits at bit `pos` (four bytes; bytes past the end read as 0), unmasked. */
+function word(d: Uint8Array, pos: number): number {
+  const at = pos >>> 3;
+  return (d[at]! | (d[at + 1]! << 8) | (d[at + 2]! << 16) | (d[at + 3]! << 24)) >>> (pos & 7);
 }
