@@ -1,10 +1,12 @@
 import { constants, deflateRawSync, deflateSync, inflateSync } from 'node:zlib';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { adler32 } from './inflate.js';
 import { StreamInflater } from './inflate-stream.js';
 import { bytesToHex } from './object.js';
 import { concat } from './test-bytes.js';
 import { fuzzParameters } from './test-fuzz.js';
+import { randomUint32 } from './test-random.js';
 import * as webZlib from './zlib.js';
 
 /** Bytes from fast-check, or runs of a few symbols (so deflate finds matches of every length). */
@@ -137,6 +139,31 @@ describe("gitport's inflate against node:zlib", () => {
       expect(() => webZlib.inflateOne(input, data.length, true)).toThrow(
         expect.objectContaining({ code: 'PACK_CORRUPT_ZLIB' }),
       );
+    }
+  });
+});
+
+describe('adler32', () => {
+  /** RFC 1950's definition, reduced at every byte. */
+  const reference = (data: Uint8Array, start: number, end: number, adler = 1) => {
+    let a = adler & 0xffff;
+    let b = adler >>> 16;
+    for (let i = start; i < end; i++) {
+      a = (a + data[i]!) % 65521;
+      b = (b + a) % 65521;
+    }
+    return ((b << 16) | a) >>> 0;
+  };
+
+  it('agrees with the definition on any length, continued from any split, at the largest byte values', () => {
+    const next = randomUint32(29);
+    const noise = Uint8Array.from({ length: 20_000 }, () => next() & 0xff);
+    for (const data of [noise, new Uint8Array(20_000).fill(0xff)]) {
+      for (const length of [0, 1, 7, 8, 9, 3799, 3800, 3801, 5552, 7601, 20_000]) {
+        expect(adler32(data, 0, length)).toBe(reference(data, 0, length));
+        const split = next() % (length + 1);
+        expect(adler32(data, split, length, adler32(data, 0, split))).toBe(reference(data, 0, length));
+      }
     }
   });
 });

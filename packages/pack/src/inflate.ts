@@ -13,11 +13,13 @@
  * https://www.rfc-editor.org/rfc/rfc1951 and https://www.rfc-editor.org/rfc/rfc1950
  *
  * Decoding is table-driven: a table indexed by the next `maxBits` input bits (LSB first, as
- * deflate packs its codes) gives `symbol << 4 | length`; 0 marks bits no code starts with.
- * Bits are read from the input at a bit position; bytes past the end read as 0, and a symbol
- * that used bits past the end is undone: the decoder keeps the bytes from that symbol on and
- * asks for more input. Code sets are checked as zlib checks them (over-subscribed, incomplete),
- * and so are distances, lengths and the Adler-32 trailer, so corrupt input fails as zlib fails.
+ * deflate packs its codes) gives what the code means with its length (`value << 8 | op << 4 |
+ * length`: a literal, a length or distance base with its extra bits, the end of the block); a
+ * length of 0 marks bits no code starts with. Bits are read from the input at a bit position,
+ * four bytes at a time; bytes past the end read as 0, and a symbol that used bits past the end is
+ * undone: the decoder keeps the bytes from that symbol on and asks for more input. Code sets are checked as zlib checks
+ * them (over-subscribed, incomplete), and so are distances, lengths and the Adler-32 trailer, so
+ * corrupt input fails as zlib fails.
  */
 
 /** Why an inflate stops: the stream is corrupt, or the output would pass its limit. */
@@ -53,20 +55,36 @@ function reverseTable(): Uint16Array {
   return t;
 }
 
-/** Base lengths and extra bits of length symbols 257..285, distance symbols 0..29. */
-const lengthBase = new Uint16Array([
-  3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258,
-]);
-const lengthExtra = new Uint8Array([
-  0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0,
-]);
-const distBase = new Uint16Array([
-  1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097, 6145,
-  8193, 12289, 16385, 24577,
-]);
-const distExtra = new Uint8Array([
-  0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13,
-]);
+/** What a table entry's op says (bits 4-7): 0-5 are a length's extra bits, 0-13 a distance's. */
+const OP_LITERAL = 8;
+const OP_END = 9;
+const OP_INVALID = 15;
+/** The entry of bits no code starts with (length 0): invalid as a literal/length or a distance. */
+const NO_CODE = OP_INVALID << 4;
+
+/** Each symbol's table entry but its code length, for the literal/length, distance and code-length codes. */
+const litEntries = new Int32Array(288);
+const distEntries = new Int32Array(32);
+const codeEntries = new Int32Array(19);
+for (let sym = 0; sym < 256; sym++) litEntries[sym] = (sym << 8) | (OP_LITERAL << 4);
+litEntries[256] = OP_END << 4;
+// RFC 1951 3.2.5: length symbols 257..284 and distances 0..29 go up in groups of four (two)
+// codes with one more extra bit each group, from base 3 (1); symbol 285 is length 258
+for (let i = 0, base = 3; i < 28; i++) {
+  const extra = i < 8 ? 0 : (i >>> 2) - 1;
+  litEntries[257 + i] = (base << 8) | (extra << 4);
+  base += 1 << extra;
+}
+litEntries[285] = 258 << 8;
+litEntries[286] = litEntries[287] = OP_INVALID << 4;
+for (let i = 0, base = 1; i < 30; i++) {
+  const extra = i < 4 ? 0 : (i >>> 1) - 1;
+  distEntries[i] = (base << 8) | (extra << 4);
+  base += 1 << extra;
+}
+distEntries[30] = distEntries[31] = OP_INVALID << 4;
+for (let sym = 0; sym < 19; sym++) codeEntries[sym] = sym << 4;
+
 /** The order in which a dynamic block sends the code lengths of the code-length code. */
 const codeLengthOrder = new Uint8Array([16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15]);
 
@@ -75,18 +93,18 @@ const tableCount = new Uint16Array(16);
 const tableNext = new Uint16Array(16);
 
 /**
- * Fills `table` (1 << maxBits entries) for the code lengths `lengths[0..n)`; returns maxBits, or
- * -1 for a set zlib refuses: over-subscribed, or incomplete unless it is one code of one bit
- * (`complete`: not even that, as for the code-length code). No code at all gives a table of
- * invalid entries, as zlib's does.
+ * Fills `table` (1 << maxBits entries, `entries[symbol] | length` each) for the code lengths
+ * `lengths[0..n)`; returns maxBits, or -1 for a set zlib refuses: over-subscribed, or incomplete
+ * unless it is one code of one bit (`complete`: not even that, as for the code-length code). No
+ * code at all gives a table of invalid entries, as zlib's does.
  */
-function buildTable(lengths: Uint8Array, n: number, table: Uint16Array, complete = false): number {
+function buildTable(lengths: Uint8Array, n: number, table: Int32Array, entries: Int32Array, complete = false): number {
   const count = tableCount.fill(0);
   for (let i = 0; i < n; i++) count[lengths[i]!]!++;
   let maxBits = 15;
   while (maxBits > 0 && count[maxBits] === 0) maxBits--;
   if (maxBits === 0) {
-    table[0] = table[1] = 0;
+    table[0] = table[1] = NO_CODE;
     return 1;
   }
   let left = 1;
@@ -103,42 +121,58 @@ function buildTable(lengths: Uint8Array, n: number, table: Uint16Array, complete
   }
   const rev = (reversed ??= reverseTable());
   // a complete code fills every entry; only the one-code case leaves some invalid
-  if (left > 0) table.fill(0, 0, 1 << maxBits);
-  const shift = 15 - maxBits;
+  if (left > 0) table.fill(NO_CODE, 0, 1 << maxBits);
+  const size = 1 << maxBits;
   for (let sym = 0; sym < n; sym++) {
     const len = lengths[sym]!;
     if (len === 0) continue;
-    const entry = (sym << 4) | len;
-    const free = maxBits - len;
-    // every maxBits-bit index whose first `len` bits (in input order) are this code
-    let v = next[len]!++ << free;
-    for (const end = v | ((1 << free) - 1); v <= end; v++) table[rev[v]! >> shift] = entry;
+    const entry = entries[sym]! | len;
+    // every maxBits-bit index whose first `len` bits (in input order) are this code: the code
+    // bit-reversed, plus any multiple of 1 << len
+    const step = 1 << len;
+    for (let k = rev[next[len]!++ << (15 - len)]!; k < size; k += step) table[k] = entry;
   }
   return maxBits;
 }
 
 /** A dynamic block header's code lengths and code-length code table (headers are read one at a time). */
 const headerLengths = new Uint8Array(320);
-const headerCodes = new Uint16Array(128);
+const headerCodes = new Int32Array(128);
 
-let fixedLit: Uint16Array | undefined;
-let fixedDist: Uint16Array | undefined;
+let fixedLit: Int32Array | undefined;
+let fixedDist: Int32Array | undefined;
 function fixedTables(): void {
   const lengths = new Uint8Array(288);
   lengths.fill(8, 0, 144).fill(9, 144, 256).fill(7, 256, 280).fill(8, 280, 288);
-  fixedLit = new Uint16Array(512);
-  buildTable(lengths, 288, fixedLit);
+  fixedLit = new Int32Array(512);
+  buildTable(lengths, 288, fixedLit, litEntries);
   // 32 codes of 5 bits, the last two invalid as distances (the decoder refuses symbols past 29)
-  fixedDist = new Uint16Array(32);
-  buildTable(lengths.fill(5, 0, 32), 32, fixedDist);
+  fixedDist = new Int32Array(32);
+  buildTable(lengths.fill(5, 0, 32), 32, fixedDist, distEntries);
 }
 
-/** Adler-32 of `data[start..end)` continuing `adler` (RFC 1950), reduced every 5552 bytes as zlib does. */
+/**
+ * Adler-32 of `data[start..end)` continuing `adler` (RFC 1950). Eight bytes a step (`b` gains
+ * eight times `a` plus the bytes weighted 8..1), reduced every 3800 bytes: `b` stays below
+ * 2^31, in V8's integer arithmetic (zlib's 5552 would let it reach 2^32).
+ */
 export function adler32(data: Uint8Array, start: number, end: number, adler = 1): number {
   let a = adler & 0xffff;
   let b = adler >>> 16;
   for (let i = start; i < end; ) {
-    const stop = Math.min(end, i + 5552);
+    const stop = Math.min(end, i + 3800);
+    for (const stop8 = stop - ((stop - i) & 7); i < stop8; i += 8) {
+      const x0 = data[i]!;
+      const x1 = data[i + 1]!;
+      const x2 = data[i + 2]!;
+      const x3 = data[i + 3]!;
+      const x4 = data[i + 4]!;
+      const x5 = data[i + 5]!;
+      const x6 = data[i + 6]!;
+      const x7 = data[i + 7]!;
+      b += 8 * a + 8 * x0 + 7 * x1 + 6 * x2 + 5 * x3 + 4 * x4 + 3 * x5 + 2 * x6 + x7;
+      a += x0 + x1 + x2 + x3 + x4 + x5 + x6 + x7;
+    }
     for (; i < stop; i++) {
       a += data[i]!;
       b += a;
@@ -173,10 +207,10 @@ export class Inflater {
   #pending: Uint8Array | undefined;
   #bit = 0;
   #storedLeft = 0;
-  readonly #lit = new Uint16Array(32768);
-  readonly #dist = new Uint16Array(32768);
-  #litTable: Uint16Array = this.#lit;
-  #distTable: Uint16Array = this.#dist;
+  readonly #lit = new Int32Array(32768);
+  readonly #dist = new Int32Array(32768);
+  #litTable: Int32Array = this.#lit;
+  #distTable: Int32Array = this.#dist;
   #litBits = 0;
   #distBits = 0;
 
@@ -393,14 +427,14 @@ export class Inflater {
     for (let i = 0; i < ncode; i++) lengths[codeLengthOrder[i]!] = bits(dat, pos + i * 3, 7);
     pos += ncode * 3;
     const codeTable = headerCodes;
-    const codeBits = buildTable(lengths, 19, codeTable, true);
+    const codeBits = buildTable(lengths, 19, codeTable, codeEntries, true);
     if (codeBits < 0) throw new InflateError('corrupt', 'zlib: invalid code lengths set');
     const codeMask = (1 << codeBits) - 1;
     lengths.fill(0, 0, 19);
     const total = nlit + ndist;
     for (let i = 0; i < total; ) {
       const c = codeTable[bits16(dat, pos) & codeMask]!;
-      if (c === 0) {
+      if ((c & 15) === 0) {
         if (pos + codeBits > totalBits) return -1;
         throw new InflateError('corrupt', 'zlib: invalid code lengths set');
       }
@@ -433,9 +467,9 @@ export class Inflater {
     }
     if (pos > totalBits) return -1;
     if (lengths[256] === 0) throw new InflateError('corrupt', 'zlib: invalid code -- missing end-of-block');
-    this.#litBits = buildTable(lengths, nlit, this.#lit);
+    this.#litBits = buildTable(lengths, nlit, this.#lit, litEntries);
     if (this.#litBits < 0) throw new InflateError('corrupt', 'zlib: invalid literal/lengths set');
-    this.#distBits = buildTable(lengths.subarray(nlit), ndist, this.#dist);
+    this.#distBits = buildTable(lengths.subarray(nlit), ndist, this.#dist, distEntries);
     if (this.#distBits < 0) throw new InflateError('corrupt', 'zlib: invalid distances set');
     this.#litTable = this.#lit;
     this.#distTable = this.#dist;
@@ -449,86 +483,112 @@ export class Inflater {
     const lit = this.#litTable;
     const dist = this.#distTable;
     const litBits = this.#litBits;
+    const distBits = this.#distBits;
     const litMask = (1 << litBits) - 1;
-    const distMask = (1 << this.#distBits) - 1;
+    const distMask = (1 << distBits) - 1;
+    // bits are read four bytes at a time: through a DataView up to the input's last four bytes,
+    // byte by byte (bytes past the end as 0) after
+    const view = new DataView(dat.buffer, dat.byteOffset, dat.byteLength);
+    const viewEnd = (dat.length - 4) * 8;
     let out = this.out;
     let olen = out.length;
+    let outView = new DataView(out.buffer, out.byteOffset, olen);
     let bt = this.written;
     let pos = start;
     for (;;) {
       const from = pos;
-      const c = lit[bits16(dat, pos) & litMask]!;
-      pos += c & 15;
-      if (pos > totalBits || (c === 0 && from + litBits > totalBits)) {
+      // 25 bits at least: a literal/length code and its extra bits (20 at most)
+      let v = pos < viewEnd ? view.getUint32(pos >>> 3, true) >>> (pos & 7) : word(dat, pos);
+      const c = lit[v & litMask]!;
+      const len = c & 15;
+      pos += len;
+      // a code read past the input's end is not yet a symbol: wait for more input before judging
+      if (pos > totalBits || (len === 0 && from + litBits > totalBits)) {
         this.written = bt;
         return ~from;
       }
-      const sym = c >>> 4;
-      if (sym < 256) {
-        if (c === 0) throw new InflateError('corrupt', 'zlib: invalid literal/length code');
+      const op = (c >>> 4) & 15;
+      if (op === OP_LITERAL) {
         if (bt >= olen) {
           this.written = bt;
           out = this.#room(1);
           olen = out.length;
+          outView = new DataView(out.buffer, out.byteOffset, olen);
           bt = this.written;
         }
-        out[bt++] = sym;
+        out[bt++] = c >>> 8;
         continue;
       }
-      if (sym === 256) {
+      if (op === OP_INVALID) throw new InflateError('corrupt', 'zlib: invalid literal/length code');
+      if (op === OP_END) {
         this.written = bt;
         return pos;
       }
-      const li = sym - 257;
-      if (li > 28) throw new InflateError('corrupt', 'zlib: invalid literal/length code');
-      let length = lengthBase[li]!;
-      const lx = lengthExtra[li]!;
-      if (lx) {
-        length += bits(dat, pos, (1 << lx) - 1);
-        pos += lx;
+      let length = c >>> 8;
+      if (op) {
+        length += (v >>> len) & ((1 << op) - 1);
+        pos += op;
       }
-      const d = dist[bits16(dat, pos) & distMask]!;
-      if (d === 0) {
-        if (pos + this.#distBits > totalBits) {
+      v = pos < viewEnd ? view.getUint32(pos >>> 3, true) >>> (pos & 7) : word(dat, pos);
+      const d = dist[v & distMask]!;
+      const dlen = d & 15;
+      if (dlen === 0) {
+        if (pos + distBits > totalBits) {
           this.written = bt;
           return ~from;
         }
         throw new InflateError('corrupt', 'zlib: invalid distance code');
       }
-      pos += d & 15;
-      // a code read past the input's end is not yet a symbol: wait for more input before judging
+      pos += dlen;
       if (pos > totalBits) {
         this.written = bt;
         return ~from;
       }
-      const ds = d >>> 4;
-      if (ds > 29) throw new InflateError('corrupt', 'zlib: invalid distance code');
-      let distance = distBase[ds]!;
-      const dx = distExtra[ds]!;
+      const dx = (d >>> 4) & 15;
+      if (dx === OP_INVALID) throw new InflateError('corrupt', 'zlib: invalid distance code');
+      let distance = d >>> 8;
       if (dx) {
-        distance += bits16(dat, pos) & ((1 << dx) - 1);
+        // a distance code and its extra bits take up to 28 bits: read again past 25
+        if (dlen + dx > 25) v = pos < viewEnd ? view.getUint32(pos >>> 3, true) >>> (pos & 7) : word(dat, pos);
+        else v >>>= dlen;
+        distance += v & ((1 << dx) - 1);
         pos += dx;
-      }
-      if (pos > totalBits) {
-        this.written = bt;
-        return ~from;
+        if (pos > totalBits) {
+          this.written = bt;
+          return ~from;
+        }
       }
       if (distance > bt) throw new InflateError('corrupt', 'zlib: invalid distance too far back');
-      if (bt + length > olen) {
+      const end = bt + length;
+      if (end > olen) {
         this.written = bt;
         out = this.#room(length);
         olen = out.length;
+        outView = new DataView(out.buffer, out.byteOffset, olen);
         bt = this.written;
-      }
-      const end = bt + length;
-      if (distance >= length && length > 32) {
-        out.copyWithin(bt, bt - distance, end - distance);
+      } else if (distance >= 4 && length <= 32 && end + 3 < olen) {
+        // four bytes a step: each reads bytes already final (four or more back), and the last
+        // may write up to three bytes past the match, in output not yet written
+        for (let from = bt - distance; bt < end; bt += 4, from += 4) {
+          outView.setInt32(bt, outView.getInt32(from, true), true);
+        }
         bt = end;
-      } else {
-        for (; bt < end; bt++) out[bt] = out[bt - distance]!;
+        continue;
       }
+      bt = copyMatch(out, bt, distance, length);
     }
   }
+}
+
+/** Copies a match of `length` bytes from `distance` back to `bt` in `out`; the position after it. */
+function copyMatch(out: Uint8Array, bt: number, distance: number, length: number): number {
+  const end = bt + length;
+  if (distance >= length && length > 32) {
+    out.copyWithin(bt, bt - distance, end - distance);
+    return end;
+  }
+  for (; bt < end; bt++) out[bt] = out[bt - distance]!;
+  return end;
 }
 
 /** `mask`ed bits at bit `pos` (up to 9 bits: two bytes). */
@@ -541,4 +601,10 @@ function bits(d: Uint8Array, pos: number, mask: number): number {
 function bits16(d: Uint8Array, pos: number): number {
   const at = pos >>> 3;
   return (d[at]! | (d[at + 1]! << 8) | (d[at + 2]! << 16)) >>> (pos & 7);
+}
+
+/** At least 25 bits at bit `pos` (four bytes; bytes past the end read as 0), unmasked. */
+function word(d: Uint8Array, pos: number): number {
+  const at = pos >>> 3;
+  return (d[at]! | (d[at + 1]! << 8) | (d[at + 2]! << 16) | (d[at + 3]! << 24)) >>> (pos & 7);
 }
