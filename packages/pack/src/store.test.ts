@@ -441,7 +441,7 @@ describe('FsObjectStore pack spool writes', () => {
     it(`puts every byte on file, across a truncate into written blocks (${name})`, async () => {
       const dir = await mkdtemp(join(tmpdir(), 'gitport-store-'));
       temps.push(dir);
-      const store = new FsObjectStore(fs as ObjectStoreFs, dir);
+      const store = new FsObjectStore(fs as ObjectStoreFs, dir, { packSpool: openPackSpool });
       const spool = (await beginPack(store))!;
       const bytes = seededBlob(21, 2_000_003);
       appendInPieces(spool, bytes, 30_000);
