@@ -76,64 +76,26 @@ export function decodeEntryHeader(
   offset: number,
   end: number = bytes.length,
 ): EntryHeader | undefined {
-  const f = scratch;
-  if (!readEntryHeader(bytes, start, offset, end, f)) return undefined;
-  const type = f.type as EntryType;
-  if (isWholeEntryType(type)) return { type, size: f.size, length: f.length };
-  if (type === EntryType.OFS_DELTA) return { type, size: f.size, length: f.length, baseOffset: f.baseOffset };
-  return { type, size: f.size, length: f.length, baseOid: bytesToHex(bytes, f.baseAt, f.baseAt + 20) };
-}
-
-/** The fields of an entry header, filled in place by `readEntryHeader`. */
-export interface EntryHeaderFields {
-  type: number;
-  size: number;
-  /** Bytes the header takes, base included. */
-  length: number;
-  /** OFS_DELTA: pack offset of the base's entry. */
-  baseOffset: number;
-  /** REF_DELTA: where the base's 20-byte id starts in the bytes read. */
-  baseAt: number;
-}
-
-const scratch: EntryHeaderFields = { type: 0, size: 0, length: 0, baseOffset: 0, baseAt: 0 };
-
-/**
- * `decodeEntryHeader` into `into` (no object per entry, no id as text: for loops over many
- * entries); false when the bytes end before the header does. The same checks and errors.
- */
-export function readEntryHeader(
-  bytes: Uint8Array,
-  start: number,
-  offset: number,
-  end: number,
-  into: EntryHeaderFields,
-): boolean {
   let p = start;
-  if (p >= end) return false;
+  if (p >= end) return undefined;
   let c = bytes[p++]!;
   const type = entryTypeOf(c);
   let size = c & 15;
   let shift = 4;
   while (c & 0x80) {
-    if (p >= end) return false;
+    if (p >= end) return undefined;
     c = bytes[p++]!;
     if (shift > MAX_SIZE_SHIFT) throw new PackError('PACK_BAD_HEADER', 'entry size varint too long', { offset });
     size += (c & 0x7f) * 2 ** shift;
     shift += 7;
   }
-  into.type = type;
-  into.size = size;
-  if (isWholeEntryType(type)) {
-    into.length = p - start;
-    return true;
-  }
+  if (isWholeEntryType(type)) return { type, size, length: p - start };
   if (type === EntryType.OFS_DELTA) {
-    if (p >= end) return false;
+    if (p >= end) return undefined;
     c = bytes[p++]!;
     let distance = c & 0x7f;
     while (c & 0x80) {
-      if (p >= end) return false;
+      if (p >= end) return undefined;
       c = bytes[p++]!;
       distance = (distance + 1) * 128 + (c & 0x7f);
       // already past the start of the pack: no need to read the rest of it
@@ -143,15 +105,11 @@ export function readEntryHeader(
     if (distance <= 0 || baseOffset < FIRST_ENTRY) {
       throw new PackError('PACK_BAD_BASE_OFFSET', 'delta base offset points outside the pack', { offset });
     }
-    into.length = p - start;
-    into.baseOffset = baseOffset;
-    return true;
+    return { type, size, length: p - start, baseOffset };
   }
   if (type === EntryType.REF_DELTA) {
-    if (p + 20 > end) return false;
-    into.length = p + 20 - start;
-    into.baseAt = p;
-    return true;
+    if (p + 20 > end) return undefined;
+    return { type, size, length: p + 20 - start, baseOid: bytesToHex(bytes, p, p + 20) };
   }
   throw new PackError('PACK_BAD_TYPE', `entry type ${type} is not valid`, { offset });
 }

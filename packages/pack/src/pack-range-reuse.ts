@@ -28,13 +28,10 @@ import type { BitmapEnumeration } from './bitmap-walk.js';
 import { parseCommitLinks } from './commit.js';
 import {
   decodeEntryHeader,
-  type EntryHeaderFields,
   EntryType,
   encodeEntryHeader,
   isWholeEntry,
-  isWholeEntryType,
   MAX_ENTRY_HEADER,
-  readEntryHeader,
   writeEntryHeader,
 } from './entry-header.js';
 import { PackError, throwIfAborted } from './errors.js';
@@ -221,7 +218,6 @@ async function* reuseChunks(
   };
   // what `plan` decided for the last entry: its stored header's length, and for a rewritten
   // header, its type, size and base (an OFS_DELTA's distance, a REF_DELTA's base position)
-  const header: EntryHeaderFields = { type: 0, size: 0, length: 0, baseOffset: 0, baseAt: 0 };
   let storedLength = 0;
   let newType: EntryType = EntryType.OFS_DELTA;
   let newSize = 0;
@@ -232,12 +228,10 @@ async function* reuseChunks(
    */
   const plan = (p: number, bytes: Uint8Array, at: number): Plan => {
     const offset = offsets[p]!;
-    const h = header;
-    if (!readEntryHeader(bytes, at, offset, bytes.length, h)) {
-      throw new PackError('OBJECT_CORRUPT', `entry header cut short at ${offset}`);
-    }
+    const h = decodeEntryHeader(bytes, at, offset);
+    if (!h) throw new PackError('OBJECT_CORRUPT', `entry header cut short at ${offset}`);
     storedLength = h.length;
-    if (isWholeEntryType(h.type)) return VERBATIM;
+    if (isWholeEntry(h)) return VERBATIM;
     newSize = h.size;
     if (h.type === EntryType.OFS_DELTA) {
       const bp = pack.positionAt(h.baseOffset);
@@ -258,13 +252,11 @@ async function* reuseChunks(
       return WHOLE;
     }
     // REF_DELTA: fine wherever its base is, in this pack or on the receiver
-    const bp = pack.positionRaw(bytes, h.baseAt);
-    const sent = bp >= 0 ? hasBit(bits, bp) : extra.has(bytesToHex(bytes, h.baseAt, h.baseAt + 20));
+    const bp = pack.position(h.baseOid);
+    const sent = bp >= 0 ? hasBit(bits, bp) : extra.has(h.baseOid);
     if (sent || (thin && bp >= 0 && hasBit(haves, bp))) return VERBATIM;
     return WHOLE;
   };
-  /** A rewritten header, before it goes where it belongs. */
-  const headerBytes = new Uint8Array(MAX_ENTRY_HEADER);
   /** Writes the header `plan` decided on into `into` at `at`; returns where it ends. */
   const writeHeader = (into: Uint8Array, at: number): number =>
     newType === EntryType.OFS_DELTA
@@ -329,30 +321,25 @@ async function* reuseChunks(
     }
     const buffer = readBuffer(to - from);
     await pack.source.readInto(from, buffer, DIRECT);
-    // the batch's entries as they go out, moved down in place over the entries not sent (and
-    // stored headers longer than their rewritten ones): `filled` bytes of the buffer are written,
-    // `run` is the verbatim stretch not moved yet, which `out` counts already (plan() reads it for
-    // distances). An entry that does not fit where it goes (a header grown longer, an entry
-    // rebuilt whole) moves what is written into `chunk`, which takes the rest of the batch.
+    // the batch's entries as they go out: copied into `chunk` (made on the first gap or rewritten
+    // header; a batch read in one stretch and sent as it is goes out as the buffer read), where
+    // `run` is the verbatim stretch of the buffer not copied yet; `out` counts it already (plan()
+    // reads it for distances)
     const chunkAt = out;
-    let target = buffer;
     let chunk: Uint8Array | undefined;
     let filled = 0;
     let runStart = -1;
     let runEnd = -1;
-    /** The chunk, grown to take `bytes` more (made from what is written in place the first time). */
-    const room = (bytes: number): Uint8Array => {
+    const room = (bytes: number) => {
       if (chunk && filled + bytes <= chunk.length) return chunk;
       const grown = outBuffer(Math.max(sentBytes + 64, filled + bytes, chunk ? chunk.length * 2 : 0));
-      grown.set(target.subarray(0, filled));
+      if (chunk) grown.set(chunk.subarray(0, filled));
       chunk = grown;
-      target = grown;
       return grown;
     };
     const flushRun = () => {
       if (runStart < 0) return;
-      if (chunk) room(runEnd - runStart).set(buffer.subarray(runStart, runEnd), filled);
-      else if (filled !== runStart) buffer.copyWithin(filled, runStart, runEnd);
+      room(runEnd - runStart).set(buffer.subarray(runStart, runEnd), filled);
       filled += runEnd - runStart;
       runStart = -1;
     };
@@ -369,16 +356,11 @@ async function* reuseChunks(
         continue;
       }
       flushRun();
-      const data = at + storedLength;
       if (how === REWRITE) {
-        const length = writeHeader(headerBytes, 0);
-        // in place when the new header ends where the data starts at the latest
-        const into = chunk === undefined && filled + length <= data ? buffer : room(length + end - data);
-        for (let k = 0; k < length; k++) into[filled + k] = headerBytes[k]!;
-        filled += length;
-        if (into === buffer) buffer.copyWithin(filled, data, end);
-        else into.set(buffer.subarray(data, end), filled);
-        filled += end - data;
+        const into = room(MAX_ENTRY_HEADER + end - at - storedLength);
+        filled = writeHeader(into, filled);
+        into.set(buffer.subarray(at + storedLength, end), filled);
+        filled += end - at - storedLength;
       } else {
         for (const piece of await wholeEntry(r)) {
           room(piece.length).set(piece, filled);
@@ -387,9 +369,11 @@ async function* reuseChunks(
       }
       out = chunkAt + filled;
     }
-    flushRun();
-    // a chunk handed out for keeps is not a view of a buffer mostly left out
-    yield options.borrow || filled * 2 >= target.length ? target.subarray(0, filled) : target.slice(0, filled);
+    if (chunk === undefined) yield buffer.subarray(runStart, runEnd);
+    else {
+      flushRun();
+      yield chunk.subarray(0, filled);
+    }
     p = nextSet(ranged, q + 1, n);
   }
 }
