@@ -111,6 +111,27 @@ async function leadPositions(store: ObjectStore, e: BitmapEnumeration, commit: O
   return out;
 }
 
+/**
+ * Buffers of the lengths asked for. `borrow`: views of two spares used in turn, so a chunk handed
+ * out is written into again only after the next one was asked for and handed out; each spare
+ * grows as requests need (an incremental fetch's batches are small), up to a chunk unless one
+ * asks for more. Otherwise a new buffer each time.
+ */
+function buffersInTurn(borrow: boolean, chunkBytes: number): (length: number) => Uint8Array {
+  if (!borrow) return (length) => new Uint8Array(length);
+  const spares: (Uint8Array | undefined)[] = [undefined, undefined];
+  let turn = 0;
+  return (length) => {
+    const k = turn++ & 1;
+    let spare = spares[k];
+    if (!spare || spare.length < length) {
+      spare = new Uint8Array(Math.max(length, Math.min(chunkBytes, (spare?.length ?? 32 * 1024) * 4)));
+      spares[k] = spare;
+    }
+    return spare.subarray(0, length);
+  };
+}
+
 /** The selected entries of the bitmapped pack, reused by ranges. */
 export function rangeReuse(store: ObjectStore, e: BitmapEnumeration, options: RangeReuseOptions = {}): PackPrefix {
   return { count: countBits(e.bits), chunks: (at) => reuseChunks(store, e, options, at) };
@@ -129,34 +150,10 @@ async function* reuseChunks(
   const thin = options.thin === true;
   const level = options.level ?? 6;
   const extra = new Set(e.extra.map((o) => o.oid));
-  // with `borrow`, reads go into two buffers in turn: a chunk handed out is read into again only
-  // after the next one was asked for and handed out
-  const spares: (Uint8Array | undefined)[] = [undefined, undefined];
-  let turn = 0;
-  const readBuffer = (length: number): Uint8Array => {
-    if (!options.borrow) return new Uint8Array(length);
-    const k = turn++ & 1;
-    let spare = spares[k];
-    if (!spare || spare.length < length) {
-      // grown as batches need (an incremental fetch's are small), up to a chunk
-      spare = new Uint8Array(Math.min(chunkBytes, Math.max(length, (spare?.length ?? 32 * 1024) * 4)));
-      spares[k] = spare;
-    }
-    return spare.subarray(0, length);
-  };
-  // the same for the chunks a batch is copied into when it does not go out as it was read
-  const outSpares: (Uint8Array | undefined)[] = [undefined, undefined];
-  let outTurn = 0;
-  const outBuffer = (length: number): Uint8Array => {
-    if (!options.borrow) return new Uint8Array(length);
-    const k = outTurn++ & 1;
-    let spare = outSpares[k];
-    if (!spare || spare.length < length) {
-      spare = new Uint8Array(Math.max(length, Math.min(chunkBytes, (spare?.length ?? 32 * 1024) * 4)));
-      outSpares[k] = spare;
-    }
-    return spare.subarray(0, length);
-  };
+  // with `borrow`, reads go into two buffers in turn, and so do the chunks a batch is copied
+  // into when it does not go out as it was read
+  const readBuffer = buffersInTurn(options.borrow === true, chunkBytes);
+  const outBuffer = buffersInTurn(options.borrow === true, chunkBytes);
   // the lead's entries go first; the ranges are the other entries sent
   const lead = options.lead !== undefined ? await leadPositions(store, e, options.lead) : [];
   const ranged = lead.length > 0 ? bits.slice() : bits;
