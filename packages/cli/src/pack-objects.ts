@@ -98,10 +98,17 @@ export async function packObjects(args: readonly string[]): Promise<number> {
         thin,
         ...(window !== undefined ? { window } : {}),
         ...(depth !== undefined ? { depth } : {}),
+        // each chunk is written out before the next is asked for (below): the pack's reused
+        // ranges are read into two buffers in turn instead of a new buffer per read, which would
+        // stay in memory until a collection finds it dead
+        borrow: true,
       },
     );
     for await (const chunk of pack) {
-      if (!process.stdout.write(chunk)) await new Promise((r) => process.stdout.once('drain', r));
+      // the write's callback: the stream is done with the chunk (it may be written again)
+      await new Promise<void>((resolve, reject) =>
+        process.stdout.write(chunk, (error) => (error ? reject(error) : resolve())),
+      );
     }
     return 0;
   } catch (error) {
