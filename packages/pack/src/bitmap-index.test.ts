@@ -10,10 +10,14 @@ import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BitmapIndex, bitmappedPack } from './bitmap-index.js';
+import { bitmapServing } from './bitmap-serving.js';
+import { tryBitmapWalk } from './bitmap-walk.js';
 import { isPackError } from './errors.js';
 import { countBits, hasBit } from './ewah.js';
+import { FsObjectStore } from './fs-store.js';
 import { PackIndex } from './idx.js';
 import { bytesToHex, hexToBytes } from './object.js';
+import { createPack } from './pack-writer.js';
 import { sha1 } from './sha1.js';
 import { fuzzParameters } from './test-fuzz.js';
 import { commitFiles } from './test-repo-files.js';
@@ -112,6 +116,35 @@ describe('BitmapIndex on bitmaps git wrote', () => {
       expect(pack.positionRaw(new Uint8Array(20), 0)).toBe(-1);
       expect(() => pack.positionRaw(new Uint8Array(20), 1)).toThrow(/cut short/);
     }
+  });
+
+  it('a clone by the bitmaps sends the whole pack without listing it; decoded bitmaps go with the walk', async () => {
+    // the repository is one pack with its bitmap (the last repack's): a clone is all of it
+    const store = new FsObjectStore(nodeFs, `${repo}/.git`, { bitmaps: bitmapServing });
+    const wants = (await sandbox.git(['for-each-ref', '--format=%(objectname)'], { cwd: repo }))
+      .split('\n')
+      .filter(Boolean);
+    const reported: (readonly string[])[] = [];
+    let bytes = 0;
+    let count = -1;
+    for await (const chunk of createPack(store, { wants }, { onStoredPack: (oids) => reported.push(oids) })) {
+      if (count < 0) count = new DataView(chunk.buffer, chunk.byteOffset).getUint32(8);
+      bytes += chunk.length;
+    }
+    const pack = (await store.bitmappedPack?.())!;
+    expect(count).toBe(pack.count);
+    expect(bytes).toBe(pack.size);
+    expect(reported).toEqual([]);
+    // a bitmap decoded is kept until a walk ends, then decoded again
+    let p = 0;
+    while (!pack.reachable(p)) p++;
+    const decoded = pack.reachable(p)!;
+    expect(pack.reachable(p)).toBe(decoded);
+    expect(await tryBitmapWalk(store, { wants })).toBeDefined();
+    const again = pack.reachable(p)!;
+    expect(again).not.toBe(decoded);
+    expect(again).toEqual(decoded);
+    await store.close();
   });
 
   it('refuses a bitmap of another pack, or whose checksum does not match', () => {

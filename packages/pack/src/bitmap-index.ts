@@ -192,6 +192,17 @@ export class BitmapIndex {
     return bits!;
   }
 
+  /**
+   * Drops the decoded bitmaps. A walk decodes the bitmaps of its tips (and the entries they are
+   * XORed with) and keeps them while it lasts; once it has ORed them into its own bits nothing
+   * reads them again, and the next request names other tips as often as the same ones, so they
+   * are not kept between requests (git keeps none: a request is a process of its own).
+   */
+  dropDecoded(): void {
+    this.#cache.clear();
+    this.#cacheBytes = 0;
+  }
+
   #keep(entry: number, bits: Bits): void {
     this.#cache.set(entry, bits);
     this.#cacheBytes += bits.byteLength;

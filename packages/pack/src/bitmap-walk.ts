@@ -411,6 +411,9 @@ export async function tryBitmapWalk(
   } catch (error) {
     if ((error as { code?: unknown }).code === 'BITMAP_CORRUPT') return undefined;
     throw error;
+  } finally {
+    // what the walk decoded is in its own bits now
+    pack.bitmaps.dropDecoded();
   }
 }
 

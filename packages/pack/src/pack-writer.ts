@@ -89,7 +89,12 @@ export interface PackEncoding {
   /** Cancels the walk and the writing. */
   signal?: AbortSignal;
   onProgress?: (progress: { phase: 'counting' | 'compressing' | 'writing'; done: number; total: number }) => void;
-  /** Called with the pack's objects when a stored pack holding exactly them goes out as it is. */
+  /**
+   * Called with the pack's objects when a stored pack holding exactly them goes out as it is,
+   * found by the object walk. Not called when the bitmaps chose it: they answer the same request
+   * again faster than a list of every object in the pack is made and checked, and that list
+   * would be as many strings as the pack has objects, kept while the pack goes out and after.
+   */
   onStoredPack?: (oids: readonly ObjectId[]) => void;
   /**
    * The caller is done with each chunk before it asks for the next: a stored pack that goes out
@@ -309,9 +314,6 @@ async function* packStream(
           thin: options.thin === true && !filtered,
           ...(lead !== undefined && !whole ? { lead } : {}),
         });
-        if (whole && options.onStoredPack) {
-          options.onStoredPack(Array.from({ length: b.pack.count }, (_, p) => b.pack.oidAt(p)));
-        }
         yield* writeStream(store, e, b.extra, filtered, options, prefix);
         return;
       }
