@@ -19,6 +19,7 @@ import { type DeltaObject, DeltaWindow } from './delta.js';
 import type { RemoteDeltaJob, RemoteDeltaResult, RemoteDeltaSearch } from './delta-worker.js';
 import { FsObjectStore } from './fs-store.js';
 import { type ObjectId, TYPE_CODES } from './object.js';
+import { asSmallInteger } from './small-integer.js';
 import { readHeaderOf, readHeaderSyncOf } from './stored-reads.js';
 
 const MARK = 'gitport-delta-worker';
@@ -167,14 +168,12 @@ function worker(): Shared | undefined {
         deltaWorkerUse.results += count;
         for (let at = 0; at < meta.length; at += RESULT_FIELDS) {
           const offset = meta[at + 4]!;
-          // views of the message's buffer, which the writer copies into its chunks
-          // small integers (see searchBatch): the writer copies them into its items
-          const size = meta[at + 3]!;
           job.results.push({
             i: meta[at]! | 0,
             base: meta[at + 1]! | 0,
             depth: meta[at + 2]! | 0,
-            size: size <= 0x3fffffff ? size | 0 : size,
+            size: asSmallInteger(meta[at + 3]!),
+            // a view of the message's buffer, which the writer copies into its chunks
             z: bytes.subarray(offset, offset + meta[at + 5]!),
           });
         }
@@ -420,13 +419,10 @@ function searchBatch(
   for (let k = 0; k < data.length; k++) {
     const at = k * BATCH_FIELDS;
     const flags = meta[at + 3]!;
-    // small integers where they are ones (numbers read from a Float64Array are doubles): fields
-    // that hold both change representation, and V8 drops the search's optimized code
-    const size = meta[at + 1]!;
     const target: WorkerObject = {
       i: meta[at]! | 0,
       type: meta[at + 2]! | 0,
-      size: size <= 0x3fffffff ? size | 0 : size,
+      size: asSmallInteger(meta[at + 1]!),
       whole: (flags & FLAG_WHOLE) !== 0,
       edge: (flags & FLAG_EDGE) !== 0,
       depth: 0,

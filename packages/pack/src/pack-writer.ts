@@ -24,6 +24,7 @@ import { PackError, throwIfAborted } from './errors.js';
 import { bytesToHex, CODE_TYPES, hexToBytes, type ObjectId, type ObjectType, TYPE_CODES } from './object.js';
 import type { ObjectFilter } from './object-filter.js';
 import type { PackPrefix } from './pack-range-reuse.js';
+import { asSmallInteger } from './small-integer.js';
 import type { ObjectStore } from './store.js';
 import type { PackSource, StoredEntries } from './stored-location.js';
 import {
@@ -208,7 +209,7 @@ function newItem(p: PackObject, n: number): Item {
   return {
     oid: p.oid,
     type: p.type,
-    // as a 32-bit signed integer, always a small integer (see sizeField; compared unsigned)
+    // as a 32-bit signed integer, always a small integer (see asSmallInteger; compared unsigned)
     nameHash: p.nameHash | 0,
     size: 0,
     base: undefined,
@@ -224,15 +225,6 @@ function newItem(p: PackObject, n: number): Item {
     chainDepth: -1,
     at: -1,
   };
-}
-
-/**
- * A size as an item field: a small integer where it is one. Sizes decoded from headers may come
- * as doubles; a field that holds both changes its representation, and V8 then migrates every
- * item and drops the code optimized for the old one (the delta search's, among others).
- */
-function sizeField(size: number): number {
-  return size <= 0x3fffffff ? size | 0 : size;
 }
 
 /** Longest run of consecutive source entries copied with one read. */
@@ -453,7 +445,7 @@ async function* writeStream(
     const h = readHeaderSyncOf(store, item.oid) ?? (await readHeaderOf(store, item.oid));
     if (!h) throw new PackError('OBJECT_NOT_FOUND', `object ${item.oid} is missing`);
     item.type = h.type;
-    item.size = sizeField(h.size);
+    item.size = asSmallInteger(h.size);
   };
   for (let n = 0; n < split; n++) {
     const item = order[n]!;
@@ -462,7 +454,7 @@ async function* writeStream(
     if (located && p >= 0) {
       const code = located.code[n]!;
       // a double read from the column would change the representation of the field
-      item.size = sizeField(located.size[n]!);
+      item.size = asSmallInteger(located.size[n]!);
       if (isWholeEntryType(code)) {
         item.type = CODE_TYPES[code]!;
         reused.kind[n] = REUSE_WHOLE;
@@ -484,7 +476,7 @@ async function* writeStream(
     }
     const raw = reuse ? await readRawOf(store, item.oid) : undefined;
     if (raw) {
-      item.size = sizeField(raw.size);
+      item.size = asSmallInteger(raw.size);
       if (raw.kind === 'whole') {
         item.type = raw.type;
         reused.kind[n] = REUSE_WHOLE;
@@ -528,7 +520,7 @@ async function* writeStream(
         continue;
       }
       item.type = CODE_TYPES[code]!;
-      item.size = sizeField(got!.sizes[n - split]!);
+      item.size = asSmallInteger(got!.sizes[n - split]!);
     }
   }
   // reused deltas: base in this pack (or one the receiver has when thin: one of the boundary
@@ -576,7 +568,7 @@ async function* writeStream(
       if (!h) throw new PackError('OBJECT_NOT_FOUND', `object ${item.oid} is missing`);
       item.type = h.type;
       // a delta not reused is searched and written as the object it makes
-      if (kind === STORED_DELTA) item.size = sizeField(h.size);
+      if (kind === STORED_DELTA) item.size = asSmallInteger(h.size);
     }
   }
   // a delta not reused: its entry is of no further use
@@ -592,7 +584,7 @@ async function* writeStream(
       const h = hasHeaderReads(store) ? await readHeaderOf(store, e.oid) : undefined;
       if (h) {
         e.type = h.type;
-        e.size = sizeField(h.size);
+        e.size = asSmallInteger(h.size);
         if (e.size >= 32 && (e.type === 'blob' || e.type === 'tree')) candidates.push(e);
       }
     }
