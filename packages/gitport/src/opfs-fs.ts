@@ -5,8 +5,8 @@
  * may see half written: new or empty files, scratch files (`isScratchName`) and large ones (see
  * `SYNC_WRITE_MIN`); otherwise, and outside workers, it goes through `createWritable()`, which
  * writes a swap file and replaces the target on close (so readers never see half a file).
- * Scratch files' handles are kept from their write to their rename. `rename` uses `FileSystemHandle.move` where the
- * browser has it and copies otherwise; `readRange` slices the `File` (a positional read);
+ * Scratch files' handles are kept from their write to their rename. `rename` uses
+ * `FileSystemHandle.move` where the browser has it and copies otherwise; `readRange` slices the `File` (a positional read);
  * `readdirTypes` lists with each entry's kind, so a walk of refs need not open each entry to
  * find the directories.
  * Directory handles are kept once looked up (each level of a path costs a round trip to the
@@ -162,7 +162,7 @@ export class OpfsFs implements FsLike {
         const bytes = typeof data === 'string' ? new TextEncoder().encode(data) : data;
         if (await writeInPlace(handle, bytes, scratch || bytes.length >= SYNC_WRITE_MIN)) return;
         const writable = await handle.createWritable();
-        await writable.write(typeof data === 'string' ? data : (data as Uint8Array<ArrayBuffer>));
+        await writable.write(bytes as Uint8Array<ArrayBuffer>);
         await writable.close();
       },
       async unlink(path: string) {

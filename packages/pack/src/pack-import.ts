@@ -6,9 +6,9 @@
  * fails anywhere changes nothing in the store.
  *
  * Stores that keep packs and offer `beginPack` (FsObjectStore given `packSpool`, over an fs with
- * positional reads and writes) get the pack written to a temporary file as it arrives; entries are read back by
- * position when a delta needs a base no longer cached, so memory is bounded by the objects
- * (and a constant cache), not by the pack. The file is moved into place, `.pack` then `.idx`,
+ * positional reads and writes) get the pack written to a temporary file as it arrives; entries
+ * are read back by position when a delta needs a base no longer cached, so memory is bounded by
+ * the objects (and a constant cache), not by the pack. The file is moved into place, `.pack` then `.idx`,
  * only once the pack checks out, and removed otherwise.
  */
 import { createSha1 } from '#sha1';
