@@ -488,7 +488,7 @@ describe(`scale (${preset})`, () => {
       recordCommand(
         'library-clone',
         'git clone --bare --no-local',
-        'a Node process whose one worker thread hosts the repository (openNodeRepository, bitmaps on, hostGit; a 2 MB young generation, as host.ts advises) and whose other clones it bare to disk over a MessageChannel (busRemote(...).clone, protocol v2, its default 1 MiB window, a 4 MB young generation, as remote.ts advises; built packages)',
+        'a Node process whose one worker thread hosts the repository (openNodeRepository, bitmaps on, hostGit; a 2 MB young generation, as host.ts advises) and whose other clones it bare to disk over a MessageChannel (busRemote(...).clone, protocol v2, its default 512 KiB window, a 4 MB young generation, as remote.ts advises; built packages)',
         r,
         { ms: atMost(1), 'mem.mb': atMost(1.5) },
       );

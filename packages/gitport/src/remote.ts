@@ -37,7 +37,7 @@
  * modules load and the import runs. A Node worker thread that mostly clones and fetches keeps
  * nearer its working set with `new Worker(url, { resourceLimits: { maxYoungGenerationSizeMb: 4
  * } })`; not less: V8 splits the young generation in three, and a semi-space smaller than the
- * receive window (FETCH_WINDOW, 1 MiB) holds the chunks in flight past two scavenges, so they
+ * receive window (FETCH_WINDOW, 512 KiB) holds the chunks in flight past two scavenges, so they
  * move to the old generation and wait there for a full collection, which costs more than the
  * smaller young generation saves. (host.ts gives the advice for a thread that hosts.)
  */
@@ -186,8 +186,8 @@ export interface RemoteOptions {
    */
   url?: string;
   /**
-   * The transport receive window of each stream (bytes). Default: 1 MiB for fetches and
-   * clones (the host then sends 256 KiB at a time), the transport's default for pushes.
+   * The transport receive window of each stream (bytes). Default: 512 KiB for fetches and
+   * clones (the host then sends 128 KiB at a time), the transport's default for pushes.
    */
   window?: number;
 }
@@ -195,12 +195,13 @@ export interface RemoteOptions {
 /**
  * A fetch's receive window: what the host may send ahead of the pack's import. Every buffer in
  * flight is one the reading thread's young generation holds across its scavenges while it
- * waits its turn: with a few MiB in flight most of them outlive two scavenges, move to the old
- * generation and stay there, read and dead, until a full collection, so a larger window costs
- * several times its size in private memory (and a clone goes no faster: the import, not the
- * host, sets the pace).
+ * waits its turn: the longer a chunk waits, the likelier it outlives two scavenges, moves to the
+ * old generation and stays there, read and dead, until a full collection (which a thread whose
+ * heap hardly grows seldom has), so a larger window costs several times its size in private
+ * memory. A clone goes no faster with more: the import, not the host, sets the pace, and half a
+ * MiB keeps the host's writes ahead of it (a quarter costs more CPU in messages per byte).
  */
-const FETCH_WINDOW = 2 ** 20;
+const FETCH_WINDOW = 2 ** 19;
 
 /**
  * Runs `fn` against the remote's service for one operation: over a fresh bus stream, or over

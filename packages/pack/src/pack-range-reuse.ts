@@ -160,21 +160,45 @@ async function* reuseChunks(
   for (const p of lead) ranged[p >>> 5]! &= ~(1 << (p & 31));
   /** Output offset of each lead entry written. */
   const leadAt = new Map<number, number>();
-  /**
-   * Output offset plus one of each entry of the ranges written (by its rank among them), 0
-   * before: four bytes an entry (a table the size of the objects sent, held while they go out),
-   * eight once an offset no longer fits.
-   */
-  const rank = bitRanks(ranged);
-  let written: Uint32Array | Float64Array = new Uint32Array(countBits(ranged));
-  const writtenAt = (p: number) =>
-    hasBit(ranged, p) ? written[rankOf(ranged, rank, p)]! - 1 : lead.length > 0 ? (leadAt.get(p) ?? -1) : -1;
-  const setWritten = (p: number, at: number) => {
-    if (at >= 0xffffffff && written instanceof Uint32Array) written = Float64Array.from(written);
-    written[rankOf(ranged, rank, p)] = at + 1;
-  };
   /** Where each entry starts, in pack order (and where the last ends). */
   const offsets = pack.offsets();
+  /**
+   * Where the entries of the ranges went out. While every entry written so far went out as far
+   * from its place in the pack as the first (the whole pack sent as it is: a full clone), that
+   * one distance says it: the entries before position `straight` lie at their offset plus
+   * `shift`, and no table is made. From the first entry that does not, a table: output offset
+   * plus one of each entry of the ranges written (by its rank among them), 0 before; four bytes
+   * an entry (the size of the objects sent, held while they go out), eight once an offset no
+   * longer fits.
+   */
+  let shift = 0;
+  let straight = 0;
+  let rank: Uint32Array | undefined;
+  let written: Uint32Array | Float64Array | undefined;
+  const writtenAt = (p: number) => {
+    if (!hasBit(ranged, p)) return lead.length > 0 ? (leadAt.get(p) ?? -1) : -1;
+    if (written) return written[rankOf(ranged, rank!, p)]! - 1;
+    return p < straight ? offsets[p]! + shift : -1;
+  };
+  const setWritten = (p: number, at: number) => {
+    if (!written) {
+      if (straight === 0) shift = at - offsets[p]!;
+      if (at === offsets[p]! + shift) {
+        straight = p + 1;
+        return;
+      }
+      // the table, with the entries that went out straight so far
+      rank = bitRanks(ranged);
+      const count = countBits(ranged);
+      const table = pack.size + Math.max(0, shift) < 0xffffffff ? new Uint32Array(count) : new Float64Array(count);
+      for (let r = nextSet(ranged, 0, straight); r < straight; r = nextSet(ranged, r + 1, straight)) {
+        table[rankOf(ranged, rank, r)] = offsets[r]! + shift + 1;
+      }
+      written = table;
+    }
+    if (at >= 0xffffffff && written instanceof Uint32Array) written = Float64Array.from(written);
+    written[rankOf(ranged, rank!, p)] = at + 1;
+  };
   let out = start;
   /** Pieces of the chunk being built (entries put first, rebuilt whole, or a large one's header). */
   let pieces: Uint8Array[] = [];
