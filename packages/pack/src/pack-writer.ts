@@ -117,7 +117,10 @@ interface Item extends PackObject {
   /** The base's item when it is one (of the pack's objects, or a thin-pack base). */
   baseItem?: Item;
   delta?: Uint8Array;
-  /** Deflated by the delta worker: the delta (when `base` is set) or the whole object. */
+  /**
+   * Deflated by the delta worker: the delta (when `base` is set) or the whole object (a view of
+   * a buffer shared with the worker, copied out when written).
+   */
   z?: Uint8Array;
   /** Size before deflating of `z` (0 without it). */
   zSize: number;
@@ -697,7 +700,7 @@ async function* writeStream(
           }
         } else if (remote && !target.whole) {
           // to be written whole: the worker deflates it meanwhile
-          toCompress.push({ i: c, data });
+          toCompress.push({ i: c, data, delta: false });
           toCompressBytes += data.length;
           if (toCompressBytes >= 1 << 20) flushCompress();
         }
@@ -890,19 +893,18 @@ async function* writeStream(
         else emit(reused.bytes.get(n)!);
         return;
       }
-      let compressed: Uint8Array;
-      let size: number;
       if (item.z) {
-        compressed = item.z;
-        size = item.zSize;
+        emit(encodeEntryHeader(useOfs ? EntryType.OFS_DELTA : EntryType.REF_DELTA, item.zSize));
+        emit(useOfs ? encodeOfsOffset(at - baseOffset) : hexToBytes(baseOid));
+        // a view of the worker's shared buffer: copied into the chunk
+        emit(item.z);
         item.z = undefined;
-      } else {
-        compressed = await deflateEntry(item.delta!, level);
-        size = item.delta!.length;
-        item.delta = undefined;
+        return;
       }
-      emit(encodeEntryHeader(useOfs ? EntryType.OFS_DELTA : EntryType.REF_DELTA, size));
+      const compressed = await deflateEntry(item.delta!, level);
+      emit(encodeEntryHeader(useOfs ? EntryType.OFS_DELTA : EntryType.REF_DELTA, item.delta!.length));
       emit(useOfs ? encodeOfsOffset(at - baseOffset) : hexToBytes(baseOid));
+      item.delta = undefined;
       await emitOwned(compressed);
       return;
     }
@@ -916,7 +918,7 @@ async function* writeStream(
     }
     if (item.z) {
       emit(encodeEntryHeader(TYPE_CODES[item.type], item.zSize));
-      await emitOwned(item.z);
+      emit(item.z);
       item.z = undefined;
       return;
     }
