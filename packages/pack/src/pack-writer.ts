@@ -667,11 +667,13 @@ async function* writeStream(
       job.add(batch, from, true);
     };
     let k = 0;
-    let toCompress: { i: number; data: Uint8Array; delta?: boolean }[] = [];
+    const toCompress: { i: number; data: Uint8Array; delta?: boolean }[] = [];
     let toCompressBytes = 0;
     const flushCompress = () => {
       if (remote && toCompress.length > 0) remote.compress(toCompress);
-      toCompress = [];
+      // emptied, not replaced: `compress` is done with it, and a fresh list would change its
+      // kind of elements again on the first push (V8 then drops the search's optimized code)
+      toCompress.length = 0;
       toCompressBytes = 0;
     };
     const searchHere = async (from: number, to: number) => {
