@@ -443,12 +443,23 @@ async function* writeStream(
   /** A stored delta's base when the delta can go out: in this pack, or (thin) the receiver's. */
   const reusableBase = (base: ObjectId): ObjectId | undefined =>
     items.has(base) || (options.thin && !filtered && enumeration?.uninteresting.has(base)) ? base : undefined;
-  /** Sets an item's type and size from its entry headers (read by this thread). */
-  const readHeader = async (item: Item) => {
-    const h = readHeaderSyncOf(store, item.oid) ?? (await readHeaderOf(store, item.oid));
+  /** Sets an item's type and size from a header read for it. */
+  const setHeader = (item: Item, h: { type: ObjectType; size: number } | undefined) => {
     if (!h) throw new PackError('OBJECT_NOT_FOUND', `object ${item.oid} is missing`);
     item.type = h.type;
     item.size = asSmallInteger(h.size);
+  };
+  /**
+   * Sets an item's type and size from its entry headers (read by this thread): a promise only
+   * when they must be waited for, so that most of a loop over every object does not suspend.
+   */
+  const readHeader = (item: Item): Promise<void> | undefined => {
+    const h = readHeaderSyncOf(store, item.oid);
+    if (h) {
+      setHeader(item, h);
+      return undefined;
+    }
+    return readHeaderOf(store, item.oid).then((r) => setHeader(item, r));
   };
   for (let n = 0; n < split; n++) {
     const item = order[n]!;
@@ -502,7 +513,8 @@ async function* writeStream(
         reused.bytes.set(n, raw.compressed);
       }
     } else {
-      await readHeader(item);
+      const wait = readHeader(item);
+      if (wait) await wait;
     }
   }
   if (shared) {
@@ -510,7 +522,10 @@ async function* writeStream(
     let b = shared.batches - 1;
     for (; b >= 0 && shared.claim(b); b--) {
       throwIfAborted(signal);
-      for (let n = split + b * HEADER_BATCH; n < batchEnd(b); n++) await readHeader(order[n]!);
+      for (let n = split + b * HEADER_BATCH; n < batchEnd(b); n++) {
+        const wait = readHeader(order[n]!);
+        if (wait) await wait;
+      }
     }
     // the worker took batches 0..b: read there (or here, when it failed or did not find one)
     const got = b >= 0 ? await shared.done().catch(() => undefined) : undefined;
@@ -519,7 +534,8 @@ async function* writeStream(
       if ((n & 255) === 0) throwIfAborted(signal);
       const code = got?.types[n - split] ?? 0;
       if (code === 0) {
-        await readHeader(item);
+        const wait = readHeader(item);
+        if (wait) await wait;
         continue;
       }
       item.type = CODE_TYPES[code]!;
@@ -601,8 +617,9 @@ async function* writeStream(
     for (const c of candidates) c.whole = reused.of(c) === REUSE_WHOLE;
     /** The object's bytes without awaiting where the store can (most reads here). */
     const readNow = (item: Item): Uint8Array | undefined => store.readSync?.(item.oid)?.data;
+    /** The object's bytes where `readNow` had none (its sync read is not tried again). */
     const readData = async (item: Item): Promise<Uint8Array> => {
-      const obj = store.readSync?.(item.oid) ?? (await store.read(item.oid));
+      const obj = await store.read(item.oid);
       if (!obj) throw new PackError('OBJECT_NOT_FOUND', `object ${item.oid} is missing`);
       return obj.data;
     };
