@@ -408,19 +408,19 @@ async function* writeStream(
   // search may be shared: asking for it begins no job
   if (searchesAhead(options) && order.length >= PARALLEL_MIN_OBJECTS) remoteDeltaSearch();
   // without reuse every object's type and size come from its entry headers: the worker thread
-  // reads those of the later half too, where it opens the store itself, batch by batch from the
-  // first while this thread reads the first half, then batches from the last back (see
-  // SharedHeaderReads): a worker still starting takes none, and this thread waits for none
-  const half = order.length >>> 1;
+  // reads them too, where it opens the store itself, batch by batch from the first while this
+  // thread reads batches from the last back (see SharedHeaderReads), until they meet: a worker
+  // still starting takes none, and this thread waits for none; a worker reading faster (its
+  // reads are synchronous, this thread's may wait for the thread pool) takes more
   const shared =
     !reuse && searchesAhead(options) && order.length >= PARALLEL_MIN_HEADERS
       ? remoteDeltaSearch()?.headers(
           store,
-          order.slice(half).map((i) => i.oid),
+          order.map((i) => i.oid),
           HEADER_BATCH,
         )
       : undefined;
-  const split = shared ? half : order.length;
+  const split = shared ? 0 : order.length;
   // 1. stored representations: where each lies, in columns, read again when written
   let done = 0;
   const reused = new Reused(order.length);
