@@ -160,11 +160,7 @@ export class IndexTablePool {
    * start (emptied), so that neither the outer array nor a list changes its kind of elements
    * once the code using them is optimized (V8 would drop that code).
    */
-  readonly #free: Int32Array[][] = Array.from({ length: 32 }, () => {
-    const list = [new Int32Array(0)];
-    list.length = 0;
-    return list;
-  });
+  readonly #free: Int32Array[][] = Array.from({ length: 32 }, () => emptyObjectList<Int32Array>());
   #bytes = 0;
   constructor(readonly maxBytes = 4 << 20) {}
 
@@ -379,6 +375,12 @@ export class DeltaIndex {
   }
 }
 
+function emptyObjectList<T>(): T[] {
+  const list = [null as T];
+  list.length = 0;
+  return list;
+}
+
 /** An object in a delta search window (see DeltaWindow). */
 export interface DeltaObject {
   type: string | number;
@@ -398,7 +400,12 @@ export interface DeltaObject {
  * the base's depth; the best base then moves to the newest end so it stays longest.
  */
 export class DeltaWindow<T extends DeltaObject> {
-  readonly slots: T[] = [];
+  /**
+   * Oldest first. Made holding objects (then emptied): a list made empty holds small integers
+   * until its first object comes, and that change of its kind of elements makes V8 drop the
+   * search's optimized code, once for each window made.
+   */
+  readonly slots: T[] = emptyObjectList<T>();
   readonly #pool = new IndexTablePool();
   readonly #target = new DeltaTarget();
   constructor(
