@@ -17,6 +17,7 @@ import { isMainThread, parentPort, Worker, workerData } from 'node:worker_thread
 import { deflate } from '#zlib';
 import { type DeltaObject, DeltaWindow } from './delta.js';
 import type { RemoteDeltaJob, RemoteDeltaResult, RemoteDeltaSearch } from './delta-worker.js';
+import type { FileHandleLike, ObjectStoreFs } from './fs-like.js';
 import { FsObjectStore } from './fs-store.js';
 import { type ObjectId, TYPE_CODES } from './object.js';
 import { asSmallInteger } from './small-integer.js';
@@ -25,10 +26,13 @@ import { readHeaderOf, readHeaderSyncOf } from './stored-reads.js';
 const MARK = 'gitport-delta-worker';
 
 /**
- * A batch of objects in one transferred buffer: their bytes one after another (each at a multiple
+ * A batch of objects in one shared buffer: their bytes one after another (each at a multiple
  * of 8, so that a delta index can read a base as words where it lies), and `meta`, `FIELDS`
- * numbers per object. One buffer per message, not one per object: transferring and wrapping
- * thousands of small buffers costs more than copying their bytes.
+ * numbers per object. One buffer per message, not one per object: sending and wrapping
+ * thousands of small buffers costs more than copying their bytes. The buffer is a
+ * SharedArrayBuffer, which a message passes without copying and without detaching: the first
+ * ArrayBuffer a thread detaches (a transfer does) makes V8 drop the optimized code of every
+ * function that reads typed arrays, in that thread, and check for detached buffers from then on.
  */
 interface Packed {
   meta: Float64Array;
@@ -79,7 +83,7 @@ function packItems<T>(
 ): Packed {
   let total = 0;
   for (const item of items) total += ((bytesOf(item)?.length ?? 0) + 7) & ~7;
-  const bytes = new Uint8Array(total);
+  const bytes = new Uint8Array(new SharedArrayBuffer(total));
   const meta = new Float64Array(items.length * fields);
   let offset = 0;
   for (let k = 0; k < items.length; k++) {
@@ -274,7 +278,7 @@ export function remoteDeltaSearch(cores = availableParallelism()): RemoteDeltaSe
     begin(options): RemoteDeltaJob {
       const id = nextId++;
       let settled: Promise<RemoteDeltaResult[]>;
-      const post = (message: ToWorker, transfer: ArrayBuffer[] = []) => state.worker.postMessage(message, transfer);
+      const post = (message: ToWorker) => state.worker.postMessage(message);
       settled = new Promise<RemoteDeltaResult[]>((resolve, reject) => {
         state.jobs.set(id, { results: [], queued: 0, resolve, reject });
       });
@@ -306,7 +310,7 @@ export function remoteDeltaSearch(cores = availableParallelism()): RemoteDeltaSe
             },
           );
           const oids = reads ? objects.map((o) => o.oid) : undefined;
-          post({ op: 'batch', id, chunk, last, oids, ...packed }, [packed.bytes.buffer as ArrayBuffer]);
+          post({ op: 'batch', id, chunk, last, oids, ...packed });
         },
         compress(objects) {
           const packed = packItems(
@@ -321,7 +325,7 @@ export function remoteDeltaSearch(cores = availableParallelism()): RemoteDeltaSe
             },
           );
           const oids = reads ? objects.map((o) => (o.data ? undefined : o.oid)) : undefined;
-          post({ op: 'compress', id, oids, ...packed }, [packed.bytes.buffer as ArrayBuffer]);
+          post({ op: 'compress', id, oids, ...packed });
         },
         queuedChunks() {
           return state.jobs.get(id)?.queued ?? 0;
@@ -453,9 +457,34 @@ function searchBatch(
   }
 }
 
+/**
+ * Node's `fs.promises` for the worker's own store, except that files opened for reading read
+ * synchronously: the worker serves nothing else while it waits, and a read handed to the thread
+ * pool costs two thread wake-ups, which on a busy machine take longer than the read (packs
+ * mostly come from the page cache, as git's mmap reads them). Writes and listings stay as they are.
+ */
+const workerFs: ObjectStoreFs = {
+  ...(nodeFs.promises as unknown as ObjectStoreFs),
+  async open(path: string, flags: string): Promise<FileHandleLike> {
+    if (flags !== 'r') return (nodeFs.promises as unknown as Required<ObjectStoreFs>).open(path, flags);
+    const fd = nodeFs.openSync(path, 'r');
+    return {
+      async read(buffer, offset, length, position) {
+        return { bytesRead: nodeFs.readSync(fd, buffer, offset, length, position) };
+      },
+      async close() {
+        nodeFs.closeSync(fd);
+      },
+    };
+  },
+};
+
 /** A store of the worker's, over the repository at `gitDir`, with its pack indexes read. */
 function openStore(gitDir: string): FsObjectStore {
-  return new FsObjectStore(nodeFs, gitDir, { cacheBytes: WORKER_CACHE_BYTES, pageCacheBytes: WORKER_PAGE_CACHE_BYTES });
+  return new FsObjectStore(workerFs, gitDir, {
+    cacheBytes: WORKER_CACHE_BYTES,
+    pageCacheBytes: WORKER_PAGE_CACHE_BYTES,
+  });
 }
 
 /** Reads the store's pack indexes and puts each pack's entries in offset order, as its first reads would. */
@@ -573,9 +602,7 @@ function runWorker(): void {
             meta[at + 5] = length;
           },
         );
-        port.postMessage({ op: 'results', id: m.id, last, ...packed } satisfies FromWorker, [
-          packed.bytes.buffer as ArrayBuffer,
-        ]);
+        port.postMessage({ op: 'results', id: m.id, last, ...packed } satisfies FromWorker);
       };
       // the objects' bytes first (reads may wait for the disk), then the work without awaiting
       const data = await batchData(job, m, m.op === 'compress' ? COMPRESS_FIELDS : BATCH_FIELDS);

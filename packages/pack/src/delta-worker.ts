@@ -59,7 +59,8 @@ export interface RemoteDeltaJob {
   /**
    * Bytes the caller will write, to deflate there (results with base -1): objects it keeps
    * whole, which the other thread may leave out past its memory budget, and deltas (`delta`),
-   * which it always deflates. The bytes are copied: the caller's buffers stay its own.
+   * which it always deflates. The bytes are copied: the caller's buffers stay its own, and the
+   * list is read before the call returns (the caller may empty it and fill it again).
    */
   compress(objects: RemoteCompressObject[]): void;
   /** All results, once the other thread has searched every object added. */

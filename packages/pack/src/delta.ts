@@ -18,11 +18,14 @@ export function readDeltaSizes(delta: Uint8Array): { baseSize: number; resultSiz
   const read = () => {
     let value = 0;
     let shift = 0;
+    // 2 ** shift, kept as a product: `**` with a variable exponent is a call to pow
+    let scale = 1;
     for (;;) {
       if (pos >= delta.length) throw new PackError('PACK_BAD_DELTA', 'delta header truncated');
       const b = delta[pos++]!;
-      value += (b & 0x7f) * 2 ** shift;
+      value += (b & 0x7f) * scale;
       shift += 7;
+      scale *= 128;
       if (!(b & 0x80)) return value;
       if (shift > 49) throw new PackError('PACK_BAD_DELTA', 'delta size varint too long');
     }
@@ -152,28 +155,33 @@ function blockHash(data: Uint8Array, at: number): number {
  * power-of-two capacities, one free list per capacity, so that taking one is a pop. Bounded.
  */
 export class IndexTablePool {
-  /** Free tables by log2 of their capacity. */
-  readonly #free: Int32Array[][] = [];
+  /**
+   * Free tables by log2 of their capacity: every list made up front, each holding tables from the
+   * start (emptied), so that neither the outer array nor a list changes its kind of elements
+   * once the code using them is optimized (V8 would drop that code).
+   */
+  readonly #free: Int32Array[][] = Array.from({ length: 32 }, () => emptyObjectList<Int32Array>());
   #bytes = 0;
   constructor(readonly maxBytes = 4 << 20) {}
 
   /** A table of `length` entries (a view of a larger one, at its start); its contents are left over. */
   take(length: number): Int32Array {
     const c = length <= 1 ? 0 : 32 - Math.clz32(length - 1);
-    // a table too large to be kept is made to measure
-    if (2 ** c * 4 > this.maxBytes) return new Int32Array(length);
-    const t = this.#free[c]?.pop();
-    if (t === undefined) return new Int32Array(2 ** c).subarray(0, length);
+    // a table too large to be kept is made to measure (shifts, not `**`, which calls pow)
+    if (c > 28 || (1 << c) * 4 > this.maxBytes) return new Int32Array(length);
+    const t = this.#free[c]!.pop();
+    if (t === undefined) return new Int32Array(1 << c).subarray(0, length);
     this.#bytes -= t.byteLength;
     return t.length === length ? t : t.subarray(0, length);
   }
 
   give(t: Int32Array): void {
     const whole = t.byteLength === t.buffer.byteLength ? t : new Int32Array(t.buffer);
-    const c = 31 - Math.clz32(whole.length);
+    const n = whole.length;
+    const c = 31 - Math.clz32(n);
     // only tables this pool made (power-of-two capacities)
-    if (whole.length !== 2 ** c || this.#bytes + whole.byteLength > this.maxBytes) return;
-    (this.#free[c] ??= []).push(whole);
+    if (n === 0 || (n & (n - 1)) !== 0 || this.#bytes + whole.byteLength > this.maxBytes) return;
+    this.#free[c]!.push(whole);
     this.#bytes += whole.byteLength;
   }
 }
@@ -185,25 +193,35 @@ export class IndexTablePool {
  * reused from one target to the next (a delta search is synchronous).
  */
 export class DeltaTarget {
-  readonly words: Int32Array[] = [];
-  #bytes: Uint8Array[] = [];
+  words: Int32Array[];
+  #bytes: Uint8Array[];
   data: Uint8Array = new Uint8Array(0);
+
+  constructor() {
+    this.words = [];
+    this.#bytes = [];
+    this.#allocate(0);
+  }
+
+  /**
+   * Four buffers of `size` bytes. The lists are made whole by literals: lists grown by `push`
+   * change their kind of elements on the first object, and V8 drops code optimized for the old kind.
+   */
+  #allocate(size: number): void {
+    const b0 = new ArrayBuffer(size);
+    const b1 = new ArrayBuffer(size);
+    const b2 = new ArrayBuffer(size);
+    const b3 = new ArrayBuffer(size);
+    this.#bytes = [new Uint8Array(b0), new Uint8Array(b1), new Uint8Array(b2), new Uint8Array(b3)];
+    this.words = [new Int32Array(b0), new Int32Array(b1), new Int32Array(b2), new Int32Array(b3)];
+  }
 
   /** Makes this the target `data` (valid until the next call). */
   set(data: Uint8Array): this {
     const n = data.length;
-    const have = this.#bytes.length === 0 ? 0 : this.#bytes[0]!.length;
+    const have = this.#bytes[0]!.length;
     // a large target's buffers are not kept for small ones
-    if (have < n + 4 || (have > 1 << 20 && n <= 64 * 1024)) {
-      const size = (Math.max(n + 4, 4096) + 3) & ~3;
-      this.#bytes = [];
-      this.words.length = 0;
-      for (let k = 0; k < 4; k++) {
-        const buffer = new ArrayBuffer(size);
-        this.#bytes.push(new Uint8Array(buffer));
-        this.words.push(new Int32Array(buffer));
-      }
-    }
+    if (have < n + 4 || (have > 1 << 20 && n <= 64 * 1024)) this.#allocate((Math.max(n + 4, 4096) + 3) & ~3);
     for (let k = 0; k < 4; k++) this.#bytes[k]!.set(k === 0 ? data : data.subarray(Math.min(k, n)));
     this.data = data;
     return this;
@@ -357,6 +375,12 @@ export class DeltaIndex {
   }
 }
 
+function emptyObjectList<T>(): T[] {
+  const list = [null as T];
+  list.length = 0;
+  return list;
+}
+
 /** An object in a delta search window (see DeltaWindow). */
 export interface DeltaObject {
   type: string | number;
@@ -376,7 +400,12 @@ export interface DeltaObject {
  * the base's depth; the best base then moves to the newest end so it stays longest.
  */
 export class DeltaWindow<T extends DeltaObject> {
-  readonly slots: T[] = [];
+  /**
+   * Oldest first. Made holding objects (then emptied): a list made empty holds small integers
+   * until its first object comes, and that change of its kind of elements makes V8 drop the
+   * search's optimized code, once for each window made.
+   */
+  readonly slots: T[] = emptyObjectList<T>();
   readonly #pool = new IndexTablePool();
   readonly #target = new DeltaTarget();
   constructor(
@@ -414,7 +443,8 @@ export class DeltaWindow<T extends DeltaObject> {
   #limit(n: number, base: T, refDepth: number): number {
     // half the target at most, less for deep bases, so that long chains only grow for deltas worth it
     const d = this.maxDepth;
-    return Math.floor(((Math.floor(n / 2) - 20) * (d - base.depth)) / (d - refDepth + 1));
+    // n - n % 2 halves exactly: an odd n / 2 would be a fraction where V8 had seen integers
+    return Math.floor((((n - (n % 2)) / 2 - 20) * (d - base.depth)) / (d - refDepth + 1));
   }
 
   /**

@@ -82,12 +82,15 @@ export function decodeEntryHeader(
   const type = entryTypeOf(c);
   let size = c & 15;
   let shift = 4;
+  // 2 ** shift, kept as a product: `**` with a variable exponent is a call to pow
+  let scale = 16;
   while (c & 0x80) {
     if (p >= end) return undefined;
     c = bytes[p++]!;
     if (shift > MAX_SIZE_SHIFT) throw new PackError('PACK_BAD_HEADER', 'entry size varint too long', { offset });
-    size += (c & 0x7f) * 2 ** shift;
+    size += (c & 0x7f) * scale;
     shift += 7;
+    scale *= 128;
   }
   if (isWholeEntryType(type)) return { type, size, length: p - start };
   if (type === EntryType.OFS_DELTA) {

@@ -469,6 +469,58 @@ export class PackFiles {
  * The idx position of each of a pack's entries, in increasing offset order (git's reverse index),
  * for a pack of `size` bytes. Internal to the package (exported for its test).
  */
+function offsetsOf(index: Pick<PackIndex, 'offsetAt'>, n: number): Uint32Array {
+  const offsets = new Uint32Array(n);
+  for (let i = 0; i < n; i++) offsets[i] = index.offsetAt(i);
+  return offsets;
+}
+
+/**
+ * One stable counting-sort pass over 16 bits of the offsets (from bit `shift`): the entries in
+ * `from` order (every entry in index order when null) written to `to` in the order of those bits.
+ * `counts` is zero on entry. Each loop is a function of its own, for the reason given above.
+ */
+function radixPass(
+  offsets: Uint32Array,
+  from: Uint32Array | null,
+  to: Uint32Array,
+  counts: Uint32Array,
+  shift: number,
+): void {
+  countDigits(offsets, counts, shift);
+  prefixSums(counts);
+  if (from === null) scatterIndexOrder(offsets, to, counts, shift);
+  else scatterFrom(offsets, from, to, counts, shift);
+}
+
+function countDigits(offsets: Uint32Array, counts: Uint32Array, shift: number): void {
+  const n = offsets.length;
+  for (let i = 0; i < n; i++) counts[((offsets[i]! >>> shift) & 0xffff) + 1]!++;
+}
+
+function prefixSums(counts: Uint32Array): void {
+  for (let k = 0; k < 65536; k++) counts[k + 1]! += counts[k]!;
+}
+
+function scatterIndexOrder(offsets: Uint32Array, to: Uint32Array, counts: Uint32Array, shift: number): void {
+  const n = offsets.length;
+  for (let i = 0; i < n; i++) to[counts[(offsets[i]! >>> shift) & 0xffff]!++] = i;
+}
+
+function scatterFrom(
+  offsets: Uint32Array,
+  from: Uint32Array,
+  to: Uint32Array,
+  counts: Uint32Array,
+  shift: number,
+): void {
+  const n = offsets.length;
+  for (let j = 0; j < n; j++) {
+    const i = from[j]!;
+    to[counts[(offsets[i]! >>> shift) & 0xffff]!++] = i;
+  }
+}
+
 export function offsetOrder(index: Pick<PackIndex, 'count' | 'offsetAt'>, size: number): Uint32Array {
   const n = index.count;
   const order = new Uint32Array(n);
@@ -476,20 +528,14 @@ export function offsetOrder(index: Pick<PackIndex, 'count' | 'offsetAt'>, size: 
     // offsets fit 32 bits: a radix sort, two stable passes of 16 bits each (low half, then high
     // half), linear in the entries where a comparison sort is not; this runs on the first read
     // that needs pack order, inside the first request a server answers from the pack
-    const offsets = new Uint32Array(n);
-    for (let i = 0; i < n; i++) offsets[i] = index.offsetAt(i);
+    // each pass a function of its own: a loop this long is compiled while it runs (on-stack
+    // replacement), and one function holding every pass was compiled again at each next pass
+    const offsets = offsetsOf(index, n);
     const byLow = new Uint32Array(n);
     const counts = new Uint32Array(65537);
-    for (let i = 0; i < n; i++) counts[(offsets[i]! & 0xffff) + 1]!++;
-    for (let k = 0; k < 65536; k++) counts[k + 1]! += counts[k]!;
-    for (let i = 0; i < n; i++) byLow[counts[offsets[i]! & 0xffff]!++] = i;
+    radixPass(offsets, null, byLow, counts, 0);
     counts.fill(0);
-    for (let i = 0; i < n; i++) counts[(offsets[i]! >>> 16) + 1]!++;
-    for (let k = 0; k < 65536; k++) counts[k + 1]! += counts[k]!;
-    for (let j = 0; j < n; j++) {
-      const i = byLow[j]!;
-      order[counts[offsets[i]! >>> 16]!++] = i;
-    }
+    radixPass(offsets, byLow, order, counts, 16);
     return order;
   }
   const offs = new Float64Array(n);

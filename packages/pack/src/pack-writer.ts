@@ -117,7 +117,10 @@ interface Item extends PackObject {
   /** The base's item when it is one (of the pack's objects, or a thin-pack base). */
   baseItem?: Item;
   delta?: Uint8Array;
-  /** Deflated by the delta worker: the delta (when `base` is set) or the whole object. */
+  /**
+   * Deflated by the delta worker: the delta (when `base` is set) or the whole object (a view of
+   * a buffer shared with the worker, copied out when written).
+   */
   z?: Uint8Array;
   /** Size before deflating of `z` (0 without it). */
   zSize: number;
@@ -405,19 +408,19 @@ async function* writeStream(
   // search may be shared: asking for it begins no job
   if (searchesAhead(options) && order.length >= PARALLEL_MIN_OBJECTS) remoteDeltaSearch();
   // without reuse every object's type and size come from its entry headers: the worker thread
-  // reads those of the later half too, where it opens the store itself, batch by batch from the
-  // first while this thread reads the first half, then batches from the last back (see
-  // SharedHeaderReads): a worker still starting takes none, and this thread waits for none
-  const half = order.length >>> 1;
+  // reads them too, where it opens the store itself, batch by batch from the first while this
+  // thread reads batches from the last back (see SharedHeaderReads), until they meet: a worker
+  // still starting takes none, and this thread waits for none; a worker reading faster (its
+  // reads are synchronous, this thread's may wait for the thread pool) takes more
   const shared =
     !reuse && searchesAhead(options) && order.length >= PARALLEL_MIN_HEADERS
       ? remoteDeltaSearch()?.headers(
           store,
-          order.slice(half).map((i) => i.oid),
+          order.map((i) => i.oid),
           HEADER_BATCH,
         )
       : undefined;
-  const split = shared ? half : order.length;
+  const split = shared ? 0 : order.length;
   // 1. stored representations: where each lies, in columns, read again when written
   let done = 0;
   const reused = new Reused(order.length);
@@ -440,12 +443,23 @@ async function* writeStream(
   /** A stored delta's base when the delta can go out: in this pack, or (thin) the receiver's. */
   const reusableBase = (base: ObjectId): ObjectId | undefined =>
     items.has(base) || (options.thin && !filtered && enumeration?.uninteresting.has(base)) ? base : undefined;
-  /** Sets an item's type and size from its entry headers (read by this thread). */
-  const readHeader = async (item: Item) => {
-    const h = readHeaderSyncOf(store, item.oid) ?? (await readHeaderOf(store, item.oid));
+  /** Sets an item's type and size from a header read for it. */
+  const setHeader = (item: Item, h: { type: ObjectType; size: number } | undefined) => {
     if (!h) throw new PackError('OBJECT_NOT_FOUND', `object ${item.oid} is missing`);
     item.type = h.type;
     item.size = asSmallInteger(h.size);
+  };
+  /**
+   * Sets an item's type and size from its entry headers (read by this thread): a promise only
+   * when they must be waited for, so that most of a loop over every object does not suspend.
+   */
+  const readHeader = (item: Item): Promise<void> | undefined => {
+    const h = readHeaderSyncOf(store, item.oid);
+    if (h) {
+      setHeader(item, h);
+      return undefined;
+    }
+    return readHeaderOf(store, item.oid).then((r) => setHeader(item, r));
   };
   for (let n = 0; n < split; n++) {
     const item = order[n]!;
@@ -499,7 +513,8 @@ async function* writeStream(
         reused.bytes.set(n, raw.compressed);
       }
     } else {
-      await readHeader(item);
+      const wait = readHeader(item);
+      if (wait) await wait;
     }
   }
   if (shared) {
@@ -507,7 +522,10 @@ async function* writeStream(
     let b = shared.batches - 1;
     for (; b >= 0 && shared.claim(b); b--) {
       throwIfAborted(signal);
-      for (let n = split + b * HEADER_BATCH; n < batchEnd(b); n++) await readHeader(order[n]!);
+      for (let n = split + b * HEADER_BATCH; n < batchEnd(b); n++) {
+        const wait = readHeader(order[n]!);
+        if (wait) await wait;
+      }
     }
     // the worker took batches 0..b: read there (or here, when it failed or did not find one)
     const got = b >= 0 ? await shared.done().catch(() => undefined) : undefined;
@@ -516,7 +534,8 @@ async function* writeStream(
       if ((n & 255) === 0) throwIfAborted(signal);
       const code = got?.types[n - split] ?? 0;
       if (code === 0) {
-        await readHeader(item);
+        const wait = readHeader(item);
+        if (wait) await wait;
         continue;
       }
       item.type = CODE_TYPES[code]!;
@@ -598,8 +617,9 @@ async function* writeStream(
     for (const c of candidates) c.whole = reused.of(c) === REUSE_WHOLE;
     /** The object's bytes without awaiting where the store can (most reads here). */
     const readNow = (item: Item): Uint8Array | undefined => store.readSync?.(item.oid)?.data;
+    /** The object's bytes where `readNow` had none (its sync read is not tried again). */
     const readData = async (item: Item): Promise<Uint8Array> => {
-      const obj = store.readSync?.(item.oid) ?? (await store.read(item.oid));
+      const obj = await store.read(item.oid);
       if (!obj) throw new PackError('OBJECT_NOT_FOUND', `object ${item.oid} is missing`);
       return obj.data;
     };
@@ -664,11 +684,13 @@ async function* writeStream(
       job.add(batch, from, true);
     };
     let k = 0;
-    let toCompress: { i: number; data: Uint8Array; delta?: boolean }[] = [];
+    const toCompress: { i: number; data: Uint8Array; delta?: boolean }[] = [];
     let toCompressBytes = 0;
     const flushCompress = () => {
       if (remote && toCompress.length > 0) remote.compress(toCompress);
-      toCompress = [];
+      // emptied, not replaced: `compress` is done with it, and a fresh list would change its
+      // kind of elements again on the first push (V8 then drops the search's optimized code)
+      toCompress.length = 0;
       toCompressBytes = 0;
     };
     const searchHere = async (from: number, to: number) => {
@@ -697,7 +719,7 @@ async function* writeStream(
           }
         } else if (remote && !target.whole) {
           // to be written whole: the worker deflates it meanwhile
-          toCompress.push({ i: c, data });
+          toCompress.push({ i: c, data, delta: false });
           toCompressBytes += data.length;
           if (toCompressBytes >= 1 << 20) flushCompress();
         }
@@ -890,19 +912,18 @@ async function* writeStream(
         else emit(reused.bytes.get(n)!);
         return;
       }
-      let compressed: Uint8Array;
-      let size: number;
       if (item.z) {
-        compressed = item.z;
-        size = item.zSize;
+        emit(encodeEntryHeader(useOfs ? EntryType.OFS_DELTA : EntryType.REF_DELTA, item.zSize));
+        emit(useOfs ? encodeOfsOffset(at - baseOffset) : hexToBytes(baseOid));
+        // a view of the worker's shared buffer: copied into the chunk
+        emit(item.z);
         item.z = undefined;
-      } else {
-        compressed = await deflateEntry(item.delta!, level);
-        size = item.delta!.length;
-        item.delta = undefined;
+        return;
       }
-      emit(encodeEntryHeader(useOfs ? EntryType.OFS_DELTA : EntryType.REF_DELTA, size));
+      const compressed = await deflateEntry(item.delta!, level);
+      emit(encodeEntryHeader(useOfs ? EntryType.OFS_DELTA : EntryType.REF_DELTA, item.delta!.length));
       emit(useOfs ? encodeOfsOffset(at - baseOffset) : hexToBytes(baseOid));
+      item.delta = undefined;
       await emitOwned(compressed);
       return;
     }
@@ -916,7 +937,7 @@ async function* writeStream(
     }
     if (item.z) {
       emit(encodeEntryHeader(TYPE_CODES[item.type], item.zSize));
-      await emitOwned(item.z);
+      emit(item.z);
       item.z = undefined;
       return;
     }
