@@ -20,6 +20,7 @@ it('spools incoming packs into OPFS: stored whole, thin ones completed, refused 
     expect(result.names).toEqual(
       [`pack-${whole}.idx`, `pack-${whole}.pack`, `pack-${thin}.idx`, `pack-${thin}.pack`].sort(),
     );
+    expect(result.again).toBe(true);
     expect(result.thinBases).toBeGreaterThan(0);
     expect(result.bigSame).toBe(true);
     expect(result.editedSame).toBe(true);

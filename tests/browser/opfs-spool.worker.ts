@@ -2,7 +2,8 @@
  * Incoming packs spooled to OPFS in a dedicated worker (opfs-spool.ts): a pack larger than the
  * spool's blocks, then a thin pack completed from the store (truncated, appended to and patched
  * before its commit) are stored as `.pack` and `.idx`, readable through a new OpfsFs; a pack
- * that fails its check leaves nothing behind, no temporary file either. Answers what it found.
+ * that fails its check, or one the store has already, leaves no file behind, no temporary file
+ * either. Answers what it found.
  */
 import { createDelta, createPack, createSha1, importPack } from '@gitport/pack';
 import { commit, initRepository, MemoryFs, OpfsFs, openRepository, readFile } from 'gitport';
@@ -82,6 +83,8 @@ self.onmessage = async (event: MessageEvent<{ dir: string }>) => {
     const target = base.slice();
     target.set(new TextEncoder().encode('edited'), 1000);
     const thin = await importPack(repo.objects, [await thinPack(baseOid, base, target)], { fixThin: true });
+    // a pack the store has already: its files go, the stored ones stay
+    const again = await importPack(repo.objects, createPack(served.objects, { wants: [first.oid] }));
     const names = await listPack();
     // read back through a file system that keeps nothing of the writes
     const reopened = await openRepository(new OpfsFs(), dir);
@@ -93,6 +96,7 @@ self.onmessage = async (event: MessageEvent<{ dir: string }>) => {
       afterRefused,
       names,
       packs: [whole.hash, thin.hash],
+      again: again.hash === whole.hash,
       thinBases: thin.thinBases,
       bigSame: big?.length === random.length && big.every((b, i) => b === random[i]),
       editedSame: edited?.length === target.length && edited.every((b, i) => b === target[i]),

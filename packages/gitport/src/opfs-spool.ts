@@ -3,11 +3,13 @@
  * gather in memory as they arrive (as a browser's store gathers an incoming pack without a
  * spool), while the temporary files of the pack and of its .idx are made and opened through
  * sync access handles, each a round trip to the browser, meanwhile rather than once the pack
- * has come. The commit then writes each in one call, closes them and renames them into place,
- * `.pack` then `.idx`, as git does. The pack is not written while it arrives: a sync access
- * handle writes on the worker's thread and would hold back the import.
+ * has come. The commit then writes them (a turn of the event loop between blocks of the pack,
+ * so that what else waits on the browser goes on meanwhile) while the store gets ready, closes
+ * them and renames them into place, `.pack` then `.idx`, as git does. The pack is not written
+ * while it arrives: a sync access handle writes on the worker's thread and would hold back the
+ * import.
  * The files are made as soon as the pack directory can be (a new repository's layout is being
- * written meanwhile); nothing of them is visible before the commit, which waits for the store
+ * written meanwhile); nothing of them is visible before the renames, which wait for the store
  * to be ready. Should the files not open, the commit writes them as any file.
  */
 import { type IndexEntries, PackError, PackIndex, type PackSpool, type PackSpoolHost, writeIdx } from '@gitport/pack';
@@ -79,7 +81,10 @@ export function openOpfsSpool(host: PackSpoolHost, files: SpoolFiles): PackSpool
     try {
       handle.truncate(size);
       let at = 0;
-      for (const part of parts) {
+      for (const [i, part] of parts.entries()) {
+        // a turn of the event loop between blocks: what else waits on the browser meanwhile (a
+        // new repository's layout, its ref lock) goes on rather than after the whole pack
+        if (i > 0) await nextTask();
         for (let done = 0; done < part.length; ) {
           const n = handle.write(part.subarray(done), { at: at + done });
           if (n <= 0) throw new PackError('STORE_IO', `short write to ${path}`);
@@ -158,6 +163,21 @@ export function openOpfsSpool(host: PackSpoolHost, files: SpoolFiles): PackSpool
       ensureOpen();
       closed = true;
       const base = `pack-${hash}`;
+      const idx = writeIdx(entries, hash, { strict: true });
+      const [packHandle, idxHandle] = await handles;
+      const packPath = `${dir}/${base}.pack`;
+      const idxPath = `${dir}/${base}.idx`;
+      // the temporary files are written while the store gets ready (a new repository's layout,
+      // the packs listed): only the renames need it
+      let at = packPath;
+      try {
+        await writeWhole(packHandle, packTmp, [...pieces()], length);
+        at = idxPath;
+        await writeWhole(idxHandle, idxTmp, [idx], idx.length);
+      } catch (error) {
+        await release();
+        throw new PackError('STORE_IO', `cannot write ${at}`, { cause: error });
+      }
       try {
         await host.ready;
       } catch (error) {
@@ -168,20 +188,11 @@ export function openOpfsSpool(host: PackSpoolHost, files: SpoolFiles): PackSpool
         await release();
         return;
       }
-      const idx = writeIdx(entries, hash, { strict: true });
-      const [packHandle, idxHandle] = await handles;
-      const packPath = `${dir}/${base}.pack`;
-      const idxPath = `${dir}/${base}.idx`;
-      let at = packPath;
       try {
-        await writeWhole(packHandle, packTmp, [...pieces()], length);
-        at = idxPath;
-        await writeWhole(idxHandle, idxTmp, [idx], idx.length);
-        at = packPath;
         await files.rename(packTmp, packPath);
       } catch (error) {
         await release();
-        throw new PackError('STORE_IO', `cannot write ${at}`, { cause: error });
+        throw new PackError('STORE_IO', `cannot write ${packPath}`, { cause: error });
       }
       try {
         await files.rename(idxTmp, idxPath);
@@ -199,6 +210,21 @@ export function openOpfsSpool(host: PackSpoolHost, files: SpoolFiles): PackSpool
       await release();
     },
   };
+}
+
+/** One turn of the event loop: a MessageChannel task (timers are clamped). */
+let taskPort: MessagePort | undefined;
+const waiting: (() => void)[] = [];
+function nextTask(): Promise<void> {
+  if (!taskPort) {
+    const channel = new MessageChannel();
+    channel.port1.onmessage = () => waiting.shift()?.();
+    taskPort = channel.port2;
+  }
+  return new Promise<void>((resolve) => {
+    waiting.push(resolve);
+    taskPort!.postMessage(0);
+  });
 }
 
 function concat(parts: Uint8Array[], length: number): Uint8Array {
