@@ -3,9 +3,9 @@
  * gather in memory as they arrive (as a browser's store gathers an incoming pack without a
  * spool), while the temporary files of the pack and of its .idx are made and opened through
  * sync access handles, each a round trip to the browser, meanwhile rather than once the pack
- * has come. The commit then writes them (a turn of the event loop between blocks of the pack,
- * so that what else waits on the browser goes on meanwhile) while the store gets ready, closes
- * them and renames them into place, `.pack` then `.idx`, as git does. The pack is not written
+ * has come. The commit then writes each in one call (a sync access handle's write costs more per
+ * call than per byte) while the store gets ready, closes them and renames them into place,
+ * `.pack` then `.idx`, as git does. The pack is not written
  * while it arrives: a sync access handle writes on the worker's thread and would hold back the
  * import.
  * The files are made as soon as the pack directory can be (a new repository's layout is being
@@ -81,10 +81,7 @@ export function openOpfsSpool(host: PackSpoolHost, files: SpoolFiles): PackSpool
     try {
       handle.truncate(size);
       let at = 0;
-      for (const [i, part] of parts.entries()) {
-        // a turn of the event loop between blocks: what else waits on the browser meanwhile (a
-        // new repository's layout, its ref lock) goes on rather than after the whole pack
-        if (i > 0) await nextTask();
+      for (const part of parts) {
         for (let done = 0; done < part.length; ) {
           const n = handle.write(part.subarray(done), { at: at + done });
           if (n <= 0) throw new PackError('STORE_IO', `short write to ${path}`);
@@ -171,7 +168,13 @@ export function openOpfsSpool(host: PackSpoolHost, files: SpoolFiles): PackSpool
       // the packs listed): only the renames need it
       let at = packPath;
       try {
-        await writeWhole(packHandle, packTmp, [...pieces()], length);
+        // one write of the whole pack: each write call costs more than the bytes it copies
+        await writeWhole(
+          packHandle,
+          packTmp,
+          [blocks.length === 1 ? blocks[0]!.subarray(0, length) : concat([...pieces()], length)],
+          length,
+        );
         at = idxPath;
         await writeWhole(idxHandle, idxTmp, [idx], idx.length);
       } catch (error) {
@@ -210,21 +213,6 @@ export function openOpfsSpool(host: PackSpoolHost, files: SpoolFiles): PackSpool
       await release();
     },
   };
-}
-
-/** One turn of the event loop: a MessageChannel task (timers are clamped). */
-let taskPort: MessagePort | undefined;
-const waiting: (() => void)[] = [];
-function nextTask(): Promise<void> {
-  if (!taskPort) {
-    const channel = new MessageChannel();
-    channel.port1.onmessage = () => waiting.shift()?.();
-    taskPort = channel.port2;
-  }
-  return new Promise<void>((resolve) => {
-    waiting.push(resolve);
-    taskPort!.postMessage(0);
-  });
 }
 
 function concat(parts: Uint8Array[], length: number): Uint8Array {
