@@ -107,6 +107,33 @@ async function writeInPlace(handle: FileSystemFileHandle, data: Uint8Array, alwa
   return true;
 }
 
+/**
+ * Whether directory handles follow their path (the File System standard's locators, as
+ * Chromium's do): a kept handle then reaches a directory another context removed and made again,
+ * and NotFoundError through it means the entry is missing, with no fresh walk to try. Learnt once
+ * per realm by a probe in the origin's root (a directory made, removed, made again, then written
+ * through its first handle and read through a new one); until then, and wherever the probe fails,
+ * a NotFoundError through a kept handle is tried again along a fresh walk.
+ */
+let handlesFollowPaths = false;
+let probeStarted = false;
+
+async function probeHandles(root: FileSystemDirectoryHandle): Promise<void> {
+  const name = `.gitport-probe-${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
+  try {
+    const first = await root.getDirectoryHandle(name, { create: true });
+    await root.removeEntry(name);
+    const again = await root.getDirectoryHandle(name, { create: true });
+    await first.getFileHandle('probe', { create: true });
+    await again.getFileHandle('probe');
+    handlesFollowPaths = true;
+  } catch {
+    // an entry-based handle (or no probe possible): the fresh walk stays
+  } finally {
+    await root.removeEntry(name, { recursive: true }).catch(() => {});
+  }
+}
+
 /** Reads of a file that keeps being replaced while it is read, before the error is let through. */
 const READ_ATTEMPTS = 5;
 
@@ -146,6 +173,13 @@ export class OpfsFs implements FsLike {
       throw new GitportError('OPFS_UNSUPPORTED', 'navigator.storage.getDirectory is not available here');
     }
     this.#root = Promise.resolve(root ?? storage!.getDirectory!());
+    if (!probeStarted && typeof storage?.getDirectory === 'function') {
+      probeStarted = true;
+      storage
+        .getDirectory()
+        .then(probeHandles)
+        .catch(() => {});
+    }
     const self = this;
     this.promises = {
       async readFile(path: string, options?: { encoding?: string } | string) {
@@ -435,7 +469,8 @@ export class OpfsFs implements FsLike {
    * from a directory another context removed (in browsers whose handles name an entry rather
    * than a path, even once it is made again): the walk is then done afresh from the root,
    * keeping the handles it finds, and `fn` runs once more on it. A missing entry so costs one
-   * walk, as every operation did before handles were kept.
+   * walk, as every operation did before handles were kept; not where handles follow their path
+   * (`handlesFollowPaths`), as the kept one then names the directory there now.
    */
   async #within<T>(
     parts: string[],
@@ -449,7 +484,7 @@ export class OpfsFs implements FsLike {
       dir = await this.#walk(parts, false, used);
       return await fn(dir);
     } catch (error) {
-      if (!used.kept || errorName(error) !== 'NotFoundError') {
+      if (!used.kept || errorName(error) !== 'NotFoundError' || handlesFollowPaths) {
         throw dir === undefined ? translate(error, syscall, path) : error;
       }
     }
