@@ -371,6 +371,9 @@ export function gitFsAfter(fs: GitFs, ready: Promise<unknown>): GitFs {
   const gated = new Proxy(fs.raw, {
     get(target, key) {
       const value = (target as unknown as Record<string | symbol, unknown>)[key];
+      // an opener of pack spools (see repository.ts) is told when the store is ready by its
+      // host, whose file calls wait: the spool takes bytes meanwhile
+      if (key === 'packSpool') return value;
       return typeof value === 'function' ? (...args: unknown[]) => ready.then(() => value.apply(target, args)) : value;
     },
   });

@@ -13,10 +13,14 @@
  * browser otherwise, for every operation); an operation that fails with NotFoundError through a
  * kept handle is tried once more along a fresh walk, so a directory another context removed (and
  * perhaps made again) is never taken for missing.
+ * Where sync access handles exist, `promises.packSpool` spools incoming packs (opfs-spool.ts):
+ * their files are made and opened while the pack arrives, and written once it checked out.
  * Exclusive creation is left to `GitFs`, which emulates it with Web Locks.
  */
+import type { PackSpoolOpener } from '@gitport/pack';
 import { GitportError } from './errors.js';
 import type { DirEntry, FsLike, FsPromisesLike, FsStat } from './fs.js';
+import { openOpfsSpool, type SpoolFiles } from './opfs-spool.js';
 
 class OpfsError extends Error {
   constructor(
@@ -93,13 +97,41 @@ async function writeInPlace(handle: FileSystemFileHandle, data: Uint8Array, alwa
     return false;
   }
   try {
-    if (always) access.truncate(0);
-    else if (access.getSize() > 0) return false;
+    if (!always && access.getSize() > 0) return false;
+    // sized first: a file the write itself grows costs more to write
+    access.truncate(data.length);
     writeAll(access, data, 0, handle.name);
   } finally {
     access.close();
   }
   return true;
+}
+
+/**
+ * Whether directory handles follow their path (the File System standard's locators, as
+ * Chromium's do): a kept handle then reaches a directory another context removed and made again,
+ * and NotFoundError through it means the entry is missing, with no fresh walk to try. Learnt once
+ * per realm by a probe in the origin's root (a directory made, removed, made again, then written
+ * through its first handle and read through a new one); until then, and wherever the probe fails,
+ * a NotFoundError through a kept handle is tried again along a fresh walk.
+ */
+let handlesFollowPaths = false;
+let probeStarted = false;
+
+async function probeHandles(root: FileSystemDirectoryHandle): Promise<void> {
+  const name = `.gitport-probe-${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
+  try {
+    const first = await root.getDirectoryHandle(name, { create: true });
+    await root.removeEntry(name);
+    const again = await root.getDirectoryHandle(name, { create: true });
+    await first.getFileHandle('probe', { create: true });
+    await again.getFileHandle('probe');
+    handlesFollowPaths = true;
+  } catch {
+    // an entry-based handle (or no probe possible): the fresh walk stays
+  } finally {
+    await root.removeEntry(name, { recursive: true }).catch(() => {});
+  }
 }
 
 /** Reads of a file that keeps being replaced while it is read, before the error is let through. */
@@ -129,7 +161,8 @@ export class OpfsFs implements FsLike {
    * path below the root: the rename that follows each such write needs no lookup of its own.
    */
   readonly #scratch = new Map<string, FileSystemFileHandle>();
-  readonly promises: FsPromisesLike;
+  /** With `packSpool` where sync access handles exist (dedicated workers): see opfs-spool.ts. */
+  readonly promises: FsPromisesLike & { packSpool?: PackSpoolOpener };
 
   /** `root` defaults to the origin's OPFS root directory. */
   constructor(root?: FileSystemDirectoryHandle | Promise<FileSystemDirectoryHandle>) {
@@ -140,6 +173,13 @@ export class OpfsFs implements FsLike {
       throw new GitportError('OPFS_UNSUPPORTED', 'navigator.storage.getDirectory is not available here');
     }
     this.#root = Promise.resolve(root ?? storage!.getDirectory!());
+    if (!probeStarted && typeof storage?.getDirectory === 'function') {
+      probeStarted = true;
+      storage
+        .getDirectory()
+        .then(probeHandles)
+        .catch(() => {});
+    }
     const self = this;
     this.promises = {
       async readFile(path: string, options?: { encoding?: string } | string) {
@@ -327,6 +367,57 @@ export class OpfsFs implements FsLike {
         return self.#read(path, 'read', (file) => file.slice(offset, offset + length));
       },
     };
+    if (typeof (globalThis as { FileSystemSyncAccessHandle?: unknown }).FileSystemSyncAccessHandle === 'function') {
+      const files: SpoolFiles = {
+        makeDirs: (path) => self.#makeDirs(split(path)),
+        open: (path) => self.#openSync(path),
+        writeFile: async (path, data) => {
+          await self.promises.writeFile(path, data);
+        },
+        rename: async (from, to) => {
+          await self.promises.rename!(from, to);
+        },
+        unlink: async (path) => {
+          await self.promises.unlink(path);
+        },
+      };
+      this.promises.packSpool = async (host) => openOpfsSpool(host, files);
+    }
+  }
+
+  /**
+   * Makes the directories of `parts`, each level made or found in one call (no lookup that finds
+   * it missing first), and keeps their handles.
+   */
+  async #makeDirs(parts: string[]): Promise<void> {
+    let dir = await this.#root;
+    let key = '';
+    for (const part of parts) {
+      key = key === '' ? part : `${key}/${part}`;
+      try {
+        dir = await dir.getDirectoryHandle(part, { create: true });
+      } catch (error) {
+        throw translate(error, 'mkdir', parts.join('/'));
+      }
+      this.#keep(key, dir);
+    }
+  }
+
+  /** A sync access handle on the file at `path`, made if missing; a scratch file's handle is kept for its rename. */
+  async #openSync(path: string): Promise<SyncAccessHandle> {
+    const parts = split(path);
+    const name = parts.pop();
+    if (!name) throw new OpfsError('EISDIR', 'open', path);
+    let handle: FileSystemFileHandle;
+    try {
+      handle = await this.#within(parts, 'open', path, (dir) => dir.getFileHandle(name, { create: true }));
+    } catch (error) {
+      throw translate(error, 'open', path);
+    }
+    const open = syncAccessOpener(handle);
+    if (!open) throw new OpfsError('ENOSYS', 'open', path);
+    if (isScratchName(name)) this.#keepScratch([...parts, name].join('/'), handle);
+    return open();
   }
 
   #keepScratch(key: string, file: FileSystemFileHandle): void {
@@ -378,7 +469,8 @@ export class OpfsFs implements FsLike {
    * from a directory another context removed (in browsers whose handles name an entry rather
    * than a path, even once it is made again): the walk is then done afresh from the root,
    * keeping the handles it finds, and `fn` runs once more on it. A missing entry so costs one
-   * walk, as every operation did before handles were kept.
+   * walk, as every operation did before handles were kept; not where handles follow their path
+   * (`handlesFollowPaths`), as the kept one then names the directory there now.
    */
   async #within<T>(
     parts: string[],
@@ -392,7 +484,7 @@ export class OpfsFs implements FsLike {
       dir = await this.#walk(parts, false, used);
       return await fn(dir);
     } catch (error) {
-      if (!used.kept || errorName(error) !== 'NotFoundError') {
+      if (!used.kept || errorName(error) !== 'NotFoundError' || handlesFollowPaths) {
         throw dir === undefined ? translate(error, syscall, path) : error;
       }
     }

@@ -186,7 +186,6 @@ async function writeLayout(
     }),
   ]);
   if (exists) throw new GitportError('REPO_EXISTS', `a repository already exists at ${gitDir}`);
-  await Promise.all(['objects', 'refs'].map((sub) => fs.mkdirIn(joinPath(gitDir, sub))));
   const config = [
     '[core]',
     '\trepositoryformatversion = 0',
@@ -197,11 +196,17 @@ async function writeLayout(
     '',
   ].join('\n');
   await Promise.all([
-    ...['objects/info', 'objects/pack', 'refs/heads', 'refs/tags'].map((sub) => fs.mkdirIn(joinPath(gitDir, sub))),
+    ...['objects', 'refs'].map((sub) => fs.mkdirIn(joinPath(gitDir, sub))),
     fs.write(joinPath(gitDir, 'config'), config),
   ]);
-  // HEAD last: its presence is what makes the directory a repository.
-  await fs.write(joinPath(gitDir, 'HEAD'), `ref: refs/heads/${branch}\n`);
+  // HEAD once config, objects/ and refs/ are there (what git looks for in a repository): its
+  // presence is what makes the directory a repository. The directories within objects/ and
+  // refs/ are made meanwhile (readers take them as empty until then, and git makes them on
+  // demand anyway): one round trip less on a browser file system.
+  await Promise.all([
+    ...['objects/info', 'objects/pack', 'refs/heads', 'refs/tags'].map((sub) => fs.mkdirIn(joinPath(gitDir, sub))),
+    fs.write(joinPath(gitDir, 'HEAD'), `ref: refs/heads/${branch}\n`),
+  ]);
 }
 
 /**

@@ -404,15 +404,19 @@ export class FsObjectStore implements BitmapServedStore {
     this.#packs.add(base, new PackIndex(idx), pack.length);
   }
 
-  /** What a spool of an incoming pack in `objects/pack` needs of this store (see `beginPack`). */
+  /**
+   * What a spool of an incoming pack in `objects/pack` needs of this store (see `beginPack`),
+   * given at once: the packs are listed and the directory made meanwhile (`ready`), so that a
+   * spool that can take bytes before its file is open (a browser's) holds back no import.
+   */
   async packSpoolHost(): Promise<PackSpoolHost | undefined> {
-    if (!this.#files.fs.open) return undefined;
-    await this.#packs.ensureScanned();
     const packs = this.#packs;
-    await this.#files.mkdir(packs.dir);
+    const ready = Promise.all([packs.ensureScanned(), this.#files.mkdir(packs.dir)]).then(() => undefined);
+    ready.catch(() => {});
     return {
       files: this.#files,
       dir: packs.dir,
+      ready,
       pool: this.#blocks,
       hasPack: (base) => packs.has(base),
       addPack: (base, index, size) => {

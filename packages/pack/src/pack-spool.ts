@@ -66,6 +66,7 @@ export async function openPackSpool(host: PackSpoolHost): Promise<PackSpool | un
   const { files, dir, pool } = host;
   const fs = files.fs;
   if (!fs.open) return undefined;
+  await host.ready;
   const tmp = files.tmpName(dir, 'pack');
   let handle: FileHandleLike;
   try {

@@ -241,6 +241,8 @@ export interface PackSpoolHost {
   files: StoreFiles;
   /** The pack directory (`objects/pack`). */
   dir: string;
+  /** Settles once the store's packs are listed and the pack directory exists (rejects if either failed). */
+  ready: Promise<void>;
   /** Blocks reused across the store's spools (`BlockPool`). */
   pool: { take(): Uint8Array; give(block: Uint8Array): void };
   /** Whether the store has the pack `pack-<hash>` already. */
