@@ -225,9 +225,13 @@ export async function lsRemoteWith<R extends Remote>(
   options: LsRemoteOptions = {},
 ): Promise<LsRemoteResult> {
   const agent = options.agent ?? DEFAULT_AGENT;
-  const session = await open(remote, 'git-upload-pack', options);
+  // over smart HTTP a v2 ls-refs goes out beside the discovery GET (dropped if the server turns
+  // out to speak v0); a connection's first bytes are sent only to a server known to speak v2
+  const early =
+    !('connection' in remote) && options.protocol === 2 ? lsRefsRequest(agent, options.prefixes) : undefined;
+  const session = await open(remote, 'git-upload-pack', { ...options, ...(early ? { first: early } : {}) });
   try {
-    const { refs, head } = await remoteRefs(session, agent, options.prefixes);
+    const { refs, head } = await remoteRefs(session, agent, options.prefixes, session.firstSent);
     if (!session.stateless) await session.round(FLUSH).catch(() => undefined);
     const adv = session.advertisement;
     return { version: adv.version, refs, capabilities: adv.capabilities, ...(head ? { head } : {}) };

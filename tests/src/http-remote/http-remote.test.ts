@@ -97,7 +97,7 @@ describe.each(servers)('remote(url) against $name', ({ name, base, push }) => {
     expect([...phases]).toEqual(expect.arrayContaining(['connect', 'transfer', 'done']));
   });
 
-  it('sends ls-refs beside the discovery GET: the GET is held until a POST comes', async () => {
+  it('sends ls-refs beside the discovery GET (clone, lsRefs): the GET is held until a POST comes', async () => {
     const front = await proxy(base(), { holdDiscovery: true });
     const dir = sandbox.path(`${slug}-beside`);
     const repo = await remote(`${front.url}/project.git`).clone(nodeFs(), dir, { bare: true });
@@ -107,6 +107,11 @@ describe.each(servers)('remote(url) against $name', ({ name, base, push }) => {
     expect(discovery.map((r) => r.released)).toEqual(['post']);
     // the ls-refs sent ahead was answered and used: one POST for it, one for the pack
     expect(front.seen.filter((r) => r.method === 'POST')).toHaveLength(2);
+
+    const listing = await proxy(base(), { holdDiscovery: true });
+    const listed = await remote(`${listing.url}/project.git`).lsRefs();
+    expect(listed.refs.some((r) => r.name === 'refs/heads/topic-39')).toBe(true);
+    expect(listing.seen.map((r) => `${r.method} ${r.released ?? ''}`).sort()).toEqual(['GET post', 'POST ']);
   });
 
   it('fetches a new commit incrementally into an existing clone', async () => {
