@@ -216,7 +216,7 @@ export async function openHttpSession(
         try {
           first = { reader: checkedReader(response, service, signal), response };
         } catch {
-          void discard(response);
+          discard(response);
         }
       }
       early = undefined;
@@ -247,7 +247,7 @@ export async function openHttpSession(
         return checkedReader(response, service, signal);
       },
       async close() {
-        if (first !== undefined) void discard(first.response);
+        if (first !== undefined) discard(first.response);
         first = undefined;
       },
     };
@@ -268,13 +268,19 @@ function checkedReader(response: HttpResponse, service: GitService, signal: Abor
 }
 
 /** Gives up a response nobody reads: its body is cancelled so the connection is freed. */
-async function discard(response: HttpResponse): Promise<void> {
-  await response.body[Symbol.asyncIterator]().return?.();
+function discard(response: HttpResponse): void {
+  try {
+    response.body[Symbol.asyncIterator]()
+      .return?.()
+      ?.catch(() => {});
+  } catch {
+    // a body that cannot be cancelled is left to the garbage collector
+  }
 }
 
 /** A response still on its way that will not be read: dropped once it comes. */
 function dropResponse(pending: Promise<HttpResponse>): void {
-  pending.then(discard).catch(() => {});
+  pending.then(discard, () => {});
 }
 
 /** The discovery GET of smart HTTP: the service's advertisement. */
