@@ -15,6 +15,8 @@ export interface FrontProxyOptions {
   movedPrefix?: string;
   /** Forward a discovery GET (`/info/refs`) only once a POST has come, or after 5 s. */
   holdDiscovery?: boolean;
+  /** Every request waits this long before it is forwarded: one network round trip (benchmarks). */
+  delayMs?: number;
   /** Drop `Git-Protocol` (the server behind then answers in v0). */
   v0Only?: boolean;
 }
@@ -81,6 +83,12 @@ export async function startFrontProxy(target: string, options: FrontProxyOptions
     req.pipe(out);
   };
   const server = createServer((req, res) => {
+    if (options.delayMs !== undefined) {
+      // the body waits too (handle's pipe resumes it)
+      req.pause();
+      setTimeout(() => handle(req, res), options.delayMs);
+      return;
+    }
     if (req.method === 'POST') for (const release of held.splice(0)) release();
     if (!options.holdDiscovery || req.method !== 'GET' || !req.url?.includes('/info/refs')) return handle(req, res);
     const go = () => {
