@@ -11,6 +11,9 @@
  * - Chromium: a module Web Worker on another origin (CORS) cloning into a MemoryFs and into OPFS,
  *   gitport's remote next to isomorphic-git's `clone` over `isomorphic-git/http/web` into the
  *   same fs (tests/src/http-remote/browser-page.ts);
+ * - Node over a network round trip: the same clones through a proxy that holds every request
+ *   for RTT_MS (tests/src/http-remote/front-proxy.ts), where the number of round trips a clone
+ *   takes in a row shows (gitport: the discovery GET and ls-refs together, then the fetch);
  * - push-to-notify latency: a `git push` of one commit through the gateway until the browser
  *   worker's `watch()` hears it in `onUpdate`, from the spawn of the command to the worker's
  *   clock (the machine's one clock), p50 and p99 over a series of pushes; the peer is the same
@@ -29,6 +32,7 @@ import isoHttp from 'isomorphic-git/http/node';
 import { afterAll, bench, describe } from 'vitest';
 import { type ServeProcess, startServe } from '../tests/src/gateway/serve-process.js';
 import { type HttpRemotePage, openHttpRemotePage } from '../tests/src/http-remote/browser-page.js';
+import { type FrontProxy, startFrontProxy } from '../tests/src/http-remote/front-proxy.js';
 import { cloneCorpora, packBytes } from './corpora.js';
 import { runCommand } from './process-tree.js';
 import { mbps, median, QUICK, record, sized } from './report.js';
@@ -38,6 +42,8 @@ const MB = 1e6;
 const RUNS = sized(5, 1);
 const ISO_RUNS = sized(2, 1);
 const PUSHES = sized(100, 5);
+/** The round trip the proxy adds to every request. */
+const RTT_MS = 20;
 const quick = QUICK ? ' (quick)' : '';
 const corpora = [
   { name: 'reference', label: `${sized(40, 10)} commits of 50 KB random blobs` },
@@ -71,7 +77,10 @@ describe('clone over HTTP from the gateway', () => {
       );
     })());
 
+  let slow: FrontProxy | undefined;
+
   afterAll(async () => {
+    await slow?.close();
     await page?.close();
     serve?.child.kill('SIGTERM');
     await serve?.exit;
@@ -172,6 +181,63 @@ describe('clone over HTTP from the gateway', () => {
           note: `git clone's peak RssAnon (process tree), for scale: gitport's clone runs inside this benchmark process; ${note}`,
         });
       }
+    },
+    once,
+  );
+
+  bench(
+    `in Node over a ${RTT_MS} ms round trip: gitport remote(url) vs git clone vs isomorphic-git`,
+    async () => {
+      await setup();
+      slow = await startFrontProxy(serve.url, { delayMs: RTT_MS });
+      const corpus = corpora[0];
+      const target = `${slow.url}/${corpus.name}.git`;
+      const head = await headOf(corpus.name);
+      const ours: number[] = [];
+      const gits: number[] = [];
+      const iso: number[] = [];
+      for (let i = 0; i < RUNS + 1; i++) {
+        const dir = fresh(`rtt-gitport-${corpus.name}`);
+        let start = performance.now();
+        const repo = await remote(target).clone(nodeFs(), dir);
+        const ms = performance.now() - start;
+        if ((await repo.refs.resolve('HEAD')) !== head) throw new Error('gitport: clone incomplete');
+        await rm(dir, { recursive: true, force: true });
+        const theirDir = fresh(`rtt-git-${corpus.name}`);
+        const cost = await runCommand(['git', 'clone', '--bare', '-q', target, theirDir]);
+        await rm(theirDir, { recursive: true, force: true });
+        const isoDir = fresh(`rtt-iso-${corpus.name}`);
+        start = performance.now();
+        await git.clone({ fs: nodeFsModule, http: isoHttp, dir: isoDir, url: target, noCheckout: true });
+        const isoMs = performance.now() - start;
+        if ((await git.resolveRef({ fs: nodeFsModule, dir: isoDir, ref: 'HEAD' })) !== head) {
+          throw new Error('isomorphic-git: clone incomplete');
+        }
+        await rm(isoDir, { recursive: true, force: true });
+        if (i === 0) continue; // warm-up of all three
+        ours.push(ms);
+        gits.push(cost.wallMs);
+        iso.push(isoMs);
+      }
+      const note = `${corpus.label}, bare clone from gitport serve through a proxy that holds every request ${RTT_MS} ms (one network round trip each, keep-alive connections), on this machine (${cpus().length} cores); median of ${RUNS} after a warm-up${quick}`;
+      record({
+        id: `clone.http.${corpus.name}.rtt${RTT_MS}.ms`,
+        value: median(ours),
+        unit: 'ms',
+        peer: `git clone --bare over HTTP (same proxy)`,
+        peerValue: median(gits),
+        better: 'lower',
+        note,
+      });
+      record({
+        id: `clone.http.${corpus.name}.rtt${RTT_MS}.vs-isomorphic-git.ms`,
+        value: median(ours),
+        unit: 'ms',
+        peer: 'isomorphic-git clone (isomorphic-git/http/node, same proxy)',
+        peerValue: median(iso),
+        better: 'lower',
+        note,
+      });
     },
     once,
   );

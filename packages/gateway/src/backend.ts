@@ -27,6 +27,13 @@ export interface GitBackend {
   /** A fresh cached advertisement, synchronously, when there is one (the fast path of discovery). */
   cachedAdvertisement?(repo: string, service: GitService, protocol: string | null): Uint8Array | undefined;
   /**
+   * A protocol v2 `ls-refs` round of upload-pack (`request`: its whole body), answered from what
+   * the backend keeps of the repository's refs, checked against the refs on disk as
+   * advertisements are: a ref listing is an advertisement in v2. Undefined when the backend does
+   * not answer this request so (not `ls-refs`, too large): then it goes through `rpc`.
+   */
+  listRefs?(repo: string, request: Uint8Array, options: RpcOptions): Promise<Uint8Array> | undefined;
+  /**
    * One stateless round: the request body in, the response bytes out. The returned iterable may
    * start before the body is consumed; cancelling it (or the signal) stops the work, and a push
    * that did not complete moves no ref.

@@ -154,11 +154,14 @@ export function smartHttpClient(remoteUrl: string, options: HttpRemoteOptions = 
             data: { url: target },
           });
         }
+        // a request sent ahead of an answer it depends on is sent again after that answer, with
+        // whatever credentials the answer needed: it asks for none itself
         if (
           response.status === 401 &&
           options.onAuth !== undefined &&
           attempts < MAX_AUTH_ATTEMPTS &&
-          body.replayable
+          body.replayable &&
+          request.speculative !== true
         ) {
           const message = await responseMessage(response);
           attempts++;
@@ -278,37 +281,59 @@ function toReadableStream(source: AsyncIterable<Uint8Array>): ReadableStream<Uin
   );
 }
 
-/** A response body's chunks, read with a reader (not every runtime's streams are async iterable). */
-async function* responseChunks(
+/**
+ * A response body's chunks, read with a reader (not every runtime's streams are async iterable).
+ * `return()` cancels the body even before the first read, so a response given up unread frees
+ * its connection.
+ */
+function responseChunks(
   response: Response,
   signal: AbortSignal | undefined,
   count: (bytes: number) => void,
-): AsyncGenerator<Uint8Array> {
-  if (response.body === null) return;
-  const reader = response.body.getReader();
-  let done = false;
-  try {
-    for (;;) {
+): AsyncIterableIterator<Uint8Array> {
+  const body = response.body;
+  let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  let over = body === null;
+  const finish = () => {
+    over = true;
+    reader?.releaseLock();
+  };
+  return {
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+    async next(): Promise<IteratorResult<Uint8Array>> {
+      if (over) return { done: true, value: undefined };
+      reader ??= (body as ReadableStream<Uint8Array>).getReader();
       let step: ReadableStreamReadResult<Uint8Array>;
       try {
         step = await reader.read();
       } catch (error) {
+        await reader.cancel().catch(() => {});
+        finish();
         if (signal?.aborted) throw new GitportError('ABORTED', 'aborted', { cause: signal.reason });
         throw new GitportError('HTTP_NETWORK', `the response of ${response.url} broke off: ${describe(error)}`, {
           cause: error,
         });
       }
       if (step.done) {
-        done = true;
-        return;
+        finish();
+        return { done: true, value: undefined };
       }
       count(step.value.byteLength);
-      yield step.value;
-    }
-  } finally {
-    if (!done) await reader.cancel().catch(() => {});
-    reader.releaseLock();
-  }
+      return { done: false, value: step.value };
+    },
+    async return(): Promise<IteratorResult<Uint8Array>> {
+      if (!over) {
+        over = true;
+        if (reader !== undefined) {
+          await reader.cancel().catch(() => {});
+          reader.releaseLock();
+        } else await body?.cancel().catch(() => {});
+      }
+      return { done: true, value: undefined };
+    },
+  };
 }
 
 /** The server's text about a failure: the body's first KiB, trimmed (a JSON `message` if it is one). */

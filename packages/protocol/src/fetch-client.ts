@@ -80,10 +80,12 @@ export interface FetchOptions {
   updateRefs?: boolean;
   maxInVain?: number;
   /**
-   * Stateful connections to a server known to answer protocol v2 (gitport's host when asked for
-   * v2): `ls-refs` goes out with the connection's first bytes instead of after the capability
-   * advertisement, one round trip less. A server that answers v0 fails the fetch
-   * (`PROTOCOL_UNEXPECTED`).
+   * With `protocol: 2`, `ls-refs` goes out before the capability advertisement is read, one
+   * round trip less. On a stateful connection to a server known to answer v2 (gitport's host
+   * when asked for v2) it travels with the connection's first bytes, and a server that answers
+   * v0 fails the fetch (`PROTOCOL_UNEXPECTED`). Over smart HTTP it is POSTed beside the
+   * discovery GET; a server that answers v0 (or refuses that request) gets the fetch the usual
+   * way, the request sent ahead dropped.
    */
   pipelineLsRefs?: boolean;
   /**
@@ -223,9 +225,13 @@ export async function lsRemoteWith<R extends Remote>(
   options: LsRemoteOptions = {},
 ): Promise<LsRemoteResult> {
   const agent = options.agent ?? DEFAULT_AGENT;
-  const session = await open(remote, 'git-upload-pack', options);
+  // over smart HTTP a v2 ls-refs goes out beside the discovery GET (dropped if the server turns
+  // out to speak v0); a connection's first bytes are sent only to a server known to speak v2
+  const early =
+    !('connection' in remote) && options.protocol === 2 ? lsRefsRequest(agent, options.prefixes) : undefined;
+  const session = await open(remote, 'git-upload-pack', { ...options, ...(early ? { first: early } : {}) });
   try {
-    const { refs, head } = await remoteRefs(session, agent, options.prefixes);
+    const { refs, head } = await remoteRefs(session, agent, options.prefixes, session.firstSent);
     if (!session.stateless) await session.round(FLUSH).catch(() => undefined);
     const adv = session.advertisement;
     return { version: adv.version, refs, capabilities: adv.capabilities, ...(head ? { head } : {}) };
@@ -276,7 +282,10 @@ async function fetchInto(
   const tagMode = options.tags ?? 'follow';
   if (tagMode === 'all') specs.push({ force: true, src: 'refs/tags/*', dst: 'refs/tags/*' });
   const prefixes = [...new Set([...specs.map(refspecPrefix), ...(tagMode === 'follow' ? ['refs/tags/'] : []), 'HEAD'])];
-  const early = options.pipelineLsRefs && 'connection' in remote ? lsRefsRequest(agent, prefixes) : undefined;
+  const early =
+    options.pipelineLsRefs && ('connection' in remote || options.protocol === 2)
+      ? lsRefsRequest(agent, prefixes)
+      : undefined;
   // the request goes out now; a repository at hand or being created is awaited meanwhile
   const opening = client.open(remote, 'git-upload-pack', { ...options, ...(early ? { first: early } : {}) });
   // a new repository made by a function: made only once the fetch request is on its way (its
@@ -300,7 +309,7 @@ async function fetchInto(
   localTips.catch(() => {});
   let prepared: Promise<PreparedRefs | undefined> | undefined;
   try {
-    const { refs, head } = await remoteRefs(session, agent, prefixes, early !== undefined);
+    const { refs, head } = await remoteRefs(session, agent, prefixes, session.firstSent);
     options.onRefs?.(refs, head);
     const selected: Want[] = [];
     for (const ref of refs) {

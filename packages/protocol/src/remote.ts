@@ -6,7 +6,9 @@
  *   connection;
  * - stateless: smart HTTP through an HTTP-shaped function; `GET info/refs?service=` for the
  *   advertisement, then one `POST` per round (gitprotocol-http(5)). `Git-Protocol: version=2`
- *   asks for v2 on upload-pack.
+ *   asks for v2 on upload-pack. A v2 command known ahead (`first`, the `ls-refs` of a fetch)
+ *   goes out beside the discovery GET instead of after it, one round trip less; its answer is
+ *   read only once the advertisement says v2.
  */
 import { type PacketReader, PktLineRemoteError } from '@gitport/pktline';
 import { type Advertisement, type AdvertisementV2, decodeAdvertisement } from './advertisement.js';
@@ -21,6 +23,12 @@ export interface HttpRequest {
   headers: Record<string, string>;
   body?: Uint8Array | AsyncIterable<Uint8Array>;
   signal?: AbortSignal;
+  /**
+   * Sent ahead of an answer it depends on (a v2 command beside the discovery GET): the caller
+   * sends it again the usual way when this one fails, so an HTTP client should not ask for
+   * credentials or follow redirects for it.
+   */
+  speculative?: boolean;
 }
 
 export interface HttpResponse {
@@ -50,6 +58,12 @@ export type Remote =
 export interface ServiceSession {
   readonly stateless: boolean;
   readonly advertisement: Advertisement;
+  /**
+   * The session's first round (an empty request) reads the answer to `SessionOptions.first`:
+   * always on a connection given `first`; over HTTP only when the server speaks v2 and the
+   * request sent ahead was answered.
+   */
+  readonly firstSent: boolean;
   /** Sends one request; resolves with a reader over its response (stateful: the shared reader). */
   round(request: Uint8Array | AsyncIterable<Uint8Array>): Promise<PacketReader>;
   /** Ends the exchange (stateful: half-closes the connection). */
@@ -98,8 +112,9 @@ export interface SessionOptions {
   protocol?: 0 | 1 | 2;
   signal?: AbortSignal;
   /**
-   * Stateful only: bytes sent before the advertisement is read, for a server whose answer is
-   * known (a v2 command to a server asked for v2): they travel with the connection's start.
+   * A v2 command sent before the advertisement is read, for a server asked for v2: on a
+   * connection the bytes travel with its start; over smart HTTP (`protocol: 2`, upload-pack) they
+   * are POSTed beside the discovery GET, and dropped if the server does not answer v2.
    */
   first?: Uint8Array;
 }
@@ -144,6 +159,7 @@ export async function openConnectionSession(
     return {
       stateless: false,
       advertisement,
+      firstSent: options.first !== undefined,
       async round(request) {
         // an empty request only reads (the answer to what `first` sent)
         if (request instanceof Uint8Array) {
@@ -165,28 +181,59 @@ export async function openHttpSession(
   options: SessionOptions = {},
 ): Promise<ServiceSession> {
   const { signal } = options;
+  const base = remote.url.replace(/\/+$/, '');
+  const extra = remote.headers ?? {};
+  const post = (body: Uint8Array | AsyncIterable<Uint8Array>, v2: boolean, speculative = false) =>
+    remote.http({
+      url: `${base}/${service}`,
+      method: 'POST',
+      headers: {
+        ...extra,
+        'Content-Type': `application/x-${service}-request`,
+        Accept: `application/x-${service}-result`,
+        ...(v2 ? { 'Git-Protocol': 'version=2' } : {}),
+      },
+      body,
+      ...(signal ? { signal } : {}),
+      ...(speculative ? { speculative } : {}),
+    });
+  // the first command goes out now, beside the discovery GET: both answers come in one round trip
+  let early =
+    options.first !== undefined && options.protocol === 2 && service === 'git-upload-pack'
+      ? post(options.first, true, true)
+      : undefined;
+  early?.catch(() => {});
   try {
-    const base = remote.url.replace(/\/+$/, '');
-    const extra = remote.headers ?? {};
     const known = options.protocol === 2 ? remote.discovered?.get(service) : undefined;
     const advertisement = known ?? (await discover(remote, base, service, options.protocol, signal));
     if (advertisement.version === 2 && options.protocol === 2) remote.discovered?.set(service, advertisement);
+    let first: { reader: PacketReader; response: HttpResponse } | undefined;
+    if (early !== undefined) {
+      // used only from a v2 server that answered it as a round; otherwise it is sent again
+      const response = advertisement.version === 2 ? await early.catch(() => undefined) : undefined;
+      if (response === undefined) dropResponse(early);
+      else {
+        try {
+          first = { reader: checkedReader(response, service, signal), response };
+        } catch {
+          discard(response);
+        }
+      }
+      early = undefined;
+    }
+    const firstSent = first !== undefined;
     return {
       stateless: true,
       advertisement,
+      firstSent,
       async round(request) {
-        const response = await remote.http({
-          url: `${base}/${service}`,
-          method: 'POST',
-          headers: {
-            ...extra,
-            'Content-Type': `application/x-${service}-request`,
-            Accept: `application/x-${service}-result`,
-            ...(advertisement.version === 2 ? { 'Git-Protocol': 'version=2' } : {}),
-          },
-          body: request,
-          ...(signal ? { signal } : {}),
-        });
+        // an empty request only reads (the answer to what `first` sent)
+        if (first !== undefined && request instanceof Uint8Array && request.length === 0) {
+          const { reader } = first;
+          first = undefined;
+          return reader;
+        }
+        const response = await post(request, advertisement.version === 2);
         if (response.status !== 200) {
           const text = await drain(response.body).catch(() => '');
           throw new ProtocolError(
@@ -197,17 +244,43 @@ export async function openHttpSession(
             },
           );
         }
-        const rtype = mediaType(header(response.headers, 'content-type'));
-        if (rtype !== `application/x-${service}-result`) {
-          throw new ProtocolError('PROTOCOL_HTTP', `unexpected content type ${rtype ?? 'missing'} for ${service}`);
-        }
-        return newReader(response.body, signal);
+        return checkedReader(response, service, signal);
       },
-      async close() {},
+      async close() {
+        if (first !== undefined) discard(first.response);
+        first = undefined;
+      },
     };
   } catch (error) {
+    if (early !== undefined) dropResponse(early);
     throw remoteError(error);
   }
+}
+
+/** A round's response as pkt-lines, once its status and content type say it is one. */
+function checkedReader(response: HttpResponse, service: GitService, signal: AbortSignal | undefined): PacketReader {
+  if (response.status !== 200) throw new ProtocolError('PROTOCOL_HTTP', `HTTP ${response.status}`);
+  const rtype = mediaType(header(response.headers, 'content-type'));
+  if (rtype !== `application/x-${service}-result`) {
+    throw new ProtocolError('PROTOCOL_HTTP', `unexpected content type ${rtype ?? 'missing'} for ${service}`);
+  }
+  return newReader(response.body, signal);
+}
+
+/** Gives up a response nobody reads: its body is cancelled so the connection is freed. */
+function discard(response: HttpResponse): void {
+  try {
+    response.body[Symbol.asyncIterator]()
+      .return?.()
+      ?.catch(() => {});
+  } catch {
+    // a body that cannot be cancelled is left to the garbage collector
+  }
+}
+
+/** A response still on its way that will not be read: dropped once it comes. */
+function dropResponse(pending: Promise<HttpResponse>): void {
+  pending.then(discard, () => {});
 }
 
 /** The discovery GET of smart HTTP: the service's advertisement. */

@@ -97,6 +97,23 @@ describe.each(servers)('remote(url) against $name', ({ name, base, push }) => {
     expect([...phases]).toEqual(expect.arrayContaining(['connect', 'transfer', 'done']));
   });
 
+  it('sends ls-refs beside the discovery GET (clone, lsRefs): the GET is held until a POST comes', async () => {
+    const front = await proxy(base(), { holdDiscovery: true });
+    const dir = sandbox.path(`${slug}-beside`);
+    const repo = await remote(`${front.url}/project.git`).clone(nodeFs(), dir, { bare: true });
+    expect(await repo.refs.resolve('HEAD')).toBe(await git(['-C', `${root}/project.git`, 'rev-parse', 'HEAD']));
+    await git(['--git-dir', dir, 'fsck', '--full']);
+    const discovery = front.seen.filter((r) => r.method === 'GET');
+    expect(discovery.map((r) => r.released)).toEqual(['post']);
+    // the ls-refs sent ahead was answered and used: one POST for it, one for the pack
+    expect(front.seen.filter((r) => r.method === 'POST')).toHaveLength(2);
+
+    const listing = await proxy(base(), { holdDiscovery: true });
+    const listed = await remote(`${listing.url}/project.git`).lsRefs();
+    expect(listed.refs.some((r) => r.name === 'refs/heads/topic-39')).toBe(true);
+    expect(listing.seen.map((r) => `${r.method} ${r.released ?? ''}`).sort()).toEqual(['GET post', 'POST ']);
+  });
+
   it('fetches a new commit incrementally into an existing clone', async () => {
     const dir = sandbox.path(`${slug}-fetch`);
     const origin = remote(`${base()}/project.git`);
@@ -200,7 +217,15 @@ describe.each(servers)('remote(url) against $name', ({ name, base, push }) => {
     const posts = front.seen.filter((r) => r.method === 'POST');
     expect(posts.length).toBeGreaterThan(0);
     expect(posts.some((r) => r.headers['content-encoding'] === 'gzip')).toBe(true);
-    expect(front.seen.every((r) => r.headers['git-protocol'] === undefined || r.method === 'GET')).toBe(true);
+    // v2 was asked for by the discovery GET and the ls-refs POST sent beside it (dropped once the
+    // answer said v0), by no request after them
+    expect(
+      front.seen
+        .slice(0, 2)
+        .map((r) => `${r.method} ${r.headers['git-protocol']}`)
+        .sort(),
+    ).toEqual(['GET version=2', 'POST version=2']);
+    expect(front.seen.slice(2).every((r) => r.headers['git-protocol'] === undefined)).toBe(true);
   });
 
   it('follows the discovery redirect and sends every later request to the new place', async () => {
@@ -209,8 +234,11 @@ describe.each(servers)('remote(url) against $name', ({ name, base, push }) => {
     const repo = await remote(`${front.url}/old/project.git`).clone(nodeFs(), dir);
     expect(await repo.refs.resolve('HEAD')).toBe(await git(['-C', `${root}/project.git`, 'rev-parse', 'HEAD']));
     const posts = front.seen.filter((r) => r.method === 'POST');
-    expect(posts.length).toBeGreaterThan(0);
-    expect(posts.every((r) => r.path === '/project.git/git-upload-pack')).toBe(true);
+    // the ls-refs sent beside the discovery GET went to the old place and was refused (a POST is
+    // never redirected); it was sent again, and so was every later POST, to the new place
+    expect(posts[0]?.path).toBe('/old/project.git/git-upload-pack');
+    expect(posts.length).toBeGreaterThan(1);
+    expect(posts.slice(1).every((r) => r.path === '/project.git/git-upload-pack')).toBe(true);
   });
 
   it('answers a 401 with onAuth credentials; without them fails HTTP_UNAUTHORIZED', async () => {

@@ -208,10 +208,20 @@ export class AdvertisementCache {
     this.maxSyncPaths = o.maxSyncPaths ?? 64;
   }
 
-  get(repo: string, key: string, gitDir: () => Promise<string>, load: () => Promise<Uint8Array>): Promise<Uint8Array> {
+  /**
+   * The cached bytes of `key` if the refs on disk still match them, else what `load` gives (kept
+   * for later reads unless `keep` says otherwise, e.g. for an error answer).
+   */
+  get(
+    repo: string,
+    key: string,
+    gitDir: () => Promise<string>,
+    load: () => Promise<Uint8Array>,
+    keep?: (bytes: Uint8Array) => boolean,
+  ): Promise<Uint8Array> {
     const hit = this.peek(repo, key);
     if (hit !== undefined) return Promise.resolve(hit);
-    return this.revalidate(repo, key, gitDir, load);
+    return this.revalidate(repo, key, gitDir, load, keep);
   }
 
   /**
@@ -269,14 +279,15 @@ export class AdvertisementCache {
     key: string,
     gitDir: () => Promise<string>,
     load: () => Promise<Uint8Array>,
+    keep: ((bytes: Uint8Array) => boolean) | undefined,
   ): Promise<Uint8Array> {
     const full = slotKey(repo, key);
     const slot = this.slots.get(full);
     if (slot !== undefined) {
-      slot.next ??= this.makeRun(repo, key, full, gitDir, load);
+      slot.next ??= this.makeRun(repo, key, full, gitDir, load, keep);
       return slot.next.promise;
     }
-    const run = this.makeRun(repo, key, full, gitDir, load);
+    const run = this.makeRun(repo, key, full, gitDir, load, keep);
     this.slots.set(full, { current: run, next: undefined });
     run.start();
     return run.promise;
@@ -288,6 +299,7 @@ export class AdvertisementCache {
     full: string,
     gitDir: () => Promise<string>,
     load: () => Promise<Uint8Array>,
+    keep: ((bytes: Uint8Array) => boolean) | undefined,
   ): Run {
     let resolve!: (bytes: Uint8Array) => void;
     let reject!: (error: unknown) => void;
@@ -298,7 +310,7 @@ export class AdvertisementCache {
       }),
       dropped: false,
       start: () => {
-        this.check(repo, key, run, gitDir, load)
+        this.check(repo, key, run, gitDir, load, keep)
           .then(resolve, reject)
           .finally(() => {
             const slot = this.slots.get(full);
@@ -324,12 +336,13 @@ export class AdvertisementCache {
     run: Run,
     gitDir: () => Promise<string>,
     load: () => Promise<Uint8Array>,
+    keep: ((bytes: Uint8Array) => boolean) | undefined,
   ): Promise<Uint8Array> {
     const stamp = await readRefsStamp(await gitDir());
     const current = this.entries.get(repo)?.get(key);
     if (current !== undefined && this.settled(current.stamp) && sameStamp(current.stamp, stamp)) return current.bytes;
     const bytes = await load();
-    if (!run.dropped) this.store(repo, key, { bytes, stamp });
+    if (!run.dropped && (keep === undefined || keep(bytes))) this.store(repo, key, { bytes, stamp });
     return bytes;
   }
 

@@ -14,7 +14,8 @@
  * The request body streams in with the transport's credit-based flow control, the response
  * streams out the same way; aborting the request aborts the stream, which the worker sees as a
  * failed push (no ref moves). Ref updates come back as `ref-update` bus signals; they drop the
- * repository's cached advertisements, which are also revalidated against the refs on disk.
+ * repository's cached advertisements and v2 ref listings (`ls-refs`, answered on the gateway's
+ * thread once cached), which are also revalidated against the refs on disk.
  */
 import { Worker, type WorkerOptions } from 'node:worker_threads';
 import { type Bus, createBus } from '@gitport/bus';
@@ -27,6 +28,7 @@ import { collect, once } from '../body.js';
 import { GatewayError } from '../errors.js';
 import type { RefUpdateEvent } from '../sse-hub.js';
 import { AdvertisementCache, adKey } from './advertisement-cache.js';
+import { isRefListing, lsRefsKey } from './ref-listing.js';
 import { releasable } from './released-buffers.js';
 import { RepositoryRoot } from './repository-root.js';
 import { WORKER_STATS, type WorkerStats } from './worker-stats.js';
@@ -84,10 +86,11 @@ export interface WorkerPoolBackend extends GitBackend {
   restart(index: number): Promise<void>;
   /**
    * Requests a worker is working on (counted from the request until the worker finished or
-   * stopped it, whether or not their client is still there), and how many it stopped because
-   * their client went away or their request failed (for monitoring and tests).
+   * stopped it, whether or not their client is still there), how many it stopped because their
+   * client went away or their request failed, and how many were sent to it in all (for
+   * monitoring and tests).
    */
-  work(index: number): { inFlight: number; stopped: number };
+  work(index: number): { inFlight: number; stopped: number; sent: number };
   /** What the worker itself reports: smart-HTTP requests it is serving now. */
   workerStats(index: number): Promise<WorkerStats>;
 }
@@ -235,8 +238,8 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
   const youngGenerationMb = options.youngGenerationMb ?? DEFAULT_WORKER_YOUNG_GENERATION_MB;
   const streamWindow = options.window ?? DEFAULT_STREAM_WINDOW;
   const inFlight = new Set<Promise<unknown>>();
-  /** Per worker: requests it works on, and those it stopped on request. */
-  const workCounts = slots.map(() => ({ inFlight: 0, stopped: 0 }));
+  /** Per worker: requests it works on, those it stopped on request, and all sent to it. */
+  const workCounts = slots.map(() => ({ inFlight: 0, stopped: 0, sent: 0 }));
   let workSeq = 0;
   let closed = false;
 
@@ -365,6 +368,7 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
     const work = `${++workSeq}`;
     const counter = workCounts[index]!;
     counter.inFlight++;
+    counter.sent++;
     let over = false;
     const ended = () => {
       if (over) return;
@@ -544,6 +548,38 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
 
     cachedAdvertisement(repo, service, protocol) {
       return cache.peek(repo, adKey(service, protocol));
+    },
+
+    listRefs(repo, request, { protocol }) {
+      if (closed || protocol !== 'version=2') return undefined;
+      const key = lsRefsKey(request);
+      if (key === undefined) return undefined;
+      return cache.get(
+        repo,
+        key,
+        async () => {
+          const dir = await root.resolve(repo);
+          if (dir === undefined) throw new GatewayError('GATEWAY_NOT_FOUND', 'repository not found', { status: 404 });
+          return dir;
+        },
+        async () => {
+          // one load serves every request waiting for it: no client's signal stops it
+          const reply = await call(
+            repo,
+            {
+              method: 'POST',
+              path: 'git-upload-pack',
+              query: '',
+              headers: { 'content-type': 'application/x-git-upload-pack-request', 'git-protocol': protocol },
+            },
+            once(request),
+            AbortSignal.timeout(60_000),
+          );
+          if (reply.status !== 200) return failure(reply.status, reply.body);
+          return collect(reply.body);
+        },
+        isRefListing,
+      );
     },
 
     refsChanged(repo) {

@@ -9,7 +9,8 @@
  * origin, access, the repository. Then the limits: a request sending its body holds no backend
  * slot (`maxPendingBodies`, per client `maxPendingBodiesPerClient`), so a slow client cannot
  * starve the others; work counts in `maxConcurrentRequests` once the body is in, until the
- * backend has stopped. git's `0000` probe POST is answered without the backend.
+ * backend has stopped. git's `0000` probe POST is answered without the backend, and a v2
+ * `ls-refs` round by the backend's `listRefs` when it has one (a cached listing).
  */
 import type { GitService } from '../backend.js';
 import { collect, empty, gunzipBody, limitBody, once, onEnd, peek, trackErrors } from '../body.js';
@@ -132,6 +133,16 @@ export function createRpc(context: GatewayContext): Rpc {
         }
         working++;
         counted = true;
+        // a ref listing (v2 ls-refs) may come from the backend's cache of the refs
+        const listed = backend.listRefs?.(repo, whole, {
+          protocol: protocolOf(request, service),
+          signal: controller.signal,
+        });
+        if (listed !== undefined) {
+          const bytes = await listed;
+          release();
+          return rpcReply(service, { kind: 'bytes', bytes });
+        }
         body = once(whole);
       } else {
         const peeked = await peek(body, 5);
