@@ -28,6 +28,7 @@
 import { mkdir } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
 import { createDemoPage, createGateway, type GatewayLimits, isGatewayError } from '@gitport/gateway';
 import { isBun, requireBunVersion, serveBun } from '@gitport/gateway/bun';
 import {
@@ -198,6 +199,16 @@ export function parseServeArgs(args: readonly string[]): ServeOptions {
   return options;
 }
 
+/**
+ * V8's tier-up budget for `gitport serve` (bytecode executed between a function's profiler ticks,
+ * four times Node 20's default): a request runs many functions a few thousand times each (an
+ * incremental fetch's negotiation, bitmap walk, range reuse and writing), and with the default
+ * each of them is compiled by TurboFan on background threads while the request runs, costing more
+ * CPU than the optimized code saves before the request ends. Long loops (a clone's walk, a
+ * delta search) reach the larger budget soon and are optimized all the same.
+ */
+const SERVE_INTERRUPT_BUDGET = 4 * 67_584;
+
 export async function serve(args: readonly string[]): Promise<number> {
   if (args.includes('--help') || args.includes('-h')) {
     process.stdout.write(usage);
@@ -222,6 +233,8 @@ export async function serve(args: readonly string[]): Promise<number> {
       return 1;
     }
   }
+  // before the worker pool starts its isolates (V8's flags are the process's)
+  if (!bun) setFlagsFromString(`--interrupt-budget=${SERVE_INTERRUPT_BUDGET}`);
   const root = resolve(options.root);
   await mkdir(root, { recursive: true });
   if ((await new RepositoryRoot(root).list()).length === 0) {
