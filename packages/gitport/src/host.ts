@@ -32,32 +32,31 @@
  */
 
 import type { Bus } from '@gitport/bus';
-import { ZERO_ID } from '@gitport/pack';
-import { encodeData, encodeText, PacketReader, packetText } from '@gitport/pktline';
+import { ZERO_ID } from '@gitport/pack/internal/object';
+import { encodeText, PacketReader, packetText } from '@gitport/pktline';
+import type { PushCommand, ReceivePackOptions, Repository, UploadPackOptions } from '@gitport/protocol';
+import { peerErrorMessage } from '@gitport/protocol/internal/errors';
 import {
   advertiseRefsHttp,
-  type GitService,
   handleReceivePackHttp,
   handleUploadPackHttp,
-  type PushCommand,
-  peerErrorMessage,
   protocolFromHeader,
-  type ReceivePackOptions,
-  type Repository,
   rpcResultHeaders,
-  serveReceivePack,
-  serveUploadPack,
-  type UploadPackOptions,
-} from '@gitport/protocol';
+} from '@gitport/protocol/internal/http';
+import { serveReceivePack } from '@gitport/protocol/internal/receive-pack';
+import { serveUploadPack } from '@gitport/protocol/internal/upload-pack';
 import { type DuplexStream, listen } from '@gitport/transport';
 import { exposeControl } from './control.js';
 import { GitportError } from './errors.js';
+import { GIT_STREAM, parseGitRequest } from './git-request.js';
 import { encodeHead, type HttpRequestHead, readHead } from './http-plugin.js';
 import { type HostedRepository, type RepositoryRegistry, staticRepositories } from './registry.js';
 import { HTTP_STOP, HTTP_STREAM, REF_UPDATE_EVENT, type RefUpdateEvent } from './wire.js';
 import { yieldingStore } from './yielding-store.js';
 
-export const GIT_STREAM = 'gitport.git';
+export { encodeGitRequest, GIT_STREAM, type GitRequest, parseGitRequest } from './git-request.js';
+
+const encoder = new TextEncoder();
 
 export interface HostOptions {
   uploadPack?: UploadPackOptions;
@@ -87,37 +86,6 @@ export interface Host {
   onRefUpdate(listener: (event: RefUpdateEvent) => void): () => void;
   /** Stops listening; streams in flight finish. */
   close(): void;
-}
-
-export interface GitRequest {
-  service: GitService;
-  repository: string;
-  /** Extra parameters (`version=2`). */
-  parameters: string[];
-}
-
-const encoder = new TextEncoder();
-
-/** The first pkt-line of a stateful session. */
-export function encodeGitRequest(request: GitRequest): Uint8Array {
-  const extra = request.parameters.length > 0 ? `\0${request.parameters.map((p) => `${p}\0`).join('')}` : '';
-  return encodeData(encoder.encode(`${request.service} /${request.repository}.git\0host=gitport\0${extra}`));
-}
-
-export function parseGitRequest(line: string): GitRequest {
-  const nul = line.indexOf('\0');
-  const head = nul >= 0 ? line.slice(0, nul) : line;
-  const space = head.indexOf(' ');
-  const service = head.slice(0, space);
-  const path = head.slice(space + 1);
-  if ((service !== 'git-upload-pack' && service !== 'git-receive-pack') || !/^\/.+\.git$/.test(path)) {
-    throw new GitportError('HTTP_BAD_REQUEST', `bad git request ${JSON.stringify(head.slice(0, 200))}`);
-  }
-  const fields = nul >= 0 ? line.slice(nul + 1).split('\0') : [];
-  // host-parameter first, then an empty field, then the extra parameters.
-  const blank = fields.indexOf('');
-  const parameters = blank >= 0 ? fields.slice(blank + 1).filter((f) => f !== '') : [];
-  return { service, repository: path.slice(1, -4), parameters };
 }
 
 /**

@@ -2,7 +2,10 @@
  * `gitport/node`: everything in `gitport`, plus Node's fs adapter and shortcuts that open and
  * create repositories on a Node path.
  */
-import { bitmapServing, FsObjectStore, openPackSpool, readPackIndex } from '@gitport/pack';
+import { bitmapServing } from '@gitport/pack/internal/bitmap-serving';
+import { FsObjectStore } from '@gitport/pack/internal/fs-store';
+import { readPackIndex } from '@gitport/pack/internal/idx-read';
+import { openPackSpool } from '@gitport/pack/internal/pack-spool';
 import { type NodeFsOptions, nodeFs } from './fs.node.js';
 import { FsRepositoryRegistry } from './registry.js';
 import {

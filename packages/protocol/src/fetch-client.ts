@@ -8,17 +8,10 @@
  * Stateless rounds (HTTP) repeat the wants, shallow/deepen lines and every have the server
  * acknowledged, as the server keeps no state between POSTs.
  */
-import {
-  beginPack,
-  type ImportOptions,
-  importPack,
-  isPackError,
-  type ObjectId,
-  type PackLimits,
-  type PackSpool,
-  parseObjectFilter,
-  spoolsPacks,
-} from '@gitport/pack';
+import type { ImportOptions, ObjectId, PackLimits, PackSpool } from '@gitport/pack';
+import { isPackError } from '@gitport/pack/internal/errors';
+import { parseObjectFilter } from '@gitport/pack/internal/object-filter';
+import { beginPack, importPack, spoolsPacks } from '@gitport/pack/internal/pack-import';
 import { demuxSideband, FLUSH, type PacketReader, packetText } from '@gitport/pktline';
 import { ACKNOWLEDGMENTS_SECTION, decodeAcknowledgment, decodeAcknowledgments } from './acknowledgments.js';
 import { type AdvertisedRef, DEFAULT_MAX_REFS, parseLsRefsLine } from './advertisement.js';
