@@ -18,7 +18,11 @@ import {
   packFs,
 } from './repository.js';
 
-export * from './index.js';
+export * from './exports.js';
+export { encodeGitRequest, GIT_STREAM, type GitRequest, parseGitRequest } from './git-request.js';
+// the hosts load the protocol servers on their first request (see host.node.ts)
+export { host, hostGit, hostReadOnly } from './host.node.js';
+export type { Host, HostOptions } from './host-core.js';
 export { type NodeFsOptions, nodeFs };
 
 /**
