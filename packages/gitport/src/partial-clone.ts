@@ -13,7 +13,7 @@
  * that objects those packs reference but lack are promised, not lost.
  */
 import type { FetchResult, Repository } from '@gitport/protocol';
-import { checkFilterSpec } from '@gitport/protocol/internal/fetch-client';
+import { checkFilterSpec } from '@gitport/protocol/internal/filter-spec';
 import { GitportError } from './errors.js';
 import { joinPath } from './fs.js';
 import type { GitRepository } from './repository.js';

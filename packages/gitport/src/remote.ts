@@ -54,16 +54,12 @@ import type {
   Repository,
   SessionOpener,
 } from '@gitport/protocol';
-import {
-  checkFilterSpec,
-  cloneWith,
-  fetchObjectsWith,
-  fetchWith,
-  lsRemoteWith,
-} from '@gitport/protocol/internal/fetch-client';
-import { push as pushFrom } from '@gitport/protocol/internal/push-client';
+import { checkFilterSpec } from '@gitport/protocol/internal/filter-spec';
 import { openConnectionSession, openHttpSession } from '@gitport/protocol/internal/remote';
 import { type DuplexStream, open } from '@gitport/transport';
+// the protocol's clients (Node loads them on their first call: fetch-client.node.ts)
+import { cloneWith, fetchObjectsWith, fetchWith, lsRemoteWith } from '#fetch-client';
+import { push as pushFrom } from '#push-client';
 import { checkoutCommit } from './checkout.js';
 import { GitportError, isGitportError, toGitportError } from './errors.js';
 import { type FsLike, type FsPromisesLike, type GitFs, joinPath } from './fs.js';
