@@ -20,7 +20,11 @@
  * Stat fields come from the fs's `lstat` where it reports them (Node's does); a field the fs does
  * not report is 0, which only makes git re-read that file once to compare it.
  */
-import { hexToBytes, type ObjectId, parseCommitLinks, parseTree, sha1 } from '@gitport/pack';
+import type { ObjectId } from '@gitport/pack';
+import { parseCommitLinks } from '@gitport/pack/internal/commit';
+import { hexToBytes } from '@gitport/pack/internal/object';
+import { parseTree } from '@gitport/pack/internal/tree';
+import { sha1 } from '@gitport/pack/sha1';
 import { GitportError } from './errors.js';
 import { dirname, errorCode, joinPath } from './fs.js';
 import { prefetchObjects } from './promisor.js';

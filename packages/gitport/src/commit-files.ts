@@ -17,17 +17,10 @@
  * see the tree clean; other files, and their index entries, are left alone. A commit on another
  * branch touches neither.
  */
-import {
-  type ObjectId,
-  type ObjectStore,
-  type Person,
-  parseCommit,
-  parseTagTarget,
-  parseTree,
-  serializeCommit,
-  serializeTree,
-  type TreeEntry,
-} from '@gitport/pack';
+import type { ObjectId, ObjectStore, Person, TreeEntry } from '@gitport/pack';
+import { parseCommit, serializeCommit } from '@gitport/pack/internal/commit';
+import { parseTagTarget } from '@gitport/pack/internal/tag';
+import { parseTree, serializeTree } from '@gitport/pack/internal/tree';
 import type { RefStore } from '@gitport/protocol';
 import { updateWorkTree } from './checkout.js';
 import { GitportError, toGitportError } from './errors.js';

@@ -38,7 +38,7 @@ import type {
   RefUpdateResult,
   RefValue,
 } from '@gitport/protocol';
-import { batchNameClashes, isValidRefName, refNameSizeProblem } from '@gitport/protocol';
+import { batchNameClashes, isValidRefName, refNameSizeProblem } from '@gitport/protocol/internal/ref-store';
 import { GitportError, isGitportError } from './errors.js';
 import { errorCode, type FsLike, type FsPromisesLike, type FsStat, GitFs, joinPath, type ListedEntry } from './fs.js';
 import { DEFAULT_STALE_AFTER_MS, REF_TEMP_PREFIX as TEMP_PREFIX } from './stale-files.js';

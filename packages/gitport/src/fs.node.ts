@@ -14,7 +14,7 @@
  */
 import * as fs from 'node:fs';
 import { isMainThread } from 'node:worker_threads';
-import { openPackSpool } from '@gitport/pack';
+import { openPackSpool } from '@gitport/pack/internal/pack-spool';
 import type { FileHandleLike, FsLike, FsPromisesLike } from './fs.js';
 
 export interface NodeFsOptions {

@@ -21,15 +21,12 @@
  * once the clone is done (`early: false`), so the callback is called once for every clone of a
  * repository with a HEAD.
  */
-import {
-  MemoryObjectStore,
-  type ObjectId,
-  type ObjectStore,
-  type ObjectType,
-  parseCommitLinks,
-  parseTree,
-} from '@gitport/pack';
-import { type AdvertisedRef, MemoryRefStore, type RefStore } from '@gitport/protocol';
+import type { ObjectId, ObjectStore, ObjectType } from '@gitport/pack';
+import { parseCommitLinks } from '@gitport/pack/internal/commit';
+import { MemoryObjectStore } from '@gitport/pack/internal/store';
+import { parseTree } from '@gitport/pack/internal/tree';
+import type { AdvertisedRef, RefStore } from '@gitport/protocol';
+import { MemoryRefStore } from '@gitport/protocol/internal/ref-store';
 import { GitportError } from './errors.js';
 
 /**

@@ -2,7 +2,10 @@
  * `gitport/node`: everything in `gitport`, plus Node's fs adapter and shortcuts that open and
  * create repositories on a Node path.
  */
-import { bitmapServing, FsObjectStore, openPackSpool, readPackIndex } from '@gitport/pack';
+import { bitmapServing } from '@gitport/pack/internal/bitmap-serving';
+import { FsObjectStore } from '@gitport/pack/internal/fs-store';
+import { readPackIndex } from '@gitport/pack/internal/idx-read';
+import { openPackSpool } from '@gitport/pack/internal/pack-spool';
 import { type NodeFsOptions, nodeFs } from './fs.node.js';
 import { FsRepositoryRegistry } from './registry.js';
 import {
@@ -15,7 +18,11 @@ import {
   packFs,
 } from './repository.js';
 
-export * from './index.js';
+export * from './exports.js';
+export { encodeGitRequest, GIT_STREAM, type GitRequest, parseGitRequest } from './git-request.js';
+// the hosts load the protocol servers on their first request (see host.node.ts)
+export { host, hostGit, hostReadOnly } from './host.node.js';
+export type { Host, HostOptions } from './host-core.js';
 export { type NodeFsOptions, nodeFs };
 
 /**

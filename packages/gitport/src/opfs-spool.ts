@@ -12,7 +12,9 @@
  * written meanwhile); nothing of them is visible before the renames, which wait for the store
  * to be ready. Should the files not open, the commit writes them as any file.
  */
-import { type IndexEntries, PackError, PackIndex, type PackSpool, type PackSpoolHost, writeIdx } from '@gitport/pack';
+import type { IndexEntries, PackSpool, PackSpoolHost } from '@gitport/pack';
+import { PackError } from '@gitport/pack/internal/errors';
+import { PackIndex, writeIdx } from '@gitport/pack/internal/idx';
 
 /** Bytes per block the pack gathers in. */
 const BLOCK = 256 * 1024;

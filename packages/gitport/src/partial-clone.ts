@@ -12,7 +12,8 @@
  * (the refs it was fetched for, `<oid> <ref>` a line; empty for a lazy fetch), which tells git
  * that objects those packs reference but lack are promised, not lost.
  */
-import { checkFilterSpec, type FetchResult, type Repository } from '@gitport/protocol';
+import type { FetchResult, Repository } from '@gitport/protocol';
+import { checkFilterSpec } from '@gitport/protocol/internal/filter-spec';
 import { GitportError } from './errors.js';
 import { joinPath } from './fs.js';
 import type { GitRepository } from './repository.js';

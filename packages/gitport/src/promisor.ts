@@ -15,7 +15,8 @@
  * Errors: a failed lazy fetch rejects the read with `PROMISOR_FETCH_FAILED` (data: the missing
  * ids; cause: the remote's error, say `HTTP_NETWORK` or `PEER_NOT_FOUND`).
  */
-import { type GitObject, type ObjectId, type ObjectStore, type ObjectType, readHeaderOf } from '@gitport/pack';
+import type { GitObject, ObjectId, ObjectStore, ObjectType } from '@gitport/pack';
+import { readHeaderOf } from '@gitport/pack/internal/stored-reads';
 import type { Repository } from '@gitport/protocol';
 import { GitportError, toGitportError } from './errors.js';
 import type { GitFs } from './fs.js';

@@ -3,7 +3,7 @@
  * signal on the bus per ref, `{ repo, ref, old, new }` (40 zeros for a created or deleted ref),
  * the same shape the gateway sends over SSE.
  */
-import { ZERO_ID } from '@gitport/pack';
+import { ZERO_ID } from '@gitport/pack/internal/object';
 import type { RefUpdateResult } from '@gitport/protocol';
 import type { RefUpdateEvent } from './wire.js';
 

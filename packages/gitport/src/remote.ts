@@ -42,32 +42,29 @@
  * smaller young generation saves. (host.ts gives the advice for a thread that hosts.)
  */
 import type { Bus } from '@gitport/bus';
-import {
-  checkFilterSpec,
-  cloneWith,
-  type FetchOptions,
-  type FetchResult,
-  fetchObjectsWith,
-  fetchWith,
-  type GitService,
-  type LsRemoteOptions,
-  type LsRemoteResult,
-  lsRemoteWith,
-  openConnectionSession,
-  openHttpSession,
-  type PushOptions,
-  type PushResult,
-  push as pushFrom,
-  type Remote,
-  type Repository,
-  type SessionOpener,
+import type {
+  FetchOptions,
+  FetchResult,
+  GitService,
+  LsRemoteOptions,
+  LsRemoteResult,
+  PushOptions,
+  PushResult,
+  Remote,
+  Repository,
+  SessionOpener,
 } from '@gitport/protocol';
+import { checkFilterSpec } from '@gitport/protocol/internal/filter-spec';
+import { openConnectionSession, openHttpSession } from '@gitport/protocol/internal/remote';
 import { type DuplexStream, open } from '@gitport/transport';
+// the protocol's clients (Node loads them on their first call: fetch-client.node.ts)
+import { cloneWith, fetchObjectsWith, fetchWith, lsRemoteWith } from '#fetch-client';
+import { push as pushFrom } from '#push-client';
 import { checkoutCommit } from './checkout.js';
 import { GitportError, isGitportError, toGitportError } from './errors.js';
 import { type FsLike, type FsPromisesLike, type GitFs, joinPath } from './fs.js';
+import { encodeGitRequest, GIT_STREAM } from './git-request.js';
 import { finishedView, type HeadView, type HeadViewCollector, headViewCollector } from './head-view.js';
-import { encodeGitRequest, GIT_STREAM } from './host.js';
 import { type HttpRemoteOptions, smartHttpClient } from './http-remote.js';
 import {
   checkFilter,

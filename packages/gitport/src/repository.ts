@@ -12,8 +12,9 @@
  * `FsObjectStore` over `<gitDir>` (or whatever `objects` factory is given), the refs are
  * `FsRefStore`.
  */
-import { FsObjectStore, type ObjectStore, type PackSpoolOpener } from '@gitport/pack';
-import { isValidRefName } from '@gitport/protocol';
+import type { ObjectStore, PackSpoolOpener } from '@gitport/pack';
+import { FsObjectStore } from '@gitport/pack/internal/fs-store';
+import { isValidRefName } from '@gitport/protocol/internal/ref-store';
 import { GitportError } from './errors.js';
 import { errorCode, type FsLike, type FsPromisesLike, GitFs, gitFsAfter, joinPath } from './fs.js';
 import { FsRefStore } from './fs-ref-store.js';

@@ -12,17 +12,16 @@
  * One wrapper per store (the wrapped store keeps its identity across requests, so caches keyed
  * by the store still hit); the time slice is the thread's, shared by every wrapper.
  */
+import type { BitmapServedStore, ObjectStore } from '@gitport/pack';
 import {
-  type BitmapServedStore,
   findPackOf,
   hasHeaderReads,
   hasLocateStored,
   hasStoredPacks,
   locateStoredOf,
-  type ObjectStore,
   readHeaderOf,
   readRawOf,
-} from '@gitport/pack';
+} from '@gitport/pack/internal/stored-reads';
 
 /** Longest run of reads without a turn of the event loop, in ms. */
 const SLICE_MS = 10;

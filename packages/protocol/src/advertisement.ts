@@ -21,7 +21,8 @@
  *   ref = PKT-LINE(obj-id-or-unborn SP refname *(SP ref-attribute) LF)
  *   ref-attribute = (symref | peeled);  symref = "symref-target:" symref-target;  peeled = "peeled:" obj-id
  */
-import { type ObjectId, ZERO_ID } from '@gitport/pack';
+import type { ObjectId } from '@gitport/pack';
+import { ZERO_ID } from '@gitport/pack/internal/object';
 import {
   encodeText,
   FLUSH,

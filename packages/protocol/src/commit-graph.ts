@@ -6,14 +6,9 @@
  * Objects are read with the pack package's parsers: of a commit its tree, parents and committer
  * time (`parseCommitLinks`), of a tag the object it names (`parseTagTarget`).
  */
-import {
-  type GitObject,
-  type ObjectId,
-  type ObjectStore,
-  type ObjectType,
-  parseCommitLinks,
-  parseTagTarget,
-} from '@gitport/pack';
+import type { GitObject, ObjectId, ObjectStore, ObjectType } from '@gitport/pack';
+import { parseCommitLinks } from '@gitport/pack/internal/commit';
+import { parseTagTarget } from '@gitport/pack/internal/tag';
 import { ProtocolError, throwIfAborted } from './errors.js';
 
 export interface CommitNode {

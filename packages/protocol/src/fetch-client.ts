@@ -8,17 +8,8 @@
  * Stateless rounds (HTTP) repeat the wants, shallow/deepen lines and every have the server
  * acknowledged, as the server keeps no state between POSTs.
  */
-import {
-  beginPack,
-  type ImportOptions,
-  importPack,
-  isPackError,
-  type ObjectId,
-  type PackLimits,
-  type PackSpool,
-  parseObjectFilter,
-  spoolsPacks,
-} from '@gitport/pack';
+import type { ImportOptions, ObjectId, PackLimits, PackSpool } from '@gitport/pack';
+import { beginPack, importPack, spoolsPacks } from '@gitport/pack/internal/pack-import';
 import { demuxSideband, FLUSH, type PacketReader, packetText } from '@gitport/pktline';
 import { ACKNOWLEDGMENTS_SECTION, decodeAcknowledgment, decodeAcknowledgments } from './acknowledgments.js';
 import { type AdvertisedRef, DEFAULT_MAX_REFS, parseLsRefsLine } from './advertisement.js';
@@ -27,6 +18,7 @@ import { encodeCommandRequest } from './command-request.js';
 import { CommitGraph } from './commit-graph.js';
 import { type Repository, requireLine, requirePacket } from './connection.js';
 import { ProtocolError, throwIfAborted } from './errors.js';
+import { checkFilterSpec } from './filter-spec.js';
 import { INITIAL_FLUSH, MAX_IN_VAIN, Negotiator, nextFlush } from './negotiator.js';
 import type { PreparedRefs, RefUpdate, RefUpdateResult, RefValue } from './ref-store.js';
 import { matchRefspec, parseRefspec, type Refspec, refspecPrefix } from './refspec.js';
@@ -127,17 +119,6 @@ export interface FetchResult {
   haves: number;
   /** The filter-spec the server applied (undefined without one, or when it ignored it). */
   filter?: string;
-}
-
-/** A filter-spec checked with the pack package's parser; a bad one is `PROTOCOL_BAD_FILTER`. */
-export function checkFilterSpec(spec: string): string {
-  try {
-    parseObjectFilter(spec);
-  } catch (error) {
-    if (isPackError(error)) throw new ProtocolError('PROTOCOL_BAD_FILTER', error.message, { cause: error });
-    throw error;
-  }
-  return spec;
 }
 
 /**

@@ -4,18 +4,13 @@
  * filter, a client may want any object reachable from an advertised ref (git's
  * `allowReachableSHA1InWant`; what a lazy fetch of missing blobs sends).
  */
-import {
-  assertFilterSupported,
-  filterKinds,
-  isPackError,
-  type ObjectFilter,
-  type ObjectId,
-  type ObjectStore,
-  parseObjectFilter,
-  parseTagTarget,
-  parseTree,
-  walkCommits,
-} from '@gitport/pack';
+import type { ObjectFilter, ObjectId, ObjectStore } from '@gitport/pack';
+import { isPackError } from '@gitport/pack/internal/errors';
+import { assertFilterSupported } from '@gitport/pack/internal/filtered-walk';
+import { filterKinds, parseObjectFilter } from '@gitport/pack/internal/object-filter';
+import { parseTagTarget } from '@gitport/pack/internal/tag';
+import { parseTree } from '@gitport/pack/internal/tree';
+import { walkCommits } from '@gitport/pack/internal/walk';
 import { ProtocolError, throwIfAborted } from './errors.js';
 
 export type FilterKind = ObjectFilter['kind'];

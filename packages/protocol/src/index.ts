@@ -17,7 +17,6 @@ export { connectionPair } from './channel.js';
 export type { Connection, Repository } from './connection.js';
 export { hasCode, ProtocolError, peerErrorMessage } from './errors.js';
 export {
-  checkFilterSpec,
   clone,
   cloneWith,
   type FetchObjectsOptions,
@@ -33,6 +32,7 @@ export {
   lsRemote,
   lsRemoteWith,
 } from './fetch-client.js';
+export { checkFilterSpec } from './filter-spec.js';
 export {
   advertiseRefsHttp,
   type GitService,

@@ -18,7 +18,8 @@
  *   tree   = *(octal-mode SP name NUL 20-byte-id)
  *   ident  = name SP "<" email ">" SP timestamp SP ("+" / "-") 4DIGIT
  */
-import { type ObjectId, type ObjectType, ZERO_ID } from '@gitport/pack';
+import type { ObjectId, ObjectType } from '@gitport/pack';
+import { ZERO_ID } from '@gitport/pack/internal/object';
 import { bytesToHex } from './hex.js';
 
 /** What a link out of an object must name: an object of this type, or a gitlink (not followed). */

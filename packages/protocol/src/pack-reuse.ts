@@ -9,7 +9,8 @@
  * still checks that the pack is there and holds exactly those objects. A few wants sets per store
  * are kept (ids only), in a WeakMap: a store that goes away takes its entries with it.
  */
-import { findPackOf, hasStoredPacks, type ObjectId, type ObjectStore } from '@gitport/pack';
+import type { ObjectId, ObjectStore } from '@gitport/pack';
+import { findPackOf, hasStoredPacks } from '@gitport/pack/internal/stored-reads';
 
 /** Wants sets whose objects were found to be exactly a stored pack's, per store. */
 export class PackReuseCache {

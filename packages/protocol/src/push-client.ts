@@ -10,7 +10,9 @@
  * thin against the remote's tips that we have. The report (`unpack ok`, `ok`/`ng` per ref) is
  * read from band 1 when side-band-64k is on.
  */
-import { createPack, type ObjectId, ZERO_ID } from '@gitport/pack';
+import type { ObjectId } from '@gitport/pack';
+import { ZERO_ID } from '@gitport/pack/internal/object';
+import { createPack } from '@gitport/pack/internal/pack-writer';
 import { demuxSideband, encodeText, FLUSH, type PacketReader, packetText } from '@gitport/pktline';
 import { DEFAULT_AGENT } from './capabilities.js';
 import { CommitGraph } from './commit-graph.js';

@@ -26,17 +26,10 @@
  * commands it concerns: the client always gets a report. With side-band-64k the whole report
  * travels in band 1.
  */
-import {
-  importPack,
-  type Migration,
-  type ObjectId,
-  type ObjectStore,
-  type ObjectType,
-  openQuarantine,
-  type PackLimits,
-  type Quarantine,
-  ZERO_ID,
-} from '@gitport/pack';
+import type { Migration, ObjectId, ObjectStore, ObjectType, PackLimits, Quarantine } from '@gitport/pack';
+import { ZERO_ID } from '@gitport/pack/internal/object';
+import { importPack } from '@gitport/pack/internal/pack-import';
+import { openQuarantine } from '@gitport/pack/internal/quarantine';
 import { encodeText, FLUSH, packetText, SidebandMuxer } from '@gitport/pktline';
 import { collectRefs, encodeAdvertisementV0 } from './advertisement.js';
 import { Capabilities, DEFAULT_AGENT, receivePackCapabilities } from './capabilities.js';

@@ -26,7 +26,7 @@
  * `update` resolves with one result per update and does not throw for a failure of one ref
  * (a lock held, a storage error): that ref is rejected with a message saying why.
  */
-import { isObjectId as isPackObjectId } from '@gitport/pack';
+import { isObjectId as isPackObjectId } from '@gitport/pack/internal/object';
 import { ProtocolError } from './errors.js';
 
 /** 40 lowercase hex digits (sha1); the same type as @gitport/pack's `ObjectId`. */

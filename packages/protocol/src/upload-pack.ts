@@ -14,7 +14,9 @@
  * a round without `done` that is not ready ends with flush after the acknowledgments. The
  * answers' grammar and codecs are in acknowledgments.ts.
  */
-import { createPack, hasStoredPacks, type ObjectFilter, type ObjectId, type PackEncoding } from '@gitport/pack';
+import type { ObjectFilter, ObjectId, PackEncoding } from '@gitport/pack';
+import { createPack } from '@gitport/pack/internal/pack-writer';
+import { hasStoredPacks } from '@gitport/pack/internal/stored-reads';
 import { encodeText, FLUSH, type Packet, packetText, SidebandMuxer } from '@gitport/pktline';
 import { type Acknowledgment, encodeAcknowledgment, encodeAcknowledgments } from './acknowledgments.js';
 import {

@@ -115,10 +115,16 @@ describe('the packed packages', () => {
   it('export only files they carry, JavaScript and declarations from dist/', () => {
     for (const { name, manifest, entries } of tarballs) {
       for (const [subpath, target] of Object.entries(manifest.exports)) {
-        const conditions = typeof target === 'string' ? { default: target } : target;
-        for (const [condition, file] of Object.entries(conditions)) {
+        for (const [condition, file] of leafConditions(target)) {
           const path = file.replace(/^\.\//, '');
-          expect(entries, `${name} ${subpath} ${condition}`).toContain(path);
+          if (path.includes('*')) {
+            // a subpath pattern: some file the package carries matches it
+            const pattern = new RegExp(`^${path.split('*').map(escapeRegExp).join('[^/]+')}$`);
+            expect(
+              entries.some((entry) => pattern.test(entry)),
+              `${name} ${subpath} ${condition}`,
+            ).toBe(true);
+          } else expect(entries, `${name} ${subpath} ${condition}`).toContain(path);
           if (condition === 'types') expect(path, `${name} ${subpath}`).toMatch(/^dist\/.*\.d\.ts$/);
           else if (condition !== 'source' && subpath !== './package.json')
             expect(path, `${name} ${subpath} ${condition}`).toMatch(/^dist\/.*\.js$/);
@@ -378,4 +384,16 @@ async function serveStatic(root: string): Promise<Server> {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return server;
+}
+
+/** The [condition, file] leaves of an export target, nested conditions (`node`: {...}) flattened. */
+function leafConditions(target: unknown): [string, string][] {
+  if (typeof target === 'string') return [['default', target]];
+  return Object.entries(target as Record<string, unknown>).flatMap(([condition, value]) =>
+    typeof value === 'string' ? [[condition, value] as [string, string]] : leafConditions(value),
+  );
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
