@@ -471,6 +471,13 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
     );
   };
 
+  /** The repository's directory, which the cache checks its entries against; 404 when absent. */
+  const directoryOf = async (repo: string): Promise<string> => {
+    const dir = await root.resolve(repo);
+    if (dir === undefined) throw new GatewayError('GATEWAY_NOT_FOUND', 'repository not found', { status: 404 });
+    return dir;
+  };
+
   const track = <T>(promise: Promise<T>): Promise<T> => {
     inFlight.add(promise);
     void promise.finally(() => inFlight.delete(promise)).catch(() => {});
@@ -490,11 +497,7 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
       return cache.get(
         repo,
         adKey(service, protocol),
-        async () => {
-          const dir = await root.resolve(repo);
-          if (dir === undefined) throw new GatewayError('GATEWAY_NOT_FOUND', 'repository not found', { status: 404 });
-          return dir;
-        },
+        () => directoryOf(repo),
         async () => {
           const reply = await call(
             repo,
@@ -557,11 +560,7 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
       return cache.get(
         repo,
         key,
-        async () => {
-          const dir = await root.resolve(repo);
-          if (dir === undefined) throw new GatewayError('GATEWAY_NOT_FOUND', 'repository not found', { status: 404 });
-          return dir;
-        },
+        () => directoryOf(repo),
         async () => {
           // one load serves every request waiting for it: no client's signal stops it
           const reply = await call(
