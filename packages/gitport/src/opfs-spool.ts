@@ -15,6 +15,7 @@
 import type { IndexEntries, PackSpool, PackSpoolHost } from '@gitport/pack';
 import { PackError } from '@gitport/pack/internal/errors';
 import { PackIndex, writeIdx } from '@gitport/pack/internal/idx';
+import { concatBytes } from '@gitport/pack/internal/object';
 
 /** Bytes per block the pack gathers in. */
 const BLOCK = 256 * 1024;
@@ -79,7 +80,7 @@ export function openOpfsSpool(host: PackSpoolHost, files: SpoolFiles): PackSpool
   };
   /** Writes `parts` (`size` bytes) as the whole file: through its open handle, else as any file. */
   const writeWhole = async (handle: SpoolHandle | undefined, path: string, parts: Uint8Array[], size: number) => {
-    if (!handle) return files.writeFile(path, concat(parts, size));
+    if (!handle) return files.writeFile(path, concatBytes(parts, size));
     try {
       handle.truncate(size);
       let at = 0;
@@ -174,7 +175,7 @@ export function openOpfsSpool(host: PackSpoolHost, files: SpoolFiles): PackSpool
         await writeWhole(
           packHandle,
           packTmp,
-          [blocks.length === 1 ? blocks[0]!.subarray(0, length) : concat([...pieces()], length)],
+          [blocks.length === 1 ? blocks[0]!.subarray(0, length) : concatBytes([...pieces()], length)],
           length,
         );
         at = idxPath;
@@ -215,14 +216,4 @@ export function openOpfsSpool(host: PackSpoolHost, files: SpoolFiles): PackSpool
       await release();
     },
   };
-}
-
-function concat(parts: Uint8Array[], length: number): Uint8Array {
-  const out = new Uint8Array(length);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }
