@@ -188,17 +188,7 @@ export class OpfsFs implements FsLike {
         return encoding === 'utf8' || encoding === 'utf-8' ? new TextDecoder().decode(bytes) : bytes;
       },
       async writeFile(path: string, data: Uint8Array | string) {
-        const parts = split(path);
-        const name = parts.pop();
-        if (!name) throw new OpfsError('EISDIR', 'open', path);
-        let handle: FileSystemFileHandle;
-        try {
-          handle = await self.#within(parts, 'open', path, (dir) => dir.getFileHandle(name, { create: true }));
-        } catch (error) {
-          throw translate(error, 'open', path);
-        }
-        const scratch = isScratchName(name);
-        if (scratch) self.#keepScratch([...parts, name].join('/'), handle);
+        const { handle, scratch } = await self.#createFile(path);
         const bytes = typeof data === 'string' ? new TextEncoder().encode(data) : data;
         if (await writeInPlace(handle, bytes, scratch || bytes.length >= SYNC_WRITE_MIN)) return;
         const writable = await handle.createWritable();
@@ -403,8 +393,11 @@ export class OpfsFs implements FsLike {
     }
   }
 
-  /** A sync access handle on the file at `path`, made if missing; a scratch file's handle is kept for its rename. */
-  async #openSync(path: string): Promise<SyncAccessHandle> {
+  /**
+   * The file at `path`, made if missing; a scratch file's handle is kept for the rename that
+   * follows it.
+   */
+  async #createFile(path: string): Promise<{ handle: FileSystemFileHandle; scratch: boolean }> {
     const parts = split(path);
     const name = parts.pop();
     if (!name) throw new OpfsError('EISDIR', 'open', path);
@@ -414,9 +407,16 @@ export class OpfsFs implements FsLike {
     } catch (error) {
       throw translate(error, 'open', path);
     }
+    const scratch = isScratchName(name);
+    if (scratch) this.#keepScratch([...parts, name].join('/'), handle);
+    return { handle, scratch };
+  }
+
+  /** A sync access handle on the file at `path`, made if missing (see `#createFile`). */
+  async #openSync(path: string): Promise<SyncAccessHandle> {
+    const { handle } = await this.#createFile(path);
     const open = syncAccessOpener(handle);
     if (!open) throw new OpfsError('ENOSYS', 'open', path);
-    if (isScratchName(name)) this.#keepScratch([...parts, name].join('/'), handle);
     return open();
   }
 
