@@ -28,6 +28,7 @@ export {
   MAX_READ_PACKET_DATA,
   PacketReader,
   type PacketReaderOptions,
+  parseLength,
 } from './reader.js';
 export {
   type Band,

@@ -52,7 +52,7 @@ const RESPONSE_END_PACKET: Packet = Object.freeze({ kind: 'response-end' });
 const textDecoder = new TextDecoder();
 
 /** The packet length at `bytes[at..at+4)`, or -1 when a digit is not hex. */
-function parseLength(bytes: Uint8Array, at: number): number {
+export function parseLength(bytes: Uint8Array, at: number): number {
   const a = HEX_VALUE[bytes[at]!]!;
   const b = HEX_VALUE[bytes[at + 1]!]!;
   const c = HEX_VALUE[bytes[at + 2]!]!;

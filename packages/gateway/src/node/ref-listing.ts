@@ -8,27 +8,17 @@
  * is cached like an advertisement, under the request's exact bytes; an answer that is not a
  * listing (an `ERR` packet) is never kept.
  */
+import { parseLength } from '@gitport/pktline';
 
 /** Requests larger than this (many `ref-prefix` arguments) are not cached. */
 export const MAX_CACHED_LS_REFS_REQUEST = 8 * 1024;
 
 const COMMAND = 'command=ls-refs';
 
-function hexLength(bytes: Uint8Array, at: number): number {
-  let n = 0;
-  for (let i = at; i < at + 4; i++) {
-    const c = bytes[i]!;
-    const digit = c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 102 ? c - 87 : c >= 65 && c <= 70 ? c - 55 : -1;
-    if (digit < 0) return -1;
-    n = n * 16 + digit;
-  }
-  return n;
-}
-
 /** The cache key of an `ls-refs` request, undefined for any other request (or one too large). */
 export function lsRefsKey(request: Uint8Array): string | undefined {
   if (request.byteLength < 4 || request.byteLength > MAX_CACHED_LS_REFS_REQUEST) return undefined;
-  const length = hexLength(request, 0);
+  const length = parseLength(request, 0);
   if (length !== COMMAND.length + 4 && length !== COMMAND.length + 5) return undefined;
   if (length > request.byteLength) return undefined;
   for (let i = 0; i < COMMAND.length; i++) if (request[4 + i] !== COMMAND.charCodeAt(i)) return undefined;
@@ -40,7 +30,7 @@ export function lsRefsKey(request: Uint8Array): string | undefined {
 export function isRefListing(output: Uint8Array): boolean {
   let at = 0;
   while (at + 4 <= output.byteLength) {
-    const length = hexLength(output, at);
+    const length = parseLength(output, at);
     if (length === 0) return at + 4 === output.byteLength;
     if (length < 5 || at + length > output.byteLength) return false;
     if (
