@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -117,6 +118,43 @@ describe('nodeFs', () => {
     };
     expect(typeof handle.fd).toBe('number');
     await handle.close();
+  });
+
+  it('with sync: true a file handle reads at positions synchronously too', async () => {
+    const path = join(dir, 'r');
+    const fs = nodeFs({ sync: true }).promises;
+    await fs.writeFile(path, 'abcdef');
+    const handle = await fs.open!(path, 'r');
+    const into = new Uint8Array(3);
+    expect(handle.readSync!(into, 1, 2, 3)).toBe(2);
+    expect(new TextDecoder().decode(into.subarray(1))).toBe('de');
+    await handle.close();
+    expect(() => handle.readSync!(into, 0, 1, 0)).toThrow(expect.objectContaining({ code: 'EBADF' }));
+  });
+
+  it('reads a pack made by git, its index answering from the file, before and after the store closes', async () => {
+    const git = (args: string[], input?: string) =>
+      execFileSync('git', args, { cwd: join(dir, 'r.git'), input, encoding: 'utf8' }).trim();
+    execFileSync('git', ['init', '-q', '--bare', join(dir, 'r.git')]);
+    let parent: string | undefined;
+    for (let i = 0; i < 30; i++) {
+      const blob = git(['hash-object', '-w', '--stdin'], `file ${i}\n`);
+      const tree = git(['mktree'], `100644 blob ${blob}\tf${i % 4}\n`);
+      parent = git(['commit-tree', tree, ...(parent ? ['-p', parent] : []), '-m', `c${i}`]);
+    }
+    git(['update-ref', 'refs/heads/main', parent!]);
+    git(['repack', '-a', '-d', '-q']);
+    const listed = git(['cat-file', '--batch-all-objects', '--batch-check=%(objectname) %(objecttype)'])
+      .split('\n')
+      .map((line) => line.split(' ') as [string, string]);
+    expect(listed.length).toBe(90);
+    for (const sync of [true, false]) {
+      const repo = await openNodeRepository(join(dir, 'r.git'), { sync });
+      for (const [oid, type] of listed) expect((await repo.objects.read(oid))?.type).toBe(type);
+      expect(await repo.objects.read(`${'0'.repeat(39)}1`)).toBeUndefined();
+      await (repo.objects as unknown as { close(): Promise<void> }).close();
+      for (const [oid, type] of listed) expect((await repo.objects.read(oid))?.type).toBe(type);
+    }
   });
 
   it('brings the pack spool: the default store over it writes an incoming pack to disk, over MemoryFs none', async () => {

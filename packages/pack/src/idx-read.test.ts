@@ -16,6 +16,9 @@ function reader(bytes: Uint8Array) {
   return { read, stats };
 }
 
+const sha1Hex = (text: string) =>
+  Array.from(sha1(new TextEncoder().encode(text)), (b) => b.toString(16).padStart(2, '0')).join('');
+
 const expectCode = async (promise: Promise<unknown>, code: string) => expect(promise).rejects.toMatchObject({ code });
 
 describe('readPackIndex', () => {
@@ -59,6 +62,62 @@ describe('readPackIndex', () => {
     expect(stats.largest).toBe(entries.length * 20);
     expect(stats.reads).toBeGreaterThan(4);
     for (const e of entries.slice(0, 500)) expect(index.offsetAt(index.find(e.oid))).toBe(e.offset);
+  });
+
+  it('with synchronous reads, leaves the ids in the file and answers every lookup as the whole file does', async () => {
+    const hex = fc.stringMatching(/^[0-9a-f]{40}$/);
+    // ids crowded under one two-byte prefix too, past the bucket read from the file
+    const crowded = fc.stringMatching(/^abcd[0-9a-f]{36}$/);
+    await fc.assert(
+      fc.asyncProperty(
+        fc.uniqueArray(fc.oneof(hex, crowded), { maxLength: 1500 }),
+        fc.array(hex, { maxLength: 20 }),
+        async (oids, absent) => {
+          const entries = oids.map((oid, i) => ({ oid, offset: 12 + i * 7, crc32: i }));
+          const bytes = writeIdx(entries, '5'.repeat(40));
+          const whole = new PackIndex(bytes, { verify: true });
+          const syncReads = { count: 0 };
+          const readSync = (position: number, into: Uint8Array) => {
+            if (position + into.length > bytes.length) throw new Error('read past the end');
+            syncReads.count++;
+            into.set(bytes.subarray(position, position + into.length));
+          };
+          const { read, stats } = reader(bytes);
+          const index = await readPackIndex(bytes.length, read, readSync);
+          // the ids went through in pieces (hashed, counted), none of them held
+          expect(stats.largest).toBeLessThan(Math.max(70_000, entries.length * 4 + 1));
+          expect(syncReads.count).toBe(0);
+          for (const oid of [...oids, ...absent]) expect(index.find(oid)).toBe(whole.find(oid));
+          for (let i = 0; i < whole.count; i++) expect(index.oidAt(i)).toBe(whole.oidAt(i));
+          if (entries.length > 0) expect(syncReads.count).toBeGreaterThan(0);
+          // held whole from here on: the same answers, no more reads
+          index.holdIds();
+          const reads = syncReads.count;
+          for (const oid of [...oids, ...absent]) expect(index.find(oid)).toBe(whole.find(oid));
+          expect(syncReads.count).toBe(reads);
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+
+  it('reads ids left in the file whole once lookups are many', async () => {
+    const entries = Array.from({ length: 3000 }, (_, i) => ({
+      oid: sha1Hex(String(i)),
+      offset: 12 + i * 100,
+      crc32: i,
+    }));
+    const bytes = writeIdx(entries, '6'.repeat(40));
+    let largest = 0;
+    const readSync = (position: number, into: Uint8Array) => {
+      largest = Math.max(largest, into.length);
+      into.set(bytes.subarray(position, position + into.length));
+    };
+    const index = await readPackIndex(bytes.length, reader(bytes).read, readSync);
+    for (let round = 0; round < 6; round++) {
+      for (const e of entries) expect(index.offsetAt(index.find(e.oid))).toBe(e.offset);
+    }
+    expect(largest).toBe(entries.length * 20);
   });
 
   it('refuses damaged files with the codes of the whole-file parse', async () => {
