@@ -4,12 +4,12 @@
  * hashed (serving and reading objects do not use them), and the whole file is checked against
  * its SHA-1 trailer on the way. What stays is the ids and a number per object, never the file:
  * git maps the file instead, which private memory does not count. Given synchronous reads of the
- * file, the ids too stay there (`IdsInFile`): a lookup reads the few ids that share its first
- * two bytes, until lookups are many enough to hold them whole.
+ * file, the ids of a large index too stay there (`IdsInFile`): a lookup reads the few ids that
+ * share its first bits, until lookups are many enough to hold them whole.
  */
 import { createSha1 } from '#sha1';
 import { PackError } from './errors.js';
-import { type IdsInFile, PackIndex, readIdxHead } from './idx.js';
+import { type IdsInFile, idBucketBits, PackIndex, readIdxHead } from './idx.js';
 import { bytesToHex } from './object.js';
 
 /** Bytes of the CRC and offset tables read at once. */
@@ -29,8 +29,10 @@ export type PackIndexReader = (
   readSync?: ReadSync,
 ) => Promise<PackIndex>;
 
-/** Ids read at once to hash them and count their two-byte buckets (a multiple of 20 bytes). */
+/** Ids read at once to hash them and count their buckets (a multiple of 20 bytes). */
 const ID_PIECE = 3276 * 20;
+/** Bytes of ids from which they are left in the file (given `readSync`): fewer are held. */
+export const MIN_IDS_IN_FILE = 256 * 1024;
 
 /**
  * The index of `size` bytes that `read` reads (`into.length` bytes at `position`, all of them),
@@ -56,18 +58,21 @@ export async function readPackIndex(
   if (large % 8 !== 0) throw new PackError('IDX_CORRUPT', 'pack index has a partial large offset table');
   hash.update(head);
   let ids: Uint8Array | IdsInFile;
-  if (readSync) {
-    // the ids hashed and counted by their first two bytes a piece at a time, and left in the file
-    const starts = new Uint32Array(65537);
+  if (readSync && n * 20 >= MIN_IDS_IN_FILE) {
+    // the ids hashed and counted by their first bits a piece at a time, and left in the file
+    const bits = idBucketBits(n);
+    const shift = 16 - bits;
+    const buckets = 2 ** bits;
+    const starts = new Uint32Array(buckets + 1);
     const idPiece = new Uint8Array(Math.min(ID_PIECE, n * 20));
     for (let at = HEAD; at < crcsAt; at += ID_PIECE) {
       const part = idPiece.subarray(0, Math.min(ID_PIECE, crcsAt - at));
       await read(at, part);
       hash.update(part);
-      for (let k = 0; k < part.length; k += 20) starts[((part[k]! << 8) | part[k + 1]!) + 1]!++;
+      for (let k = 0; k < part.length; k += 20) starts[(((part[k]! << 8) | part[k + 1]!) >>> shift) + 1]!++;
     }
-    for (let b = 1; b <= 65536; b++) starts[b]! += starts[b - 1]!;
-    ids = { read: (first, into) => readSync(HEAD + first * 20, into), starts };
+    for (let b = 1; b <= buckets; b++) starts[b]! += starts[b - 1]!;
+    ids = { read: (first, into) => readSync(HEAD + first * 20, into), bits, starts };
   } else {
     ids = new Uint8Array(n * 20);
     await read(HEAD, ids);

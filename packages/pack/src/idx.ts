@@ -214,12 +214,18 @@ export function sortedOrder(ids: Uint8Array, count: number, into?: Uint32Array):
 /**
  * Sorted ids left in the .idx file and read when asked (see idx-read.ts): `read(first, into)`
  * fills `into` with the ids from id `first` on, 20 bytes each, synchronously (a positional read
- * of the file). `starts[k]` is the first id whose first two bytes are at least `k` (65537
- * values), so that a lookup reads the few ids sharing its first two bytes.
+ * of the file). `starts[k]` is the first id whose first `bits` bits (8 to 16) are at least `k`
+ * (`2 ** bits + 1` values), so that a lookup reads the few ids sharing its first bits.
  */
 export interface IdsInFile {
   readonly read: (first: number, into: Uint8Array) => void;
+  readonly bits: number;
   readonly starts: Uint32Array;
+}
+
+/** The bits of an id's start that `IdsInFile` buckets `count` ids by: a few ids a bucket. */
+export function idBucketBits(count: number): number {
+  return Math.max(8, Math.min(16, Math.ceil(Math.log2(count + 1)) - 2));
 }
 
 /**
@@ -228,7 +234,7 @@ export interface IdsInFile {
  * than holding them, while serving by bitmaps looks up only the requested tips.
  */
 const LOOKUPS_FROM_FILE = 16_384;
-/** Ids sharing their first two bytes past which they are read whole (ids are uniformly spread). */
+/** Ids in one bucket past which they are read whole (ids are uniformly spread). */
 const MAX_BUCKET = 1024;
 
 /**
@@ -292,8 +298,8 @@ export class PackIndex {
       const n = data.offsets.length;
       const inFile = data.ids instanceof Uint8Array ? undefined : data.ids;
       const idBytes = inFile
-        ? inFile.starts.length === 65537
-          ? inFile.starts[65536]! * 20
+        ? inFile.bits >= 8 && inFile.bits <= 16 && inFile.starts.length === 2 ** inFile.bits + 1
+          ? inFile.starts[2 ** inFile.bits]! * 20
           : -1
         : (data.ids as Uint8Array).length;
       if (idBytes !== n * 20 || data.fanout.length !== 256 || data.fanout[255] !== n) {
@@ -341,6 +347,11 @@ export class PackIndex {
     return bytesToHex(this.#ids, at, at + 20);
   }
 
+  /** Whether ids are read from the file when asked (`IdsInFile`), not held. */
+  get idsInFile(): boolean {
+    return this.#inFile !== undefined;
+  }
+
   /** Reads ids left in the file into memory (before the file closes). */
   holdIds(): void {
     this.#lookups = LOOKUPS_FROM_FILE;
@@ -363,9 +374,9 @@ export class PackIndex {
     return true;
   }
 
-  /** `findRaw` over ids left in the file: the ids sharing the key's first two bytes, read at once. */
+  /** `findRaw` over ids left in the file: the ids sharing the key's first bits, read at once. */
   #findInFile(inFile: IdsInFile, key: Uint8Array, at: number): number {
-    const b = (key[at]! << 8) | key[at + 1]!;
+    const b = ((key[at]! << 8) | key[at + 1]!) >>> (16 - inFile.bits);
     const first = inFile.starts[b]!;
     const count = inFile.starts[b + 1]! - first;
     if (count === 0) return -1;
@@ -377,13 +388,15 @@ export class PackIndex {
     if (this.#bucket.length < count * 20) this.#bucket = new Uint8Array(Math.max(count * 20, 512));
     const d = this.#bucket.subarray(0, count * 20);
     inFile.read(first, d);
+    // the bytes the bucket does not tell apart
+    const from = inFile.bits === 16 ? 2 : 1;
     let lo = 0;
     let hi = count;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
       const o = mid * 20;
       let c = 0;
-      for (let k = 2; k < 20; k++) {
+      for (let k = from; k < 20; k++) {
         c = d[o + k]! - key[at + k]!;
         if (c !== 0) break;
       }

@@ -191,7 +191,7 @@ export class PackFiles {
             }
           }),
       );
-      keep = readSync !== undefined;
+      keep = index.idsInFile;
       if (keep) this.#indexFiles.set(base, handle);
       return index;
     } finally {
