@@ -88,9 +88,11 @@ for (let sym = 0; sym < 19; sym++) codeEntries[sym] = sym << 4;
 /** The order in which a dynamic block sends the code lengths of the code-length code. */
 const codeLengthOrder = new Uint8Array([16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15]);
 
-/** `buildTable`'s counts of codes by length and next code by length (builds never overlap). */
+/** `buildTable`'s counts of codes by length and where each length's symbols go in `tableSorted` (builds never overlap). */
 const tableCount = new Uint16Array(16);
 const tableNext = new Uint16Array(16);
+/** `buildTable`'s symbols in canonical code order. */
+const tableSorted = new Uint16Array(320);
 
 /**
  * Fills `table` (1 << maxBits entries, `entries[symbol] | length` each) for the code lengths
@@ -113,24 +115,24 @@ function buildTable(lengths: Uint8Array, n: number, table: Int32Array, entries: 
     if (left < 0) return -1;
   }
   if (left > 0 && (complete || maxBits !== 1)) return -1;
+  // the codes in canonical order (by length, then symbol: RFC 1951 3.2.2), each written once
+  // into a table of its own length's bits, which is then doubled for the next length by a copy:
+  // input bits past a code's length do not change what it decodes to
   const next = tableNext;
   next[1] = 0;
-  for (let len = 1, code = 0; len < 15; len++) {
-    code = (code + count[len]!) << 1;
-    next[len + 1] = code;
-  }
-  const rev = (reversed ??= reverseTable());
-  // a complete code fills every entry; only the one-code case leaves some invalid
-  if (left > 0) table.fill(NO_CODE, 0, 1 << maxBits);
-  const size = 1 << maxBits;
+  for (let len = 1; len < 15; len++) next[len + 1] = next[len]! + count[len]!;
+  const sorted = tableSorted;
   for (let sym = 0; sym < n; sym++) {
     const len = lengths[sym]!;
-    if (len === 0) continue;
-    const entry = entries[sym]! | len;
-    // every maxBits-bit index whose first `len` bits (in input order) are this code: the code
-    // bit-reversed, plus any multiple of 1 << len
-    const step = 1 << len;
-    for (let k = rev[next[len]!++ << (15 - len)]!; k < size; k += step) table[k] = entry;
+    if (len !== 0) sorted[next[len]!++] = sym;
+  }
+  const rev = (reversed ??= reverseTable());
+  // only the one-code case leaves entries no code fills
+  if (left > 0) table[0] = table[1] = NO_CODE;
+  for (let len = 1, k = 0, code = 0, size = 2; ; len++, size <<= 1, code <<= 1) {
+    for (let c = count[len]!; c > 0; c--, k++, code++) table[rev[code << (15 - len)]!] = entries[sorted[k]!]! | len;
+    if (len === maxBits) break;
+    table.copyWithin(size, 0, size);
   }
   return maxBits;
 }
