@@ -38,7 +38,7 @@ export class CommonReach {
   #cutoff = Number.POSITIVE_INFINITY;
   #left = 0;
   #started = false;
-  #wants: readonly ObjectId[] = [];
+  #wants: readonly ObjectId[] | (() => Promise<readonly ObjectId[]>) = [];
   /** Commits expanded so far (a work counter: at most the commits of the region, once each). */
   expanded = 0;
 
@@ -47,8 +47,11 @@ export class CommonReach {
     this.#signal = signal;
   }
 
-  /** The wants, peeled to commits; set before the first `reachesAll`. */
-  setWants(wants: readonly ObjectId[]): void {
+  /**
+   * The wants, peeled to commits, or how to get them: a loader runs only when a check needs the
+   * wants (once some common commit is known). Set before the first `reachesAll`.
+   */
+  setWants(wants: readonly ObjectId[] | (() => Promise<readonly ObjectId[]>)): void {
     this.#wants = wants;
   }
 
@@ -77,7 +80,8 @@ export class CommonReach {
   async #start(): Promise<void> {
     this.#started = true;
     const wants: Node[] = [];
-    for (const oid of this.#wants) {
+    const oids = typeof this.#wants === 'function' ? await this.#wants() : this.#wants;
+    for (const oid of oids) {
       if (this.#nodes.has(oid)) continue;
       const commit = await this.#graph.commit(oid);
       if (!commit) continue;

@@ -132,6 +132,67 @@ describe('wants', () => {
   });
 });
 
+describe('want peeling', () => {
+  /** The repository with its object reads of `watched` counted. */
+  function countingReads(watched: ReadonlySet<ObjectId>): {
+    repo: Repository;
+    reads: () => number;
+    reset: () => void;
+  } {
+    let reads = 0;
+    const objects = f.repo.objects;
+    const read = (oid: ObjectId) => {
+      if (watched.has(oid)) reads++;
+      return objects.read(oid);
+    };
+    // the store itself, but its reads go through `read` (its methods run on the store: it has
+    // private fields)
+    const counted = new Proxy(objects, {
+      get: (target, key) => {
+        if (key === 'read') return read;
+        const value = Reflect.get(target, key, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    return {
+      repo: { objects: counted, refs: f.repo.refs },
+      reads: () => reads,
+      reset: () => {
+        reads = 0;
+      },
+    };
+  }
+
+  it('a clone (no haves, no shallow) reads none of its wants; a negotiation peels them once it has a common commit', async () => {
+    const wants = f.main.slice(-200);
+    const { repo, reads, reset } = countingReads(new Set(wants));
+    const session = new UploadSession(repo, {});
+    // the wants are tag targets here: listing the refs peels the tags (once per store), which
+    // reads them; what is counted is what the wants cost after that
+    await session.allRefs();
+    reset();
+    for (const oid of wants) await session.addWant(oid);
+    await session.validateWants();
+    // with no common commit the give-up check has nothing to walk
+    expect(await session.okToGiveUp()).toBe(false);
+    expect(reads()).toBe(0);
+    expect(await session.have(f.root)).toBe(true);
+    expect(await session.okToGiveUp()).toBe(true);
+    expect(reads()).toBeGreaterThanOrEqual(wants.length);
+    expect(await session.wantCommits()).toEqual(wants);
+  });
+
+  it('a shallow clone walks from its wants peeled to commits', async () => {
+    const session = new UploadSession(f.repo, {});
+    await session.addWant(f.main.at(-1) as ObjectId);
+    await session.addWant(f.other.at(-1) as ObjectId);
+    session.deepen = { depth: 1 };
+    await session.validateWants();
+    const info = await session.processShallow();
+    expect(info.shallow.sort()).toEqual([f.main.at(-1), f.other.at(-1)].sort());
+  });
+});
+
 describe('haves', () => {
   it('30,000 unknown haves after a common one: the give-up check walks each commit once', async () => {
     const session = new UploadSession(f.repo, {});

@@ -86,8 +86,11 @@ export class UploadSession {
   readonly graph: CommitGraph;
   readonly wants: ObjectId[] = [];
   readonly #wantSet = new Set<ObjectId>();
-  /** Wants peeled to commits (for the negotiation and shallow walks). */
-  wantCommits: ObjectId[] = [];
+  /**
+   * The wants peeled to commits, once something needs them: the give-up check (a negotiation
+   * with common commits) and the shallow walks. A clone needs neither, so it reads no want.
+   */
+  #wantCommits: Promise<ObjectId[]> | undefined;
   /** The client's shallow commits that are commits here (git ignores the others). */
   readonly clientShallow = new Set<ObjectId>();
   deepen: ShallowRequest | undefined;
@@ -214,12 +217,21 @@ export class UploadSession {
       refused = await this.#notReachableUnderFilter(await this.#notReachable(await this.allRefs()));
     }
     if (refused !== undefined) throw notOurRef(refused);
-    this.wantCommits = [];
-    for (const oid of this.wants) {
-      const peeled = await this.graph.peel(oid);
-      if (peeled?.type === 'commit') this.wantCommits.push(peeled.oid);
-    }
-    this.#reach.setWants(this.wantCommits);
+    this.#wantCommits = undefined;
+    this.#reach.setWants(() => this.wantCommits());
+  }
+
+  /** The wants peeled to commits (read on the first call after `validateWants`). */
+  wantCommits(): Promise<ObjectId[]> {
+    this.#wantCommits ??= (async () => {
+      const commits: ObjectId[] = [];
+      for (const oid of this.wants) {
+        const peeled = await this.graph.peel(oid);
+        if (peeled?.type === 'commit') commits.push(peeled.oid);
+      }
+      return commits;
+    })();
+    return this.#wantCommits;
   }
 
   /** With a filter, wants of trees and blobs reachable from the refs are allowed too. */
@@ -265,7 +277,7 @@ export class UploadSession {
     if (this.deepenNot.size > 0) request.not = [...this.deepenNot];
     const { shallow, unshallow } = await computeShallow(
       this.graph,
-      this.wantCommits,
+      await this.wantCommits(),
       this.clientShallow,
       request,
       this.signal,
