@@ -7,13 +7,15 @@
  *
  * for benchmarks/scale.bench.ts's object-walk rows (the CLI has no rev-list).
  */
-import * as fs from 'node:fs';
 import { enumerateObjects, FsObjectStore } from '@gitport/pack';
+import { nodeFs } from 'gitport/node';
 import { readRevs } from './revs-from-stdin.mjs';
 
 const [gitDir] = process.argv.slice(2);
 const { wants, haves } = await readRevs();
-const store = new FsObjectStore(fs, gitDir);
+// synchronous file reads, as the server's repository workers make them (`nodeFs` in a worker
+// thread): the walk reads the pages of the pack it misses in place
+const store = new FsObjectStore(nodeFs({ sync: true }), gitDir);
 try {
   const { objects } = await enumerateObjects(store, { wants, haves });
   const lines = [];

@@ -8,6 +8,7 @@
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { bitmapServing, createPack, FsObjectStore, isObjectId, type ObjectId, readPackIndex } from '@gitport/pack';
+import { nodeFs } from 'gitport/node';
 
 const usage =
   'usage: gitport pack-objects --git-dir DIR (--all | --revs) [--window N] [--depth N] [--no-delta] [--thin] --stdout\n';
@@ -66,7 +67,13 @@ export async function packObjects(args: readonly string[]): Promise<number> {
     process.stderr.write(usage);
     return 129;
   }
-  const store = new FsObjectStore(fs, gitDir, { bitmaps: bitmapServing, indexReader: readPackIndex });
+  // synchronous reads of the packs (a one-shot process has nothing else to serve while it
+  // waits): a walk of every object reads its trees in place instead of handing each missing page
+  // to libuv's thread pool
+  const store = new FsObjectStore(nodeFs({ sync: true }), gitDir, {
+    bitmaps: bitmapServing,
+    indexReader: readPackIndex,
+  });
   try {
     const refs = await readRefs(gitDir);
     const wants: ObjectId[] = [];

@@ -311,27 +311,42 @@ export class PackFiles {
   /**
    * `length` bytes at `position` without awaiting: a view of a pack held whole, or with `pages`,
    * of a page in the cache (a copy when they lie across two); undefined when they need a read.
+   * A pack whose file reads synchronously (`readSync`) reads the missing pages at once, as git
+   * maps its packs: a walk then reads every object without handing a read to another thread.
    */
   view(pack: LoadedPack, position: number, length: number, pages: boolean): Uint8Array | undefined {
     if (position < 0 || position + length > pack.size) {
       throw new PackError('OBJECT_CORRUPT', `read outside ${pack.name}.pack`);
     }
     if (pack.bytes) return pack.bytes.subarray(position, position + length);
-    if (!pages || !pack.handle || length === 0) return undefined;
+    const handle = pack.handle;
+    if (!pages || !handle || length === 0) return undefined;
+    const sync = handle.readSync !== undefined;
     const first = Math.floor(position / PAGE);
     const last = Math.floor((position + length - 1) / PAGE);
-    if (last - first > 1) return undefined;
-    const page = this.#pages.get(pack.serial * 2 ** 32 + first);
+    if (last - first > 1) return sync ? this.#readDirectSync(pack, position, length) : undefined;
+    const page = this.#pages.get(pack.serial * 2 ** 32 + first) ?? (sync ? this.#pageSync(pack, first) : undefined);
     if (!page) return undefined;
     const from = position - first * PAGE;
     if (first === last) return page.subarray(from, from + length);
     // across two cached pages: a copy
-    const next = this.#pages.get(pack.serial * 2 ** 32 + last);
+    const next = this.#pages.get(pack.serial * 2 ** 32 + last) ?? (sync ? this.#pageSync(pack, last) : undefined);
     if (!next) return undefined;
     const out = new Uint8Array(length);
     out.set(page.subarray(from));
     out.set(next.subarray(0, length - (page.length - from)), page.length - from);
     return out;
+  }
+
+  /** `view` of the pages already cached only, without reading missing ones. */
+  #cachedView(pack: LoadedPack, position: number, length: number): Uint8Array | undefined {
+    const first = Math.floor(position / PAGE);
+    const last = Math.floor((position + length - 1) / PAGE);
+    if (last - first > 1) return undefined;
+    const page = this.#pages.get(pack.serial * 2 ** 32 + first);
+    const next = first === last ? page : this.#pages.get(pack.serial * 2 ** 32 + last);
+    if (!page || !next) return undefined;
+    return this.view(pack, position, length, true);
   }
 
   /** `length` bytes of a pack at `position` (a view: not to be written to). */
@@ -412,7 +427,12 @@ export class PackFiles {
       into.set(await this.readAt(pack, position, length));
       return;
     }
-    const cached = this.view(pack, position, length, true);
+    // a long copy takes only pages already cached: a handle's synchronous page reads are for
+    // walks, and pages read for a copy would push out what walks read again
+    const cached =
+      length < DIRECT_COPY && !direct
+        ? this.view(pack, position, length, true)
+        : this.#cachedView(pack, position, length);
     if (cached) into.set(cached);
     // a short copy goes through the pages: a pack written from stored entries copies them one by
     // one, mostly in pack order, where a read of its own for each would be a read per object
@@ -433,19 +453,39 @@ export class PackFiles {
     const key = pack.serial * 2 ** 32 + index;
     const hit = this.#pages.get(key);
     if (hit) return hit;
+    const count = this.#pagesToRead(pack, key, index);
     const start = index * PAGE;
-    // the third miss in a row of pages that follow each other: reads go through the pack in
-    // order (a walk of every object, the headers of a pack being copied), so the next pages are
-    // read with this one, in one read, as long as none of them is cached (a scattered walk, whose
-    // misses follow each other now and then, reads one page at a time)
+    return this.#keepPages(key, count, await this.#readDirect(pack, start, Math.min(count * PAGE, pack.size - start)));
+  }
+
+  /** `#page` of a pack whose file reads synchronously (see `view`). */
+  #pageSync(pack: LoadedPack, index: number): Uint8Array {
+    const key = pack.serial * 2 ** 32 + index;
+    const count = this.#pagesToRead(pack, key, index);
+    const start = index * PAGE;
+    return this.#keepPages(key, count, this.#readDirectSync(pack, start, Math.min(count * PAGE, pack.size - start)));
+  }
+
+  /**
+   * How many pages to read from the missing page `index` on. The third miss in a row of pages
+   * that follow each other: reads go through the pack in order (a walk of every object, the
+   * headers of a pack being copied), so the next pages are read with this one, in one read, as
+   * long as none of them is cached (a scattered walk, whose misses follow each other now and
+   * then, reads one page at a time).
+   */
+  #pagesToRead(pack: LoadedPack, key: number, index: number): number {
     this.#run = this.#lastRead === key - 1 ? this.#run + 1 : 0;
     let count = 1;
     if (this.#run >= 2) {
       const pages = Math.ceil(pack.size / PAGE);
       while (count < READ_AHEAD && index + count < pages && !this.#pages.has(key + count)) count++;
     }
-    const bytes = await this.#readDirect(pack, start, Math.min(count * PAGE, pack.size - start));
     this.#lastRead = key + count - 1;
+    return count;
+  }
+
+  /** Caches the `count` pages read from the page `key` on, and answers the first. */
+  #keepPages(key: number, count: number, bytes: Uint8Array): Uint8Array {
     if (count === 1) {
       this.#pages.set(key, bytes);
       return bytes;
@@ -455,6 +495,18 @@ export class PackFiles {
     const page = bytes.slice(0, PAGE);
     this.#pages.set(key, page);
     return page;
+  }
+
+  #readDirectSync(pack: LoadedPack, position: number, length: number): Uint8Array {
+    const out = new Uint8Array(length);
+    const readSync = pack.handle!.readSync!;
+    let got = 0;
+    while (got < length) {
+      const n = readSync.call(pack.handle, out, got, length - got, position + got);
+      if (n <= 0) throw new PackError('OBJECT_CORRUPT', `${pack.name}.pack is shorter than its index says`);
+      got += n;
+    }
+    return out;
   }
 
   async #readDirect(pack: LoadedPack, position: number, length: number, into?: Uint8Array): Promise<Uint8Array> {
