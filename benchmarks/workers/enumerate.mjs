@@ -7,15 +7,35 @@
  *
  * for benchmarks/scale.bench.ts's object-walk rows (the CLI has no rev-list).
  */
+import * as fs from 'node:fs';
 import { enumerateObjects, FsObjectStore } from '@gitport/pack';
-import { nodeFs } from 'gitport/node';
 import { readRevs } from './revs-from-stdin.mjs';
+
+/**
+ * Node's `fs.promises`, except that files opened for reading also read synchronously, as the
+ * server's repository workers read them (`nodeFs` in a worker thread): the walk reads the pack
+ * pages it misses in place.
+ */
+const syncReadFs = {
+  ...fs.promises,
+  async open(path, flags) {
+    if (flags !== 'r') return fs.promises.open(path, flags);
+    const fd = fs.openSync(path, 'r');
+    return {
+      async read(buffer, offset, length, position) {
+        return { bytesRead: fs.readSync(fd, buffer, offset, length, position) };
+      },
+      readSync: (buffer, offset, length, position) => fs.readSync(fd, buffer, offset, length, position),
+      async close() {
+        fs.closeSync(fd);
+      },
+    };
+  },
+};
 
 const [gitDir] = process.argv.slice(2);
 const { wants, haves } = await readRevs();
-// synchronous file reads, as the server's repository workers make them (`nodeFs` in a worker
-// thread): the walk reads the pages of the pack it misses in place
-const store = new FsObjectStore(nodeFs({ sync: true }), gitDir);
+const store = new FsObjectStore(syncReadFs, gitDir);
 try {
   const { objects } = await enumerateObjects(store, { wants, haves });
   const lines = [];

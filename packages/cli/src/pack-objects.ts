@@ -7,8 +7,16 @@
  */
 import * as fs from 'node:fs';
 import { join } from 'node:path';
-import { bitmapServing, createPack, FsObjectStore, isObjectId, type ObjectId, readPackIndex } from '@gitport/pack';
-import { nodeFs } from 'gitport/node';
+import {
+  bitmapServing,
+  createPack,
+  type FileHandleLike,
+  FsObjectStore,
+  isObjectId,
+  type ObjectId,
+  type ObjectStoreFs,
+  readPackIndex,
+} from '@gitport/pack';
 
 const usage =
   'usage: gitport pack-objects --git-dir DIR (--all | --revs) [--window N] [--depth N] [--no-delta] [--thin] --stdout\n';
@@ -67,13 +75,7 @@ export async function packObjects(args: readonly string[]): Promise<number> {
     process.stderr.write(usage);
     return 129;
   }
-  // synchronous reads of the packs (a one-shot process has nothing else to serve while it
-  // waits): a walk of every object reads its trees in place instead of handing each missing page
-  // to libuv's thread pool
-  const store = new FsObjectStore(nodeFs({ sync: true }), gitDir, {
-    bitmaps: bitmapServing,
-    indexReader: readPackIndex,
-  });
+  const store = new FsObjectStore(syncReadFs, gitDir, { bitmaps: bitmapServing, indexReader: readPackIndex });
   try {
     const refs = await readRefs(gitDir);
     const wants: ObjectId[] = [];
@@ -184,3 +186,28 @@ function resolveRef(refs: Map<string, ObjectId>, name: string): ObjectId | undef
   }
   return undefined;
 }
+
+/**
+ * Node's `fs.promises` for the store, except that files opened for reading also read
+ * synchronously (`readSync`): a one-shot process has nothing else to serve while it waits, so a
+ * walk of every object reads the pack pages it misses in place instead of handing each read to
+ * libuv's thread pool.
+ */
+const syncReadFs: ObjectStoreFs = {
+  ...(fs.promises as unknown as ObjectStoreFs),
+  async open(path: string, flags: string): Promise<FileHandleLike> {
+    if (flags !== 'r') return (fs.promises as unknown as Required<ObjectStoreFs>).open(path, flags);
+    const fd = fs.openSync(path, 'r');
+    return {
+      async read(buffer, offset, length, position) {
+        return { bytesRead: fs.readSync(fd, buffer, offset, length, position) };
+      },
+      readSync(buffer, offset, length, position) {
+        return fs.readSync(fd, buffer, offset, length, position);
+      },
+      async close() {
+        fs.closeSync(fd);
+      },
+    };
+  },
+};
