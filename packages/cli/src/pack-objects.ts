@@ -188,15 +188,17 @@ function resolveRef(refs: Map<string, ObjectId>, name: string): ObjectId | undef
 }
 
 /**
- * Node's `fs.promises` for the store, except that files opened for reading also read
+ * Node's `fs.promises` for the store, except that packs opened for reading also read
  * synchronously (`readSync`): a one-shot process has nothing else to serve while it waits, so a
  * walk of every object reads the pack pages it misses in place instead of handing each read to
- * libuv's thread pool.
+ * libuv's thread pool. Index files keep plain handles: their ids are then held in memory
+ * (see idx-read.ts), and the lookup of every object costs no system call.
  */
 const syncReadFs: ObjectStoreFs = {
   ...(fs.promises as unknown as ObjectStoreFs),
   async open(path: string, flags: string): Promise<FileHandleLike> {
-    if (flags !== 'r') return (fs.promises as unknown as Required<ObjectStoreFs>).open(path, flags);
+    if (flags !== 'r' || !path.endsWith('.pack'))
+      return (fs.promises as unknown as Required<ObjectStoreFs>).open(path, flags);
     const fd = fs.openSync(path, 'r');
     return {
       async read(buffer, offset, length, position) {
