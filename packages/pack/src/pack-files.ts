@@ -26,12 +26,6 @@ const PAGE = 16 * 1024;
 const DIRECT_COPY = 4 * PAGE;
 /** Pages read at once when reads go through a pack in order (see #page). */
 const READ_AHEAD = 16;
-/**
- * The most pages kept of packs whose files read synchronously: a page read again costs them one
- * system call from the kernel's page cache, where git's mapped packs read it, so a large cache of
- * their own would mostly hold bytes twice.
- */
-const MAX_SYNC_PAGE_CACHE = 16 << 20;
 /** The least page cache (a budget below it gets it). */
 const MIN_PAGE_CACHE = 2 << 20;
 /** Bytes read to decode an entry header: the longest one (a REF_DELTA's) fits. */
@@ -87,8 +81,6 @@ export class PackFiles {
   #scanning: Promise<void> | undefined;
   /** Pages of packs read at positions, keyed by pack serial and page index (see #page). */
   readonly #pages: ObjectCache<number, Uint8Array>;
-  /** Pages of packs whose files read synchronously (see MAX_SYNC_PAGE_CACHE), keyed as `#pages`. */
-  readonly #syncPages: ObjectCache<number, Uint8Array>;
   readonly #maxPages: number;
   #serials = 0;
   /** The key of the last page read, and how many misses in a row followed the one before (see #page). */
@@ -111,7 +103,6 @@ export class PackFiles {
     this.#readPiecewise = indexReader;
     this.#maxPages = Math.max(MIN_PAGE_CACHE / PAGE, Math.floor(pageCacheBytes / PAGE));
     this.#pages = new ObjectCache(this.#maxPages * PAGE, (page) => page.length);
-    this.#syncPages = new ObjectCache(Math.min(this.#maxPages * PAGE, MAX_SYNC_PAGE_CACHE), (page) => page.length);
   }
 
   /** Whether the directory has been listed once. */
@@ -240,7 +231,6 @@ export class PackFiles {
     if (pack?.loading) this.#wholeBytes -= pack.size;
     // its pages go with the others (forgetting a pack is rare; keys are not by name)
     this.#pages.clear();
-    this.#syncPages.clear();
     await pack?.handle?.close().catch(() => undefined);
     const indexFile = this.#indexFiles.get(name);
     this.#indexFiles.delete(name);
@@ -321,44 +311,27 @@ export class PackFiles {
   /**
    * `length` bytes at `position` without awaiting: a view of a pack held whole, or with `pages`,
    * of a page in the cache (a copy when they lie across two); undefined when they need a read.
-   * A pack whose file reads synchronously (`readSync`) reads the missing pages at once, as git
-   * maps its packs: a walk then reads every object without handing a read to another thread.
    */
   view(pack: LoadedPack, position: number, length: number, pages: boolean): Uint8Array | undefined {
     if (position < 0 || position + length > pack.size) {
       throw new PackError('OBJECT_CORRUPT', `read outside ${pack.name}.pack`);
     }
     if (pack.bytes) return pack.bytes.subarray(position, position + length);
-    const handle = pack.handle;
-    if (!pages || !handle || length === 0) return undefined;
-    const sync = handle.readSync !== undefined;
+    if (!pages || !pack.handle || length === 0) return undefined;
     const first = Math.floor(position / PAGE);
     const last = Math.floor((position + length - 1) / PAGE);
-    if (last - first > 1) return sync ? this.#readDirectSync(pack, position, length) : undefined;
-    const cache = sync ? this.#syncPages : this.#pages;
-    const page = cache.get(pack.serial * 2 ** 32 + first) ?? (sync ? this.#pageSync(pack, first) : undefined);
+    if (last - first > 1) return undefined;
+    const page = this.#pages.get(pack.serial * 2 ** 32 + first);
     if (!page) return undefined;
     const from = position - first * PAGE;
     if (first === last) return page.subarray(from, from + length);
     // across two cached pages: a copy
-    const next = cache.get(pack.serial * 2 ** 32 + last) ?? (sync ? this.#pageSync(pack, last) : undefined);
+    const next = this.#pages.get(pack.serial * 2 ** 32 + last);
     if (!next) return undefined;
     const out = new Uint8Array(length);
     out.set(page.subarray(from));
     out.set(next.subarray(0, length - (page.length - from)), page.length - from);
     return out;
-  }
-
-  /** `view` of the pages already cached only, without reading missing ones. */
-  #cachedView(pack: LoadedPack, position: number, length: number): Uint8Array | undefined {
-    const first = Math.floor(position / PAGE);
-    const last = Math.floor((position + length - 1) / PAGE);
-    if (last - first > 1) return undefined;
-    const cache = this.#pagesOf(pack);
-    const page = cache.get(pack.serial * 2 ** 32 + first);
-    const next = first === last ? page : cache.get(pack.serial * 2 ** 32 + last);
-    if (!page || !next) return undefined;
-    return this.view(pack, position, length, true);
   }
 
   /** `length` bytes of a pack at `position` (a view: not to be written to). */
@@ -439,12 +412,7 @@ export class PackFiles {
       into.set(await this.readAt(pack, position, length));
       return;
     }
-    // a long copy takes only pages already cached: a handle's synchronous page reads are for
-    // walks, and pages read for a copy would push out what walks read again
-    const cached =
-      length < DIRECT_COPY && !direct
-        ? this.view(pack, position, length, true)
-        : this.#cachedView(pack, position, length);
+    const cached = this.view(pack, position, length, true);
     if (cached) into.set(cached);
     // a short copy goes through the pages: a pack written from stored entries copies them one by
     // one, mostly in pack order, where a read of its own for each would be a read per object
@@ -463,78 +431,30 @@ export class PackFiles {
 
   async #page(pack: LoadedPack, index: number): Promise<Uint8Array> {
     const key = pack.serial * 2 ** 32 + index;
-    const hit = this.#pagesOf(pack).get(key);
+    const hit = this.#pages.get(key);
     if (hit) return hit;
-    const count = this.#pagesToRead(pack, key, index);
     const start = index * PAGE;
-    return this.#keepPages(
-      pack,
-      key,
-      count,
-      await this.#readDirect(pack, start, Math.min(count * PAGE, pack.size - start)),
-    );
-  }
-
-  /** `#page` of a pack whose file reads synchronously (see `view`). */
-  #pageSync(pack: LoadedPack, index: number): Uint8Array {
-    const key = pack.serial * 2 ** 32 + index;
-    const count = this.#pagesToRead(pack, key, index);
-    const start = index * PAGE;
-    return this.#keepPages(
-      pack,
-      key,
-      count,
-      this.#readDirectSync(pack, start, Math.min(count * PAGE, pack.size - start)),
-    );
-  }
-
-  /**
-   * How many pages to read from the missing page `index` on. The third miss in a row of pages
-   * that follow each other: reads go through the pack in order (a walk of every object, the
-   * headers of a pack being copied), so the next pages are read with this one, in one read, as
-   * long as none of them is cached (a scattered walk, whose misses follow each other now and
-   * then, reads one page at a time).
-   */
-  #pagesToRead(pack: LoadedPack, key: number, index: number): number {
+    // the third miss in a row of pages that follow each other: reads go through the pack in
+    // order (a walk of every object, the headers of a pack being copied), so the next pages are
+    // read with this one, in one read, as long as none of them is cached (a scattered walk, whose
+    // misses follow each other now and then, reads one page at a time)
     this.#run = this.#lastRead === key - 1 ? this.#run + 1 : 0;
     let count = 1;
     if (this.#run >= 2) {
       const pages = Math.ceil(pack.size / PAGE);
-      const cache = this.#pagesOf(pack);
-      while (count < READ_AHEAD && index + count < pages && !cache.has(key + count)) count++;
+      while (count < READ_AHEAD && index + count < pages && !this.#pages.has(key + count)) count++;
     }
+    const bytes = await this.#readDirect(pack, start, Math.min(count * PAGE, pack.size - start));
     this.#lastRead = key + count - 1;
-    return count;
-  }
-
-  #pagesOf(pack: LoadedPack): ObjectCache<number, Uint8Array> {
-    return pack.handle?.readSync ? this.#syncPages : this.#pages;
-  }
-
-  /** Caches the `count` pages read from the page `key` on, and answers the first. */
-  #keepPages(pack: LoadedPack, key: number, count: number, bytes: Uint8Array): Uint8Array {
-    const cache = this.#pagesOf(pack);
     if (count === 1) {
-      cache.set(key, bytes);
+      this.#pages.set(key, bytes);
       return bytes;
     }
     // each page a buffer of its own (copied out), so that the cache drops them one by one
-    for (let k = count - 1; k > 0; k--) cache.set(key + k, bytes.slice(k * PAGE, (k + 1) * PAGE));
+    for (let k = count - 1; k > 0; k--) this.#pages.set(key + k, bytes.slice(k * PAGE, (k + 1) * PAGE));
     const page = bytes.slice(0, PAGE);
-    cache.set(key, page);
+    this.#pages.set(key, page);
     return page;
-  }
-
-  #readDirectSync(pack: LoadedPack, position: number, length: number): Uint8Array {
-    const out = new Uint8Array(length);
-    const readSync = pack.handle!.readSync!;
-    let got = 0;
-    while (got < length) {
-      const n = readSync.call(pack.handle, out, got, length - got, position + got);
-      if (n <= 0) throw new PackError('OBJECT_CORRUPT', `${pack.name}.pack is shorter than its index says`);
-      got += n;
-    }
-    return out;
   }
 
   async #readDirect(pack: LoadedPack, position: number, length: number, into?: Uint8Array): Promise<Uint8Array> {
