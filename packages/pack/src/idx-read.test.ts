@@ -2,8 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { sha1 } from '#sha1';
 import { PackIndex, sortedOrder, writeIdx } from './idx.js';
-import { MIN_IDS_IN_FILE, readPackIndex } from './idx-read.js';
-import { randomUint32 } from './test-random.js';
+import { readPackIndex } from './idx-read.js';
 
 /** Positional reads of `bytes`, counting the bytes they copy at once. */
 function reader(bytes: Uint8Array) {
@@ -16,9 +15,6 @@ function reader(bytes: Uint8Array) {
   };
   return { read, stats };
 }
-
-const sha1Hex = (text: string) =>
-  Array.from(sha1(new TextEncoder().encode(text)), (b) => b.toString(16).padStart(2, '0')).join('');
 
 const expectCode = async (promise: Promise<unknown>, code: string) => expect(promise).rejects.toMatchObject({ code });
 
@@ -63,76 +59,6 @@ describe('readPackIndex', () => {
     expect(stats.largest).toBe(entries.length * 20);
     expect(stats.reads).toBeGreaterThan(4);
     for (const e of entries.slice(0, 500)) expect(index.offsetAt(index.find(e.oid))).toBe(e.offset);
-  });
-
-  it("with synchronous reads, leaves a large index's ids in the file and answers lookups as the whole file does", async () => {
-    const next = randomUint32(7);
-    for (const [count, crowded] of [
-      [MIN_IDS_IN_FILE / 20, 0],
-      [20_000, 300],
-      [16_000, 2000],
-      [70_000, 0],
-    ] as const) {
-      // ids spread as hashes are, `crowded` of them under one two-byte prefix
-      const oids = new Set<string>();
-      while (oids.size < count) {
-        const oid = sha1Hex(`${next()}`);
-        oids.add(oids.size < crowded ? `abcd${oid.slice(4)}` : oid);
-      }
-      const entries = [...oids].map((oid, i) => ({ oid, offset: 12 + i * 7, crc32: i }));
-      const bytes = writeIdx(entries, '5'.repeat(40));
-      const whole = new PackIndex(bytes, { verify: true });
-      const syncReads = { count: 0 };
-      const readSync = (position: number, into: Uint8Array) => {
-        if (position + into.length > bytes.length) throw new Error('read past the end');
-        syncReads.count++;
-        into.set(bytes.subarray(position, position + into.length));
-      };
-      const { read, stats } = reader(bytes);
-      const index = await readPackIndex(bytes.length, read, readSync);
-      // the ids went through in pieces (hashed, counted), none of them held
-      expect(stats.largest).toBeLessThan(70_000);
-      expect(index.idsInFile).toBe(true);
-      expect(syncReads.count).toBe(0);
-      const absent = Array.from({ length: 50 }, (_, i) => sha1Hex(`absent ${i}`));
-      const probes = [...entries.slice(0, 3000).map((e) => e.oid), ...absent, `abcd${'0'.repeat(36)}`];
-      for (const oid of probes) expect(index.find(oid)).toBe(whole.find(oid));
-      for (let i = 0; i < 500; i++) expect(index.oidAt(i * 7)).toBe(whole.oidAt(i * 7));
-      expect(syncReads.count).toBeGreaterThan(0);
-      // a bucket past 1024 ids brings them whole
-      expect(index.idsInFile).toBe(crowded <= 1024);
-      // then every id (past the lookups that bring them whole): the same answers
-      for (const e of entries) expect(index.find(e.oid)).toBe(whole.find(e.oid));
-      expect(index.idsInFile).toBe(false);
-      const reads = syncReads.count;
-      for (const oid of probes) expect(index.find(oid)).toBe(whole.find(oid));
-      expect(syncReads.count).toBe(reads);
-    }
-  });
-
-  it('holds the ids of a small index, and of a large one once lookups are many', async () => {
-    const small = Array.from({ length: 3000 }, (_, i) => ({ oid: sha1Hex(String(i)), offset: 12 + i, crc32: i }));
-    const smallBytes = writeIdx(small, '6'.repeat(40));
-    const never = () => {
-      throw new Error('no synchronous read expected');
-    };
-    const held = await readPackIndex(smallBytes.length, reader(smallBytes).read, never);
-    expect(held.idsInFile).toBe(false);
-    for (const e of small) expect(held.offsetAt(held.find(e.oid))).toBe(e.offset);
-    const entries = Array.from({ length: 20_000 }, (_, i) => ({ oid: sha1Hex(String(i)), offset: 12 + i, crc32: i }));
-    const bytes = writeIdx(entries, '6'.repeat(40));
-    let largest = 0;
-    const readSync = (position: number, into: Uint8Array) => {
-      largest = Math.max(largest, into.length);
-      into.set(bytes.subarray(position, position + into.length));
-    };
-    const index = await readPackIndex(bytes.length, reader(bytes).read, readSync);
-    for (const e of entries.slice(0, 16_000)) expect(index.offsetAt(index.find(e.oid))).toBe(e.offset);
-    expect(index.idsInFile).toBe(true);
-    expect(largest).toBeLessThan(1000);
-    for (const e of entries) expect(index.offsetAt(index.find(e.oid))).toBe(e.offset);
-    expect(index.idsInFile).toBe(false);
-    expect(largest).toBe(entries.length * 20);
   });
 
   it('refuses damaged files with the codes of the whole-file parse', async () => {

@@ -212,38 +212,11 @@ export function sortedOrder(ids: Uint8Array, count: number, into?: Uint32Array):
 }
 
 /**
- * Sorted ids left in the .idx file and read when asked (see idx-read.ts): `read(first, into)`
- * fills `into` with the ids from id `first` on, 20 bytes each, synchronously (a positional read
- * of the file). `starts[k]` is the first id whose first `bits` bits (8 to 16) are at least `k`
- * (`2 ** bits + 1` values), so that a lookup reads the few ids sharing its first bits.
- */
-export interface IdsInFile {
-  readonly read: (first: number, into: Uint8Array) => void;
-  readonly bits: number;
-  readonly starts: Uint32Array;
-}
-
-/** The bits of an id's start that `IdsInFile` buckets `count` ids by: a few ids a bucket. */
-export function idBucketBits(count: number): number {
-  return Math.max(8, Math.min(16, Math.ceil(Math.log2(count + 1)) - 2));
-}
-
-/**
- * Lookups answered from the file (`IdsInFile`) past which the ids are read into memory whole:
- * a walk looks ids up by the hundred thousand, where one positional read each would cost more
- * than holding them, while serving by bitmaps looks up only the requested tips.
- */
-const LOOKUPS_FROM_FILE = 16_384;
-/** Ids in one bucket past which they are read whole (ids are uniformly spread). */
-const MAX_BUCKET = 1024;
-
-/**
- * The columns a pack index is held in without its file (see idx-read.ts): the sorted ids (or
- * reads of them from the file), the fanout, and the entry offsets as numbers in id order; no
- * CRCs.
+ * The columns a pack index is held in without its file (see idx-read.ts): the sorted ids, the
+ * fanout, and the entry offsets as numbers in id order; no CRCs.
  */
 export interface PackIndexColumns {
-  readonly ids: Uint8Array | IdsInFile;
+  readonly ids: Uint8Array;
   /** fanout[b]: how many ids start with a byte at most b. */
   readonly fanout: Uint32Array;
   readonly offsets: Uint32Array | Float64Array;
@@ -275,14 +248,9 @@ export function readIdxHead(view: DataView): Uint32Array {
 export class PackIndex {
   readonly count: number;
   readonly packHash: string;
-  /** The sorted ids: id i is `#ids[#idsAt + 20 i ..][..20]` (empty while they are read from the file). */
-  #ids: Uint8Array;
+  /** The sorted ids: id i is `#ids[#idsAt + 20 i ..][..20]`. */
+  readonly #ids: Uint8Array;
   readonly #idsAt: number;
-  /** Reads of the ids left in the file, until `LOOKUPS_FROM_FILE` lookups bring them whole. */
-  #inFile: IdsInFile | undefined;
-  #lookups = 0;
-  /** The ids of one two-byte bucket read from the file. */
-  #bucket: Uint8Array = new Uint8Array(0);
   readonly #fanout: Uint32Array;
   /** The offsets of an index held in columns. */
   readonly #offsets: Uint32Array | Float64Array | undefined;
@@ -296,19 +264,12 @@ export class PackIndex {
   constructor(data: Uint8Array | PackIndexColumns, options: { verify?: boolean } = {}) {
     if (!(data instanceof Uint8Array)) {
       const n = data.offsets.length;
-      const inFile = data.ids instanceof Uint8Array ? undefined : data.ids;
-      const idBytes = inFile
-        ? inFile.bits >= 8 && inFile.bits <= 16 && inFile.starts.length === 2 ** inFile.bits + 1
-          ? inFile.starts[2 ** inFile.bits]! * 20
-          : -1
-        : (data.ids as Uint8Array).length;
-      if (idBytes !== n * 20 || data.fanout.length !== 256 || data.fanout[255] !== n) {
+      if (data.ids.length !== n * 20 || data.fanout.length !== 256 || data.fanout[255] !== n) {
         throw new PackError('IDX_CORRUPT', 'pack index columns do not agree');
       }
       this.count = n;
       this.packHash = data.packHash;
-      this.#ids = inFile ? new Uint8Array(0) : (data.ids as Uint8Array);
-      this.#inFile = inFile;
+      this.#ids = data.ids;
       this.#idsAt = 0;
       this.#fanout = data.fanout;
       this.#offsets = data.offsets;
@@ -338,73 +299,8 @@ export class PackIndex {
   }
 
   oidAt(i: number): ObjectId {
-    if (this.#inFile && !this.#held()) {
-      const id = new Uint8Array(20);
-      this.#inFile.read(i, id);
-      return bytesToHex(id);
-    }
     const at = this.#idsAt + i * 20;
     return bytesToHex(this.#ids, at, at + 20);
-  }
-
-  /** Whether ids are read from the file when asked (`IdsInFile`), not held. */
-  get idsInFile(): boolean {
-    return this.#inFile !== undefined;
-  }
-
-  /** Reads ids left in the file into memory (before the file closes). */
-  holdIds(): void {
-    this.#lookups = LOOKUPS_FROM_FILE;
-    this.#held();
-  }
-
-  /**
-   * Whether the ids are in memory: counts a lookup of ids left in the file, and reads them whole
-   * once lookups are many.
-   */
-  #held(): boolean {
-    const inFile = this.#inFile;
-    if (!inFile) return true;
-    if (++this.#lookups <= LOOKUPS_FROM_FILE) return false;
-    const ids = new Uint8Array(this.count * 20);
-    inFile.read(0, ids);
-    this.#ids = ids;
-    this.#inFile = undefined;
-    this.#bucket = new Uint8Array(0);
-    return true;
-  }
-
-  /** `findRaw` over ids left in the file: the ids sharing the key's first bits, read at once. */
-  #findInFile(inFile: IdsInFile, key: Uint8Array, at: number): number {
-    const b = ((key[at]! << 8) | key[at + 1]!) >>> (16 - inFile.bits);
-    const first = inFile.starts[b]!;
-    const count = inFile.starts[b + 1]! - first;
-    if (count === 0) return -1;
-    if (count > MAX_BUCKET) {
-      // ids this crowded (not uniformly spread) are searched in memory
-      this.holdIds();
-      return this.findRaw(key, at);
-    }
-    if (this.#bucket.length < count * 20) this.#bucket = new Uint8Array(Math.max(count * 20, 512));
-    const d = this.#bucket.subarray(0, count * 20);
-    inFile.read(first, d);
-    // the bytes the bucket does not tell apart
-    const from = inFile.bits === 16 ? 2 : 1;
-    let lo = 0;
-    let hi = count;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      const o = mid * 20;
-      let c = 0;
-      for (let k = from; k < 20; k++) {
-        c = d[o + k]! - key[at + k]!;
-        if (c !== 0) break;
-      }
-      if (c === 0) return first + mid;
-      if (c < 0) lo = mid + 1;
-      else hi = mid;
-    }
-    return -1;
   }
 
   /** The CRC32 of entry i (an index held in columns has none: IDX_NO_CRC). */
@@ -436,7 +332,6 @@ export class PackIndex {
    */
   findRaw(key: Uint8Array, at: number): number {
     if (at < 0 || at + 20 > key.length) throw new PackError('IDX_CORRUPT', 'object id cut short');
-    if (this.#inFile && !this.#held()) return this.#findInFile(this.#inFile, key, at);
     const first = key[at]!;
     let lo = first === 0 ? 0 : this.#fanout[first - 1]!;
     let hi = this.#fanout[first]!;

@@ -94,8 +94,6 @@ export class PackFiles {
 
   /** Reads an `.idx` piece by piece into columns (the `indexReader` option of FsObjectStore). */
   readonly #readPiecewise: PackIndexReader | undefined;
-  /** Open `.idx` files whose index reads its ids from them, by pack name (closed with the pack). */
-  readonly #indexFiles = new Map<string, FileHandleLike>();
 
   constructor(files: StoreFiles, dir: string, pageCacheBytes: number, indexReader?: PackIndexReader) {
     this.#files = files;
@@ -151,51 +149,30 @@ export class PackFiles {
 
   async #load(base: string): Promise<LoadedPack> {
     const path = `${this.dir}/${base}.idx`;
-    const [index, st] = await Promise.all([
-      this.#readIndex(base, path),
-      this.#files.fs.stat(`${this.dir}/${base}.pack`),
-    ]);
+    const [index, st] = await Promise.all([this.#readIndex(path), this.#files.fs.stat(`${this.dir}/${base}.pack`)]);
     return this.add(base, index, st.size);
   }
 
   /**
    * A pack's index, in columns when an index reader is given and the fs reads at positions (see
-   * idx-read.ts), else whole. When the file reads synchronously too, it stays open and the index
-   * reads its ids from it (as git maps the file).
+   * idx-read.ts), else whole.
    */
-  async #readIndex(base: string, path: string): Promise<PackIndex> {
+  async #readIndex(path: string): Promise<PackIndex> {
     const readPiecewise = this.#readPiecewise;
     const handle = readPiecewise && (await this.#files.openForRead(path));
     if (!handle) return new PackIndex(await this.#files.readBytes(path), { verify: true });
-    let keep = false;
     try {
       const size = (await this.#files.fs.stat(path)).size;
-      const readSync = handle.readSync?.bind(handle);
-      const index = await readPiecewise(
-        size,
-        async (position, into) => {
-          let got = 0;
-          while (got < into.length) {
-            const n = bytesRead(await handle.read(into, got, into.length - got, position + got));
-            if (n <= 0) throw new PackError('IDX_TRUNCATED', `${path} is shorter than it was`);
-            got += n;
-          }
-        },
-        readSync &&
-          ((position, into) => {
-            let got = 0;
-            while (got < into.length) {
-              const n = readSync(into, got, into.length - got, position + got);
-              if (n <= 0) throw new PackError('IDX_TRUNCATED', `${path} is shorter than it was`);
-              got += n;
-            }
-          }),
-      );
-      keep = index.idsInFile;
-      if (keep) this.#indexFiles.set(base, handle);
-      return index;
+      return await readPiecewise(size, async (position, into) => {
+        let got = 0;
+        while (got < into.length) {
+          const n = bytesRead(await handle.read(into, got, into.length - got, position + got));
+          if (n <= 0) throw new PackError('IDX_TRUNCATED', `${path} is shorter than it was`);
+          got += n;
+        }
+      });
     } finally {
-      if (!keep) await handle.close();
+      await handle.close();
     }
   }
 
@@ -232,10 +209,6 @@ export class PackFiles {
     // its pages go with the others (forgetting a pack is rare; keys are not by name)
     this.#pages.clear();
     await pack?.handle?.close().catch(() => undefined);
-    const indexFile = this.#indexFiles.get(name);
-    this.#indexFiles.delete(name);
-    if (indexFile) pack?.index.holdIds();
-    await indexFile?.close().catch(() => undefined);
     return true;
   }
 
@@ -489,11 +462,6 @@ export class PackFiles {
       p.handle = undefined;
       await h?.close();
     }
-    // indexes reading their ids from their files read them whole first: the store stays usable
-    for (const p of this.#packs) if (this.#indexFiles.has(p.name)) p.index.holdIds();
-    const indexFiles = [...this.#indexFiles.values()];
-    this.#indexFiles.clear();
-    for (const h of indexFiles) await h.close();
   }
 }
 
