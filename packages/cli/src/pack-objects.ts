@@ -7,17 +7,7 @@
  */
 import * as fs from 'node:fs';
 import { join } from 'node:path';
-import {
-  bitmapServing,
-  createPack,
-  type FileHandleLike,
-  FsObjectStore,
-  isObjectId,
-  type ObjectId,
-  type ObjectStoreFs,
-  readPackIndex,
-  syncPageReads,
-} from '@gitport/pack';
+import { bitmapServing, createPack, FsObjectStore, isObjectId, type ObjectId, readPackIndex } from '@gitport/pack';
 
 const usage =
   'usage: gitport pack-objects --git-dir DIR (--all | --revs) [--window N] [--depth N] [--no-delta] [--thin] --stdout\n';
@@ -76,11 +66,7 @@ export async function packObjects(args: readonly string[]): Promise<number> {
     process.stderr.write(usage);
     return 129;
   }
-  const store = new FsObjectStore(syncReadFs, gitDir, {
-    bitmaps: bitmapServing,
-    indexReader: readPackIndex,
-    pageReads: syncPageReads,
-  });
+  const store = new FsObjectStore(fs, gitDir, { bitmaps: bitmapServing, indexReader: readPackIndex });
   try {
     const refs = await readRefs(gitDir);
     const wants: ObjectId[] = [];
@@ -191,30 +177,3 @@ function resolveRef(refs: Map<string, ObjectId>, name: string): ObjectId | undef
   }
   return undefined;
 }
-
-/**
- * Node's `fs.promises` for the store, except that packs opened for reading also read
- * synchronously (`readSync`): a one-shot process has nothing else to serve while it waits, so a
- * walk of every object reads the pack pages it misses in place instead of handing each read to
- * libuv's thread pool. Index files keep plain handles: their ids are then held in memory
- * (see idx-read.ts), and the lookup of every object costs no system call.
- */
-const syncReadFs: ObjectStoreFs = {
-  ...(fs.promises as unknown as ObjectStoreFs),
-  async open(path: string, flags: string): Promise<FileHandleLike> {
-    if (flags !== 'r' || !path.endsWith('.pack'))
-      return (fs.promises as unknown as Required<ObjectStoreFs>).open(path, flags);
-    const fd = fs.openSync(path, 'r');
-    return {
-      async read(buffer, offset, length, position) {
-        return { bytesRead: fs.readSync(fd, buffer, offset, length, position) };
-      },
-      readSync(buffer, offset, length, position) {
-        return fs.readSync(fd, buffer, offset, length, position);
-      },
-      async close() {
-        fs.closeSync(fd);
-      },
-    };
-  },
-};

@@ -6,7 +6,6 @@ import { bitmapServing } from '@gitport/pack/internal/bitmap-serving';
 import { FsObjectStore } from '@gitport/pack/internal/fs-store';
 import { readPackIndex } from '@gitport/pack/internal/idx-read';
 import { openPackSpool } from '@gitport/pack/internal/pack-spool';
-import { syncPageReads } from '@gitport/pack/internal/sync-pages';
 import { type NodeFsOptions, nodeFs } from './fs.node.js';
 import { FsRepositoryRegistry } from './registry.js';
 import {
@@ -30,17 +29,15 @@ export { type NodeFsOptions, nodeFs };
  * The object store of the Node shortcuts below (unless `objects` is given): the default
  * `FsObjectStore`, serving by reachability bitmaps where a pack has a `.bitmap` (see
  * `@gitport/pack`'s `bitmapServing`), reading pack indexes piece by piece into columns
- * (`readPackIndex`), reading the pack pages it misses in place where the fs reads synchronously
- * (`syncPageReads`: nodeFs in a worker thread) and writing an incoming pack to a temporary file
- * as it arrives (`openPackSpool`); the browser default leaves the first three out, and spools
- * only over an fs that brings the spool (`nodeFs`).
+ * (`readPackIndex`) and writing an incoming pack to a temporary file as it arrives
+ * (`openPackSpool`); the browser default leaves the first two out, and spools only over an fs
+ * that brings the spool (`nodeFs`).
  */
 export const nodeObjects: ObjectStoreFactory = (fs, gitDir) =>
   new FsObjectStore(packFs(fs), gitDir, {
     bitmaps: bitmapServing,
     indexReader: readPackIndex,
     packSpool: openPackSpool,
-    pageReads: syncPageReads,
   });
 
 function withNodeObjects<T extends OpenOptions>(options: T): T {

@@ -25,11 +25,6 @@ export interface DirEntry {
 export interface FileHandleLike {
   /** Positional read, into `buffer` from `offset` (packs are read at their entries' offsets). */
   read?(buffer: Uint8Array, offset: number, length: number, position: number): Promise<{ bytesRead: number } | number>;
-  /**
-   * `read` done synchronously, returning the bytes read (a Node worker's fs, OPFS sync access
-   * handles): a store given `syncPageReads` then reads the pack pages it misses in place.
-   */
-  readSync?(buffer: Uint8Array, offset: number, length: number, position: number): number;
   /** Sequential write, or at `position` when given (lock files, packs written as they arrive). */
   write?(
     data: Uint8Array | string,

@@ -35,14 +35,7 @@ import {
   type ObjectType,
 } from './object.js';
 import { ObjectCache } from './object-cache.js';
-import {
-  inflateEntry,
-  type LoadedPack,
-  MAX_CHAIN_STEPS,
-  PackFiles,
-  type StoredPacks,
-  type SyncPageReads,
-} from './pack-files.js';
+import { inflateEntry, type LoadedPack, MAX_CHAIN_STEPS, PackFiles, type StoredPacks } from './pack-files.js';
 import { BlockPool } from './pack-spool.js';
 import type { DirectoryQuarantineHost, PackFile, PackSpool, PackSpoolHost, PackSpoolOpener } from './store.js';
 import { isEnoent, StoreFiles } from './store-files.js';
@@ -139,11 +132,6 @@ export class FsObjectStore implements BitmapServedStore {
        */
       indexReader?: PackIndexReader;
       /**
-       * Reads the pack pages a read misses in place where the pack's file handle reads
-       * synchronously (`syncPageReads`); without it, every missing page is an awaited read.
-       */
-      pageReads?: SyncPageReads;
-      /**
        * Spools incoming packs to a temporary file in the pack directory (`openPackSpool`), where
        * the fs writes and reads at positions; without it, an incoming pack is gathered in memory.
        */
@@ -165,7 +153,6 @@ export class FsObjectStore implements BitmapServedStore {
       `${this.#objects}/pack`,
       options.pageCacheBytes ?? 64 * 2 ** 20,
       options.indexReader,
-      options.pageReads,
     );
     this.#cacheLimit = options.cacheBytes ?? 32 * 2 ** 20;
     this.#cache = new ObjectCache(this.#cacheLimit, (o) => o.data.length);

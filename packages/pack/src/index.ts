@@ -72,7 +72,6 @@ export {
   readHeaderSyncOf,
   readRawOf,
 } from './stored-reads.js';
-export { type SyncPageReads, syncPageReads } from './sync-pages.js';
 export { parseTag, parseTagTarget, serializeTag, type Tag } from './tag.js';
 export { parseTree, serializeTree, type TreeEntry } from './tree.js';
 export {

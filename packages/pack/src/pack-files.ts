@@ -25,7 +25,7 @@ const PAGE = 16 * 1024;
 /** Copies out of a pack from this length on are read straight into their buffer, past the pages. */
 const DIRECT_COPY = 4 * PAGE;
 /** Pages read at once when reads go through a pack in order (see #page). */
-export const READ_AHEAD = 16;
+const READ_AHEAD = 16;
 /** The least page cache (a budget below it gets it). */
 const MIN_PAGE_CACHE = 2 << 20;
 /** Bytes read to decode an entry header: the longest one (a REF_DELTA's) fits. */
@@ -71,14 +71,6 @@ export interface LoadedPack {
   types?: Uint8Array;
 }
 
-/**
- * Makes a store's `PackFiles.view` (`view`) over its page cache (`pages`) read what it misses at
- * once where the pack's file reads synchronously: the missing pages (kept in the cache), or a
- * range over more than two pages by a read of its own (not cached: what spans many pages is
- * read once).
- */
-export type SyncPageReads = (pages: ObjectCache<number, Uint8Array>, view: PackFiles['view']) => PackFiles['view'];
-
 export class PackFiles {
   readonly #files: StoreFiles;
   /** The pack directory. */
@@ -103,20 +95,12 @@ export class PackFiles {
   /** Reads an `.idx` piece by piece into columns (the `indexReader` option of FsObjectStore). */
   readonly #readPiecewise: PackIndexReader | undefined;
 
-  constructor(
-    files: StoreFiles,
-    dir: string,
-    pageCacheBytes: number,
-    indexReader?: PackIndexReader,
-    pageReads?: SyncPageReads,
-  ) {
+  constructor(files: StoreFiles, dir: string, pageCacheBytes: number, indexReader?: PackIndexReader) {
     this.#files = files;
     this.dir = dir;
     this.#readPiecewise = indexReader;
     this.#maxPages = Math.max(MIN_PAGE_CACHE / PAGE, Math.floor(pageCacheBytes / PAGE));
     this.#pages = new ObjectCache(this.#maxPages * PAGE, (page) => page.length);
-    // FsObjectStore's `pageReads`: `view` then reads missing pages where the file reads synchronously
-    if (pageReads) this.view = pageReads(this.#pages, this.view);
   }
 
   /** Whether the directory has been listed once. */
@@ -206,7 +190,7 @@ export class PackFiles {
       },
       size,
       source: {
-        readInto: (position, into, options) => this.#readInto(pack, position, into, options?.direct),
+        readInto: (position, into, options) => this.#readInto(pack, position, into, options?.direct === true),
       },
       serial: this.#serials++,
     };
@@ -385,7 +369,7 @@ export class PackFiles {
    * walks read again. `direct`: short copies too are read straight into `into` (their caller
    * batches its reads).
    */
-  async #readInto(pack: LoadedPack, position: number, into: Uint8Array, direct?: boolean): Promise<void> {
+  async #readInto(pack: LoadedPack, position: number, into: Uint8Array, direct: boolean): Promise<void> {
     const length = into.length;
     if (position < 0 || position + length > pack.size) {
       throw new PackError('OBJECT_CORRUPT', `read outside ${pack.name}.pack`);

@@ -22,7 +22,6 @@ import { createPack, packObjects } from './pack-writer.js';
 import { sha1 } from './sha1.js';
 import { MemoryObjectStore, type ObjectStore } from './store.js';
 import { findPackOf, readHeaderOf, readHeaderSyncOf, readRawOf } from './stored-reads.js';
-import { syncPageReads } from './sync-pages.js';
 import { concat } from './test-bytes.js';
 import { serializeTree } from './tree.js';
 import { deflate } from './zlib.js';
@@ -373,70 +372,6 @@ describe('FsObjectStore.readSync', () => {
     expect(served).toBeGreaterThan(oids.length * 0.9);
     await store.close();
     await fresh.close();
-  });
-
-  it('reads missing pages at once where the pack file reads synchronously', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'gitport-store-'));
-    temps.push(dir);
-    const source = new MemoryObjectStore();
-    const oids: string[] = [];
-    // whole blobs and deltas of them, some larger than three pages (read straight, not cached)
-    let prev = seededBlob(7, 3_000);
-    for (let i = 0; i < 400; i++) {
-      const blob =
-        i % 25 === 24 ? seededBlob(900 + i, 150_000) : concat([prev.subarray(0, 2_000), seededBlob(100 + i, 1_000)]);
-      oids.push(await source.write('blob', blob));
-      prev = blob;
-    }
-    const pack = await collect(packObjects(source, oids));
-    expect(pack.reduce((n, c) => n + c.length, 0)).toBeGreaterThan(1_100_000);
-    const writer = new FsObjectStore(nodeFs, dir);
-    await importPack(writer, pack);
-    await writer.close();
-    let syncReads = 0;
-    let asyncReads = 0;
-    const fs: ObjectStoreFs = {
-      ...(nodeFs.promises as unknown as ObjectStoreFs),
-      async open(path: string, flags: string) {
-        const fd = nodeFs.openSync(path, flags);
-        return {
-          async read(buffer: Uint8Array, offset: number, length: number, position: number) {
-            asyncReads++;
-            return { bytesRead: nodeFs.readSync(fd, buffer, offset, length, position) };
-          },
-          readSync(buffer: Uint8Array, offset: number, length: number, position: number) {
-            syncReads++;
-            return nodeFs.readSync(fd, buffer, offset, length, position);
-          },
-          async close() {
-            nodeFs.closeSync(fd);
-          },
-        };
-      },
-    };
-    // without the option, pages missing are awaited reads only, as over an fs without readSync
-    const plain = new FsObjectStore(fs, dir, { pageCacheBytes: 0, cacheBytes: 0 });
-    expect(await plain.read(oids[0]!)).toBeDefined();
-    expect(plain.readSync(oids.at(-1)!)).toBeUndefined();
-    expect(await plain.read(oids.at(-1)!)).toBeDefined();
-    expect(syncReads).toBe(0);
-    await plain.close();
-    const store = new FsObjectStore(fs, dir, { pageCacheBytes: 0, cacheBytes: 0, pageReads: syncPageReads });
-    // the pack is not open yet: the first read opens it
-    expect(store.readSync(oids[0]!)).toBeUndefined();
-    expect(await store.read(oids[0]!)).toBeDefined();
-    const before = asyncReads;
-    for (const oid of [...oids].reverse()) {
-      expect(bytesToHex(store.readSync(oid)!.data)).toBe(bytesToHex((await source.read(oid))!.data));
-    }
-    expect(asyncReads).toBe(before);
-    expect(syncReads).toBeGreaterThan(0);
-    // a read outside the pack (a corrupt offset) is still a typed error
-    const { packs } = store.storedPacks();
-    expect(() => packs.view(packs.list[0]!, packs.list[0]!.size - 4, 8, true)).toThrow(
-      expect.objectContaining({ code: 'OBJECT_CORRUPT' }),
-    );
-    await store.close();
   });
 });
 
