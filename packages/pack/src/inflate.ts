@@ -88,7 +88,10 @@ for (let sym = 0; sym < 19; sym++) codeEntries[sym] = sym << 4;
 /** The order in which a dynamic block sends the code lengths of the code-length code. */
 const codeLengthOrder = new Uint8Array([16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15]);
 
-/** `buildTable`'s counts of codes by length and where each length's symbols go in `tableSorted` (builds never overlap). */
+/**
+ * `buildTable`'s counts of codes by length, and where each length's symbols go in `tableSorted`
+ * (builds never overlap).
+ */
 const tableCount = new Uint16Array(16);
 const tableNext = new Uint16Array(16);
 /** `buildTable`'s symbols in canonical code order. */
