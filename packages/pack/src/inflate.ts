@@ -94,8 +94,8 @@ const codeLengthOrder = new Uint8Array([16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4,
  */
 const tableCount = new Uint16Array(16);
 const tableNext = new Uint16Array(16);
-/** `buildTable`'s symbols in canonical code order. */
-const tableSorted = new Uint16Array(320);
+/** `buildTable`'s symbols in canonical code order: at most 288 (the fixed literal/length code). */
+const tableSorted = new Uint16Array(288);
 
 /**
  * Fills `table` (1 << maxBits entries, `entries[symbol] | length` each) for the code lengths
