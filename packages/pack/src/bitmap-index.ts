@@ -260,9 +260,6 @@ export interface PackOrder {
 /** Joins a pack's order and its parsed bitmap index. */
 export function bitmappedPack(pack: PackOrder, bitmaps: BitmapIndex): BitmappedPack {
   const n = pack.index.count;
-  // idx position -> pack-order position
-  const inverse = new Uint32Array(n);
-  for (let p = 0; p < n; p++) inverse[pack.positions[p]!] = p;
   const { positions, index } = pack;
   // the entries' offsets in pack order, the trailer's last: made on the first read that needs
   // them (range reuse reads two per entry it sends; through the index each costs two lookups)
@@ -276,6 +273,22 @@ export function bitmappedPack(pack: PackOrder, bitmaps: BitmapIndex): BitmappedP
     return t;
   };
   const offsetAt = (p: number) => offsets()[p]!;
+  /** The pack-order position of the entry starting at `offset`, or -1. */
+  const positionAt = (offset: number): number => {
+    const t = offsets();
+    let lo = 0;
+    let hi = n - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const o = t[mid]!;
+      if (o === offset) return mid;
+      if (o < offset) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return -1;
+  };
+  // an id's pack-order position is found from its offset, not from a table from idx order to
+  // pack order (4 bytes an object): serving by bitmaps looks up few ids
   return {
     bitmaps,
     count: n,
@@ -283,29 +296,17 @@ export function bitmappedPack(pack: PackOrder, bitmaps: BitmapIndex): BitmappedP
     source: pack.source,
     position(oid) {
       const i = index.find(oid);
-      return i < 0 ? -1 : inverse[i]!;
+      return i < 0 ? -1 : positionAt(index.offsetAt(i));
     },
     positionRaw(bytes, at) {
       const i = index.findRaw(bytes, at);
-      return i < 0 ? -1 : inverse[i]!;
+      return i < 0 ? -1 : positionAt(index.offsetAt(i));
     },
     oidAt: (p) => index.oidAt(positions[p]!),
     offsetAt,
     endAt: (p) => offsets()[p + 1]!,
     offsets,
-    positionAt(offset) {
-      const t = offsets();
-      let lo = 0;
-      let hi = n - 1;
-      while (lo <= hi) {
-        const mid = (lo + hi) >>> 1;
-        const o = t[mid]!;
-        if (o === offset) return mid;
-        if (o < offset) lo = mid + 1;
-        else hi = mid - 1;
-      }
-      return -1;
-    },
+    positionAt,
     reachable: (p) => bitmaps.reachable(positions[p]!),
     nameHashAt: (p) => bitmaps.nameHashAt(positions[p]!),
   };
