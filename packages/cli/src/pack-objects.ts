@@ -7,7 +7,7 @@
  */
 import * as fs from 'node:fs';
 import { join } from 'node:path';
-import { bitmapServing, createPack, FsObjectStore, isObjectId, type ObjectId, readPackIndex } from '@gitport/pack';
+import { bitmapServing, createPack, FsObjectStore, isObjectId, type ObjectId, readPackIndexFile } from '@gitport/pack';
 
 const usage =
   'usage: gitport pack-objects --git-dir DIR (--all | --revs) [--window N] [--depth N] [--no-delta] [--thin] --stdout\n';
@@ -66,7 +66,7 @@ export async function packObjects(args: readonly string[]): Promise<number> {
     process.stderr.write(usage);
     return 129;
   }
-  const store = new FsObjectStore(fs, gitDir, { bitmaps: bitmapServing, indexReader: readPackIndex });
+  const store = new FsObjectStore(fs, gitDir, { bitmaps: bitmapServing, indexReader: readPackIndexFile });
   try {
     const refs = await readRefs(gitDir);
     const wants: ObjectId[] = [];

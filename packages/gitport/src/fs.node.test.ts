@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -117,6 +118,56 @@ describe('nodeFs', () => {
     };
     expect(typeof handle.fd).toBe('number');
     await handle.close();
+  });
+
+  it('with sync: true a file handle reads at positions synchronously too', async () => {
+    const path = join(dir, 'r');
+    const fs = nodeFs({ sync: true }).promises;
+    await fs.writeFile(path, 'abcdef');
+    const handle = await fs.open!(path, 'r');
+    const into = new Uint8Array(3);
+    expect(handle.readSync!(into, 1, 2, 3)).toBe(2);
+    expect(new TextDecoder().decode(into.subarray(1))).toBe('de');
+    await handle.close();
+    expect(() => handle.readSync!(into, 0, 1, 0)).toThrow(expect.objectContaining({ code: 'EBADF' }));
+  });
+
+  it('reads a pack made by git, its large index answering from the file, before and after the store closes', async () => {
+    const gitDir = join(dir, 'r.git');
+    const git = (args: string[], input?: string) =>
+      execFileSync('git', ['--git-dir', gitDir, ...args], { input, encoding: 'utf8', maxBuffer: 1 << 26 }).trim();
+    execFileSync('git', ['init', '-q', '--bare', gitDir]);
+    // 4,400 commits of a blob and a tree each: an index whose ids are past what is held
+    const commits = 4400;
+    const script: string[] = [];
+    for (let i = 0; i < commits; i++) {
+      const content = `file ${i}\n`;
+      const message = `c${i}\n`;
+      script.push(
+        'commit refs/heads/main',
+        `committer A <a@example.com> ${1_700_000_000 + i} +0000`,
+        `data ${message.length}`,
+        message.slice(0, -1),
+        `M 100644 inline f${i % 4}`,
+        `data ${content.length}`,
+        content.slice(0, -1),
+        '',
+      );
+    }
+    git(['fast-import', '--quiet'], `${script.join('\n')}\n`);
+    git(['repack', '-a', '-d', '-q']);
+    const listed = git(['cat-file', '--batch-all-objects', '--batch-check=%(objectname) %(objecttype)'])
+      .split('\n')
+      .map((line) => line.split(' ') as [string, string]);
+    expect(listed.length).toBe(commits * 3);
+    const sample = listed.filter((_, i) => i % 7 === 0);
+    for (const sync of [true, false]) {
+      const repo = await openNodeRepository(gitDir, { sync });
+      for (const [oid, type] of sample) expect((await repo.objects.read(oid))?.type).toBe(type);
+      expect(await repo.objects.read(`${'0'.repeat(39)}1`)).toBeUndefined();
+      await (repo.objects as unknown as { close(): Promise<void> }).close();
+      for (const [oid, type] of sample) expect((await repo.objects.read(oid))?.type).toBe(type);
+    }
   });
 
   it('brings the pack spool: the default store over it writes an incoming pack to disk, over MemoryFs none', async () => {

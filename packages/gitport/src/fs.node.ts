@@ -89,7 +89,7 @@ function readFully(fd: number, offset: number, length: number): Uint8Array {
   return done === length ? out : out.subarray(0, done);
 }
 
-/** A file handle over a descriptor, with FileHandle's write, read and close. */
+/** A file handle over a descriptor, with FileHandle's write, read and close, and a synchronous read. */
 class SyncHandle implements FileHandleLike {
   #fd: number | undefined;
   constructor(fd: number) {
@@ -111,6 +111,9 @@ class SyncHandle implements FileHandleLike {
   }
   read(buffer: Uint8Array, offset: number, length: number, position: number) {
     return settled(() => ({ bytesRead: fs.readSync(this.#open(), buffer, offset, length, position) }));
+  }
+  readSync(buffer: Uint8Array, offset: number, length: number, position: number): number {
+    return fs.readSync(this.#open(), buffer, offset, length, position);
   }
   close(): Promise<void> {
     return settled(() => {

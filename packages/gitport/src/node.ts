@@ -4,7 +4,7 @@
  */
 import { bitmapServing } from '@gitport/pack/internal/bitmap-serving';
 import { FsObjectStore } from '@gitport/pack/internal/fs-store';
-import { readPackIndex } from '@gitport/pack/internal/idx-read';
+import { readPackIndexFile } from '@gitport/pack/internal/idx-read';
 import { openPackSpool } from '@gitport/pack/internal/pack-spool';
 import { type NodeFsOptions, nodeFs } from './fs.node.js';
 import { FsRepositoryRegistry } from './registry.js';
@@ -29,14 +29,15 @@ export { type NodeFsOptions, nodeFs };
  * The object store of the Node shortcuts below (unless `objects` is given): the default
  * `FsObjectStore`, serving by reachability bitmaps where a pack has a `.bitmap` (see
  * `@gitport/pack`'s `bitmapServing`), reading pack indexes piece by piece into columns
- * (`readPackIndex`) and writing an incoming pack to a temporary file as it arrives
+ * (`readPackIndexFile`; in a worker thread, where nodeFs reads synchronously, the ids of a large
+ * index stay in its file) and writing an incoming pack to a temporary file as it arrives
  * (`openPackSpool`); the browser default leaves the first two out, and spools only over an fs
  * that brings the spool (`nodeFs`).
  */
 export const nodeObjects: ObjectStoreFactory = (fs, gitDir) =>
   new FsObjectStore(packFs(fs), gitDir, {
     bitmaps: bitmapServing,
-    indexReader: readPackIndex,
+    indexReader: readPackIndexFile,
     packSpool: openPackSpool,
   });
 

@@ -118,6 +118,27 @@ describe('BitmapIndex on bitmaps git wrote', () => {
     }
   });
 
+  it('resolves every bitmap alike in any order when its cache keeps the fewest, decoding into dropped ones', () => {
+    const f = fixtures.get('both')!;
+    const count = { count: f.idx.count, packHash: f.idx.packHash };
+    const reference = new BitmapIndex(f.bitmap, count, { cacheBytes: 2 ** 30 });
+    const commits = Array.from({ length: f.idx.count }, (_, i) => i).filter((i) => reference.has(i));
+    const expected = new Map(commits.map((i) => [i, reference.reachable(i)!.slice()]));
+    // more bitmaps than the smallest cache holds, so that some are dropped and their buffers reused
+    expect(commits.length).toBeGreaterThan(20);
+    const shuffled = commits
+      .map((i, k) => ({ i, key: Math.imul(k + 1, 2654435761) >>> 0 }))
+      .sort((a, b) => a.key - b.key);
+    const byEntry = [...commits].sort((a, b) => reference.entryOf(a) - reference.entryOf(b));
+    expect(byEntry.map((i) => reference.entryOf(i))).toEqual(commits.map((_, k) => k));
+    for (const order of [byEntry, [...byEntry].reverse(), shuffled.map((s) => s.i)]) {
+      const small = new BitmapIndex(f.bitmap, count, { cacheBytes: 0 });
+      for (const i of order) expect(small.reachable(i), `commit at ${i}`).toEqual(expected.get(i));
+      for (const i of order.slice(0, 5)) expect(small.reachable(i)).toEqual(expected.get(i));
+    }
+    expect(reference.entryOf(-1)).toBe(-1);
+  });
+
   it('a clone by the bitmaps sends the whole pack without listing it; decoded bitmaps go with the walk', async () => {
     // the repository is one pack with its bitmap (the last repack's): a clone is all of it
     const store = new FsObjectStore(nodeFs, `${repo}/.git`, { bitmaps: bitmapServing });

@@ -34,8 +34,14 @@ const OPT_HASH_CACHE = 0x4;
 const OPT_LOOKUP_TABLE = 0x10;
 const OPT_PSEUDO_MERGES = 0x20;
 const MAX_XOR_OFFSET = 160;
-/** Decoded commit bitmaps kept (bytes), past which the least recently used are dropped. */
-const DEFAULT_CACHE_BYTES = 32 * 2 ** 20;
+/**
+ * Decoded commit bitmaps kept (bytes), past which the least recently used are dropped; at least
+ * MIN_CACHED are kept whatever their size. A bitmap is XORed with one of the few before it
+ * (git looks 10 back), so a walk that resolves its tips in the order of their entries (see
+ * `entryOf`) finds the bitmap it needs among the last ones it decoded.
+ */
+const DEFAULT_CACHE_BYTES = 2 * 2 ** 20;
+const MIN_CACHED = 16;
 
 interface StoredEntry {
   /** Offset of its EWAH bitmap in the file. */
@@ -64,6 +70,8 @@ export class BitmapIndex {
   readonly #cache = new Map<number, Bits>();
   #cacheBytes = 0;
   readonly #maxCacheBytes: number;
+  /** A bitmap dropped from the cache, decoded into next (no new buffer, no garbage). */
+  #spare: Bits | undefined;
 
   /**
    * Parses `bytes` (kept: bitmaps are decoded from them on demand) for a pack of `count` objects
@@ -154,8 +162,17 @@ export class BitmapIndex {
   }
 
   /**
+   * The entry of the commit at idx position `position` (entries are in the file's order; -1: the
+   * commit has no bitmap). Tips resolved in this order decode each bitmap once.
+   */
+  entryOf(position: number): number {
+    return this.#byCommit.get(position) ?? -1;
+  }
+
+  /**
    * The objects reachable from the commit at idx position `position`, by pack-order position;
-   * undefined when it has no bitmap. Shared with the index's cache: do not modify.
+   * undefined when it has no bitmap. Lent by the index's cache: do not modify, and read it before
+   * the next call (its buffer is reused once it leaves the cache).
    */
   reachable(position: number): Bits | undefined {
     const entry = this.#byCommit.get(position);
@@ -183,7 +200,9 @@ export class BitmapIndex {
     }
     let bits: Bits | undefined;
     for (let k = chain.length - 1; k >= 0; k--) {
-      const decoded = decodeEwah(this.#bytes, this.#entries[chain[k]!]!.at, this.count).bits;
+      const spare = this.#spare;
+      this.#spare = undefined;
+      const decoded = decodeEwah(this.#bytes, this.#entries[chain[k]!]!.at, this.count, spare).bits;
       const prev = bits ?? base;
       if (prev) xorBits(decoded, prev);
       bits = decoded;
@@ -201,15 +220,17 @@ export class BitmapIndex {
   dropDecoded(): void {
     this.#cache.clear();
     this.#cacheBytes = 0;
+    this.#spare = undefined;
   }
 
   #keep(entry: number, bits: Bits): void {
     this.#cache.set(entry, bits);
     this.#cacheBytes += bits.byteLength;
-    while (this.#cacheBytes > this.#maxCacheBytes && this.#cache.size > 1) {
+    while (this.#cacheBytes > this.#maxCacheBytes && this.#cache.size > MIN_CACHED) {
       const [oldest, old] = this.#cache.entries().next().value as [number, Bits];
       this.#cache.delete(oldest);
       this.#cacheBytes -= old.byteLength;
+      this.#spare = old;
     }
   }
 }
@@ -242,8 +263,13 @@ export interface BitmappedPack {
   offsets(): Uint32Array | Float64Array;
   /** The position of the entry starting at `offset`, or -1. */
   positionAt(offset: number): number;
-  /** The objects reachable from the commit at `position` when it has a bitmap (do not modify). */
+  /**
+   * The objects reachable from the commit at `position` when it has a bitmap (do not modify; read
+   * it before the next call: see BitmapIndex.reachable).
+   */
   reachable(position: number): Bits | undefined;
+  /** The commit's bitmap entry, or -1 (see BitmapIndex.entryOf). */
+  entryOf(position: number): number;
   /** git's name hash of the object at `position` (from the bitmap's name-hash cache, else 0). */
   nameHashAt(position: number): number;
 }
@@ -260,9 +286,6 @@ export interface PackOrder {
 /** Joins a pack's order and its parsed bitmap index. */
 export function bitmappedPack(pack: PackOrder, bitmaps: BitmapIndex): BitmappedPack {
   const n = pack.index.count;
-  // idx position -> pack-order position
-  const inverse = new Uint32Array(n);
-  for (let p = 0; p < n; p++) inverse[pack.positions[p]!] = p;
   const { positions, index } = pack;
   // the entries' offsets in pack order, the trailer's last: made on the first read that needs
   // them (range reuse reads two per entry it sends; through the index each costs two lookups)
@@ -276,6 +299,22 @@ export function bitmappedPack(pack: PackOrder, bitmaps: BitmapIndex): BitmappedP
     return t;
   };
   const offsetAt = (p: number) => offsets()[p]!;
+  /** The pack-order position of the entry starting at `offset`, or -1. */
+  const positionAt = (offset: number): number => {
+    const t = offsets();
+    let lo = 0;
+    let hi = n - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const o = t[mid]!;
+      if (o === offset) return mid;
+      if (o < offset) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return -1;
+  };
+  // an id's pack-order position is found from its offset, not from a table from idx order to
+  // pack order (4 bytes an object): serving by bitmaps looks up few ids
   return {
     bitmaps,
     count: n,
@@ -283,30 +322,19 @@ export function bitmappedPack(pack: PackOrder, bitmaps: BitmapIndex): BitmappedP
     source: pack.source,
     position(oid) {
       const i = index.find(oid);
-      return i < 0 ? -1 : inverse[i]!;
+      return i < 0 ? -1 : positionAt(index.offsetAt(i));
     },
     positionRaw(bytes, at) {
       const i = index.findRaw(bytes, at);
-      return i < 0 ? -1 : inverse[i]!;
+      return i < 0 ? -1 : positionAt(index.offsetAt(i));
     },
     oidAt: (p) => index.oidAt(positions[p]!),
     offsetAt,
     endAt: (p) => offsets()[p + 1]!,
     offsets,
-    positionAt(offset) {
-      const t = offsets();
-      let lo = 0;
-      let hi = n - 1;
-      while (lo <= hi) {
-        const mid = (lo + hi) >>> 1;
-        const o = t[mid]!;
-        if (o === offset) return mid;
-        if (o < offset) lo = mid + 1;
-        else hi = mid - 1;
-      }
-      return -1;
-    },
+    positionAt,
     reachable: (p) => bitmaps.reachable(positions[p]!),
+    entryOf: (p) => bitmaps.entryOf(positions[p]!),
     nameHashAt: (p) => bitmaps.nameHashAt(positions[p]!),
   };
 }

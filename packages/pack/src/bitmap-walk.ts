@@ -171,14 +171,18 @@ export async function bitmapWalk(
         oid = parseTagTarget(tag.data);
       }
     };
-    // tips with a stored bitmap first: the walk then stops at whatever they reach
+    // tips with a stored bitmap first (in the order of their entries, so that each bitmap they
+    // are XORed with is among the last decoded): the walk then stops at whatever they reach
     const rest: ObjectId[] = [];
+    const bitmapped: { p: number; entry: number }[] = [];
     for (const r of roots) {
       const p = pack.position(r);
-      const bits = p >= 0 ? pack.reachable(p) : undefined;
-      if (bits) orBits(side.bits, bits);
+      const entry = p >= 0 ? pack.entryOf(p) : -1;
+      if (entry >= 0) bitmapped.push({ p, entry });
       else rest.push(r);
     }
+    bitmapped.sort((a, b) => a.entry - b.entry);
+    for (const { p } of bitmapped) orBits(side.bits, pack.reachable(p)!);
     for (const r of rest) await visit(r);
     while (queue.size > 0) {
       throwIfAborted(signal);

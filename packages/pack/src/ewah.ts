@@ -80,13 +80,14 @@ export function ewahEnd(bytes: Uint8Array, at: number): number {
  * Decodes the EWAH bitmap at `at` into `count` bits (the pack's objects): a bitmap that sets a
  * bit at or past `count`, or whose words do not parse, throws BITMAP_CORRUPT. Runs of zeros past
  * the end are ignored (they carry nothing). The work is bounded by the encoded words and
- * `count`, whatever the lengths say.
+ * `count`, whatever the lengths say. `into`, a bitmap of `count` bits no longer needed, is
+ * decoded into (cleared first) instead of a new one.
  */
-export function decodeEwah(bytes: Uint8Array, at: number, count: number): { bits: Bits; end: number } {
+export function decodeEwah(bytes: Uint8Array, at: number, count: number, into?: Bits): { bits: Bits; end: number } {
   const end = ewahEnd(bytes, at);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const wordCount = view.getUint32(at + 4);
-  const bits = emptyBits(count);
+  const bits = into?.length === Math.ceil(count / 32) ? into.fill(0) : emptyBits(count);
   // uncompressed 64-bit words that hold bits below `count`
   const limit = Math.ceil(count / 64);
   let out = 0;

@@ -25,6 +25,11 @@ export interface DirEntry {
 export interface FileHandleLike {
   /** Positional read, into `buffer` from `offset` (packs are read at their entries' offsets). */
   read?(buffer: Uint8Array, offset: number, length: number, position: number): Promise<{ bytesRead: number } | number>;
+  /**
+   * `read` done synchronously, returning the bytes read (Node's fs in a worker thread): a large
+   * pack index then reads its ids from its file when asked instead of holding them.
+   */
+  readSync?(buffer: Uint8Array, offset: number, length: number, position: number): number;
   /** Sequential write, or at `position` when given (lock files, packs written as they arrive). */
   write?(
     data: Uint8Array | string,

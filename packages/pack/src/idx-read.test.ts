@@ -1,8 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { sha1 } from '#sha1';
+import type { FileHandleLike } from './fs-like.js';
 import { PackIndex, sortedOrder, writeIdx } from './idx.js';
-import { readPackIndex } from './idx-read.js';
+import { IndexReadingIds, MIN_IDS_IN_FILE, readPackIndex, readPackIndexFile } from './idx-read.js';
+import { randomUint32 } from './test-random.js';
 
 /** Positional reads of `bytes`, counting the bytes they copy at once. */
 function reader(bytes: Uint8Array) {
@@ -15,6 +17,12 @@ function reader(bytes: Uint8Array) {
   };
   return { read, stats };
 }
+
+/** Whether `index` still reads its ids from the file. */
+const inFile = (index: PackIndex) => index instanceof IndexReadingIds && index.idsInFile;
+
+const sha1Hex = (text: string) =>
+  Array.from(sha1(new TextEncoder().encode(text)), (b) => b.toString(16).padStart(2, '0')).join('');
 
 const expectCode = async (promise: Promise<unknown>, code: string) => expect(promise).rejects.toMatchObject({ code });
 
@@ -37,7 +45,7 @@ describe('readPackIndex', () => {
             expect(columns.offsetAt(i)).toBe(whole.offsetAt(i));
           }
           for (const e of entries) expect(columns.find(e.oid)).toBe(whole.find(e.oid));
-          expect(columns.find('f'.repeat(39) + 'e')).toBe(whole.find('f'.repeat(39) + 'e'));
+          expect(columns.find(`${'f'.repeat(39)}e`)).toBe(whole.find(`${'f'.repeat(39)}e`));
           if (whole.count > 0) expect(() => columns.crcAt(0)).toThrow(expect.objectContaining({ code: 'IDX_NO_CRC' }));
         },
       ),
@@ -59,6 +67,136 @@ describe('readPackIndex', () => {
     expect(stats.largest).toBe(entries.length * 20);
     expect(stats.reads).toBeGreaterThan(4);
     for (const e of entries.slice(0, 500)) expect(index.offsetAt(index.find(e.oid))).toBe(e.offset);
+  });
+
+  it("with synchronous reads, leaves a large index's ids in the file and answers lookups as the whole file does", async () => {
+    const next = randomUint32(7);
+    for (const [count, crowded] of [
+      [MIN_IDS_IN_FILE / 20, 0],
+      [20_000, 300],
+      [16_000, 2000],
+      [70_000, 0],
+    ] as const) {
+      // ids spread as hashes are, `crowded` of them under one two-byte prefix
+      const oids = new Set<string>();
+      while (oids.size < count) {
+        const oid = sha1Hex(`${next()}`);
+        oids.add(oids.size < crowded ? `abcd${oid.slice(4)}` : oid);
+      }
+      const entries = [...oids].map((oid, i) => ({ oid, offset: 12 + i * 7, crc32: i }));
+      const bytes = writeIdx(entries, '5'.repeat(40));
+      const whole = new PackIndex(bytes, { verify: true });
+      const syncReads = { count: 0 };
+      const readSync = (position: number, into: Uint8Array) => {
+        if (position + into.length > bytes.length) throw new Error('read past the end');
+        syncReads.count++;
+        into.set(bytes.subarray(position, position + into.length));
+      };
+      const { read, stats } = reader(bytes);
+      const index = await readPackIndex(bytes.length, read, readSync);
+      // the ids went through in pieces (hashed, counted), none of them held
+      expect(stats.largest).toBeLessThan(70_000);
+      expect(inFile(index)).toBe(true);
+      expect(syncReads.count).toBe(0);
+      const absent = Array.from({ length: 50 }, (_, i) => sha1Hex(`absent ${i}`));
+      const probes = [...entries.slice(0, 3000).map((e) => e.oid), ...absent, `abcd${'0'.repeat(36)}`];
+      for (const oid of probes) expect(index.find(oid)).toBe(whole.find(oid));
+      for (let i = 0; i < 500; i++) expect(index.oidAt(i * 7)).toBe(whole.oidAt(i * 7));
+      expect(syncReads.count).toBeGreaterThan(0);
+      // a bucket past 1024 ids brings them whole
+      expect(inFile(index)).toBe(crowded <= 1024);
+      // then every id (past the lookups that bring them whole): the same answers
+      for (const e of entries) expect(index.find(e.oid)).toBe(whole.find(e.oid));
+      expect(inFile(index)).toBe(false);
+      const reads = syncReads.count;
+      for (const oid of probes) expect(index.find(oid)).toBe(whole.find(oid));
+      expect(syncReads.count).toBe(reads);
+    }
+  });
+
+  it('holds the ids of a small index, and of a large one once lookups are many', async () => {
+    const small = Array.from({ length: 3000 }, (_, i) => ({ oid: sha1Hex(String(i)), offset: 12 + i, crc32: i }));
+    const smallBytes = writeIdx(small, '6'.repeat(40));
+    const never = () => {
+      throw new Error('no synchronous read expected');
+    };
+    const held = await readPackIndex(smallBytes.length, reader(smallBytes).read, never);
+    expect(inFile(held)).toBe(false);
+    for (const e of small) expect(held.offsetAt(held.find(e.oid))).toBe(e.offset);
+    const entries = Array.from({ length: 20_000 }, (_, i) => ({ oid: sha1Hex(String(i)), offset: 12 + i, crc32: i }));
+    const bytes = writeIdx(entries, '6'.repeat(40));
+    let largest = 0;
+    const readSync = (position: number, into: Uint8Array) => {
+      largest = Math.max(largest, into.length);
+      into.set(bytes.subarray(position, position + into.length));
+    };
+    const index = await readPackIndex(bytes.length, reader(bytes).read, readSync);
+    for (const e of entries.slice(0, 16_000)) expect(index.offsetAt(index.find(e.oid))).toBe(e.offset);
+    expect(inFile(index)).toBe(true);
+    expect(largest).toBeLessThan(1000);
+    for (const e of entries) expect(index.offsetAt(index.find(e.oid))).toBe(e.offset);
+    expect(inFile(index)).toBe(false);
+    expect(largest).toBe(entries.length * 20);
+  });
+
+  it('over an open file: closes it unless its index reads ids from it, and then at closeFile', async () => {
+    const file = (bytes: Uint8Array, sync: boolean) => {
+      const state = { closed: 0, syncReads: 0 };
+      const handle: FileHandleLike & { read: NonNullable<FileHandleLike['read']> } = {
+        // a read returns at most 1000 bytes: the reader asks again for the rest
+        read: async (into, offset, length, position) => {
+          const n = Math.min(length, 1000, bytes.length - position);
+          into.set(bytes.subarray(position, position + n), offset);
+          return { bytesRead: n };
+        },
+        ...(sync && {
+          readSync: (into: Uint8Array, offset: number, length: number, position: number) => {
+            state.syncReads++;
+            const n = Math.min(length, 1000, bytes.length - position);
+            into.set(bytes.subarray(position, position + n), offset);
+            return n;
+          },
+        }),
+        close: async () => {
+          state.closed++;
+        },
+      };
+      return { handle, state };
+    };
+    const entries = Array.from({ length: 20_000 }, (_, i) => ({ oid: sha1Hex(`f${i}`), offset: 12 + i, crc32: i }));
+    const bytes = writeIdx(entries, '7'.repeat(40));
+    const sample = entries.filter((_, i) => i % 97 === 0);
+    // asynchronous reads alone: the ids held, the file closed
+    const plain = file(bytes, false);
+    const held = await readPackIndexFile(plain.handle, bytes.length, 'p.idx');
+    expect(plain.state.closed).toBe(1);
+    expect(inFile(held)).toBe(false);
+    for (const e of sample) expect(held.offsetAt(held.find(e.oid))).toBe(e.offset);
+    // synchronous reads too: the file stays open until closeFile, after which the index answers the same
+    const open = file(bytes, true);
+    const index = await readPackIndexFile(open.handle, bytes.length, 'p.idx');
+    expect(open.state.closed).toBe(0);
+    expect(inFile(index)).toBe(true);
+    for (const e of sample) expect(index.offsetAt(index.find(e.oid))).toBe(e.offset);
+    expect(index.oidAt(5)).toBe(held.oidAt(5));
+    expect(open.state.syncReads).toBeGreaterThan(sample.length);
+    await index.closeFile?.();
+    await index.closeFile?.();
+    expect(open.state.closed).toBe(1);
+    expect(inFile(index)).toBe(false);
+    const reads = open.state.syncReads;
+    for (const e of sample) expect(index.offsetAt(index.find(e.oid))).toBe(e.offset);
+    expect(index.find(sha1Hex('absent'))).toBe(-1);
+    expect(open.state.syncReads).toBe(reads);
+    // a file that turns out shorter than its size, or damaged: IDX_* and the file closed
+    const short = file(bytes.subarray(0, bytes.length - 100), true);
+    await expectCode(readPackIndexFile(short.handle, bytes.length, 'p.idx'), 'IDX_TRUNCATED');
+    expect(short.state.closed).toBe(1);
+    const flipped = bytes.slice();
+    flipped[8 + 1024 + 5]! ^= 1;
+    const damaged = file(flipped, true);
+    await expectCode(readPackIndexFile(damaged.handle, bytes.length, 'p.idx'), 'IDX_BAD_CHECKSUM');
+    expect(damaged.state.closed).toBe(1);
   });
 
   it('refuses damaged files with the codes of the whole-file parse', async () => {

@@ -213,10 +213,11 @@ export function sortedOrder(ids: Uint8Array, count: number, into?: Uint32Array):
 
 /**
  * The columns a pack index is held in without its file (see idx-read.ts): the sorted ids, the
- * fanout, and the entry offsets as numbers in id order; no CRCs.
+ * fanout, and the entry offsets as numbers in id order; no CRCs. The ids are absent only for a
+ * subclass that reads them from elsewhere (`oidAt` and `findRaw` its own).
  */
 export interface PackIndexColumns {
-  readonly ids: Uint8Array;
+  readonly ids?: Uint8Array;
   /** fanout[b]: how many ids start with a byte at most b. */
   readonly fanout: Uint32Array;
   readonly offsets: Uint32Array | Float64Array;
@@ -264,12 +265,12 @@ export class PackIndex {
   constructor(data: Uint8Array | PackIndexColumns, options: { verify?: boolean } = {}) {
     if (!(data instanceof Uint8Array)) {
       const n = data.offsets.length;
-      if (data.ids.length !== n * 20 || data.fanout.length !== 256 || data.fanout[255] !== n) {
+      if ((data.ids?.length ?? n * 20) !== n * 20 || data.fanout.length !== 256 || data.fanout[255] !== n) {
         throw new PackError('IDX_CORRUPT', 'pack index columns do not agree');
       }
       this.count = n;
       this.packHash = data.packHash;
-      this.#ids = data.ids;
+      this.#ids = data.ids ?? new Uint8Array(0);
       this.#idsAt = 0;
       this.#fanout = data.fanout;
       this.#offsets = data.offsets;
@@ -297,6 +298,12 @@ export class PackIndex {
       if (sum !== bytesToHex(data, data.length - 20)) throw new PackError('IDX_BAD_CHECKSUM', 'pack index checksum');
     }
   }
+
+  /**
+   * Lets go of the file an index reads from (reading what it still needs first, so that it
+   * keeps answering): only an index that keeps its file open has it (see idx-read.ts).
+   */
+  closeFile?(): Promise<void>;
 
   oidAt(i: number): ObjectId {
     const at = this.#idsAt + i * 20;

@@ -14,7 +14,7 @@ export { assertFilterSupported } from './filtered-walk.js';
 export type { DirEntry, FileHandleLike, FsLike, FsPromisesLike, FsStat, ObjectStoreFs } from './fs-like.js';
 export { FsObjectStore } from './fs-store.js';
 export { type IndexColumns, type IndexEntries, type IndexEntry, PackIndex, readIdx, writeIdx } from './idx.js';
-export { type PackIndexReader, readPackIndex } from './idx-read.js';
+export { type PackIndexReader, readPackIndex, readPackIndexFile } from './idx-read.js';
 export {
   assertObjectId,
   type GitObject,

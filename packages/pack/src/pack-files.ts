@@ -161,19 +161,15 @@ export class PackFiles {
     const readPiecewise = this.#readPiecewise;
     const handle = readPiecewise && (await this.#files.openForRead(path));
     if (!handle) return new PackIndex(await this.#files.readBytes(path), { verify: true });
+    let size: number;
     try {
-      const size = (await this.#files.fs.stat(path)).size;
-      return await readPiecewise(size, async (position, into) => {
-        let got = 0;
-        while (got < into.length) {
-          const n = bytesRead(await handle.read(into, got, into.length - got, position + got));
-          if (n <= 0) throw new PackError('IDX_TRUNCATED', `${path} is shorter than it was`);
-          got += n;
-        }
-      });
-    } finally {
+      size = (await this.#files.fs.stat(path)).size;
+    } catch (error) {
       await handle.close();
+      throw error;
     }
+    // the reader closes the handle, or leaves it open to its index (closed by `closeFile`)
+    return readPiecewise(handle, size, path);
   }
 
   /** Makes a pack whose index is parsed readable. */
@@ -209,6 +205,7 @@ export class PackFiles {
     // its pages go with the others (forgetting a pack is rare; keys are not by name)
     this.#pages.clear();
     await pack?.handle?.close().catch(() => undefined);
+    await pack?.index.closeFile?.().catch(() => undefined);
     return true;
   }
 
@@ -461,6 +458,8 @@ export class PackFiles {
       const h = p.handle;
       p.handle = undefined;
       await h?.close();
+      // an index reading from its file reads what it needs first: the store stays usable
+      await p.index.closeFile?.();
     }
   }
 }

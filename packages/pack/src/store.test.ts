@@ -13,7 +13,7 @@ import { EntryType, encodeEntryHeader, encodeOfsOffset } from './entry-header.js
 import type { ObjectStoreFs } from './fs-like.js';
 import { FsObjectStore } from './fs-store.js';
 import { writeIdx } from './idx.js';
-import { readPackIndex } from './idx-read.js';
+import { readPackIndexFile } from './idx-read.js';
 import { bytesToHex, hashObject, TYPE_CODES } from './object.js';
 import { beginPack, importPack } from './pack-import.js';
 import { type PackEntry, PackReader } from './pack-reader.js';
@@ -89,7 +89,7 @@ afterAll(async () => {
 async function diskStore(): Promise<FsObjectStore> {
   const dir = await mkdtemp(join(tmpdir(), 'gitport-store-'));
   temps.push(dir);
-  return new FsObjectStore(nodeFs, dir, { indexReader: readPackIndex, packSpool: openPackSpool });
+  return new FsObjectStore(nodeFs, dir, { indexReader: readPackIndexFile, packSpool: openPackSpool });
 }
 
 /** Appends `bytes` to `spool` in pieces of `step` bytes. */
@@ -312,7 +312,7 @@ describe('FsObjectStore.readSync', () => {
     const piecewise = watched();
     const whole = watched();
     const stores = [
-      new FsObjectStore(piecewise.fs, dir, { indexReader: readPackIndex }),
+      new FsObjectStore(piecewise.fs, dir, { indexReader: readPackIndexFile }),
       new FsObjectStore(whole.fs, dir),
     ];
     for (const store of stores) {
