@@ -199,6 +199,44 @@ describe('readPackIndex', () => {
     expect(damaged.state.closed).toBe(1);
   });
 
+  it('answers IDX_TRUNCATED, never a wrong id, when its file is cut short under it', async () => {
+    const entries = Array.from({ length: 20_000 }, (_, i) => ({ oid: sha1Hex(`g${i}`), offset: 12 + i, crc32: i }));
+    const bytes = writeIdx(entries, '8'.repeat(40));
+    let current = bytes;
+    let closed = 0;
+    const copy = (into: Uint8Array, offset: number, length: number, position: number) => {
+      const n = Math.max(0, Math.min(length, current.length - position));
+      into.set(current.subarray(position, position + n), offset);
+      return n;
+    };
+    const index = await readPackIndexFile(
+      {
+        read: async (into, offset, length, position) => copy(into, offset, length, position),
+        readSync: copy,
+        close: async () => {
+          closed++;
+        },
+      },
+      bytes.length,
+      'p.idx',
+    );
+    expect(inFile(index)).toBe(true);
+    expect(index.find(entries[7]!.oid)).toBeGreaterThanOrEqual(0);
+    // the file loses its ids (another process truncated it): lookups and ids fail with a code
+    current = bytes.subarray(0, 8 + 1024 + 100);
+    const sorted = entries.map((e) => e.oid).sort();
+    expect(() => index.find(sorted[19_000]!)).toThrow(expect.objectContaining({ code: 'IDX_TRUNCATED' }));
+    expect(() => index.oidAt(19_000)).toThrow(expect.objectContaining({ code: 'IDX_TRUNCATED' }));
+    // closing it, which reads the ids whole, fails the same way but closes the file all the same;
+    // lookups then fail with a code too
+    await expect(index.closeFile!()).rejects.toMatchObject({ code: 'IDX_TRUNCATED' });
+    expect(closed).toBe(1);
+    current = bytes;
+    expect(() => index.find(sorted[0]!)).toThrow(expect.objectContaining({ code: 'STORE_IO' }));
+    await index.closeFile!();
+    expect(closed).toBe(1);
+  });
+
   it('refuses damaged files with the codes of the whole-file parse', async () => {
     const bytes = writeIdx(
       [

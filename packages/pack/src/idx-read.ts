@@ -217,7 +217,7 @@ export class IndexReadingIds extends PackIndex {
     const whole = this.#counted();
     if (whole) return whole.oidAt(i);
     const id = new Uint8Array(20);
-    this.#file.read(HEAD + i * 20, id);
+    this.#read(HEAD + i * 20, id);
     return bytesToHex(id);
   }
 
@@ -234,7 +234,7 @@ export class IndexReadingIds extends PackIndex {
     if (count > MAX_BUCKET) return this.#held().findRaw(key, at);
     if (this.#bucket.length < count * 20) this.#bucket = new Uint8Array(Math.max(count * 20, 512));
     const d = this.#bucket.subarray(0, count * 20);
-    this.#file.read(HEAD + first * 20, d);
+    this.#read(HEAD + first * 20, d);
     // from the first byte the bucket does not tell apart
     const from = bits === 16 ? 2 : 1;
     let lo = 0;
@@ -256,9 +256,18 @@ export class IndexReadingIds extends PackIndex {
 
   override async closeFile(): Promise<void> {
     if (!this.#open) return;
-    this.#held();
-    this.#open = false;
-    await this.#file.close();
+    try {
+      this.#held();
+    } finally {
+      this.#open = false;
+      await this.#file.close();
+    }
+  }
+
+  /** Reads from the file, which a `closeFile` that could not read the ids whole has closed. */
+  #read(position: number, into: Uint8Array): void {
+    if (!this.#open && !this.#whole) throw new PackError('STORE_IO', 'pack index file closed before its ids were read');
+    this.#file.read(position, into);
   }
 
   /** Counts a lookup: the index of the ids held whole once lookups are many, else undefined. */
@@ -271,7 +280,7 @@ export class IndexReadingIds extends PackIndex {
   #held(): PackIndex {
     if (!this.#whole) {
       const ids = new Uint8Array(this.count * 20);
-      this.#file.read(HEAD, ids);
+      this.#read(HEAD, ids);
       this.#whole = new PackIndex({ ...this.#columns, ids });
       this.#bucket = new Uint8Array(0);
     }
