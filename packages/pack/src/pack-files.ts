@@ -458,8 +458,9 @@ export class PackFiles {
       const h = p.handle;
       p.handle = undefined;
       await h?.close();
-      // an index reading from its file reads what it needs first: the store stays usable
-      await p.index.closeFile?.();
+      // an index reading from its file reads what it needs first: the store stays usable (an
+      // index that cannot fails its later lookups with a code; the other files close all the same)
+      await p.index.closeFile?.().catch(() => undefined);
     }
   }
 }
