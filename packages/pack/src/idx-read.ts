@@ -103,7 +103,7 @@ export async function readPackIndex(
   if (large % 8 !== 0) throw new PackError('IDX_CORRUPT', 'pack index has a partial large offset table');
   hash.update(head);
   let ids: Uint8Array | undefined;
-  let inFile: { bits: number; starts: Uint32Array } | undefined;
+  let inFile: IdsInFile | undefined;
   if (readSync && n * 20 >= MIN_IDS_IN_FILE) {
     // the ids hashed and counted by their first bits a piece at a time, and left in the file
     const bits = idBucketBits(n);
@@ -117,7 +117,7 @@ export async function readPackIndex(
       for (let k = 0; k < part.length; k += 20) starts[(((part[k]! << 8) | part[k + 1]!) >>> shift) + 1]!++;
     }
     for (let b = 1; b < starts.length; b++) starts[b]! += starts[b - 1]!;
-    inFile = { bits, starts };
+    inFile = { read: readSync, close: closeFile ?? (async () => {}), bits, starts };
   } else {
     ids = new Uint8Array(n * 20);
     await read(HEAD, ids);
@@ -149,10 +149,7 @@ export async function readPackIndex(
     throw new PackError('IDX_BAD_CHECKSUM', 'pack index checksum');
   }
   const packHash = bytesToHex(tail, large, large + 20);
-  const made = (columns: PackIndexColumns) =>
-    inFile && readSync
-      ? new IndexReadingIds(columns, { ...inFile, read: readSync, close: closeFile ?? (async () => {}) })
-      : new PackIndex(columns);
+  const made = (columns: PackIndexColumns) => (inFile ? new IndexReadingIds(columns, inFile) : new PackIndex(columns));
   if (!hasLarge) return made({ ids, fanout, offsets, packHash });
   const tv = new DataView(tail.buffer);
   const wide = new Float64Array(n);
@@ -264,9 +261,9 @@ export class IndexReadingIds extends PackIndex {
     }
   }
 
-  /** Reads from the file, which a `closeFile` that could not read the ids whole has closed. */
+  /** Reads ids from the file, which a `closeFile` that could not read them whole has closed. */
   #read(position: number, into: Uint8Array): void {
-    if (!this.#open && !this.#whole) throw new PackError('STORE_IO', 'pack index file closed before its ids were read');
+    if (!this.#open) throw new PackError('STORE_IO', 'pack index file closed before its ids were read');
     this.#file.read(position, into);
   }
 
