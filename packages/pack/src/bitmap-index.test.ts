@@ -139,6 +139,45 @@ describe('BitmapIndex on bitmaps git wrote', () => {
     expect(reference.entryOf(-1)).toBe(-1);
   });
 
+  it('with reread, keeps neither the name-hash cache nor the extensions, and reads the cache again', async () => {
+    for (const [name, f] of fixtures) {
+      const count = { count: f.idx.count, packHash: f.idx.packHash };
+      const kept = new BitmapIndex(f.bitmap, count);
+      let reads = 0;
+      const index = new BitmapIndex(f.bitmap, count, {
+        reread: async () => {
+          reads++;
+          return f.bitmap.slice();
+        },
+      });
+      if (index.hasHashCache) expect(() => index.nameHashAt(0), name).toThrow(/loadNameHashes/);
+      // the bitmaps decode alike from the part of the file kept
+      for (let i = 0; i < f.idx.count; i++) {
+        if (kept.has(i)) expect(index.reachable(i), `${name} ${i}`).toEqual(kept.reachable(i)!.slice());
+      }
+      await index.loadNameHashes();
+      await index.loadNameHashes();
+      expect(reads, name).toBe(index.hasHashCache ? 1 : 0);
+      const hashes = Array.from({ length: f.idx.count }, (_, i) => index.nameHashAt(i));
+      expect(hashes, name).toEqual(Array.from({ length: f.idx.count }, (_, i) => kept.nameHashAt(i)));
+      expect(
+        hashes.some((h) => h !== 0),
+        name,
+      ).toBe(index.hasHashCache);
+    }
+    // a file replaced or cut short since it was read
+    const f = fixtures.get('both')!;
+    const count = { count: f.idx.count, packHash: f.idx.packHash };
+    for (const other of [
+      fixtures.get('hash cache')!.bitmap,
+      f.bitmap.subarray(0, f.bitmap.length - 1),
+      new Uint8Array(0),
+    ]) {
+      const index = new BitmapIndex(f.bitmap, count, { reread: async () => other });
+      await expect(index.loadNameHashes()).rejects.toMatchObject({ code: 'BITMAP_CORRUPT' });
+    }
+  });
+
   it('a clone by the bitmaps sends the whole pack without listing it; decoded bitmaps go with the walk', async () => {
     // the repository is one pack with its bitmap (the last repack's): a clone is all of it
     const store = new FsObjectStore(nodeFs, `${repo}/.git`, { bitmaps: bitmapServing });

@@ -6,7 +6,7 @@
  *   | EWAH commits | EWAH trees | EWAH blobs | EWAH tags        (the objects of each type)
  *   | entry_count x ( u32be commit idx position | u8 xor_offset | u8 flags | EWAH bitmap )
  *   | [pseudo-merges (0x20)] | [lookup table (0x10): entry_count x (u32 pos, u64 offset, u32 xor row)]
- *   | [name-hash cache (0x04): object_count x u32be, pack order] | 20-byte SHA-1 of the file
+ *   | [name-hash cache (0x04): object_count x u32be, idx order] | 20-byte SHA-1 of the file
  *
  * Bit i of every bitmap is the object at position i in pack order (by offset: the pack's
  * reverse index). A commit's bitmap holds every object reachable from it; a stored bitmap with a
@@ -61,9 +61,16 @@ export class BitmapIndex {
   /** Whether the file has the name-hash cache and the lookup table (read, not used). */
   readonly hasHashCache: boolean;
   readonly hasLookupTable: boolean;
+  /** The file's bytes up to its extensions (the bitmaps are decoded from them). */
   readonly #bytes: Uint8Array;
-  /** Offset of the name-hash cache, or -1. */
+  /** Offset of the name-hash cache in the file, or -1. */
   readonly #hashCache: number = -1;
+  /** The name-hash cache once read (see `loadNameHashes`). */
+  #nameHashes: Uint8Array | undefined;
+  /** Reads the file again (for its name-hash cache), when it was given. */
+  readonly #reread: (() => Promise<Uint8Array>) | undefined;
+  /** The file's checksum, that a file read again must have. */
+  readonly #checksum: string;
   readonly #entries: StoredEntry[] = [];
   /** Commit idx position -> entry index. */
   readonly #byCommit = new Map<number, number>();
@@ -75,11 +82,17 @@ export class BitmapIndex {
 
   /**
    * Parses `bytes` (kept: bitmaps are decoded from them on demand) for a pack of `count` objects
-   * whose checksum is `packHash`.
+   * whose checksum is `packHash`. With `reread` (the file read again), the name-hash cache (4
+   * bytes an object, which only a pack that searches deltas anew reads) is not kept but read
+   * again by `loadNameHashes`, and the extensions are not kept either.
    */
-  constructor(bytes: Uint8Array, pack: { count: number; packHash: string }, options: { cacheBytes?: number } = {}) {
-    this.#bytes = bytes;
+  constructor(
+    bytes: Uint8Array,
+    pack: { count: number; packHash: string },
+    options: { cacheBytes?: number; reread?: () => Promise<Uint8Array> } = {},
+  ) {
     this.count = pack.count;
+    this.#reread = options.reread;
     this.#maxCacheBytes = options.cacheBytes ?? DEFAULT_CACHE_BYTES;
     const corrupt = (message: string) => new PackError('BITMAP_CORRUPT', `bitmap: ${message}`);
     if (bytes.length < HEADER + 20) throw corrupt('too short');
@@ -95,9 +108,8 @@ export class BitmapIndex {
       throw new PackError('BITMAP_MISMATCH', `bitmap is of pack ${this.packHash}, not ${pack.packHash}`);
     }
     const trailer = bytes.length - 20;
-    if (bytesToHex(sha1(bytes.subarray(0, trailer))) !== bytesToHex(bytes, trailer)) {
-      throw corrupt('checksum does not match');
-    }
+    this.#checksum = bytesToHex(bytes, trailer);
+    if (bytesToHex(sha1(bytes.subarray(0, trailer))) !== this.#checksum) throw corrupt('checksum does not match');
     // extensions, from the end: name-hash cache, lookup table, pseudo-merges
     let end = trailer;
     this.hasHashCache = (options16 & OPT_HASH_CACHE) !== 0;
@@ -141,13 +153,36 @@ export class BitmapIndex {
       if (!this.#byCommit.has(commit)) this.#byCommit.set(commit, i);
     }
     if (at !== end) throw corrupt('bytes between the entries and the extensions');
+    if (!this.#reread) {
+      this.#bytes = bytes;
+      if (this.hasHashCache) this.#nameHashes = bytes.subarray(this.#hashCache, this.#hashCache + pack.count * 4);
+    } else {
+      this.#bytes = end < bytes.length ? bytes.slice(0, end) : bytes;
+    }
   }
 
-  /** git's name hash of the object at idx `position`, from the name-hash cache (0 without one). */
+  /**
+   * Makes the name-hash cache readable by `nameHashAt`, reading the file again when it was not
+   * kept; a file that changed since is BITMAP_CORRUPT.
+   */
+  async loadNameHashes(): Promise<void> {
+    if (this.#nameHashes || this.#hashCache < 0 || !this.#reread) return;
+    const bytes = await this.#reread();
+    if (bytes.length < 20 || bytesToHex(bytes, bytes.length - 20) !== this.#checksum) {
+      throw new PackError('BITMAP_CORRUPT', 'bitmap: the file changed since it was read');
+    }
+    this.#nameHashes = bytes.slice(this.#hashCache, this.#hashCache + this.count * 4);
+  }
+
+  /**
+   * git's name hash of the object at idx `position`, from the name-hash cache (0 without one;
+   * a cache not kept is read by `loadNameHashes` first).
+   */
   nameHashAt(position: number): number {
     if (this.#hashCache < 0 || position < 0 || position >= this.count) return 0;
-    const b = this.#bytes;
-    const at = this.#hashCache + position * 4;
+    const b = this.#nameHashes;
+    if (!b) throw new Error('BitmapIndex.nameHashAt: call loadNameHashes first');
+    const at = position * 4;
     return ((b[at]! << 24) | (b[at + 1]! << 16) | (b[at + 2]! << 8) | b[at + 3]!) >>> 0;
   }
 
@@ -256,11 +291,6 @@ export interface BitmappedPack {
   offsetAt(position: number): number;
   /** Where it ends (the next entry, or the trailer). */
   endAt(position: number): number;
-  /**
-   * Where each entry starts, in pack order, then where the trailer starts (`count + 1` values):
-   * `offsetAt` and `endAt` for a caller that reads many. Shared: do not modify.
-   */
-  offsets(): Uint32Array | Float64Array;
   /** The position of the entry starting at `offset`, or -1. */
   positionAt(offset: number): number;
   /**
@@ -287,26 +317,16 @@ export interface PackOrder {
 export function bitmappedPack(pack: PackOrder, bitmaps: BitmapIndex): BitmappedPack {
   const n = pack.index.count;
   const { positions, index } = pack;
-  // the entries' offsets in pack order, the trailer's last: made on the first read that needs
-  // them (range reuse reads two per entry it sends; through the index each costs two lookups)
-  let table: Uint32Array | Float64Array | undefined;
-  const offsets = (): Uint32Array | Float64Array => {
-    if (table) return table;
-    const t = pack.size < 2 ** 32 ? new Uint32Array(n + 1) : new Float64Array(n + 1);
-    for (let p = 0; p < n; p++) t[p] = index.offsetAt(positions[p]!);
-    t[n] = pack.size - 20;
-    table = t;
-    return t;
-  };
-  const offsetAt = (p: number) => offsets()[p]!;
+  // where entries start, in pack order, through the index: no table of its own (4 bytes an
+  // object, held as long as the pack), as git reads them through its mapped .rev and .idx
+  const offsetAt = (p: number) => index.offsetAt(positions[p]!);
   /** The pack-order position of the entry starting at `offset`, or -1. */
   const positionAt = (offset: number): number => {
-    const t = offsets();
     let lo = 0;
     let hi = n - 1;
     while (lo <= hi) {
       const mid = (lo + hi) >>> 1;
-      const o = t[mid]!;
+      const o = offsetAt(mid);
       if (o === offset) return mid;
       if (o < offset) lo = mid + 1;
       else hi = mid - 1;
@@ -330,8 +350,7 @@ export function bitmappedPack(pack: PackOrder, bitmaps: BitmapIndex): BitmappedP
     },
     oidAt: (p) => index.oidAt(positions[p]!),
     offsetAt,
-    endAt: (p) => offsets()[p + 1]!,
-    offsets,
+    endAt: (p) => (p + 1 < n ? offsetAt(p + 1) : pack.size - 20),
     positionAt,
     reachable: (p) => bitmaps.reachable(positions[p]!),
     entryOf: (p) => bitmaps.entryOf(positions[p]!),

@@ -21,13 +21,14 @@ import type { PackObject } from './walk.js';
 export interface BitmapServing {
   /**
    * Joins a pack with the bytes of its `.bitmap`; throws a PackError when they do not parse or
-   * name another pack (the store then ignores the bitmap, as git does).
+   * name another pack (the store then ignores the bitmap, as git does). `reread` reads the file
+   * again: the parts that serving seldom needs are then read again when needed, not kept.
    */
-  load(pack: PackOrder, bytes: Uint8Array): BitmappedPack;
+  load(pack: PackOrder, bytes: Uint8Array, reread?: () => Promise<Uint8Array>): BitmappedPack;
   /** The bitmap walk, or undefined when the store has no usable bitmap or the request needs the walk. */
   walk(store: ObjectStore, options: BitmapWalkOptions): Promise<BitmapEnumeration | undefined>;
   /** The objects a bitmap walk selected, the bitmapped pack's first in pack order. */
-  objects(e: BitmapEnumeration): PackObject[];
+  objects(e: BitmapEnumeration): Promise<PackObject[]>;
   /** The objects the receiver has, by the bitmaps. */
   haves(e: BitmapEnumeration): { has(oid: ObjectId): boolean };
   /** The selected entries of the bitmapped pack, copied by ranges. */
@@ -44,8 +45,11 @@ export interface BitmapServedStore extends ObjectStore {
 
 /** git's reachability bitmaps, for `FsObjectStore`'s `bitmaps` option. */
 export const bitmapServing: BitmapServing = {
-  load: (pack, bytes) =>
-    bitmappedPack(pack, new BitmapIndex(bytes, { count: pack.index.count, packHash: pack.index.packHash })),
+  load: (pack, bytes, reread) =>
+    bitmappedPack(
+      pack,
+      new BitmapIndex(bytes, { count: pack.index.count, packHash: pack.index.packHash }, reread ? { reread } : {}),
+    ),
   walk: tryBitmapWalk,
   objects: bitmapObjects,
   haves: bitmapHaves,

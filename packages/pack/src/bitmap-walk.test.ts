@@ -92,7 +92,7 @@ describe('bitmap walk and range reuse on a repository git packed with a bitmap',
     const wants = await refs();
     const b = await tryBitmapWalk(store, { wants });
     expect(b).toBeDefined();
-    const byBitmap = bitmapObjects(b!).map((o) => o.oid);
+    const byBitmap = (await bitmapObjects(b!)).map((o) => o.oid);
     expect(new Set(byBitmap).size).toBe(byBitmap.length);
     const walked = (await enumerateObjects(store, { wants })).objects.map((o) => o.oid);
     expect(new Set(byBitmap)).toEqual(new Set(walked));
@@ -100,11 +100,11 @@ describe('bitmap walk and range reuse on a repository git packed with a bitmap',
     expect(b!.count).toBe(byBitmap.length);
     // types as the walk has them
     const types = new Map((await enumerateObjects(store, { wants })).objects.map((o) => [o.oid, o.type]));
-    for (const o of bitmapObjects(b!)) expect(o.type).toBe(types.get(o.oid));
+    for (const o of await bitmapObjects(b!)) expect(o.type).toBe(types.get(o.oid));
     // name hashes from the bitmap's name-hash cache (idx order), as the walk computes them
     // (an object at several paths may be named by another one of them)
     const hashes = new Map((await enumerateObjects(store, { wants })).objects.map((o) => [o.oid, o.nameHash]));
-    const fromCache = bitmapObjects(b!).filter((o) => o.type === 'blob' && b!.pack.position(o.oid) >= 0);
+    const fromCache = (await bitmapObjects(b!)).filter((o) => o.type === 'blob' && b!.pack.position(o.oid) >= 0);
     const same = fromCache.filter((o) => hashes.get(o.oid) === o.nameHash).length;
     expect(same / fromCache.length).toBeGreaterThan(0.9);
     await store.close();
@@ -122,7 +122,7 @@ describe('bitmap walk and range reuse on a repository git packed with a bitmap',
     ];
     for (const [wants, haves] of cases) {
       const b = await tryBitmapWalk(store, { wants, haves });
-      const got = new Set(bitmapObjects(b!).map((o) => o.oid));
+      const got = new Set((await bitmapObjects(b!)).map((o) => o.oid));
       const peeledHaves = await Promise.all(haves.filter((h) => h !== 'f'.repeat(40)).map((h) => rev(`${h}^{commit}`)));
       const expected = await revList([...wants, ...peeledHaves.map((h) => `^${h}`)]);
       // rev-list without bitmaps excludes only the boundary's trees: the bitmap excludes at least that
@@ -143,11 +143,11 @@ describe('bitmap walk and range reuse on a repository git packed with a bitmap',
     const wants = [packed];
     const b = await tryBitmapWalk(store, { wants, haves: [await rev('HEAD~25')], tags });
     const walked = await enumerateObjects(store, { wants, haves: [await rev('HEAD~25')], tags });
-    expect(new Set(bitmapObjects(b!).map((o) => o.oid))).toEqual(new Set(walked.objects.map((o) => o.oid)));
+    expect(new Set((await bitmapObjects(b!)).map((o) => o.oid))).toEqual(new Set(walked.objects.map((o) => o.oid)));
     // a tag of a tree that is sent goes too, as git's pack-objects adds it (the walk only looks at commits)
     const treeTag = await rev('tree-tag');
     const withTreeTag = await tryBitmapWalk(store, { wants, tags: [treeTag] });
-    expect(bitmapObjects(withTreeTag!).some((o) => o.oid === treeTag)).toBe(true);
+    expect((await bitmapObjects(withTreeTag!)).some((o) => o.oid === treeTag)).toBe(true);
     const specs = [
       'blob:none',
       'object:type=tree',
@@ -172,7 +172,7 @@ describe('bitmap walk and range reuse on a repository git packed with a bitmap',
       for (const { wants: w, haves = [] } of requests) {
         const fb = await tryBitmapWalk(store, { wants: w, haves, filter });
         expect(fb, spec).toBeDefined();
-        const got = new Set(bitmapObjects(fb!).map((o) => o.oid));
+        const got = new Set((await bitmapObjects(fb!)).map((o) => o.oid));
         expect(fb!.count, spec).toBe(got.size);
         // git answers the same request from its bitmaps
         const viaGit = await revList([`--filter=${spec}`, '--use-bitmap-index', ...w, ...haves.map((h) => `^${h}`)]);
@@ -323,7 +323,7 @@ describe('bitmap walk and range reuse on a repository git packed with a bitmap',
     const pack = await store.bitmappedPack?.();
     const b = await bitmapWalk(store, pack!, { wants });
     const walked = await enumerateObjects(store, { wants });
-    expect(new Set(bitmapObjects(b!).map((o) => o.oid))).toEqual(new Set(walked.objects.map((o) => o.oid)));
+    expect(new Set((await bitmapObjects(b!)).map((o) => o.oid))).toEqual(new Set(walked.objects.map((o) => o.oid)));
     await store.close();
   });
 });

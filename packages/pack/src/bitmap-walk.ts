@@ -422,8 +422,9 @@ export async function tryBitmapWalk(
 }
 
 /** The objects a bitmap walk selected as a list: the pack's in pack order, then the others. */
-export function bitmapObjects(e: BitmapEnumeration): PackObject[] {
+export async function bitmapObjects(e: BitmapEnumeration): Promise<PackObject[]> {
   const { pack, bits } = e;
+  await pack.bitmaps.loadNameHashes();
   const { commits, trees, blobs } = pack.bitmaps;
   const out: PackObject[] = [];
   for (let w = 0; w < bits.length; w++) {

@@ -436,8 +436,8 @@ export class FsObjectStore implements BitmapServedStore {
       if (found === undefined) {
         found = null;
         try {
-          const bytes = await this.#files.readBytes(`${this.#packs.dir}/${pack.name}.bitmap`);
-          found = bitmaps.load(pack, bytes);
+          const path = `${this.#packs.dir}/${pack.name}.bitmap`;
+          found = bitmaps.load(pack, await this.#files.readBytes(path), () => this.#files.readBytes(path));
         } catch (error) {
           if (!isEnoent(error) && !isPackError(error)) throw error;
         }

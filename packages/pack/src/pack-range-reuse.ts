@@ -160,8 +160,9 @@ async function* reuseChunks(
   for (const p of lead) ranged[p >>> 5]! &= ~(1 << (p & 31));
   /** Output offset of each lead entry written. */
   const leadAt = new Map<number, number>();
-  /** Where each entry starts, in pack order (and where the last ends). */
-  const offsets = pack.offsets();
+  /** Where the entry at `p` starts and ends, in pack order. */
+  const offsetAt = (p: number) => pack.offsetAt(p);
+  const endAt = (p: number) => pack.endAt(p);
   /**
    * Where the entries of the ranges went out. While every entry written so far went out as far
    * from its place in the pack as the first (the whole pack sent as it is: a full clone), that
@@ -178,12 +179,12 @@ async function* reuseChunks(
   const writtenAt = (p: number) => {
     if (!hasBit(ranged, p)) return lead.length > 0 ? (leadAt.get(p) ?? -1) : -1;
     if (written) return written[rankOf(ranged, rank!, p)]! - 1;
-    return p < straight ? offsets[p]! + shift : -1;
+    return p < straight ? offsetAt(p) + shift : -1;
   };
   const setWritten = (p: number, at: number) => {
     if (!written) {
-      if (straight === 0) shift = at - offsets[p]!;
-      if (at === offsets[p]! + shift) {
+      if (straight === 0) shift = at - offsetAt(p);
+      if (at === offsetAt(p) + shift) {
         straight = p + 1;
         return;
       }
@@ -192,7 +193,7 @@ async function* reuseChunks(
       const count = countBits(ranged);
       const table = pack.size + Math.max(0, shift) < 0xffffffff ? new Uint32Array(count) : new Float64Array(count);
       for (let r = nextSet(ranged, 0, straight); r < straight; r = nextSet(ranged, r + 1, straight)) {
-        table[rankOf(ranged, rank, r)] = offsets[r]! + shift + 1;
+        table[rankOf(ranged, rank, r)] = offsetAt(r) + shift + 1;
       }
       written = table;
     }
@@ -248,7 +249,7 @@ async function* reuseChunks(
    * VERBATIM, REWRITE (the header `writeHeader` writes, then its compressed data) or WHOLE.
    */
   const plan = (p: number, bytes: Uint8Array, at: number): Plan => {
-    const offset = offsets[p]!;
+    const offset = offsetAt(p);
     const h = decodeEntryHeader(bytes, at, offset);
     if (!h) throw new PackError('OBJECT_CORRUPT', `entry header cut short at ${offset}`);
     storedLength = h.length;
@@ -286,8 +287,8 @@ async function* reuseChunks(
 
   for (const p of lead) {
     throwIfAborted(options.signal);
-    const from = offsets[p]!;
-    const entry = new Uint8Array(offsets[p + 1]! - from);
+    const from = offsetAt(p);
+    const entry = new Uint8Array(endAt(p) - from);
     await pack.source.readInto(from, entry, DIRECT);
     const h = decodeEntryHeader(entry, 0, from);
     if (!h) throw new PackError('OBJECT_CORRUPT', `entry header cut short at ${from}`);
@@ -303,14 +304,14 @@ async function* reuseChunks(
     // a batch: the next entries sent whose bytes fit the chunk (at least one entry), read at
     // once with the entries not sent between them when those are few bytes (one read instead
     // of one per run)
-    const from = offsets[p]!;
+    const from = offsetAt(p);
     let q = p;
-    let to = offsets[p + 1]!;
+    let to = endAt(p);
     let sentBytes = to - from;
     for (let r = nextSet(ranged, p + 1, n); r < n; r = nextSet(ranged, r + 1, n)) {
-      const end = offsets[r + 1]!;
-      if (offsets[r]! - to > MAX_READ_GAP || end - from > chunkBytes) break;
-      sentBytes += end - offsets[r]!;
+      const end = endAt(r);
+      if (offsetAt(r) - to > MAX_READ_GAP || end - from > chunkBytes) break;
+      sentBytes += end - offsetAt(r);
       q = r;
       to = end;
     }
@@ -365,8 +366,8 @@ async function* reuseChunks(
       runStart = -1;
     };
     for (let r = p; r <= q; r = nextSet(ranged, r + 1, n)) {
-      const at = offsets[r]! - from;
-      const end = offsets[r + 1]! - from;
+      const at = offsetAt(r) - from;
+      const end = endAt(r) - from;
       const how = plan(r, buffer, at);
       setWritten(r, out);
       if (how === VERBATIM) {

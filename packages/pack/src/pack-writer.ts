@@ -312,7 +312,7 @@ async function* packStream(
         yield* writeStream(store, e, b.extra, filtered, options, prefix);
         return;
       }
-      const objects = serving.objects(b);
+      const objects = await serving.objects(b);
       yield* writeStream(store, { objects, edges: [], uninteresting: haves }, objects, filtered, options);
       return;
     }
