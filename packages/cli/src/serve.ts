@@ -209,6 +209,20 @@ export function parseServeArgs(args: readonly string[]): ServeOptions {
  */
 const SERVE_INTERRUPT_BUDGET = 4 * 67_584;
 
+/**
+ * The V8 flags `gitport serve` sets before its worker pool starts its isolates (V8's flags are
+ * the process's; an isolate reads them when it starts).
+ *
+ * Besides the tier-up budget, the repository workers compile their optimized code on their own
+ * thread instead of on V8's shared background threads (`--no-concurrent-recompilation`). Each
+ * background thread takes its compilations' working memory from a malloc arena of its own, and
+ * an arena keeps the pages its largest compilations touched: with them, the private memory a
+ * server kept after clones of a large repository grew with every clone, and its peak with it. A
+ * repository worker is a thread of its own, so compiling there delays only its own request, by
+ * the few milliseconds a compilation takes.
+ */
+const SERVE_V8_FLAGS = [`--interrupt-budget=${SERVE_INTERRUPT_BUDGET}`, '--no-concurrent-recompilation'];
+
 export async function serve(args: readonly string[]): Promise<number> {
   if (args.includes('--help') || args.includes('-h')) {
     process.stdout.write(usage);
@@ -233,8 +247,7 @@ export async function serve(args: readonly string[]): Promise<number> {
       return 1;
     }
   }
-  // before the worker pool starts its isolates (V8's flags are the process's)
-  if (!bun) setFlagsFromString(`--interrupt-budget=${SERVE_INTERRUPT_BUDGET}`);
+  if (!bun) for (const flag of SERVE_V8_FLAGS) setFlagsFromString(flag);
   const root = resolve(options.root);
   await mkdir(root, { recursive: true });
   if ((await new RepositoryRoot(root).list()).length === 0) {
