@@ -157,7 +157,8 @@ export class BitmapIndex {
       this.#bytes = bytes;
       if (this.hasHashCache) this.#nameHashes = bytes.subarray(this.#hashCache, this.#hashCache + pack.count * 4);
     } else {
-      this.#bytes = end < bytes.length ? bytes.slice(0, end) : bytes;
+      // a copy (of a Buffer too, whose slice() is a view)
+      this.#bytes = end < bytes.length ? new Uint8Array(bytes.subarray(0, end)) : bytes;
     }
   }
 
@@ -171,7 +172,7 @@ export class BitmapIndex {
     if (bytes.length < 20 || bytesToHex(bytes, bytes.length - 20) !== this.#checksum) {
       throw new PackError('BITMAP_CORRUPT', 'bitmap: the file changed since it was read');
     }
-    this.#nameHashes = bytes.slice(this.#hashCache, this.#hashCache + this.count * 4);
+    this.#nameHashes = new Uint8Array(bytes.subarray(this.#hashCache, this.#hashCache + this.count * 4));
   }
 
   /**
