@@ -84,7 +84,7 @@ export class BitmapIndex {
    * Parses `bytes` (kept: bitmaps are decoded from them on demand) for a pack of `count` objects
    * whose checksum is `packHash`. With `reread` (the file read again), the name-hash cache (4
    * bytes an object, which only a pack that searches deltas anew reads) is not kept but read
-   * again by `loadNameHashes`, and the extensions are not kept either.
+   * again by `loadNameHashes`, and the other extensions are not kept either.
    */
   constructor(
     bytes: Uint8Array,
@@ -164,15 +164,16 @@ export class BitmapIndex {
 
   /**
    * Makes the name-hash cache readable by `nameHashAt`, reading the file again when it was not
-   * kept; a file that changed since is BITMAP_CORRUPT.
+   * kept. A file that is gone or changed since (a repack rewrote it) counts as one without the
+   * cache: name hashes only order a delta search, so the pack is made all the same.
    */
   async loadNameHashes(): Promise<void> {
     if (this.#nameHashes || this.#hashCache < 0 || !this.#reread) return;
-    const bytes = await this.#reread();
-    if (bytes.length < 20 || bytesToHex(bytes, bytes.length - 20) !== this.#checksum) {
-      throw new PackError('BITMAP_CORRUPT', 'bitmap: the file changed since it was read');
-    }
-    this.#nameHashes = new Uint8Array(bytes.subarray(this.#hashCache, this.#hashCache + this.count * 4));
+    const bytes = await this.#reread().catch(() => undefined);
+    const same = bytes !== undefined && bytes.length >= 20 && bytesToHex(bytes, bytes.length - 20) === this.#checksum;
+    this.#nameHashes = same
+      ? new Uint8Array(bytes.subarray(this.#hashCache, this.#hashCache + this.count * 4))
+      : new Uint8Array(this.count * 4);
   }
 
   /**
