@@ -25,6 +25,7 @@ import { PackError } from './errors.js';
 import { type Bits, decodeEwah, ewahEnd, xorBits } from './ewah.js';
 import type { PackIndex } from './idx.js';
 import { bytesToHex, type ObjectId } from './object.js';
+import { entryNumberAt } from './pack-files.js';
 import type { PackSource } from './stored-location.js';
 
 const MAGIC = [0x42, 0x49, 0x54, 0x4d]; // "BITM"
@@ -323,18 +324,7 @@ export function bitmappedPack(pack: PackOrder, bitmaps: BitmapIndex): BitmappedP
   // object, held as long as the pack), as git reads them through its mapped .rev and .idx
   const offsetAt = (p: number) => index.offsetAt(positions[p]!);
   /** The pack-order position of the entry starting at `offset`, or -1. */
-  const positionAt = (offset: number): number => {
-    let lo = 0;
-    let hi = n - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >>> 1;
-      const o = offsetAt(mid);
-      if (o === offset) return mid;
-      if (o < offset) lo = mid + 1;
-      else hi = mid - 1;
-    }
-    return -1;
-  };
+  const positionAt = (offset: number) => entryNumberAt(pack, offset);
   // an id's pack-order position is found from its offset, not from a table from idx order to
   // pack order (4 bytes an object): serving by bitmaps looks up few ids
   return {

@@ -231,34 +231,11 @@ export class PackFiles {
     return lo < positions.length ? index.offsetAt(positions[lo]!) : pack.size - 20;
   }
 
-  /** The number of the entry at `offset` in offset order, or -1 when no entry starts there. */
-  entryNumber(pack: LoadedPack, offset: number): number {
-    const { index, positions } = pack;
-    let lo = 0;
-    let hi = positions.length - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >>> 1;
-      const at = index.offsetAt(positions[mid]!);
-      if (at === offset) return mid;
-      if (at < offset) lo = mid + 1;
-      else hi = mid - 1;
-    }
-    return -1;
-  }
-
   /** The id of the object whose entry starts at `offset` (an OFS_DELTA's base). */
   oidAtOffset(pack: LoadedPack, offset: number): ObjectId {
-    const { index, positions } = pack;
-    let lo = 0;
-    let hi = positions.length - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >>> 1;
-      const o = index.offsetAt(positions[mid]!);
-      if (o === offset) return index.oidAt(positions[mid]!);
-      if (o < offset) lo = mid + 1;
-      else hi = mid - 1;
-    }
-    throw new PackError('OBJECT_CORRUPT', `no entry at offset ${offset} in ${pack.name}.pack`);
+    const n = entryNumberAt(pack, offset);
+    if (n < 0) throw new PackError('OBJECT_CORRUPT', `no entry at offset ${offset} in ${pack.name}.pack`);
+    return pack.index.oidAt(pack.positions[n]!);
   }
 
   /** The bytes read to decode the header of the entry at `offset`, ending at `end`. */
@@ -519,6 +496,24 @@ function scatterFrom(
     const i = from[j]!;
     to[counts[(offsets[i]! >>> shift) & 0xffff]!++] = i;
   }
+}
+
+/**
+ * The number of the entry starting at `offset` in a pack's offset order (`positions`: the idx
+ * position of each entry, by offset), or -1 when no entry starts there.
+ */
+export function entryNumberAt(pack: { index: PackIndex; positions: Uint32Array }, offset: number): number {
+  const { index, positions } = pack;
+  let lo = 0;
+  let hi = positions.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >>> 1;
+    const at = index.offsetAt(positions[mid]!);
+    if (at === offset) return mid;
+    if (at < offset) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return -1;
 }
 
 export function offsetOrder(index: Pick<PackIndex, 'count' | 'offsetAt'>, size: number): Uint32Array {

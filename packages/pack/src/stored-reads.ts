@@ -13,7 +13,7 @@ import { readDeltaSizes } from './delta.js';
 import { type EntryHeader, EntryType, entryTypeOf, isWholeEntry } from './entry-header.js';
 import { PackError } from './errors.js';
 import { CODE_TYPES, type ObjectId, type ObjectType } from './object.js';
-import { inflateEntry, type LoadedPack, MAX_CHAIN_STEPS, type PackFiles } from './pack-files.js';
+import { entryNumberAt, inflateEntry, type LoadedPack, MAX_CHAIN_STEPS, type PackFiles } from './pack-files.js';
 import type { ObjectStore, RawEntry, StoredPack } from './store.js';
 import { locateEntries } from './stored-entries.js';
 import type { StoredEntries, StoredLocation } from './stored-location.js';
@@ -201,7 +201,7 @@ function* packedHeader(
   const compressed = yield { pack, position: dataOffset, length: end - dataOffset };
   const size = readDeltaSizes(inflateEntry(compressed, header.size)).resultSize;
   // down the chain to a whole entry or one whose type is known
-  const path: { pack: LoadedPack; n: number }[] = [{ pack, n: packs.entryNumber(pack, offset) }];
+  const path: { pack: LoadedPack; n: number }[] = [{ pack, n: entryNumberAt(pack, offset) }];
   let at = pack;
   let h: EntryHeader = header;
   let code = 0;
@@ -216,7 +216,7 @@ function* packedHeader(
       at = base.pack;
       baseOffset = base.offset;
     }
-    const n = packs.entryNumber(at, baseOffset);
+    const n = entryNumberAt(at, baseOffset);
     if (n < 0) throw new PackError('OBJECT_CORRUPT', `no entry at offset ${baseOffset} in ${at.name}.pack`);
     code = at.types?.[n] ?? 0;
     if (code !== 0) break;
