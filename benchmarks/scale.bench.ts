@@ -27,7 +27,9 @@
  *   `git pack-objects --no-reuse-object` on the last commits (computing every delta: on the whole
  *   history that would take minutes);
  *
- * each command's wall, CPU (user + system) and peak RssAnon (benchmarks/process-tree.ts).
+ * each command's wall, CPU (user + system) and peak RssAnon (benchmarks/process-tree.ts). The
+ * two sides alternate, and every timed run starts once the writes of the runs before it are on
+ * disk.
  *
  * Environment: GITPORT_BENCH_LARGE=0 skips the file in a full run (building `large` the first
  * time takes minutes: `node --import tsx tests/src/build-history.ts large` does it ahead);
@@ -37,12 +39,13 @@
  * (then `node benchmarks/profile-top.mjs <dir>/*.cpuprofile` lists the top self times).
  * The gitport side runs the built packages (`pnpm build`, which `pnpm bench` runs first).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { spawnTsNode } from '@gitport/test-helpers/ts-worker';
 import { ensureHistory, HISTORY_PRESETS, type HistoryPreset } from '@gitport/tests/history';
@@ -71,6 +74,13 @@ const atMost = (max: number): Goal => ({ max, on: 'ratio', source: 'issue 26' })
 /** Goals of a group of rows, by the suffix of their id (`ms`, `server-cpu-s`, `mem.mb`, ...). */
 type Goals = Partial<Record<string, Goal>>;
 const goalOf = (goals: Goals, suffix: string) => (goals[suffix] ? { goal: goals[suffix] } : {});
+
+/**
+ * Waits until what earlier runs wrote is on disk. A clone writes hundreds of MB that the kernel
+ * leaves dirty until they age (about 30 s), so without this one run's write-back lands in the
+ * span of a later run, of either side; every timed run starts after it.
+ */
+const writtenBack = () => promisify(execFile)('sync');
 
 interface Server {
   name: string;
@@ -214,14 +224,20 @@ describe(`scale (${preset})`, () => {
     await rm(dest, { recursive: true, force: true });
   }
 
-  /** Medians of the runs of each side, gitport and git alternating which goes first. */
+  /**
+   * Medians of the runs of each side, gitport and git alternating which goes first, each run
+   * after the last one's writes.
+   */
   async function sideBySide<T extends object>(runs: number, run: (server: Server) => Promise<T>) {
     const results: { ours: T[]; git: T[] } = { ours: [], git: [] };
     const servers = await startServers();
     try {
       for (let i = 0; i < runs; i++) {
         const order = i % 2 === 0 ? [servers.ours, servers.git] : [servers.git, servers.ours];
-        for (const server of order) results[server === servers.ours ? 'ours' : 'git'].push(await run(server));
+        for (const server of order) {
+          await writtenBack();
+          results[server === servers.ours ? 'ours' : 'git'].push(await run(server));
+        }
       }
     } finally {
       await stopServers();
@@ -453,16 +469,24 @@ describe(`scale (${preset})`, () => {
     });
   }
 
-  /** Alternates gitport and git, `runs` times each. */
+  /** Alternates gitport and git, `runs` times each, each run after the last one's writes. */
   async function alternate(runs: number, ourRun: () => Promise<CommandCost>, gitRun: () => Promise<CommandCost>) {
     const r: { ours: CommandCost[]; git: CommandCost[] } = { ours: [], git: [] };
+    const ours = async () => {
+      await writtenBack();
+      r.ours.push(await ourRun());
+    };
+    const git = async () => {
+      await writtenBack();
+      r.git.push(await gitRun());
+    };
     for (let i = 0; i < runs; i++) {
       if (i % 2 === 0) {
-        r.ours.push(await ourRun());
-        r.git.push(await gitRun());
+        await ours();
+        await git();
       } else {
-        r.git.push(await gitRun());
-        r.ours.push(await ourRun());
+        await git();
+        await ours();
       }
     }
     return r;
