@@ -1,9 +1,16 @@
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { sha1 } from '#sha1';
 import type { FileHandleLike } from './fs-like.js';
 import { PackIndex, sortedOrder, writeIdx } from './idx.js';
-import { IndexReadingIds, MIN_IDS_IN_FILE, readPackIndex, readPackIndexFile } from './idx-read.js';
+import {
+  IndexReadingIds,
+  LOOKUP_SPAN_MS,
+  LOOKUPS_FROM_FILE,
+  MIN_IDS_IN_FILE,
+  readPackIndex,
+  readPackIndexFile,
+} from './idx-read.js';
 import { randomUint32 } from './test-random.js';
 
 /** Positional reads of `bytes`, counting the bytes they copy at once. */
@@ -23,6 +30,22 @@ const inFile = (index: PackIndex) => index instanceof IndexReadingIds && index.i
 
 const sha1Hex = (text: string) =>
   Array.from(sha1(new TextEncoder().encode(text)), (b) => b.toString(16).padStart(2, '0')).join('');
+
+/**
+ * An index of `count` made-up entries read with synchronous reads (its ids left in the file),
+ * and the largest synchronous read made of it so far.
+ */
+async function indexWithIdsInFile(count: number) {
+  const entries = Array.from({ length: count }, (_, i) => ({ oid: sha1Hex(String(i)), offset: 12 + i, crc32: i }));
+  const bytes = writeIdx(entries, '6'.repeat(40));
+  const reads = { largest: 0 };
+  const readSync = (position: number, into: Uint8Array) => {
+    reads.largest = Math.max(reads.largest, into.length);
+    into.set(bytes.subarray(position, position + into.length));
+  };
+  const index = await readPackIndex(bytes.length, reader(bytes).read, readSync);
+  return { entries, index, reads };
+}
 
 const expectCode = async (promise: Promise<unknown>, code: string) => expect(promise).rejects.toMatchObject({ code });
 
@@ -123,20 +146,40 @@ describe('readPackIndex', () => {
     const held = await readPackIndex(smallBytes.length, reader(smallBytes).read, never);
     expect(inFile(held)).toBe(false);
     for (const e of small) expect(held.offsetAt(held.find(e.oid))).toBe(e.offset);
-    const entries = Array.from({ length: 20_000 }, (_, i) => ({ oid: sha1Hex(String(i)), offset: 12 + i, crc32: i }));
-    const bytes = writeIdx(entries, '6'.repeat(40));
-    let largest = 0;
-    const readSync = (position: number, into: Uint8Array) => {
-      largest = Math.max(largest, into.length);
-      into.set(bytes.subarray(position, position + into.length));
-    };
-    const index = await readPackIndex(bytes.length, reader(bytes).read, readSync);
+    const { entries, index, reads } = await indexWithIdsInFile(20_000);
     for (const e of entries.slice(0, 16_000)) expect(index.offsetAt(index.find(e.oid))).toBe(e.offset);
     expect(inFile(index)).toBe(true);
-    expect(largest).toBeLessThan(1000);
+    expect(reads.largest).toBeLessThan(1000);
     for (const e of entries) expect(index.offsetAt(index.find(e.oid))).toBe(e.offset);
     expect(inFile(index)).toBe(false);
-    expect(largest).toBe(entries.length * 20);
+    expect(reads.largest).toBe(entries.length * 20);
+  });
+
+  describe('over time', () => {
+    afterEach(() => {
+      vi.useRealTimers();
+    });
+
+    it('leaves the ids in the file for lookups spread over time, as a server makes them', async () => {
+      vi.useFakeTimers({ toFake: ['performance'] });
+      const { entries, index, reads } = await indexWithIdsInFile(40_000);
+      // request after request, each well under the count, far past it in all
+      const perRequest = LOOKUPS_FROM_FILE / 4;
+      for (let request = 0; request < 12; request++) {
+        for (let k = 0; k < perRequest; k++) {
+          const e = entries[(request * perRequest + k) % entries.length]!;
+          expect(index.offsetAt(index.find(e.oid))).toBe(e.offset);
+        }
+        vi.advanceTimersByTime(LOOKUP_SPAN_MS / 2);
+      }
+      expect(inFile(index)).toBe(true);
+      expect(reads.largest).toBeLessThan(1000);
+      // then a walk: the count within one span brings them whole
+      for (let k = 0; k <= LOOKUPS_FROM_FILE; k++) index.oidAt(k);
+      expect(inFile(index)).toBe(false);
+      expect(reads.largest).toBe(entries.length * 20);
+      for (const e of entries.slice(0, 100)) expect(index.offsetAt(index.find(e.oid))).toBe(e.offset);
+    });
   });
 
   it('over an open file: closes it unless its index reads ids from it, and then at closeFile', async () => {

@@ -36,11 +36,14 @@ const ID_PIECE = 3276 * 20;
 /** Bytes of ids from which they are left in the file (given `readSync`): fewer are held. */
 export const MIN_IDS_IN_FILE = 256 * 1024;
 /**
- * Lookups answered from the file past which the ids are read into memory whole: a walk looks
- * ids up by the hundred thousand, where one positional read each would cost more than holding
- * them, while serving by bitmaps looks up only the requested tips.
+ * Lookups answered from the file within `LOOKUP_SPAN_MS` past which the ids are read into memory
+ * whole: a walk looks ids up by the hundred thousand in a few seconds, where one positional read
+ * each would cost more than holding them, while serving by bitmaps looks up only the requested
+ * tips, a few thousand a request. Counted over a span, not over the index's life: a server that
+ * stays up would otherwise pass any count, request after request, and hold every id for good.
  */
-const LOOKUPS_FROM_FILE = 16_384;
+export const LOOKUPS_FROM_FILE = 16_384;
+export const LOOKUP_SPAN_MS = 10_000;
 /** Ids in one bucket past which they are read whole (ids are uniformly spread). */
 const MAX_BUCKET = 1024;
 
@@ -185,16 +188,18 @@ interface IdsInFile {
 
 /**
  * A pack index whose sorted ids stay in its file (as git maps the file), read when asked: a
- * lookup reads the ids of its bucket, `oidAt` one id. Past `LOOKUPS_FROM_FILE` lookups, or on a
- * bucket of over `MAX_BUCKET` ids, or at `closeFile`, it reads them whole and answers as a
- * `PackIndex` in columns does.
+ * lookup reads the ids of its bucket, `oidAt` one id. Past `LOOKUPS_FROM_FILE` lookups within
+ * `LOOKUP_SPAN_MS`, or on a bucket of over `MAX_BUCKET` ids, or at `closeFile`, it reads them
+ * whole and answers as a `PackIndex` in columns does.
  */
 export class IndexReadingIds extends PackIndex {
   readonly #file: IdsInFile;
   /** The columns but the ids, for the index the ids make once read whole. */
   readonly #columns: PackIndexColumns;
   #whole: PackIndex | undefined;
+  /** Lookups since `#spanStart` (see LOOKUPS_FROM_FILE). */
   #lookups = 0;
+  #spanStart = Number.NEGATIVE_INFINITY;
   #open = true;
   /** The ids of the last bucket read (reused). */
   #bucket: Uint8Array = new Uint8Array(0);
@@ -267,9 +272,18 @@ export class IndexReadingIds extends PackIndex {
     this.#file.read(position, into);
   }
 
-  /** Counts a lookup: the index of the ids held whole once lookups are many, else undefined. */
+  /**
+   * Counts a lookup: the index of the ids held whole once lookups are many within a span, else
+   * undefined (a lookup reads the file anyway: the clock costs little beside it).
+   */
   #counted(): PackIndex | undefined {
-    if (this.#whole || ++this.#lookups > LOOKUPS_FROM_FILE) return this.#held();
+    if (this.#whole) return this.#whole;
+    const now = performance.now();
+    if (now - this.#spanStart > LOOKUP_SPAN_MS) {
+      this.#spanStart = now;
+      this.#lookups = 0;
+    }
+    if (++this.#lookups > LOOKUPS_FROM_FILE) return this.#held();
     return undefined;
   }
 
