@@ -5,6 +5,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { spawnTsNode } from '@gitport/test-helpers/ts-worker';
+import { rawRequest, text } from './server.js';
 
 export interface ServeProcess {
   child: ChildProcess;
@@ -38,4 +39,17 @@ export function startServe(args: string[], built = false): Promise<ServeProcess>
     });
     void exit.then((code) => reject(new Error(`gitport serve exited ${code}: ${err}`)));
   });
+}
+
+/**
+ * Waits until the instance's `/healthz` says ok (with `--redis`: once it is on Redis), polling
+ * every 100 ms; fails after `polls` of them.
+ */
+export async function untilHealthy(server: ServeProcess, polls = 300): Promise<void> {
+  for (let i = 0; ; i++) {
+    const reply = await rawRequest(server, 'GET', '/healthz');
+    if (reply.status === 200 && text(reply.body).trim() === 'ok') return;
+    if (i >= polls) throw new Error(`instance on port ${server.port} never became healthy: ${text(reply.body)}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }

@@ -6,8 +6,7 @@
 import { createDemoRepository } from '@gitport/gateway/node';
 import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ServeProcess, startServe } from '../gateway/serve-process.js';
-import { rawRequest, text } from '../gateway/server.js';
+import { type ServeProcess, startServe, untilHealthy } from '../gateway/serve-process.js';
 import { connectSse, type SseConnection, type SseFrame } from '../gateway/sse-client.js';
 import { type RedisServer, startRedis } from './redis-server.js';
 
@@ -44,16 +43,6 @@ describe('gitport serve --replay-cap', () => {
 
   const seen = (connection: SseConnection, ref: string) =>
     connection.waitFor((f) => f.event === 'ref-update' && refOf(f) === ref);
-
-  /** Waits until `/healthz` says ok (with `--redis`: once the instance is on Redis). */
-  const untilConnected = async (server: ServeProcess) => {
-    for (let i = 0; ; i++) {
-      const reply = await rawRequest(server, 'GET', '/healthz');
-      if (reply.status === 200 && text(reply.body).trim() === 'ok') return;
-      if (i >= 300) throw new Error(`instance on port ${server.port} never reached Redis: ${text(reply.body)}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  };
 
   /** Through `a` and `b` (one instance or two): replayed within the cap, reset past it. */
   const checkCap = async (a: ServeProcess, b: ServeProcess, name: string) => {
@@ -103,7 +92,7 @@ describe('gitport serve --replay-cap', () => {
     // an instance that did not reach Redis within its startup wait (a busy machine) listens
     // degraded, and its subscribers get a reset once it connects: the replay is checked once both
     // instances are on Redis
-    for (const server of instances.slice(0, 2)) await untilConnected(server);
+    for (const server of instances.slice(0, 2)) await untilHealthy(server);
     work = sandbox.path('work');
     await sandbox.git(['clone', '--quiet', remote(instances[0]!), work]);
     tip = await sandbox.git(['-C', work, 'rev-parse', 'HEAD']);

@@ -11,7 +11,7 @@ import { SseHub } from '@gitport/gateway';
 import { createDemoRepository, RedisEventLog } from '@gitport/gateway/node';
 import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ServeProcess, startServe } from '../gateway/serve-process.js';
+import { type ServeProcess, startServe, untilHealthy } from '../gateway/serve-process.js';
 import { rawRequest, text } from '../gateway/server.js';
 import { connectSse, type SseConnection, type SseFrame } from '../gateway/sse-client.js';
 import { type RedisServer, startRedis } from './redis-server.js';
@@ -237,11 +237,7 @@ describe('gitport serve --redis: three instances, one root, one Redis', () => {
     // and one while it starts again
     const [, whileRestarting] = await Promise.all([redis.restart(), push(b, `${before}:${during[6]}`)]);
     expect(whileRestarting.code).toBe(0);
-    for (const server of instances) {
-      let state = await health(server);
-      while (state.body !== 'ok') state = await health(server);
-      expect(state.status).toBe(200);
-    }
+    for (const server of instances) await untilHealthy(server);
     const listening = [...subscribers, comingBack, arriving];
     const resets = await Promise.all(listening.map((s) => s.waitFor((f) => f.event === 'reset')));
     for (const reset of resets) {
