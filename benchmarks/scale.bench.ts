@@ -606,8 +606,8 @@ describe(`scale (${preset})`, () => {
 
   bench(
     'pack-objects reusing deltas',
-    () =>
-      packAll(
+    async () =>
+      await packAll(
         repo,
         [],
         'pack-objects.reuse',
@@ -620,8 +620,8 @@ describe(`scale (${preset})`, () => {
 
   bench(
     'pack-objects reusing deltas, no bitmap',
-    () =>
-      packAll(
+    async () =>
+      await packAll(
         plain,
         ['-c', 'pack.useBitmaps=false'],
         'pack-objects.reuse-nobitmap',
