@@ -224,25 +224,18 @@ describe(`scale (${preset})`, () => {
     await rm(dest, { recursive: true, force: true });
   }
 
-  /**
-   * Medians of the runs of each side, gitport and git alternating which goes first, each run
-   * after the last one's writes.
-   */
+  /** `alternate` between the two servers, started for these runs alone. */
   async function sideBySide<T extends object>(runs: number, run: (server: Server) => Promise<T>) {
-    const results: { ours: T[]; git: T[] } = { ours: [], git: [] };
     const servers = await startServers();
     try {
-      for (let i = 0; i < runs; i++) {
-        const order = i % 2 === 0 ? [servers.ours, servers.git] : [servers.git, servers.ours];
-        for (const server of order) {
-          await writtenBack();
-          results[server === servers.ours ? 'ours' : 'git'].push(await run(server));
-        }
-      }
+      return await alternate(
+        runs,
+        () => run(servers.ours),
+        () => run(servers.git),
+      );
     } finally {
       await stopServers();
     }
-    return results;
   }
   const med = <T>(list: T[], key: (t: T) => number) => median(list.map(key));
 
@@ -469,9 +462,12 @@ describe(`scale (${preset})`, () => {
     });
   }
 
-  /** Alternates gitport and git, `runs` times each, each run after the last one's writes. */
-  async function alternate(runs: number, ourRun: () => Promise<CommandCost>, gitRun: () => Promise<CommandCost>) {
-    const r: { ours: CommandCost[]; git: CommandCost[] } = { ours: [], git: [] };
+  /**
+   * Alternates gitport and git, `runs` times each, which goes first alternating too, each run
+   * after the last one's writes are on disk.
+   */
+  async function alternate<T>(runs: number, ourRun: () => Promise<T>, gitRun: () => Promise<T>) {
+    const r: { ours: T[]; git: T[] } = { ours: [], git: [] };
     const ours = async () => {
       await writtenBack();
       r.ours.push(await ourRun());
