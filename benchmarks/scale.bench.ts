@@ -600,6 +600,8 @@ describe(`scale (${preset})`, () => {
     });
   }
 
+  // async functions: tinybench calls any other function once more, to learn whether it returns
+  // a promise, and these rows would run three times
   bench(
     'pack-objects reusing deltas',
     async () =>
