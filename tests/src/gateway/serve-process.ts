@@ -42,14 +42,24 @@ export function startServe(args: string[], built = false): Promise<ServeProcess>
 }
 
 /**
- * Waits until the instance's `/healthz` says ok (with `--redis`: once it is on Redis), polling
- * every 100 ms; fails after `polls` of them.
+ * Polls the instance's `/healthz` every 100 ms until `wanted` holds for its reply (the body
+ * trimmed), and returns that reply; fails after `polls` of them.
  */
-export async function untilHealthy(server: ServeProcess, polls = 300): Promise<void> {
+export async function untilHealth(
+  server: ServeProcess,
+  wanted: (reply: { status: number; body: string }) => boolean,
+  polls = 300,
+): Promise<{ status: number; body: string }> {
   for (let i = 0; ; i++) {
-    const reply = await rawRequest(server, 'GET', '/healthz');
-    if (reply.status === 200 && text(reply.body).trim() === 'ok') return;
-    if (i >= polls) throw new Error(`instance on port ${server.port} never became healthy: ${text(reply.body)}`);
+    const raw = await rawRequest(server, 'GET', '/healthz');
+    const reply = { status: raw.status, body: text(raw.body).trim() };
+    if (wanted(reply)) return reply;
+    if (i >= polls) throw new Error(`instance on port ${server.port}: /healthz still answers ${reply.body}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/** Waits until the instance's `/healthz` says ok (with `--redis`: once it is on Redis). */
+export async function untilHealthy(server: ServeProcess, polls = 300): Promise<void> {
+  await untilHealth(server, (reply) => reply.status === 200 && reply.body === 'ok', polls);
 }

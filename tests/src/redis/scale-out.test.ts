@@ -11,7 +11,7 @@ import { SseHub } from '@gitport/gateway';
 import { createDemoRepository, RedisEventLog } from '@gitport/gateway/node';
 import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ServeProcess, startServe, untilHealthy } from '../gateway/serve-process.js';
+import { type ServeProcess, startServe, untilHealth, untilHealthy } from '../gateway/serve-process.js';
 import { rawRequest, text } from '../gateway/server.js';
 import { connectSse, type SseConnection, type SseFrame } from '../gateway/sse-client.js';
 import { type RedisServer, startRedis } from './redis-server.js';
@@ -222,8 +222,7 @@ describe('gitport serve --redis: three instances, one root, one Redis', () => {
     await redis.kill();
     for (const result of await inFlight) expect(result.code).toBe(0);
     for (const server of instances) {
-      let state = await health(server);
-      while (state.body === 'ok') state = await health(server);
+      const state = await untilHealth(server, (reply) => reply.body !== 'ok');
       expect(state.status).toBe(200);
       expect(state.body).toMatch(/^degraded: redis unreachable/);
     }
