@@ -41,18 +41,29 @@ export function startServe(args: string[], built = false): Promise<ServeProcess>
   });
 }
 
+/** The instance's `/healthz` reply, its body trimmed. */
+export interface HealthReply {
+  status: number;
+  body: string;
+}
+
+/** Asks the instance's `/healthz` once. */
+export async function health(server: ServeProcess): Promise<HealthReply> {
+  const reply = await rawRequest(server, 'GET', '/healthz');
+  return { status: reply.status, body: text(reply.body).trim() };
+}
+
 /**
- * Polls the instance's `/healthz` every 100 ms until `wanted` holds for its reply (the body
- * trimmed), and returns that reply; fails after `polls` of them.
+ * Polls the instance's `/healthz` every 100 ms until `wanted` holds for its reply, and returns
+ * that reply; fails after `polls` of them.
  */
 export async function untilHealth(
   server: ServeProcess,
-  wanted: (reply: { status: number; body: string }) => boolean,
+  wanted: (reply: HealthReply) => boolean,
   polls = 300,
-): Promise<{ status: number; body: string }> {
+): Promise<HealthReply> {
   for (let i = 0; ; i++) {
-    const raw = await rawRequest(server, 'GET', '/healthz');
-    const reply = { status: raw.status, body: text(raw.body).trim() };
+    const reply = await health(server);
     if (wanted(reply)) return reply;
     if (i >= polls) throw new Error(`instance on port ${server.port}: /healthz still answers ${reply.body}`);
     await new Promise((resolve) => setTimeout(resolve, 100));

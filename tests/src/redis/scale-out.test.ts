@@ -11,8 +11,7 @@ import { SseHub } from '@gitport/gateway';
 import { createDemoRepository, RedisEventLog } from '@gitport/gateway/node';
 import { createGitSandbox, type GitSandbox } from '@gitport/test-helpers/git';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ServeProcess, startServe, untilHealth, untilHealthy } from '../gateway/serve-process.js';
-import { rawRequest, text } from '../gateway/server.js';
+import { health, type ServeProcess, startServe, untilHealth, untilHealthy } from '../gateway/serve-process.js';
 import { connectSse, type SseConnection, type SseFrame } from '../gateway/sse-client.js';
 import { type RedisServer, startRedis } from './redis-server.js';
 
@@ -79,11 +78,6 @@ describe('gitport serve --redis: three instances, one root, one Redis', () => {
     };
     await walk(join(gitDir, 'refs'));
     for (const path of all) await utimes(path, past, past).catch(() => {});
-  };
-
-  const health = async (server: ServeProcess) => {
-    const reply = await rawRequest(server, 'GET', '/healthz');
-    return { status: reply.status, body: text(reply.body).trim() };
   };
 
   beforeAll(async () => {
