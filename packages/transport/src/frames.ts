@@ -11,7 +11,6 @@
  *                                                        an array carries several chunks in order
  *   credit  {t:'credit', s, i, n: bytes}                 the reader consumed n more bytes
  *   blocked {t:'blocked',s, i}                           the writer waits for credit: grant now
- *   window  {t:'window', s, i, w: window}                the sender's receive window grows to w
  *   end     {t:'end',    s, i}                           the sender's write side is done
  *   cancel  {t:'cancel', s, i, e: reason}                the sender's reader gave up: stop writing
  *   abort   {t:'abort',  s, i, e: reason}                both directions fail on both sides
@@ -42,13 +41,6 @@
  * `blocked`, and the reader then grants what its consumer took at once. A reader that receives
  * more than its window aborts the stream with TRANSPORT_PROTOCOL. Frames for unknown streams are
  * ignored (they race with an abort or a finished stream).
- *
- * A reader may widen its window while the stream runs (a `window` frame, never narrower than
- * what it advertised before): the writer's credit grows by the difference at once. A reader
- * that learns it can afford more (its host's other streams, say) need not open every stream
- * with the most it might ever want. A peer that does not know the frame ignores it, as it does
- * any malformed frame, and keeps writing within the window it knew: the reader only allows
- * more. A writer told of a narrower window fails the stream with TRANSPORT_PROTOCOL.
  */
 import type { WireReason } from './errors.js';
 
@@ -65,7 +57,6 @@ export type Frame =
   | { t: 'data'; s: number; i: Side; b: Uint8Array | Uint8Array[] }
   | { t: 'credit'; s: number; i: Side; n: number }
   | { t: 'blocked'; s: number; i: Side }
-  | { t: 'window'; s: number; i: Side; w: number }
   | { t: 'end'; s: number; i: Side }
   | { t: 'cancel'; s: number; i: Side; e: WireReason }
   | { t: 'abort'; s: number; i: Side; e: WireReason };
@@ -132,8 +123,6 @@ export function parseFrame(value: unknown): Frame | undefined {
     case 'blocked':
     case 'end':
       return isSide(f.i) ? (value as Frame) : undefined;
-    case 'window':
-      return isSide(f.i) && isWindow(f.w) ? (value as Frame) : undefined;
     case 'cancel':
     case 'abort':
       return isSide(f.i) && isReason(f.e) ? (value as Frame) : undefined;

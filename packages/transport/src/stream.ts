@@ -18,7 +18,6 @@ import {
   type WireReason,
 } from './errors.js';
 import { dataBytes, type Frame, grantBatch, MAX_FRAME_CHUNKS, mustSayBlocked, type Side } from './frames.js';
-import { checkWindow } from './window.js';
 
 export interface DuplexStream extends AsyncIterable<Uint8Array> {
   /** The bus id of the other side. */
@@ -43,12 +42,6 @@ export interface DuplexStream extends AsyncIterable<Uint8Array> {
   flush(): void;
   /** Half-closes our write side (after pending writes); the other side's read ends. */
   end(): Promise<void>;
-  /**
-   * Raises our receive window to `window` bytes, so the other side may have that much in flight
-   * (see `frames.ts`). A window at or below the current one, or a read side that is done,
-   * changes nothing; a window that is not an integer in 1..2^30 throws TRANSPORT_INVALID_ARGUMENT.
-   */
-  widenWindow(window: number): void;
   /** Fails both directions on both sides; the other side sees TRANSPORT_ABORTED. */
   abort(reason?: unknown): void;
   /** Resolves when both directions finished cleanly; rejects on abort or peer loss. */
@@ -247,16 +240,11 @@ export class Stream implements DuplexStream {
       return;
     }
     this.#maxPayload = maxPayload;
-    this.#coalesceSize = Math.min(COALESCE_BUFFER, maxPayload);
-    this.#batchBytes = Math.min(BATCH_BYTES, maxPayload);
-    this.#raiseRemoteWindow(remoteWindow);
-  }
-
-  /** The other side's window is now `remoteWindow` (not below it was): the difference is credit. */
-  #raiseRemoteWindow(remoteWindow: number): void {
     this.#credit += remoteWindow - this.#remoteWindow;
     this.#remoteWindow = remoteWindow;
-    this.#coalesceMax = Math.min(COALESCE_MAX, remoteWindow, this.#maxPayload);
+    this.#coalesceMax = Math.min(COALESCE_MAX, remoteWindow, maxPayload);
+    this.#coalesceSize = Math.min(COALESCE_BUFFER, maxPayload);
+    this.#batchBytes = Math.min(BATCH_BYTES, maxPayload);
     const waiter = this.#creditWaiter;
     if (waiter === undefined || this.#writeState === 'errored' || this.#writeState === 'cancelled') return;
     if (this.#credit >= waiter.need) {
@@ -265,14 +253,6 @@ export class Stream implements DuplexStream {
     } else if (mustSayBlocked(waiter.need, remoteWindow)) {
       this.#sendControl({ t: 'blocked', s: this.id, i: this.side });
     }
-  }
-
-  widenWindow(window: number): void {
-    checkWindow(window);
-    if (window <= this.#window || this.#readState !== 'open' || this.#done) return;
-    this.#window = window;
-    this.#grantAt = grantBatch(window);
-    this.#sendControl({ t: 'window', s: this.id, i: this.side, w: window });
   }
 
   get stats(): StreamStats {
@@ -400,9 +380,6 @@ export class Stream implements DuplexStream {
       case 'credit':
         this.#onCredit(frame.n);
         break;
-      case 'window':
-        this.#onWindow(frame.w);
-        break;
       case 'blocked':
         this.#writerBlocked = true;
         if (this.#ungranted > 0) this.#grant();
@@ -469,15 +446,6 @@ export class Stream implements DuplexStream {
     } else if (waiter && mustSayBlocked(waiter.need, this.#remoteWindow)) {
       this.#sendControl({ t: 'blocked', s: this.id, i: this.side });
     }
-  }
-
-  #onWindow(remoteWindow: number): void {
-    if (this.#writeState === 'errored' || this.#writeState === 'cancelled') return;
-    if (remoteWindow < this.#remoteWindow) {
-      this.#protocolError(`the reader narrowed its window from ${this.#remoteWindow} to ${remoteWindow} bytes`);
-      return;
-    }
-    this.#raiseRemoteWindow(remoteWindow);
   }
 
   #onEnd(): void {

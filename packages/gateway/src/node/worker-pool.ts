@@ -21,7 +21,7 @@ import { Worker, type WorkerOptions } from 'node:worker_threads';
 import { type Bus, createBus } from '@gitport/bus';
 import { nodeEndpoint } from '@gitport/bus/node';
 import { encodeData, PacketReader, packetText } from '@gitport/pktline';
-import { type DuplexStream, open } from '@gitport/transport';
+import { open } from '@gitport/transport';
 import { HTTP_STOP, HTTP_STREAM, isRefUpdateEvent, REF_UPDATE_EVENT } from 'gitport/wire';
 import type { GitBackend, GitService } from '../backend.js';
 import { collect, once } from '../body.js';
@@ -31,7 +31,6 @@ import { AdvertisementCache, adKey } from './advertisement-cache.js';
 import { isRefListing, lsRefsKey } from './ref-listing.js';
 import { releasable } from './released-buffers.js';
 import { RepositoryRoot } from './repository-root.js';
-import { StreamWindows } from './stream-windows.js';
 import { WORKER_STATS, type WorkerStats } from './worker-stats.js';
 
 export type SpawnWorker = (entry: URL, options: WorkerOptions) => Worker;
@@ -45,15 +44,10 @@ export interface WorkerPoolOptions {
   /** Starts one worker; the default runs the built entry, or the TypeScript one through tsx. */
   spawn?: SpawnWorker;
   /**
-   * Transport receive window per stream while the gateway runs several streams: what a worker
-   * may send ahead of the socket (default {@link DEFAULT_STREAM_WINDOW}).
+   * Transport receive window per stream: what a worker may send ahead of the socket (default
+   * {@link DEFAULT_STREAM_WINDOW}).
    */
   window?: number;
-  /**
-   * The window of a stream while it is the gateway's only one (default
-   * {@link SOLO_STREAM_WINDOW}, at most `window`); it is widened to `window` once another opens.
-   */
-  soloWindow?: number;
   /**
    * A worker that dies before it connects (or fails to connect within `connectTimeoutMs`) is
    * started again after `initialMs`, doubling up to `maxMs` while it keeps failing
@@ -76,17 +70,9 @@ export interface WorkerPoolOptions {
  * the window; with the transport's default of 1 MiB the worker runs at most 1 MiB ahead of the
  * socket, so whenever either thread waits for a core (a busy machine, clients indexing on the
  * same cores) the other soon stalls too. 2 MiB lets both keep working; 4 MiB gained no more and
- * held more private memory on the gateway's thread. Four concurrent clones of one repository,
- * whose streams share one worker, need this much: with 512 KiB each they took longer.
+ * held more private memory on the gateway's thread.
  */
 export const DEFAULT_STREAM_WINDOW = 2 * 2 ** 20;
-
-/**
- * See `WorkerPoolOptions.soloWindow`. A stream by itself needs no window to cover other streams'
- * turns on its worker; with 2 MiB its worker runs in long bursts that hold a core the client's
- * `index-pack` is waiting for, and a clone's pack took longer to arrive than with 512 KiB.
- */
-export const SOLO_STREAM_WINDOW = 512 * 2 ** 10;
 
 /** See `WorkerPoolOptions.youngGenerationMb`. */
 export const DEFAULT_WORKER_YOUNG_GENERATION_MB = 6;
@@ -250,7 +236,7 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
   const backoffMax = Math.max(backoffInitial, options.restartBackoff?.maxMs ?? 10_000);
   const connectTimeout = options.connectTimeoutMs ?? 60_000;
   const youngGenerationMb = options.youngGenerationMb ?? DEFAULT_WORKER_YOUNG_GENERATION_MB;
-  const windows = new StreamWindows(options.soloWindow ?? SOLO_STREAM_WINDOW, options.window ?? DEFAULT_STREAM_WINDOW);
+  const streamWindow = options.window ?? DEFAULT_STREAM_WINDOW;
   const inFlight = new Set<Promise<unknown>>();
   /** Per worker: requests it works on, those it stopped on request, and all sent to it. */
   const workCounts = slots.map(() => ({ inFlight: 0, stopped: 0, sent: 0 }));
@@ -378,15 +364,7 @@ export async function createWorkerPoolBackend(options: WorkerPoolOptions): Promi
   ): Promise<{ status: number; body: AsyncIterable<Uint8Array> }> {
     const index = workerOf(repo);
     const peer = await peerFor(repo);
-    const window = windows.reserve();
-    let stream: DuplexStream;
-    try {
-      stream = await open(bus, peer, HTTP_STREAM, { signal, window });
-    } catch (error) {
-      windows.notOpened();
-      throw error;
-    }
-    windows.opened(stream);
+    const stream = await open(bus, peer, HTTP_STREAM, { signal, window: streamWindow });
     const work = `${++workSeq}`;
     const counter = workCounts[index]!;
     counter.inFlight++;
